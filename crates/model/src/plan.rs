@@ -1,0 +1,152 @@
+//! What a policy wants done: moves, each with its reason, and when to look again.
+
+use crate::{CpuId, Level, Nanos, NodeId, ThreadKey};
+use serde::Serialize;
+
+/// Where a thread should be allowed to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// Any CPU of one domain (a package, node, LLC or core), within the CPUs the thread was
+    /// originally allowed.
+    Domain {
+        /// The level of the domain.
+        level: Level,
+        /// Its dense index at that level.
+        index: usize,
+    },
+    /// Exactly one CPU.
+    Cpu(CpuId),
+    /// Back to the mask the thread had before we touched it.
+    Original,
+}
+
+/// Why a move was decided: the core explains itself with values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Reason {
+    /// Tumbler: the thread's utilization puts it in another group (Algorithm 2).
+    Regroup {
+        /// The group (domain) it now belongs to.
+        group: usize,
+        /// Its utilization over the window.
+        util: f64,
+        /// Coefficient of variation of thread utilization that triggered the regrouping.
+        cv: f64,
+    },
+    /// Shuffling: the thread's lock time puts it in another group.
+    Shuffle {
+        /// The group it now belongs to.
+        group: usize,
+        /// Its lock time (fraction of the window).
+        lock: f64,
+    },
+    /// A static baseline (`psets`) placing a thread in its group once.
+    StaticGroup {
+        /// The group.
+        group: usize,
+    },
+    /// A static baseline (`pbind`) pinning a thread to one core.
+    Pin,
+    /// First placement of a thread (round-robin, or a thread discovered late).
+    Initial,
+    /// Speed balancing: a fast core pulled the thread from a slow one.
+    SpeedPull {
+        /// Speed of the pulling core.
+        to_speed: f64,
+        /// Speed of the core it came from.
+        from_speed: f64,
+        /// Global average speed.
+        global: f64,
+    },
+    /// NUMA balancing: moved from the busiest to the idlest node.
+    NumaBalance {
+        /// Node it left.
+        from: NodeId,
+        /// Node it goes to.
+        to: NodeId,
+    },
+    /// The policy gives the thread back to the OS.
+    Release,
+}
+
+/// One thread to move.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Move {
+    /// The thread, with its start time so a reused tid is never touched.
+    pub thread: ThreadKey,
+    /// Where it should be allowed to run.
+    pub to: Target,
+    /// Why.
+    pub why: Reason,
+}
+
+/// A policy's decision for one tick.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Plan {
+    /// Threads to move, in order.
+    pub moves: Vec<Move>,
+    /// When to sample and decide again, from now.
+    pub next_in: Nanos,
+    /// A short explanation when the decision is worth reporting ("CV 0.42 ≥ 0.40: regrouped,
+    /// next in 50 ms"); `None` on routine ticks.
+    pub note: Option<String>,
+}
+
+impl Plan {
+    /// A plan that moves nothing and looks again after `next_in`.
+    pub fn wait(next_in: Nanos) -> Plan {
+        Plan {
+            moves: Vec::new(),
+            next_in,
+            note: None,
+        }
+    }
+}
+
+/// What happened to one move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MoveOutcome {
+    /// The affinity was changed.
+    Done,
+    /// The thread was already allowed exactly there; nothing was changed.
+    Unchanged,
+    /// The thread had exited (or its tid now names another thread); nothing was changed.
+    Vanished,
+    /// The OS refused (permission), or the target shares no CPU with the thread's original mask.
+    Denied,
+}
+
+/// What a host did with a plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ApplyReport {
+    /// Moves whose affinity was changed.
+    pub done: u32,
+    /// Moves that needed no change.
+    pub unchanged: u32,
+    /// Moves of threads that had gone.
+    pub vanished: u32,
+    /// Moves the OS refused or that had no allowed CPU.
+    pub denied: u32,
+}
+
+impl ApplyReport {
+    /// Counts one outcome.
+    pub fn count(&mut self, o: MoveOutcome) {
+        match o {
+            MoveOutcome::Done => self.done += 1,
+            MoveOutcome::Unchanged => self.unchanged += 1,
+            MoveOutcome::Vanished => self.vanished += 1,
+            MoveOutcome::Denied => self.denied += 1,
+        }
+    }
+
+    /// Adds another report's counts.
+    pub fn add(&mut self, other: &ApplyReport) {
+        self.done += other.done;
+        self.unchanged += other.unchanged;
+        self.vanished += other.vanished;
+        self.denied += other.denied;
+    }
+}

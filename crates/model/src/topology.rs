@@ -1,0 +1,549 @@
+//! The machine as placement sees it: CPUs with their core, last-level cache, package and
+//! NUMA node; node distances; and the *domains* at each level, the units a policy assigns
+//! thread groups to.
+//!
+//! ```text
+//!  Level::Package  ┌──────── package 0 ────────┐┌──────── package 1 ────────┐
+//!  Level::Node     │  node 0     │  node 1     ││  node 2     │  node 3     │
+//!  Level::Llc      │  llc 0      │  llc 1      ││  llc 2      │  llc 3      │
+//!  Level::Core     │ c0 c1 c2 c3 │ c4 c5 c6 c7 ││ ...                       │
+//!  CPUs (PUs)      │ 0,32 1,33 … │             ││                           │
+//! ```
+//!
+//! Domains are numbered densely from 0 at each level in order of their lowest CPU, so a
+//! policy can index them with plain `usize`s. Core, LLC and package ids given to
+//! [`Topology::new`] may be sparse or repeated per package; they are renumbered densely.
+//!
+//! Synthetic machines follow hwloc's synthetic description (`package:4 core:16 pu:1`): each
+//! `type:count` says how many children of that type every object of the level above has.
+//! Accepted types, top down: `package` (or `socket`), `die`, `numa` (or `node`, `numanode`),
+//! `l3` (or `llc`, `l3cache`), `l2`, `l1`, `core`, `pu`. As in hwloc, a spec without `numa`
+//! describes a single NUMA node (a UMA machine). The last-level cache is the `l3` level if
+//! given, else `l2`, else the deepest of `numa`/`die`/`package`. Without `core`, each PU is
+//! its own core; without `pu`, each core has one PU. Node distances follow ACPI SLIT
+//! conventions: 10 local, 16 for another node of the same package, 21 across packages.
+
+use crate::{CoreId, CpuId, CpuSet, LlcId, ModelError, NodeId, PackageId};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// One online logical CPU and where it sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cpu {
+    /// The CPU number the kernel uses.
+    pub id: CpuId,
+    /// Its physical core, unique across the machine.
+    pub core: CoreId,
+    /// Its last-level cache, unique across the machine.
+    pub llc: LlcId,
+    /// Its package (socket).
+    pub package: PackageId,
+    /// Its NUMA node.
+    pub node: NodeId,
+}
+
+/// A level of the hierarchy that can play the role the papers give to a "socket".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Packages (sockets).
+    Package,
+    /// NUMA nodes.
+    Node,
+    /// Last-level caches.
+    Llc,
+    /// Physical cores (all hardware threads of a core together).
+    Core,
+}
+
+impl Level {
+    /// All levels, from the widest to the narrowest.
+    pub const ALL: [Level; 4] = [Level::Package, Level::Node, Level::Llc, Level::Core];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Package => "package",
+            Level::Node => "node",
+            Level::Llc => "llc",
+            Level::Core => "core",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Level {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Level, ModelError> {
+        match s {
+            "package" | "socket" => Ok(Level::Package),
+            "node" | "numa" => Ok(Level::Node),
+            "llc" | "l3" => Ok(Level::Llc),
+            "core" => Ok(Level::Core),
+            other => Err(ModelError::Level(other.to_string())),
+        }
+    }
+}
+
+/// A group of CPUs at one level: one package, one node, one LLC or one core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Domain {
+    /// The level it belongs to.
+    pub level: Level,
+    /// Dense index within its level, in order of lowest CPU.
+    pub index: usize,
+    /// The CPUs it holds (online only).
+    pub cpus: CpuSet,
+    /// The NUMA node of its lowest CPU.
+    pub node: NodeId,
+    /// The package of its lowest CPU.
+    pub package: PackageId,
+}
+
+/// A machine's online CPUs, their hierarchy and node distances.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    cpus: Vec<Cpu>,
+    /// Position of each CPU id in `cpus`, `u32::MAX` where the id is not online.
+    pos: Vec<u32>,
+    nodes: Vec<NodeId>,
+    /// Row-major `nodes.len()²` distances, in `nodes` order.
+    distance: Vec<u32>,
+    domains: [Vec<Domain>; 4],
+    /// For each level, the domain index of each CPU, in `cpus` order.
+    of_cpu: [Vec<u32>; 4],
+    online: CpuSet,
+}
+
+impl Topology {
+    /// Builds a topology from its CPUs and, for each node, its distance to every node (in
+    /// the order of `distances`' keys). Missing distances default to 10 for a node to itself
+    /// and 20 otherwise. Core, LLC and package ids are renumbered densely; a core id given
+    /// per package (as the kernel's `core_id` is) is made unique by its package.
+    pub fn new(
+        mut cpus: Vec<Cpu>,
+        distances: BTreeMap<NodeId, Vec<u32>>,
+    ) -> Result<Topology, ModelError> {
+        if cpus.is_empty() {
+            return Err(ModelError::Topology("no online CPU".into()));
+        }
+        cpus.sort_by_key(|c| c.id);
+        if let Some(w) = cpus.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(ModelError::Topology(format!(
+                "CPU {} listed twice",
+                w[0].id
+            )));
+        }
+        // Dense renumbering in order of first appearance (i.e. of lowest CPU).
+        let mut packages = BTreeMap::new();
+        let mut cores = BTreeMap::new();
+        let mut llcs = BTreeMap::new();
+        for c in &cpus {
+            let n = packages.len() as u32;
+            packages.entry(c.package).or_insert(n);
+            let n = cores.len() as u32;
+            cores.entry((c.package, c.core)).or_insert(n);
+            let n = llcs.len() as u32;
+            llcs.entry((c.package, c.llc)).or_insert(n);
+        }
+        for c in &mut cpus {
+            let core = cores[&(c.package, c.core)];
+            let llc = llcs[&(c.package, c.llc)];
+            c.core = CoreId(core);
+            c.llc = LlcId(llc);
+            c.package = PackageId(packages[&c.package]);
+        }
+        // A core must not span two nodes or two LLCs.
+        let mut core_home: BTreeMap<CoreId, (LlcId, NodeId)> = BTreeMap::new();
+        for c in &cpus {
+            let home = core_home.entry(c.core).or_insert((c.llc, c.node));
+            if *home != (c.llc, c.node) {
+                return Err(ModelError::Topology(format!(
+                    "core of CPU {} spans two caches or nodes",
+                    c.id
+                )));
+            }
+        }
+        let mut nodes: Vec<NodeId> = cpus.iter().map(|c| c.node).collect();
+        nodes.extend(distances.keys().copied());
+        nodes.sort();
+        nodes.dedup();
+        let n = nodes.len();
+        // Each row lists distances in the order of the map's keys, as sysfs lists them in
+        // node id order.
+        let keys: Vec<NodeId> = distances.keys().copied().collect();
+        let mut distance = vec![0u32; n * n];
+        for (i, a) in nodes.iter().enumerate() {
+            for (j, b) in nodes.iter().enumerate() {
+                let given = distances.get(a).and_then(|row| {
+                    let k = keys.iter().position(|x| x == b)?;
+                    row.get(k).copied()
+                });
+                distance[i * n + j] = given.unwrap_or(if i == j { 10 } else { 20 });
+            }
+        }
+        let max_id = cpus.last().map_or(0, |c| c.id.0) as usize;
+        let mut pos = vec![u32::MAX; max_id + 1];
+        for (i, c) in cpus.iter().enumerate() {
+            pos[c.id.0 as usize] = i as u32;
+        }
+        let online: CpuSet = cpus.iter().map(|c| c.id).collect();
+        let mut topo = Topology {
+            cpus,
+            pos,
+            nodes,
+            distance,
+            domains: Default::default(),
+            of_cpu: Default::default(),
+            online,
+        };
+        for level in Level::ALL {
+            topo.build_level(level);
+        }
+        Ok(topo)
+    }
+
+    fn key(c: &Cpu, level: Level) -> u32 {
+        match level {
+            Level::Package => c.package.0,
+            Level::Node => u32::from(c.node.0),
+            Level::Llc => c.llc.0,
+            Level::Core => c.core.0,
+        }
+    }
+
+    fn build_level(&mut self, level: Level) {
+        let mut index_of: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut domains: Vec<Domain> = Vec::new();
+        let mut of_cpu = Vec::with_capacity(self.cpus.len());
+        for c in &self.cpus {
+            let k = Self::key(c, level);
+            let next = domains.len();
+            let idx = *index_of.entry(k).or_insert(next);
+            if idx == next {
+                domains.push(Domain {
+                    level,
+                    index: idx,
+                    cpus: CpuSet::new(),
+                    node: c.node,
+                    package: c.package,
+                });
+            }
+            domains[idx].cpus.insert(c.id);
+            of_cpu.push(idx as u32);
+        }
+        self.domains[level.index()] = domains;
+        self.of_cpu[level.index()] = of_cpu;
+    }
+
+    /// Parses an hwloc-style synthetic description; see the module docs.
+    ///
+    /// ```
+    /// use threadbalance_model::{Level, Topology};
+    /// let t = Topology::synthetic("package:2 numa:2 core:8 pu:2").unwrap();
+    /// assert_eq!(t.cpus().len(), 64);
+    /// assert_eq!(t.domains(Level::Node).len(), 4);
+    /// assert_eq!(t.domains(Level::Core).len(), 32);
+    /// ```
+    pub fn synthetic(spec: &str) -> Result<Topology, ModelError> {
+        crate::topology::synthetic::parse(spec)
+    }
+
+    /// The online CPUs in increasing id order.
+    pub fn cpus(&self) -> &[Cpu] {
+        &self.cpus
+    }
+
+    /// The online CPUs as a set.
+    pub fn online(&self) -> &CpuSet {
+        &self.online
+    }
+
+    /// The CPU with this id, if online.
+    pub fn cpu(&self, id: CpuId) -> Option<&Cpu> {
+        let p = *self.pos.get(id.0 as usize)?;
+        self.cpus.get(p as usize)
+    }
+
+    /// The domains at `level`, indexed densely from 0.
+    pub fn domains(&self, level: Level) -> &[Domain] {
+        &self.domains[level.index()]
+    }
+
+    /// The index of the domain at `level` that holds `cpu`, if `cpu` is online.
+    pub fn domain_of(&self, cpu: CpuId, level: Level) -> Option<usize> {
+        let p = *self.pos.get(cpu.0 as usize)?;
+        self.of_cpu[level.index()]
+            .get(p as usize)
+            .map(|&d| d as usize)
+    }
+
+    /// The widest level with more than one domain; `Core` if every level has one.
+    pub fn default_level(&self) -> Level {
+        Level::ALL
+            .into_iter()
+            .find(|&l| self.domains(l).len() > 1)
+            .unwrap_or(Level::Core)
+    }
+
+    /// The NUMA nodes, in id order (memoryless and CPU-less nodes included when given).
+    pub fn nodes(&self) -> &[NodeId] {
+        &self.nodes
+    }
+
+    /// The distance from node `a` to node `b` (10 = local), or `None` for an unknown node.
+    pub fn distance(&self, a: NodeId, b: NodeId) -> Option<u32> {
+        let i = self.nodes.iter().position(|&n| n == a)?;
+        let j = self.nodes.iter().position(|&n| n == b)?;
+        Some(self.distance[i * self.nodes.len() + j])
+    }
+
+    /// The number of hardware threads of each core (SMT width) of the first core.
+    pub fn smt_width(&self) -> usize {
+        self.domains(Level::Core)
+            .first()
+            .map_or(1, |d| d.cpus.len())
+    }
+
+    /// A one-line description such as `2 packages, 4 nodes, 4 LLCs, 32 cores, 64 CPUs`.
+    pub fn describe(&self) -> String {
+        let n = |l: Level| self.domains(l).len();
+        let plural =
+            |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        format!(
+            "{}, {}, {}, {}, {}",
+            plural(n(Level::Package), "package", "packages"),
+            plural(n(Level::Node), "node", "nodes"),
+            plural(n(Level::Llc), "LLC", "LLCs"),
+            plural(n(Level::Core), "core", "cores"),
+            plural(self.cpus.len(), "CPU", "CPUs"),
+        )
+    }
+}
+
+mod synthetic {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Kind {
+        Package,
+        Die,
+        Numa,
+        L3,
+        L2,
+        L1,
+        Core,
+        Pu,
+    }
+
+    /// Highest number of PUs a synthetic machine may have.
+    const MAX_PUS: u64 = 8192;
+
+    pub(super) fn parse(spec: &str) -> Result<Topology, ModelError> {
+        let bad = |why: String| ModelError::Synthetic {
+            spec: spec.to_string(),
+            why,
+        };
+        let mut levels: Vec<(Kind, u32)> = Vec::new();
+        for tok in spec.split_whitespace() {
+            let (name, count) = tok
+                .split_once(':')
+                .ok_or_else(|| bad(format!("{tok:?} is not type:count")))?;
+            let kind = match name.to_ascii_lowercase().as_str() {
+                "package" | "socket" => Kind::Package,
+                "die" => Kind::Die,
+                "numa" | "node" | "numanode" => Kind::Numa,
+                "l3" | "l3cache" | "llc" => Kind::L3,
+                "l2" | "l2cache" => Kind::L2,
+                "l1" | "l1cache" | "l1d" => Kind::L1,
+                "core" => Kind::Core,
+                "pu" => Kind::Pu,
+                other => return Err(bad(format!("unknown type {other:?}"))),
+            };
+            let count: u32 = count
+                .parse()
+                .map_err(|_| bad(format!("{count:?} is not a count")))?;
+            if count == 0 {
+                return Err(bad(format!("{name} count is 0")));
+            }
+            if let Some(&(prev, _)) = levels.last() {
+                if kind <= prev {
+                    return Err(bad(format!("{name} must come before the levels above it")));
+                }
+            }
+            levels.push((kind, count));
+        }
+        if levels.is_empty() {
+            return Err(bad("empty".into()));
+        }
+        let total: u64 = levels.iter().map(|&(_, c)| u64::from(c)).product();
+        if total > MAX_PUS {
+            return Err(bad(format!("{total} PUs is more than {MAX_PUS}")));
+        }
+        let has = |k: Kind| levels.iter().any(|&(x, _)| x == k);
+        let llc_kind = [Kind::L3, Kind::L2, Kind::Numa, Kind::Die, Kind::Package]
+            .into_iter()
+            .find(|&k| has(k));
+        // For each PU, the flattened index of its ancestor at each kind: the product of the
+        // counts down to that kind, divided out of the PU index.
+        let prefix = |k: Kind| -> u64 {
+            levels
+                .iter()
+                .take_while(|&&(x, _)| x <= k)
+                .map(|&(_, c)| u64::from(c))
+                .product()
+        };
+        let group = |k: Kind, pu: u64| -> u32 {
+            if !has(k) && k != Kind::Core {
+                return 0;
+            }
+            let above = prefix(k);
+            (pu / (total / above)) as u32
+        };
+        let core_kind = if has(Kind::Core) {
+            Kind::Core
+        } else {
+            Kind::Pu
+        };
+        let mut cpus = Vec::with_capacity(total as usize);
+        for pu in 0..total {
+            cpus.push(Cpu {
+                id: CpuId(pu as u32),
+                core: CoreId(if has(core_kind) {
+                    group(core_kind, pu)
+                } else {
+                    pu as u32
+                }),
+                llc: LlcId(llc_kind.map_or(0, |k| group(k, pu))),
+                package: PackageId(group(Kind::Package, pu)),
+                node: NodeId(group(Kind::Numa, pu) as u16),
+            });
+        }
+        let nodes: Vec<(NodeId, PackageId)> = {
+            let mut v: Vec<_> = cpus.iter().map(|c| (c.node, c.package)).collect();
+            v.dedup();
+            v
+        };
+        let mut distances = BTreeMap::new();
+        for &(a, pa) in &nodes {
+            let row = nodes
+                .iter()
+                .map(|&(b, pb)| {
+                    if a == b {
+                        10
+                    } else if pa == pb {
+                        16
+                    } else {
+                        21
+                    }
+                })
+                .collect();
+            distances.insert(a, row);
+        }
+        Topology::new(cpus, distances)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_opteron_testbed_has_four_packages_of_sixteen_cores() {
+        let t = Topology::synthetic("package:4 core:16 pu:1").unwrap();
+        assert_eq!(t.cpus().len(), 64);
+        assert_eq!(t.domains(Level::Package).len(), 4);
+        assert_eq!(t.domains(Level::Core).len(), 64);
+        // No numa level: one node, as in hwloc.
+        assert_eq!(t.nodes(), &[NodeId(0)]);
+        // LLC defaults to the package.
+        assert_eq!(t.domains(Level::Llc).len(), 4);
+        assert_eq!(t.domains(Level::Package)[1].cpus.to_string(), "16-31");
+        assert_eq!(t.default_level(), Level::Package);
+    }
+
+    #[test]
+    fn synthetic_two_nodes_per_package_with_smt() {
+        let t = Topology::synthetic("package:2 numa:2 core:8 pu:2").unwrap();
+        assert_eq!(t.cpus().len(), 64);
+        assert_eq!(t.domains(Level::Node).len(), 4);
+        assert_eq!(t.domains(Level::Llc).len(), 4);
+        assert_eq!(t.smt_width(), 2);
+        // CPU 17 is the second PU of core 8 (first core of node 1, package 0).
+        let c = t.cpu(CpuId(17)).unwrap();
+        assert_eq!(
+            (c.core, c.node, c.package),
+            (CoreId(8), NodeId(1), PackageId(0))
+        );
+        assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(16));
+        assert_eq!(t.distance(NodeId(0), NodeId(2)), Some(21));
+        assert_eq!(t.distance(NodeId(3), NodeId(3)), Some(10));
+        assert_eq!(t.domain_of(CpuId(17), Level::Node), Some(1));
+        assert_eq!(t.domain_of(CpuId(17), Level::Core), Some(8));
+    }
+
+    #[test]
+    fn synthetic_rejects_malformed_specs() {
+        for spec in [
+            "",
+            "package",
+            "package:x",
+            "package:0 core:2",
+            "core:2 package:2",
+            "widget:2",
+            "package:64 core:64 pu:4",
+        ] {
+            assert!(
+                Topology::synthetic(spec).is_err(),
+                "{spec:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn default_level_on_one_socket_two_core_machine_is_core() {
+        let t = Topology::synthetic("package:1 core:2 pu:1").unwrap();
+        assert_eq!(t.default_level(), Level::Core);
+        let t = Topology::synthetic("pu:1").unwrap();
+        assert_eq!(t.default_level(), Level::Core);
+    }
+
+    #[test]
+    fn topology_renumbers_per_package_core_ids() {
+        // Two packages whose cores are both numbered 0 and 1, as the kernel's core_id is.
+        let cpu = |id, core, pkg| Cpu {
+            id: CpuId(id),
+            core: CoreId(core),
+            llc: LlcId(pkg),
+            package: PackageId(pkg),
+            node: NodeId(pkg as u16),
+        };
+        let t = Topology::new(
+            vec![cpu(0, 0, 0), cpu(1, 1, 0), cpu(2, 0, 1), cpu(3, 1, 1)],
+            BTreeMap::new(),
+        )
+        .unwrap();
+        assert_eq!(t.domains(Level::Core).len(), 4);
+        assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(20));
+        assert!(t.cpu(CpuId(4)).is_none());
+    }
+
+    #[test]
+    fn level_names_parse() {
+        for l in Level::ALL {
+            assert_eq!(l.name().parse::<Level>().unwrap(), l);
+        }
+        assert!("rack".parse::<Level>().is_err());
+    }
+}

@@ -1,0 +1,354 @@
+//! Two snapshots make a window: what each thread did between them, as rates.
+//!
+//! Over a window of length Δ, for each thread present at both ends:
+//!
+//! | rate | formula | source |
+//! |---|---|---|
+//! | `util` | run ns / Δ (falls back to (utime + stime) / Δ when schedstat is absent) | schedstat field 1 |
+//! | `latency` | run-queue wait ns / Δ (Tumbler's "thread latency") | schedstat field 2 |
+//! | `blocked` | 1 − util − latency, at least 0 | derived |
+//! | `lock` | lock-wait ns / Δ when a probe measures it, else `blocked` (an estimate) | probe or derived |
+//! | `speed` | run ns / Δ: the speed balancing paper's exec time over wall time | schedstat |
+//!
+//! A thread seen only at the end *appeared* (its counters started at zero within the window,
+//! so its rates are its counters over Δ); a thread seen only at the start *vanished*. Rates
+//! are clamped to `[0, 1]` since clock ticks round.
+//!
+//! The window reuses its buffers, so updating it every few milliseconds does not allocate
+//! once the thread count is stable.
+
+use crate::{
+    CpuId, Level, Nanos, ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState, Topology,
+    coefficient_of_variation, mean,
+};
+use serde::Serialize;
+
+/// What one thread did over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ThreadRates {
+    /// Which thread.
+    pub key: ThreadKey,
+    /// Fraction of the window it ran on a CPU.
+    pub util: f64,
+    /// Fraction of the window it waited on a run queue.
+    pub latency: f64,
+    /// Fraction of the window it was neither running nor runnable (sleeping, blocked).
+    pub blocked: f64,
+    /// Fraction of the window it waited for locks; exact when `lock_exact`, else `blocked`.
+    pub lock: f64,
+    /// Whether `lock` was measured (BPF futex probe, simulator) rather than estimated.
+    pub lock_exact: bool,
+    /// Execution time over wall time (the speed balancing paper's speed); equals `util`.
+    pub speed: f64,
+    /// Times it was given a CPU during the window.
+    pub timeslices: u64,
+    /// Voluntary context switches during the window.
+    pub voluntary: u64,
+    /// Involuntary context switches during the window.
+    pub involuntary: u64,
+    /// CPU it last ran on, at the end of the window.
+    pub last_cpu: CpuId,
+    /// State at the end of the window.
+    pub state: ThreadState,
+    /// Whether it appeared during this window.
+    pub appeared: bool,
+}
+
+/// Utilization of each domain at one level over a window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DomainLoad {
+    /// The level.
+    pub level: Level,
+    /// For each domain, the summed `util` of threads whose last CPU is in it, divided by its
+    /// CPU count: 1.0 means every CPU of the domain was busy with managed threads.
+    pub util: Vec<f64>,
+    /// For each domain, the number of managed threads whose last CPU is in it.
+    pub threads: Vec<u32>,
+    /// Mean of `util`.
+    pub mean: f64,
+    /// Coefficient of variation of `util` (σ/μ).
+    pub cv: f64,
+}
+
+/// What every managed thread did between two snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Window {
+    /// When the window opened (the earlier snapshot).
+    pub start: Nanos,
+    /// When it closed (the later snapshot).
+    pub end: Nanos,
+    /// One entry per thread alive at the end, sorted by key.
+    pub threads: Vec<ThreadRates>,
+    /// Threads present at the start but not at the end.
+    pub vanished: Vec<ThreadKey>,
+    /// The latest per-node memory of each process (carried over between the rare samples).
+    pub memory: Vec<ProcessMemory>,
+    /// Whether any thread's lock time was measured rather than estimated.
+    pub lock_exact: bool,
+}
+
+impl Window {
+    /// The window's length.
+    pub fn duration(&self) -> Nanos {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// A window that opens and closes at `cur`: every thread has appeared, with zero rates.
+    /// Policies that place threads at once (baselines, `speed`) act on it; the others wait.
+    pub fn first(&mut self, cur: &Snapshot) {
+        self.start = cur.at;
+        self.end = cur.at;
+        self.threads.clear();
+        self.vanished.clear();
+        self.lock_exact = false;
+        for s in &cur.threads {
+            self.threads.push(Self::rates(None, s, Nanos::ZERO));
+        }
+        if !cur.memory.is_empty() {
+            self.memory.clone_from(&cur.memory);
+        }
+    }
+
+    /// Recomputes the window from two snapshots, reusing its buffers. Both snapshots must be
+    /// sorted by key ([`Snapshot::sort`]).
+    pub fn update(&mut self, prev: &Snapshot, cur: &Snapshot) {
+        self.start = prev.at;
+        self.end = cur.at;
+        self.threads.clear();
+        self.vanished.clear();
+        self.lock_exact = false;
+        let dt = cur.at.saturating_sub(prev.at);
+        let (mut i, mut j) = (0, 0);
+        let (a, b) = (&prev.threads, &cur.threads);
+        while i < a.len() || j < b.len() {
+            match (a.get(i), b.get(j)) {
+                (Some(p), Some(c)) if p.key == c.key => {
+                    self.push(Some(p), c, dt);
+                    i += 1;
+                    j += 1;
+                }
+                (Some(p), Some(c)) if p.key < c.key => {
+                    self.vanished.push(p.key);
+                    i += 1;
+                }
+                (Some(p), None) => {
+                    self.vanished.push(p.key);
+                    i += 1;
+                }
+                (_, Some(c)) => {
+                    self.push(None, c, dt);
+                    j += 1;
+                }
+                (None, None) => break,
+            }
+        }
+        if !cur.memory.is_empty() {
+            self.memory.clone_from(&cur.memory);
+        }
+    }
+
+    fn push(&mut self, prev: Option<&Sample>, cur: &Sample, dt: Nanos) {
+        let r = Self::rates(prev, cur, dt);
+        self.lock_exact |= r.lock_exact;
+        self.threads.push(r);
+    }
+
+    fn rates(prev: Option<&Sample>, cur: &Sample, dt: Nanos) -> ThreadRates {
+        let zero = Sample {
+            key: cur.key,
+            lock: cur.lock.map(|_| Nanos::ZERO),
+            ..Sample::default()
+        };
+        let p = prev.unwrap_or(&zero);
+        let frac = |d: Nanos| {
+            if dt.0 == 0 {
+                0.0
+            } else {
+                (d.0 as f64 / dt.0 as f64).clamp(0.0, 1.0)
+            }
+        };
+        let run = cur.run.saturating_sub(p.run);
+        let cpu_time = if cur.run.0 == 0 {
+            (cur.utime + cur.stime).saturating_sub(p.utime + p.stime)
+        } else {
+            run
+        };
+        let util = frac(cpu_time);
+        let latency = frac(cur.wait.saturating_sub(p.wait));
+        let blocked = if dt.0 == 0 {
+            0.0
+        } else {
+            (1.0 - util - latency).max(0.0)
+        };
+        let (lock, lock_exact) = match (p.lock, cur.lock) {
+            (Some(a), Some(b)) => (frac(b.saturating_sub(a)), true),
+            _ => (blocked, false),
+        };
+        ThreadRates {
+            key: cur.key,
+            util,
+            latency,
+            blocked,
+            lock,
+            lock_exact,
+            speed: util,
+            timeslices: cur.timeslices.saturating_sub(p.timeslices),
+            voluntary: cur.voluntary.saturating_sub(p.voluntary),
+            involuntary: cur.involuntary.saturating_sub(p.involuntary),
+            last_cpu: cur.last_cpu,
+            state: cur.state,
+            appeared: prev.is_none(),
+        }
+    }
+
+    /// Utilization of each domain at `level`, attributing each thread to the domain of its
+    /// last CPU. Threads on CPUs outside the topology are left out.
+    pub fn domain_load(&self, topo: &Topology, level: Level) -> DomainLoad {
+        let domains = topo.domains(level);
+        let mut busy = vec![0.0; domains.len()];
+        let mut threads = vec![0u32; domains.len()];
+        for t in &self.threads {
+            if let Some(d) = topo.domain_of(t.last_cpu, level) {
+                busy[d] += t.util;
+                threads[d] += 1;
+            }
+        }
+        let util: Vec<f64> = busy
+            .iter()
+            .zip(domains)
+            .map(|(b, d)| b / d.cpus.len().max(1) as f64)
+            .collect();
+        DomainLoad {
+            level,
+            mean: mean(&util),
+            cv: coefficient_of_variation(&util),
+            util,
+            threads,
+        }
+    }
+
+    /// The rates of one thread, if it is alive at the end of the window.
+    pub fn thread(&self, key: &ThreadKey) -> Option<&ThreadRates> {
+        self.threads
+            .binary_search_by(|t| t.key.cmp(key))
+            .ok()
+            .map(|i| &self.threads[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Pid, Tid};
+
+    fn key(tid: i32) -> ThreadKey {
+        ThreadKey {
+            pid: Pid(1),
+            tid: Tid(tid),
+            start_time: 100,
+        }
+    }
+
+    fn sample(tid: i32, run_ms: u64, wait_ms: u64, cpu: u32) -> Sample {
+        Sample {
+            key: key(tid),
+            run: Nanos::from_millis(run_ms),
+            wait: Nanos::from_millis(wait_ms),
+            last_cpu: CpuId(cpu),
+            ..Sample::default()
+        }
+    }
+
+    fn snap(at_ms: u64, threads: Vec<Sample>) -> Snapshot {
+        let mut s = Snapshot {
+            at: Nanos::from_millis(at_ms),
+            threads,
+            memory: vec![],
+        };
+        s.sort();
+        s
+    }
+
+    #[test]
+    fn window_rates_over_100ms_with_appear_and_vanish() {
+        // Thread 1 ran 50 of 100 ms and waited 20: util .5, latency .2, blocked .3.
+        // Thread 2 vanished; thread 3 appeared with 30 ms run: util .3.
+        let prev = snap(0, vec![sample(1, 10, 0, 0), sample(2, 5, 0, 1)]);
+        let cur = snap(100, vec![sample(1, 60, 20, 1), sample(3, 30, 0, 0)]);
+        let mut w = Window::default();
+        w.update(&prev, &cur);
+        assert_eq!(w.duration(), Nanos::from_millis(100));
+        assert_eq!(w.vanished, vec![key(2)]);
+        let t1 = w.thread(&key(1)).unwrap();
+        assert!((t1.util - 0.5).abs() < 1e-9);
+        assert!((t1.latency - 0.2).abs() < 1e-9);
+        assert!((t1.blocked - 0.3).abs() < 1e-9);
+        assert!(!t1.lock_exact && (t1.lock - 0.3).abs() < 1e-9);
+        assert!(!t1.appeared);
+        let t3 = w.thread(&key(3)).unwrap();
+        assert!(t3.appeared && (t3.util - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_reused_tid_is_a_different_thread() {
+        let prev = snap(0, vec![sample(7, 10, 0, 0)]);
+        let mut reborn = sample(7, 1, 0, 0);
+        reborn.key.start_time = 999;
+        let cur = snap(10, vec![reborn]);
+        let mut w = Window::default();
+        w.update(&prev, &cur);
+        assert_eq!(w.vanished.len(), 1);
+        assert!(w.threads[0].appeared);
+    }
+
+    #[test]
+    fn window_falls_back_to_utime_stime_without_schedstat() {
+        let mut a = sample(1, 0, 0, 0);
+        a.utime = Nanos::from_millis(10);
+        let mut b = a;
+        b.utime = Nanos::from_millis(40);
+        b.stime = Nanos::from_millis(10);
+        let mut w = Window::default();
+        w.update(&snap(0, vec![a]), &snap(100, vec![b]));
+        // (30 + 10) / 100
+        assert!((w.threads[0].util - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_exact_lock_time_when_measured() {
+        let mut a = sample(1, 0, 0, 0);
+        a.lock = Some(Nanos::from_millis(5));
+        let mut b = a;
+        b.lock = Some(Nanos::from_millis(25));
+        let mut w = Window::default();
+        w.update(&snap(0, vec![a]), &snap(100, vec![b]));
+        assert!(w.lock_exact);
+        assert!((w.threads[0].lock - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn domain_load_mean_and_cv_per_package() {
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        // Package 0 (CPUs 0,1): threads at .8 and .4 → 1.2/2 = .6; package 1 (CPUs 2,3): .2/2 = .1
+        let prev = snap(
+            0,
+            vec![sample(1, 0, 0, 0), sample(2, 0, 0, 1), sample(3, 0, 0, 2)],
+        );
+        let cur = snap(
+            100,
+            vec![
+                sample(1, 80, 0, 0),
+                sample(2, 40, 0, 1),
+                sample(3, 20, 0, 3),
+            ],
+        );
+        let mut w = Window::default();
+        w.update(&prev, &cur);
+        let l = w.domain_load(&topo, Level::Package);
+        assert!((l.util[0] - 0.6).abs() < 1e-9 && (l.util[1] - 0.1).abs() < 1e-9);
+        assert_eq!(l.threads, vec![2, 1]);
+        // mean .35, σ .25 → CV ≈ .714
+        assert!((l.mean - 0.35).abs() < 1e-9);
+        assert!((l.cv - 0.25 / 0.35).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,50 @@
+//! Placement policies and the one control loop step every host shares.
+//!
+//! ```text
+//!   Host::sample ──► Snapshot ──► Window ──► Policy::decide ──► Plan ──► Host::apply
+//!        ▲                                                                  │
+//!        └──────────────────── wait Plan::next_in ◄─────────────────────────┘
+//! ```
+//!
+//! A [`Policy`] is pure: it never opens a file, reads a clock, sleeps or changes an
+//! affinity; randomness comes from a seeded generator. A [`Host`] is the shell that does:
+//! the Linux host reads `/proc` and calls `sched_setaffinity`, the simulator's host reads
+//! and changes its model. [`Engine::tick`] sequences them identically for both.
+//!
+//! ```
+//! use threadbalance_model::{Level, Topology};
+//! use threadbalance_policy::{build, Settings};
+//! let topo = Topology::synthetic("package:4 core:16 pu:1").unwrap();
+//! let policy = build("none", &Settings::new(Level::Package), &topo).unwrap();
+//! assert_eq!(policy.name(), "none");
+//! assert!(build("nonesuch", &Settings::new(Level::Package), &topo).is_err());
+//! ```
+#![forbid(unsafe_code)]
+
+mod engine;
+mod registry;
+pub mod rng;
+
+pub mod baseline;
+
+pub use engine::{Engine, Host, TickReport};
+pub use registry::{PolicyError, Settings, build, names};
+
+use threadbalance_model::{Plan, Topology, Window};
+
+/// A placement policy. Pure: no I/O, no clock, no global state; randomness is seeded from
+/// its settings.
+pub trait Policy {
+    /// Kebab-case name used in config, CLI and logs (`"tumbler"`).
+    fn name(&self) -> &'static str;
+
+    /// Decides what to move after a window. The first window of a run has zero length and
+    /// every thread in it has appeared; policies that need rates wait for the next.
+    fn decide(&mut self, topo: &Topology, window: &Window) -> Plan;
+
+    /// What the policy did over the run, for the summary, as `(what, value)` lines in a
+    /// stable order ("regroupings", "14").
+    fn summary(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
