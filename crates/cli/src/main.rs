@@ -1,1 +1,149 @@
-fn main() {}
+//! `threadbalance`: places the threads of unmodified multithreaded programs across the
+//! packages, NUMA nodes, caches and cores of a Linux machine while they run.
+//!
+//! ```text
+//! threadbalance run [--policy P] [--level L] [--interval MS] [--dry-run] [--json FILE] -- CMD…
+//! threadbalance attach --pid PID [same options]
+//! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
+//! ```
+//!
+//! Exit status: `run` exits with the command's status (128 + signal if it was killed);
+//! every command exits 2 on bad input (unknown policy, bad pid, bad spec) having changed
+//! nothing, and 1 on any other failure.
+
+mod compare;
+mod host;
+mod manage;
+mod signals;
+mod summary;
+mod topo;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Places the threads of multithreaded programs across sockets, NUMA nodes and cores.
+#[derive(Debug, Parser)]
+#[command(name = "threadbalance", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Launch a command and manage its threads (and its children's) until it exits.
+    Run(RunArgs),
+    /// Manage the threads of a running process until it exits or the tool is interrupted.
+    Attach(AttachArgs),
+    /// Show the topology: packages, NUMA nodes, last-level caches, cores, CPUs.
+    Topo(topo::TopoArgs),
+    /// Run a command under several policies in turn, interleaved, and compare them.
+    Compare(compare::CompareArgs),
+    /// Show on this machine what balancing does for a bundled workload (under a minute).
+    Demo(compare::DemoArgs),
+    /// Run a built-in multithreaded workload and print its score as one JSON line.
+    Workload {
+        /// The scenario and its options.
+        #[command(subcommand)]
+        scenario: threadbalance_workload::Scenario,
+    },
+}
+
+/// Options shared by `run` and `attach`.
+#[derive(Debug, Clone, Args)]
+pub struct ManageArgs {
+    /// Placement policy: none, psets, pbind, tumbler, shuffling, speed, numa-*.
+    #[arg(long, short = 'p', default_value = "tumbler")]
+    pub policy: String,
+    /// Level whose domains play the papers' "sockets": package, node, llc or core
+    /// [default: the widest level with more than one domain].
+    #[arg(long)]
+    pub level: Option<String>,
+    /// Fixed decision interval in milliseconds (overrides the policy's own choice).
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Decide and report, but change no affinity.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also write the summary as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Seed of the policy's random generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print each decision the policy explains, as it happens.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    manage: ManageArgs,
+    /// Manage only CMD's own threads, not those of processes it starts.
+    #[arg(long)]
+    no_children: bool,
+    /// The command and its arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct AttachArgs {
+    /// The process to manage.
+    #[arg(long)]
+    pid: i32,
+    #[command(flatten)]
+    manage: ManageArgs,
+}
+
+/// An error in what the user gave (exit status 2); anything else exits 1.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Shorthand for an input error.
+pub fn input_error(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(InputError(msg.into()))
+}
+
+/// `threadbalance workload`: runs the scenario, prints its score.
+fn workload(scenario: &threadbalance_workload::Scenario) -> anyhow::Result<u8> {
+    let score = threadbalance_workload::run(scenario).map_err(|e| match e {
+        threadbalance_workload::WorkloadError::Invalid { .. } => input_error(e.to_string()),
+        other => other.into(),
+    })?;
+    println!("{}", score.to_json_line());
+    Ok(0)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => manage::run(&a.manage, &a.command, !a.no_children),
+        Command::Attach(a) => manage::attach(&a.manage, a.pid),
+        Command::Topo(a) => topo::topo(&a).map(|()| 0),
+        Command::Workload { scenario } => workload(&scenario),
+        Command::Compare(a) => compare::run(&a),
+        Command::Demo(a) => compare::demo(&a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("threadbalance: {e:#}");
+            if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -1,1 +1,39 @@
-//! placeholder
+//! The Linux host of threadbalance: what the machine looks like (`/sys`), what each thread
+//! did (`/proc`), and where threads may run (`sched_setaffinity`).
+//!
+//! ```text
+//!   parse/   &str → model, pure and panic-free     stat, schedstat, status, numa_maps
+//!   read     Root → model, I/O at the edge         read_topology, read_threads, …
+//!   sampler  the hot path                          pread on kept fds, Snapshot reuse
+//!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
+//!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
+//! ```
+//!
+//! The filesystem root and host facts (clock ticks per second, page size) are always
+//! parameters, so every reader runs on the fixture trees under `fixtures/` as on `/`.
+//!
+//! ```
+//! use threadbalance_linux::{Root, read_topology};
+//! use threadbalance_model::Level;
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/topo");
+//! let topo = read_topology(&Root::new(format!("{fixtures}/2s-4n-32c-smt2"))).unwrap();
+//! assert_eq!(topo.domains(Level::Package).len(), 2);
+//! assert_eq!(topo.domains(Level::Node).len(), 4);
+//! assert_eq!(topo.cpus().len(), 64);
+//! ```
+
+pub mod actuate;
+mod error;
+pub mod host;
+pub mod parse;
+pub mod read;
+pub mod sampler;
+
+pub use actuate::{Actuator, affinity_of, set_affinity};
+pub use error::LinuxError;
+pub use host::{LinuxHost, monotonic_now};
+pub use read::{
+    HostFacts, Root, ThreadInfo, read_numa_balancing, read_process_memory, read_start_time,
+    read_threads, read_topology,
+};
+pub use sampler::{Sampler, SamplerConfig};

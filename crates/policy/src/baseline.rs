@@ -1,7 +1,10 @@
 //! The papers' baselines: `none` (Linux decides; we observe), `psets` and `pbind`.
 
+use crate::grouping::{Placement, contiguous_group};
 use crate::{Policy, Settings};
-use threadbalance_model::{Nanos, Plan, Topology, Window};
+use threadbalance_model::{
+    CpuId, Level, Move, Nanos, Plan, Reason, Target, ThreadRates, Topology, Window,
+};
 
 /// How often `none` samples, to report utilization: Tumbler's longest grouping interval.
 const OBSERVE_INTERVAL: Nanos = Nanos::from_millis(100);
@@ -28,5 +31,303 @@ impl Policy for Observe {
 
     fn decide(&mut self, _topo: &Topology, _window: &Window) -> Plan {
         Plan::wait(self.interval)
+    }
+}
+
+/// `psets`: the papers' processor-set baseline (Tumbler §5.2, Shuffling §4). At start,
+/// threads in tid order are cut into one group of consecutive threads per domain — threads
+/// 1–16 to domain 0, 17–32 to domain 1, … — group *i* to domain *i*, and Linux balances
+/// within each domain. Groups are never recomputed; a thread seen later joins the group
+/// with the fewest live threads (ties to the lowest domain), once.
+#[derive(Debug, Clone)]
+pub struct Psets {
+    level: Level,
+    interval: Nanos,
+    placement: Placement,
+    counts: Vec<usize>,
+    started: bool,
+    placed: u64,
+}
+
+impl Psets {
+    /// Groups at `settings.level`, looking for new threads every `settings.interval`
+    /// (100 ms by default).
+    pub fn new(settings: &Settings) -> Psets {
+        Psets {
+            level: settings.level,
+            interval: settings.interval.unwrap_or(OBSERVE_INTERVAL),
+            placement: Placement::new(),
+            counts: Vec::new(),
+            started: false,
+            placed: 0,
+        }
+    }
+}
+
+impl Policy for Psets {
+    fn name(&self) -> &'static str {
+        "psets"
+    }
+
+    fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
+        self.placement.retain_alive(&window.threads);
+        let level = self.level;
+        let k = topo.domains(level).len();
+        let mut moves = Vec::new();
+        let place = |t: &ThreadRates, d: usize| Move {
+            thread: t.key,
+            to: Target::Domain { level, index: d },
+            why: Reason::StaticGroup { group: d },
+        };
+        if !self.started {
+            self.started = true;
+            let n = window.threads.len();
+            for (i, t) in window.threads.iter().enumerate() {
+                let d = contiguous_group(i, n, k);
+                self.placement.set(t.key, d);
+                moves.push(place(t, d));
+            }
+        } else {
+            self.counts.clear();
+            self.counts.resize(k, 0);
+            self.placement.count_per_domain(&mut self.counts);
+            for t in &window.threads {
+                if self.placement.get(&t.key).is_some() {
+                    continue;
+                }
+                let d = smallest(&self.counts);
+                self.counts[d] += 1;
+                self.placement.set(t.key, d);
+                moves.push(place(t, d));
+            }
+        }
+        self.placed += moves.len() as u64;
+        Plan {
+            moves,
+            next_in: self.interval,
+            note: None,
+        }
+    }
+
+    fn summary(&self) -> Vec<(String, String)> {
+        vec![("threads placed".into(), self.placed.to_string())]
+    }
+}
+
+/// The index of the smallest count, the lowest on ties; 0 when empty.
+fn smallest(counts: &[usize]) -> usize {
+    let mut best = 0;
+    for (i, &c) in counts.iter().enumerate() {
+        if c < counts[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// `pbind`: the papers' one-thread-per-core binding (`pbind(1)`, Tumbler §5.2, Shuffling
+/// §4). Thread *i*, in tid order, is pinned to the first CPU of core *i*, cores taken
+/// round-robin across the domains at the level (core 0 of domain 0, core 0 of domain 1, …,
+/// core 1 of domain 0, …) so threads spread evenly over the packages. With more threads
+/// than cores it wraps around; a thread seen later takes the core with the fewest live
+/// threads, first in that order on ties. A pinned thread is never moved again.
+#[derive(Debug, Clone)]
+pub struct Pbind {
+    interval: Nanos,
+    /// First CPU of each core, in the round-robin order.
+    cores: Vec<CpuId>,
+    /// Slot (index into `cores`) of each pinned thread.
+    placement: Placement,
+    counts: Vec<usize>,
+    pinned: u64,
+}
+
+impl Pbind {
+    /// Spreads over the domains at `settings.level` of `topo`, looking for new threads every
+    /// `settings.interval` (100 ms by default).
+    pub fn new(settings: &Settings, topo: &Topology) -> Pbind {
+        let domains = topo.domains(settings.level).len();
+        let mut per_domain: Vec<Vec<CpuId>> = vec![Vec::new(); domains];
+        for core in topo.domains(Level::Core) {
+            if let Some(cpu) = core.cpus.first() {
+                if let Some(d) = topo.domain_of(cpu, settings.level) {
+                    per_domain[d].push(cpu);
+                }
+            }
+        }
+        let mut cores = Vec::with_capacity(topo.domains(Level::Core).len());
+        let rounds = per_domain.iter().map(Vec::len).max().unwrap_or(0);
+        for r in 0..rounds {
+            cores.extend(per_domain.iter().filter_map(|cs| cs.get(r)));
+        }
+        Pbind {
+            interval: settings.interval.unwrap_or(OBSERVE_INTERVAL),
+            cores,
+            placement: Placement::new(),
+            counts: Vec::new(),
+            pinned: 0,
+        }
+    }
+
+    /// The first CPU of each core in the order threads are pinned to them.
+    pub fn core_order(&self) -> &[CpuId] {
+        &self.cores
+    }
+}
+
+impl Policy for Pbind {
+    fn name(&self) -> &'static str {
+        "pbind"
+    }
+
+    fn decide(&mut self, _topo: &Topology, window: &Window) -> Plan {
+        self.placement.retain_alive(&window.threads);
+        let mut moves = Vec::new();
+        if self.cores.is_empty() {
+            return Plan::wait(self.interval);
+        }
+        self.counts.clear();
+        self.counts.resize(self.cores.len(), 0);
+        self.placement.count_per_domain(&mut self.counts);
+        for t in &window.threads {
+            if self.placement.get(&t.key).is_some() {
+                continue;
+            }
+            let slot = smallest(&self.counts);
+            self.counts[slot] += 1;
+            self.placement.set(t.key, slot);
+            moves.push(Move {
+                thread: t.key,
+                to: Target::Cpu(self.cores[slot]),
+                why: Reason::Pin,
+            });
+        }
+        self.pinned += moves.len() as u64;
+        Plan {
+            moves,
+            next_in: self.interval,
+            note: None,
+        }
+    }
+
+    fn summary(&self) -> Vec<(String, String)> {
+        vec![
+            ("threads pinned".into(), self.pinned.to_string()),
+            ("cores".into(), self.cores.len().to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::testutil::{key, topo, window, window_of};
+
+    fn domains(plan: &Plan) -> Vec<usize> {
+        plan.moves
+            .iter()
+            .map(|m| match m.to {
+                Target::Domain { index, .. } => index,
+                other => panic!("unexpected target {other:?}"),
+            })
+            .collect()
+    }
+
+    fn cpus(plan: &Plan) -> Vec<u32> {
+        plan.moves
+            .iter()
+            .map(|m| match m.to {
+                Target::Cpu(c) => c.0,
+                other => panic!("unexpected target {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn observe_moves_nothing() {
+        let t = topo(2, 1, 2, 1);
+        let mut p = Observe::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window(100, &[0.9, 0.1], &[0, 0]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, OBSERVE_INTERVAL);
+    }
+
+    #[test]
+    fn psets_64_threads_on_4_packages_in_runs_of_16() {
+        // Threads 1–16 → package 0, 17–32 → 1, 33–48 → 2, 49–64 → 3 (Tumbler §5.2).
+        let t = topo(4, 1, 16, 1);
+        let mut p = Psets::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window(0, &[0.0; 64], &[0; 64]));
+        let want: Vec<usize> = (0..64).map(|i| i / 16).collect();
+        assert_eq!(domains(&plan), want);
+        assert!(matches!(
+            plan.moves[20].why,
+            Reason::StaticGroup { group: 1 }
+        ));
+        // Never regrouped: the next window moves nobody, whatever the load.
+        let plan = p.decide(&t, &window(100, &[1.0; 64], &[0; 64]));
+        assert!(plan.moves.is_empty());
+    }
+
+    #[test]
+    fn psets_late_thread_joins_smallest_group() {
+        // 6 threads on 4 packages: groups of 2, 2, 1, 1 (threads 0 1 | 2 3 | 4 | 5).
+        let t = topo(4, 1, 2, 1);
+        let mut p = Psets::new(&Settings::new(Level::Package));
+        let six: Vec<_> = (1..=6).map(|i| (key(1, i), 0.5, 0)).collect();
+        assert_eq!(
+            domains(&p.decide(&t, &window_of(0, &six))),
+            [0, 0, 1, 1, 2, 3]
+        );
+        // Thread 1 exits (group 0 now 1 thread) and thread 7 starts: groups 1, 2, 1, 1 →
+        // the smallest with the lowest index is 0.
+        let mut later: Vec<_> = six[1..].to_vec();
+        later.push((key(1, 7), 0.5, 0));
+        let mut w = window_of(100, &later);
+        w.vanished.push(key(1, 1));
+        assert_eq!(domains(&p.decide(&t, &w)), [0]);
+        // Thread 8: counts 2, 2, 1, 1 → package 2.
+        later.push((key(1, 8), 0.5, 0));
+        assert_eq!(domains(&p.decide(&t, &window_of(100, &later))), [2]);
+        assert_eq!(p.summary()[0].1, "8");
+    }
+
+    #[test]
+    fn pbind_spreads_round_robin_over_packages_and_wraps() {
+        // 2 packages × 2 cores × 2 PUs: cores' first CPUs are 0, 2 (package 0) and 4, 6
+        // (package 1). Round-robin: 0, 4, 2, 6.
+        let t = topo(2, 1, 2, 2);
+        let mut p = Pbind::new(&Settings::new(Level::Package), &t);
+        assert_eq!(p.core_order(), [CpuId(0), CpuId(4), CpuId(2), CpuId(6)]);
+        // Six threads: the fifth and sixth wrap to cores 0 and 4.
+        let plan = p.decide(&t, &window(0, &[0.0; 6], &[0; 6]));
+        assert_eq!(cpus(&plan), [0, 4, 2, 6, 0, 4]);
+        assert!(plan.moves.iter().all(|m| m.why == Reason::Pin));
+        // Never moved again.
+        assert!(
+            p.decide(&t, &window(100, &[1.0; 6], &[1; 6]))
+                .moves
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn pbind_late_thread_takes_a_freed_core() {
+        // 4 cores in order 0, 4, 2, 6 hold threads 1–4; thread 3 (on CPU 2) exits and
+        // thread 5 starts: the only core without a thread is CPU 2's.
+        let t = topo(2, 1, 2, 2);
+        let mut p = Pbind::new(&Settings::new(Level::Package), &t);
+        let four: Vec<_> = (1..=4).map(|i| (key(1, i), 0.5, 0)).collect();
+        assert_eq!(cpus(&p.decide(&t, &window_of(0, &four))), [0, 4, 2, 6]);
+        let w = window_of(
+            100,
+            &[
+                (key(1, 1), 0.5, 0),
+                (key(1, 2), 0.5, 4),
+                (key(1, 4), 0.5, 6),
+                (key(1, 5), 0.5, 0),
+            ],
+        );
+        assert_eq!(cpus(&p.decide(&t, &w)), [2]);
     }
 }

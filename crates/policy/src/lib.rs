@@ -15,8 +15,8 @@
 //! use threadbalance_model::{Level, Topology};
 //! use threadbalance_policy::{build, Settings};
 //! let topo = Topology::synthetic("package:4 core:16 pu:1").unwrap();
-//! let policy = build("none", &Settings::new(Level::Package), &topo).unwrap();
-//! assert_eq!(policy.name(), "none");
+//! let policy = build("tumbler", &Settings::new(Level::Package), &topo).unwrap();
+//! assert_eq!(policy.name(), "tumbler");
 //! assert!(build("nonesuch", &Settings::new(Level::Package), &topo).is_err());
 //! ```
 #![forbid(unsafe_code)]
@@ -26,6 +26,11 @@ mod registry;
 pub mod rng;
 
 pub mod baseline;
+pub mod grouping;
+pub mod numa_select;
+pub mod shuffling;
+pub mod speed;
+pub mod tumbler;
 
 pub use engine::{Engine, Host, TickReport};
 pub use registry::{PolicyError, Settings, build, names};

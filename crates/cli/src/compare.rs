@@ -1,0 +1,404 @@
+//! `compare` and `demo`: run a command under several policies in turn, interleaved
+//! (A B A B …, so a drift in the machine's speed hits every policy alike), and report each
+//! policy's wall time as min/median/max, its ratio to `none` pair by pair, moves per second
+//! and the spread across runs.
+//!
+//! Each run is a fresh `threadbalance run --policy P --json FILE -- CMD` child process, so
+//! every run starts from the masks the machine had and restores them when it ends. When the
+//! command prints a score line (as `threadbalance workload` does: one JSON object with
+//! `wall_s` and `fair_share_pct`), its own wall time and percentage of the fair share are
+//! reported too.
+
+use crate::input_error;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Write;
+use std::process::{Command, Stdio};
+
+/// Options of `compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Policies to compare, comma-separated; `none` first gives the baseline.
+    #[arg(long, value_delimiter = ',', default_value = "none,tumbler")]
+    pub policies: Vec<String>,
+    /// Runs of each policy.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Level passed to every run (default: each run's own default).
+    #[arg(long)]
+    pub level: Option<String>,
+    /// Fixed interval in ms passed to every run.
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The command and its arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// One run of one policy.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Wall time of the whole command, from `run`'s summary, seconds.
+    pub wall_s: f64,
+    /// Affinity changes made.
+    pub moves: u64,
+    /// The command's own score line, when it printed one.
+    pub score_wall_s: Option<f64>,
+    /// The command's percentage of its fair share, when it printed one.
+    pub fair_share_pct: Option<f64>,
+    /// The command's fair-share wall time, when it printed one.
+    pub fair_share_wall_s: Option<f64>,
+}
+
+/// min, median and max of some values.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Spread {
+    /// Smallest.
+    pub min: f64,
+    /// Median (mean of the middle two for an even count).
+    pub median: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `xs`; `None` when empty.
+    pub fn of(xs: &[f64]) -> Option<Spread> {
+        if xs.is_empty() {
+            return None;
+        }
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        })
+    }
+
+    fn show(&self, digits: usize) -> String {
+        format!(
+            "{:.d$} / {:.d$} / {:.d$}",
+            self.min,
+            self.median,
+            self.max,
+            d = digits
+        )
+    }
+}
+
+/// What one policy did over its runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyResult {
+    /// The policy.
+    pub policy: String,
+    /// Every run, in order.
+    pub runs: Vec<RunResult>,
+    /// Wall time of the command.
+    pub wall_s: Spread,
+    /// Ratio of this policy's wall time to the baseline's, run by run (< 1 is faster).
+    pub ratio_vs_baseline: Option<Spread>,
+    /// Affinity changes per second of wall time, median.
+    pub moves_per_s: f64,
+    /// (max − min) / median of the wall time: how much runs varied.
+    pub spread_frac: f64,
+    /// The command's own percentage of its fair share, when it reports one.
+    pub fair_share_pct: Option<Spread>,
+}
+
+/// A whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// The command compared.
+    pub command: Vec<String>,
+    /// The policy ratios are taken against (`none` when listed, else the first).
+    pub baseline: String,
+    /// One entry per policy, in the order given.
+    pub results: Vec<PolicyResult>,
+    /// The command's fair-share wall time, when it reports one (median).
+    pub fair_share_wall_s: Option<f64>,
+}
+
+/// Runs the comparison.
+pub fn compare(args: &CompareArgs) -> Result<Comparison> {
+    if args.repeat == 0 {
+        return Err(input_error("--repeat must be at least 1"));
+    }
+    if args.policies.is_empty() {
+        return Err(input_error("--policies needs at least one policy"));
+    }
+    let topo = crate::topo::read_system()?;
+    for p in &args.policies {
+        let level = args
+            .level
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: threadbalance_model::ModelError| input_error(e.to_string()))?
+            .unwrap_or_else(|| topo.default_level());
+        threadbalance_policy::build(p, &threadbalance_policy::Settings::new(level), &topo)
+            .map_err(|e| input_error(e.to_string()))?;
+    }
+    let exe = std::env::current_exe().context("finding this program")?;
+    let dir = std::env::temp_dir();
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); args.policies.len()];
+    for round in 0..args.repeat {
+        for (i, policy) in args.policies.iter().enumerate() {
+            let json = dir.join(format!(
+                "threadbalance-compare-{}-{round}-{i}.json",
+                std::process::id()
+            ));
+            let mut cmd = Command::new(&exe);
+            cmd.arg("run").arg("--policy").arg(policy);
+            if let Some(l) = &args.level {
+                cmd.arg("--level").arg(l);
+            }
+            if let Some(ms) = args.interval {
+                cmd.arg("--interval").arg(ms.to_string());
+            }
+            cmd.arg("--json").arg(&json).arg("--").args(&args.command);
+            let out = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .output()
+                .context("starting a run")?;
+            let summary = std::fs::read_to_string(&json);
+            let _ = std::fs::remove_file(&json);
+            if !out.status.success() {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let last = stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                bail!("{policy}: the command failed ({}): {last}", out.status);
+            }
+            let summary: Value = serde_json::from_str(&summary.context("reading a run's summary")?)
+                .context("parsing a run's summary")?;
+            let score = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .rev()
+                .find_map(|l| {
+                    serde_json::from_str::<Value>(l)
+                        .ok()
+                        .filter(|v| v.get("wall_s").is_some())
+                });
+            let f = |v: &Option<Value>, k: &str| {
+                v.as_ref().and_then(|v| v.get(k)).and_then(Value::as_f64)
+            };
+            runs[i].push(RunResult {
+                wall_s: summary["wall_s"].as_f64().unwrap_or(0.0),
+                moves: summary["applied"]["done"].as_u64().unwrap_or(0),
+                score_wall_s: f(&score, "wall_s"),
+                fair_share_pct: f(&score, "fair_share_pct"),
+                fair_share_wall_s: f(&score, "fair_share_wall_s"),
+            });
+        }
+    }
+    Ok(summarize(args, runs))
+}
+
+/// The wall time a run is judged by: the command's own score when it gives one (it leaves
+/// out process start-up), else the whole command's.
+fn judged(r: &RunResult) -> f64 {
+    r.score_wall_s.unwrap_or(r.wall_s)
+}
+
+fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
+    let base = args.policies.iter().position(|p| p == "none").unwrap_or(0);
+    let base_walls: Vec<f64> = runs[base].iter().map(judged).collect();
+    let fair: Vec<f64> = runs
+        .iter()
+        .flatten()
+        .filter_map(|r| r.fair_share_wall_s)
+        .collect();
+    let results = args
+        .policies
+        .iter()
+        .zip(runs)
+        .map(|(policy, runs)| {
+            let walls: Vec<f64> = runs.iter().map(judged).collect();
+            let ratios: Vec<f64> = walls
+                .iter()
+                .zip(&base_walls)
+                .map(|(w, b)| w / b.max(1e-9))
+                .collect();
+            let rates: Vec<f64> = runs
+                .iter()
+                .map(|r| r.moves as f64 / r.wall_s.max(1e-9))
+                .collect();
+            let pct: Vec<f64> = runs.iter().filter_map(|r| r.fair_share_pct).collect();
+            let wall = Spread::of(&walls).unwrap_or(Spread {
+                min: 0.0,
+                median: 0.0,
+                max: 0.0,
+            });
+            PolicyResult {
+                policy: policy.clone(),
+                spread_frac: (wall.max - wall.min) / wall.median.max(1e-9),
+                wall_s: wall,
+                ratio_vs_baseline: Spread::of(&ratios),
+                moves_per_s: Spread::of(&rates).map_or(0.0, |s| s.median),
+                fair_share_pct: Spread::of(&pct),
+                runs,
+            }
+        })
+        .collect();
+    Comparison {
+        command: args.command.clone(),
+        baseline: args.policies[base].clone(),
+        results,
+        fair_share_wall_s: Spread::of(&fair).map(|s| s.median),
+    }
+}
+
+impl Comparison {
+    /// The comparison as a table.
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let runs = self.results.first().map_or(0, |r| r.runs.len());
+        let _ = writeln!(
+            s,
+            "{} runs of each policy, interleaved; ratio = policy / {} run by run (< 1 is faster)",
+            runs, self.baseline
+        );
+        if let Some(f) = self.fair_share_wall_s {
+            let _ = writeln!(s, "fair-share bound: {f:.3} s");
+        }
+        let _ = writeln!(
+            s,
+            "{:<16} {:>26} {:>26} {:>9} {:>8} {:>22}",
+            "policy",
+            "wall s min / med / max",
+            "ratio min / med / max",
+            "moves/s",
+            "spread",
+            "% of fair share (med)"
+        );
+        for r in &self.results {
+            let ratio = r
+                .ratio_vs_baseline
+                .map_or_else(|| "-".to_string(), |x| x.show(3));
+            let pct = r
+                .fair_share_pct
+                .map_or_else(|| "-".to_string(), |p| format!("{:.1}", p.median));
+            let _ = writeln!(
+                s,
+                "{:<16} {:>26} {:>26} {:>9.1} {:>7.1}% {:>22}",
+                r.policy,
+                r.wall_s.show(3),
+                ratio,
+                r.moves_per_s,
+                r.spread_frac * 100.0,
+                pct
+            );
+        }
+        s
+    }
+}
+
+/// Runs `compare` and prints it.
+pub fn run(args: &CompareArgs) -> Result<u8> {
+    let c = compare(args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        print!("{}", c.to_table());
+    }
+    Ok(0)
+}
+
+/// Options of `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Runs of each policy.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Total compute per thread in ms (the demo's length scales with it).
+    #[arg(long, default_value_t = 1000)]
+    pub work_ms: u64,
+}
+
+/// `demo`: the embedded default. On this machine, threads that synchronize every 10 ms, one
+/// and a half per core (3 on 2 cores), under `none` and under `speed`, side by side with
+/// the fair-share bound; then the verdict, whichever way it goes.
+pub fn demo(args: &DemoArgs) -> Result<u8> {
+    let topo = crate::topo::read_system()?;
+    let cores = topo.cpus().len();
+    let threads = (cores + cores.div_ceil(2)).max(3);
+    let exe = std::env::current_exe().context("finding this program")?;
+    let exe = exe.to_string_lossy().to_string();
+    println!("machine: {}", topo.describe());
+    println!(
+        "workload: spmd, {threads} threads on {cores} CPUs, barrier after every 10 ms of compute, {} ms of compute per thread",
+        args.work_ms
+    );
+    let cmp = CompareArgs {
+        policies: vec!["none".into(), "speed".into()],
+        repeat: args.repeat,
+        level: Some("core".into()),
+        interval: None,
+        json: false,
+        command: vec![
+            exe,
+            "workload".into(),
+            "spmd".into(),
+            "--threads".into(),
+            threads.to_string(),
+            "--phase-ms".into(),
+            "10".into(),
+            "--work-ms".into(),
+            args.work_ms.to_string(),
+            "--barrier".into(),
+            "yield".into(),
+        ],
+    };
+    let c = compare(&cmp)?;
+    print!("{}", c.to_table());
+    println!("{}", verdict(&c));
+    Ok(0)
+}
+
+/// One line saying whether balancing helped, by how much, and whether the difference is
+/// larger than the runs' own spread.
+fn verdict(c: &Comparison) -> String {
+    let (Some(base), Some(other)) = (c.results.first(), c.results.get(1)) else {
+        return "nothing to compare".into();
+    };
+    let Some(ratio) = other.ratio_vs_baseline else {
+        return "nothing to compare".into();
+    };
+    let gain = (1.0 / ratio.median - 1.0) * 100.0;
+    let pct = |r: &PolicyResult| r.fair_share_pct.map_or(0.0, |p| p.median);
+    if ratio.max < 1.0 {
+        format!(
+            "verdict: {} helps here: {:.1} % of the fair share against {:.1} % under Linux alone ({gain:+.1} % throughput, faster in every pair)",
+            other.policy,
+            pct(other),
+            pct(base)
+        )
+    } else if ratio.min > 1.0 {
+        format!(
+            "verdict: {} hurts here: {:.1} % of the fair share against {:.1} % under Linux alone; leave this program to Linux",
+            other.policy,
+            pct(other),
+            pct(base)
+        )
+    } else {
+        format!(
+            "verdict: no clear difference on this machine ({} median ratio {:.3}, pairs on both sides of 1): Linux alone is as good here",
+            other.policy, ratio.median
+        )
+    }
+}

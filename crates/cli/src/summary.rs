@@ -1,0 +1,201 @@
+//! The end-of-run summary, `perf stat`-like, on stderr and optionally as JSON.
+
+use serde::Serialize;
+use std::fmt::Write;
+use threadbalance_model::{
+    ApplyReport, Level, Nanos, Topology, Window, coefficient_of_variation, mean,
+};
+use threadbalance_policy::TickReport;
+
+/// How many of the policy's explanations the summary keeps (the last ones).
+const NOTES_KEPT: usize = 8;
+
+/// What a run did, accumulated tick by tick.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// The policy's name.
+    pub policy: String,
+    /// The level the policy grouped at.
+    pub level: Level,
+    /// Number of domains at that level.
+    pub domains: usize,
+    /// Whether affinities were left untouched.
+    pub dry_run: bool,
+    /// Wall time from start to end of management, seconds.
+    pub wall_s: f64,
+    /// Distinct threads seen.
+    pub threads_seen: u64,
+    /// Most threads alive at once.
+    pub threads_peak: usize,
+    /// Control ticks taken.
+    pub ticks: u64,
+    /// Moves the policy decided.
+    pub moves_decided: u64,
+    /// What the host did with them.
+    pub applied: ApplyReport,
+    /// Affinities put back at the end.
+    pub restored: u64,
+    /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).
+    pub domain_util: Vec<f64>,
+    /// Mean of `domain_util`.
+    pub domain_util_mean: f64,
+    /// Coefficient of variation of `domain_util`, averaged over the ticks (time-weighted).
+    pub domain_util_cv: f64,
+    /// Whether lock time was measured exactly (a probe) or estimated from blocked time.
+    pub lock_time: &'static str,
+    /// The policy's own account, `(what, value)`.
+    pub policy_summary: Vec<(String, String)>,
+    /// The last explanations the policy gave, with the time (seconds from start).
+    pub notes: Vec<(f64, String)>,
+    /// How the managed command ended ("exit 0", "signal 9"), or why management stopped.
+    pub ended: String,
+    #[serde(skip)]
+    start: Nanos,
+    #[serde(skip)]
+    busy: Vec<f64>,
+    #[serde(skip)]
+    cv_weighted: f64,
+    #[serde(skip)]
+    weight: f64,
+    #[serde(skip)]
+    exact_lock: bool,
+}
+
+impl Summary {
+    /// An empty summary for `policy` at `level`, starting at `start`.
+    pub fn new(
+        policy: &str,
+        topo: &Topology,
+        level: Level,
+        dry_run: bool,
+        start: Nanos,
+    ) -> Summary {
+        let domains = topo.domains(level).len();
+        Summary {
+            policy: policy.to_string(),
+            level,
+            domains,
+            dry_run,
+            wall_s: 0.0,
+            threads_seen: 0,
+            threads_peak: 0,
+            ticks: 0,
+            moves_decided: 0,
+            applied: ApplyReport::default(),
+            restored: 0,
+            domain_util: vec![0.0; domains],
+            domain_util_mean: 0.0,
+            domain_util_cv: 0.0,
+            lock_time: "estimated from blocked time (no exact probe)",
+            policy_summary: Vec::new(),
+            notes: Vec::new(),
+            ended: String::new(),
+            start,
+            busy: vec![0.0; domains],
+            cv_weighted: 0.0,
+            weight: 0.0,
+            exact_lock: false,
+        }
+    }
+
+    /// Adds one tick and the window it decided on.
+    pub fn record(&mut self, topo: &Topology, window: &Window, tick: &TickReport) {
+        self.ticks += 1;
+        self.threads_seen += tick.appeared as u64;
+        self.threads_peak = self.threads_peak.max(tick.threads);
+        self.moves_decided += tick.moves as u64;
+        self.applied.add(&tick.applied);
+        self.exact_lock |= window.lock_exact;
+        if let Some(note) = &tick.note {
+            if self.notes.len() == NOTES_KEPT {
+                self.notes.remove(0);
+            }
+            self.notes.push((
+                tick.at.saturating_sub(self.start).as_secs_f64(),
+                note.clone(),
+            ));
+        }
+        let dt = window.duration().as_secs_f64();
+        if dt > 0.0 {
+            let load = window.domain_load(topo, self.level);
+            for (b, u) in self.busy.iter_mut().zip(&load.util) {
+                *b += u * dt;
+            }
+            self.cv_weighted += load.cv * dt;
+            self.weight += dt;
+        }
+    }
+
+    /// Closes the summary at `end`.
+    pub fn finish(&mut self, end: Nanos, policy_summary: Vec<(String, String)>, ended: String) {
+        self.wall_s = end.saturating_sub(self.start).as_secs_f64();
+        if self.weight > 0.0 {
+            self.domain_util = self.busy.iter().map(|b| b / self.weight).collect();
+            self.domain_util_cv = self.cv_weighted / self.weight;
+        }
+        self.domain_util_mean = mean(&self.domain_util);
+        if self.weight == 0.0 {
+            self.domain_util_cv = coefficient_of_variation(&self.domain_util);
+        }
+        if self.exact_lock {
+            self.lock_time = "measured (futex probe)";
+        }
+        self.policy_summary = policy_summary;
+        self.ended = ended;
+    }
+
+    /// The human-readable form, for stderr.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "\n threadbalance summary: policy {} at level {} ({} domains){}",
+            self.policy,
+            self.level,
+            self.domains,
+            if self.dry_run { ", dry run" } else { "" }
+        );
+        let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
+        let _ = writeln!(
+            s,
+            "   {:>12}    threads seen (peak {} at once), {} ticks",
+            self.threads_seen, self.threads_peak, self.ticks
+        );
+        let a = &self.applied;
+        if self.dry_run {
+            let _ = writeln!(
+                s,
+                "   {:>12}    moves decided, none applied (dry run)",
+                self.moves_decided
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "   {:>12}    moves made ({} decided: {} unchanged, {} vanished, {} denied), {} restored",
+                a.done, self.moves_decided, a.unchanged, a.vanished, a.denied, self.restored
+            );
+        }
+        let per: Vec<String> = self
+            .domain_util
+            .iter()
+            .enumerate()
+            .map(|(i, u)| format!("{}{}={:.1}%", self.level, i, u * 100.0))
+            .collect();
+        let _ = writeln!(
+            s,
+            "   {:>11.1}%    mean {} utilization, CV {:.3}  [{}]",
+            self.domain_util_mean * 100.0,
+            self.level,
+            self.domain_util_cv,
+            per.join(" ")
+        );
+        let _ = writeln!(s, "   lock time: {}", self.lock_time);
+        for (what, value) in &self.policy_summary {
+            let _ = writeln!(s, "   {what}: {value}");
+        }
+        for (t, note) in &self.notes {
+            let _ = writeln!(s, "   at {t:.3} s: {note}");
+        }
+        s
+    }
+}

@@ -1,0 +1,221 @@
+//! Live: real threads of a real child, their masks read back from `/proc` while they run.
+//!
+//! The child is `threadbalance workload uneven` with four threads of duty cycles 1, 1, 0.5
+//! and 0.25. On this machine's two cores (`--level core`):
+//!
+//! * `tumbler` sorts them by utilization, [0.25, 0.5, 1, 1], and deals them in a wave into
+//!   two groups: i=0 → g0, i=1 → g1, i=2 → g1 (second pass runs backwards), i=3 → g0. Each
+//!   core gets one busy thread and one light one: the two duty-1 threads never share a core.
+//! * `pbind` pins each thread to one CPU, two threads per core.
+
+use crate::support::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Workers of a `run` child, once all four are confined to a single CPU each.
+fn pinned_workers(run_pid: u32) -> Option<(u32, Vec<(usize, String)>)> {
+    let child = child_of(run_pid)?;
+    let w = worker_masks(child, "uneven");
+    (w.len() == 4 && w.iter().all(|(_, m)| !m.contains(['-', ',']))).then_some((child, w))
+}
+
+fn uneven_under(policy: &str) -> Vec<&'static str> {
+    let _ = policy;
+    vec![
+        "workload",
+        "uneven",
+        "--duty",
+        "1,1,0.5,0.25",
+        "--period-ms",
+        "10",
+        "--periods",
+        "400",
+    ]
+}
+
+#[test]
+fn live_tumbler_at_core_level_keeps_busy_threads_apart() {
+    let mut args = vec![
+        "run",
+        "--policy",
+        "tumbler",
+        "--level",
+        "core",
+        "--interval",
+        "50",
+        "--",
+    ];
+    let bin = bin();
+    args.push(bin.to_str().unwrap());
+    args.extend(uneven_under("tumbler"));
+    let mut tb = spawn(&args);
+    // Tumbler regroups once it has a window of rates: wait until the two duty-1 threads
+    // (0 and 1) sit on different CPUs and every worker is confined to one CPU.
+    let seen = wait_for(LIMIT, || {
+        let (child, w) = pinned_workers(tb.id())?;
+        (w[0].1 != w[1].1).then_some((child, w))
+    });
+    let code = finish(&mut tb, LIMIT);
+    let (child, w) = seen.expect("tumbler separated the two busy threads");
+    assert_eq!(code, 0);
+    // Two threads per core: groups differ in size by at most one.
+    let mut per_cpu: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, m) in &w {
+        *per_cpu.entry(m.as_str()).or_default() += 1;
+    }
+    assert_eq!(
+        per_cpu.values().copied().collect::<Vec<_>>(),
+        vec![2, 2],
+        "{w:?}"
+    );
+    // The child is gone; nothing of ours is left pinned.
+    assert!(masks(child).is_empty());
+}
+
+#[test]
+fn live_pbind_pins_one_thread_per_core_round_robin() {
+    let mut args = vec!["run", "--policy", "pbind", "--level", "core", "--"];
+    let bin = bin();
+    args.push(bin.to_str().unwrap());
+    args.extend(uneven_under("pbind"));
+    let mut tb = spawn(&args);
+    let seen = wait_for(LIMIT, || pinned_workers(tb.id()));
+    let code = finish(&mut tb, LIMIT);
+    let (_, w) = seen.expect("pbind pinned every worker");
+    assert_eq!(code, 0);
+    let cpus: Vec<&str> = w.iter().map(|(_, m)| m.as_str()).collect();
+    let distinct: std::collections::BTreeSet<&str> = cpus.iter().copied().collect();
+    assert_eq!(distinct.len(), 2, "both cores used: {cpus:?}");
+}
+
+#[test]
+fn live_run_passes_exit_status_through() {
+    let out = run(&["run", "--policy", "none", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7));
+    let out = run(&["run", "--policy", "none", "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(out.status.code(), Some(128 + 15));
+}
+
+#[test]
+fn live_run_forwards_sigterm_to_the_command() {
+    let mut tb = spawn(&["run", "--policy", "tumbler", "--", "sleep", "30"]);
+    let child = wait_for(LIMIT, || child_of(tb.id())).expect("sleep started");
+    signal(tb.id(), libc::SIGTERM);
+    let code = finish(&mut tb, LIMIT);
+    assert_eq!(code, 128 + 15, "sleep was killed by the forwarded SIGTERM");
+    assert!(!std::path::Path::new(&format!("/proc/{child}")).exists());
+}
+
+#[test]
+fn live_run_writes_json_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.json");
+    let out = run(&[
+        "run",
+        "--policy",
+        "tumbler",
+        "--level",
+        "core",
+        "--json",
+        path.to_str().unwrap(),
+        "--",
+        bin().to_str().unwrap(),
+        "workload",
+        "uneven",
+        "--periods",
+        "30",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["policy"], "tumbler");
+    assert_eq!(v["level"], "core");
+    assert!(v["threads_seen"].as_u64().unwrap() >= 5, "{v}");
+    assert_eq!(v["domain_util"].as_array().unwrap().len(), 2);
+    assert!(v["ended"].as_str().unwrap().contains("exit 0"));
+}
+
+/// Attach to a running workload, wait until the policy has changed masks, interrupt the
+/// tool with `sig`, and check every mask is back to what it was.
+fn attach_then_interrupt_restores(sig: i32) {
+    let mut work = std::process::Command::new(bin())
+        .args(uneven_under("attach"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = work.id();
+    let before = wait_for(LIMIT, || {
+        let m = masks(pid);
+        (m.len() == 5).then_some(m)
+    })
+    .expect("workload threads started");
+    let pid_s = pid.to_string();
+    let mut tb = spawn(&[
+        "attach", "--pid", &pid_s, "--policy", "pbind", "--level", "core",
+    ]);
+    let changed = wait_for(LIMIT, || {
+        let w = worker_masks(pid, "uneven");
+        (w.len() == 4 && w.iter().all(|(_, m)| *m != online())).then_some(w)
+    });
+    signal(tb.id(), sig);
+    let code = finish(&mut tb, LIMIT);
+    let after = masks(pid);
+    let _ = work.kill();
+    let _ = work.wait();
+    assert!(
+        changed.is_some(),
+        "pbind changed the masks before the interrupt"
+    );
+    assert_eq!(code, 0, "attach ends cleanly when interrupted");
+    assert_eq!(after, before, "every mask restored");
+}
+
+#[test]
+fn live_attach_interrupted_by_sigint_restores_every_mask() {
+    attach_then_interrupt_restores(libc::SIGINT);
+}
+
+#[test]
+fn live_attach_interrupted_by_sigterm_restores_every_mask() {
+    attach_then_interrupt_restores(libc::SIGTERM);
+}
+
+#[test]
+fn live_attach_ends_when_the_target_exits() {
+    let mut work = std::process::Command::new(bin())
+        .args(["workload", "uneven", "--periods", "50"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = work.id().to_string();
+    let mut tb = spawn(&[
+        "attach", "--pid", &pid, "--policy", "tumbler", "--level", "core",
+    ]);
+    let _ = work.wait();
+    assert_eq!(finish(&mut tb, LIMIT), 0);
+}
+
+#[test]
+fn live_topo_reads_this_machine_and_fixtures() {
+    let out = run(&["topo", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["online"], online());
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/topo/opteron6272-4x16"
+    );
+    let out = run(&["topo", "--json", "--sysfs-root", fixture]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["levels"]["package"].as_array().unwrap().len(), 4);
+    assert_eq!(v["levels"]["core"].as_array().unwrap().len(), 64);
+    assert_eq!(v["default_level"], "package");
+}

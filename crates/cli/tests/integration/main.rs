@@ -1,0 +1,7 @@
+//! End-to-end tests of the `threadbalance` binary: live on this machine (real threads, real
+//! affinities, read back from `/proc`), plus bad input. Every test stops what it starts and
+//! leaves affinities as it found them.
+
+mod bad_input;
+mod live;
+mod support;

@@ -1,0 +1,110 @@
+//! Helpers: the binary, reading masks back from `/proc`, bounded waits.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_threadbalance"))
+}
+
+/// Runs the binary to completion.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("runs")
+}
+
+/// Starts the binary with piped stdout/stderr.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns")
+}
+
+/// `(tid, comm, Cpus_allowed_list)` of every thread of `pid`.
+pub fn masks(pid: u32) -> Vec<(i32, String, String)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(tid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        let mask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|m| m.trim().to_string())
+            .unwrap_or_default();
+        out.push((tid, comm.trim().to_string(), mask));
+    }
+    out.sort();
+    out
+}
+
+/// The workload threads (named `<scenario>-<i>`) of `pid` with their masks, by index.
+pub fn worker_masks(pid: u32, scenario: &str) -> Vec<(usize, String)> {
+    let prefix = format!("{scenario}-");
+    let mut v: Vec<(usize, String)> = masks(pid)
+        .into_iter()
+        .filter_map(|(_, comm, mask)| Some((comm.strip_prefix(&prefix)?.parse().ok()?, mask)))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Polls `f` every 20 ms until it returns `Some`, for at most `limit`.
+pub fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// The pid of the first child process of `parent` (the command `run` launched).
+pub fn child_of(parent: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The CPUs this machine has online, as the kernel lists them (`0-1`).
+pub fn online() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .expect("online CPUs")
+        .trim()
+        .to_string()
+}
+
+/// Sends `sig` to `pid`.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill has no memory effects; the pid is a process this test started.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Waits for `child` to exit, killing it after `limit`; returns its exit code (or 128+signal).
+pub fn finish(child: &mut Child, limit: Duration) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process {} did not finish within {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,79 @@
+//! The one error type of the Linux host. Every variant names the path, pid or tid it
+//! concerns, so the CLI can print a single line that says what and where.
+//!
+//! A thread that vanishes while being read or moved is *not* an error: readers leave it out
+//! and the actuator counts it in [`threadbalance_model::ApplyReport::vanished`].
+
+use std::path::PathBuf;
+use threadbalance_model::{ModelError, Pid};
+
+/// What went wrong while reading `/proc` or `/sys`, or while acting on a process.
+#[derive(Debug, thiserror::Error)]
+pub enum LinuxError {
+    /// The process does not exist (or has exited and been reaped).
+    #[error("no process with pid {pid}")]
+    NoSuchProcess {
+        /// The process asked for.
+        pid: Pid,
+    },
+    /// The process exists but its `/proc` entries may not be read by us.
+    #[error("permission denied reading process {pid} ({path})")]
+    PermissionDenied {
+        /// The process asked for.
+        pid: Pid,
+        /// The file that could not be read.
+        path: PathBuf,
+    },
+    /// A file or directory could not be read.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file was read but its contents did not make sense.
+    #[error("parsing {path}: {why}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong with it.
+        why: String,
+    },
+    /// The CPUs, caches and nodes read under a root do not make a consistent machine.
+    #[error("topology under {root}: {source}")]
+    Topology {
+        /// The root the topology was read from.
+        root: PathBuf,
+        /// What the model found wrong.
+        #[source]
+        source: ModelError,
+    },
+    /// A host fact (clock ticks per second, page size) could not be obtained.
+    #[error("host fact {name} unavailable: {why}")]
+    HostFact {
+        /// The `sysconf` name (`CLK_TCK`, `PAGE_SIZE`).
+        name: &'static str,
+        /// Why it could not be read.
+        why: String,
+    },
+}
+
+impl LinuxError {
+    /// An I/O error on `path`.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> LinuxError {
+        LinuxError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A parse error on `path`.
+    pub(crate) fn parse(path: impl Into<PathBuf>, why: impl std::fmt::Display) -> LinuxError {
+        LinuxError::Parse {
+            path: path.into(),
+            why: why.to_string(),
+        }
+    }
+}

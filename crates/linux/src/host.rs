@@ -1,0 +1,138 @@
+//! `LinuxHost`: the sampler, the actuator and the machine's topology behind the three
+//! operations the engine needs (`now`, `sample`, `apply`), plus restoring and liveness.
+//!
+//! This crate depends on the model only, so the engine's `Host` trait is implemented by
+//! the binary, in three lines that forward to the methods here:
+//!
+//! ```text
+//!  engine.tick(host) ─► Host::now    ─► LinuxHost::now      CLOCK_MONOTONIC
+//!                   ─► Host::sample ─► LinuxHost::sample   Sampler (pread on kept fds)
+//!                   ─► Host::apply  ─► LinuxHost::apply    Actuator (sched_setaffinity)
+//!  exit, Ctrl-C, target gone ─────────► LinuxHost::restore_all (Drop does it too)
+//! ```
+//!
+//! ```no_run
+//! use threadbalance_linux::{HostFacts, LinuxHost, Root, SamplerConfig, read_topology};
+//! use threadbalance_model::{Pid, Snapshot};
+//! let root = Root::system();
+//! let topo = read_topology(&root)?;
+//! let cfg = SamplerConfig::new(HostFacts::system()?);
+//! let mut host = LinuxHost::new(root, topo, &[Pid(1234)], cfg)?;
+//! let mut snap = Snapshot::default();
+//! while host.target_alive() {
+//!     host.sample(&mut snap)?;
+//!     // … window, policy, host.apply(&plan) …
+//!     # break;
+//! }
+//! host.restore_all();
+//! # Ok::<(), threadbalance_linux::LinuxError>(())
+//! ```
+
+use crate::LinuxError;
+use crate::actuate::Actuator;
+use crate::read::{Root, read_start_time};
+use crate::sampler::{Sampler, SamplerConfig};
+use nix::time::{ClockId, clock_gettime};
+use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Tid, Topology};
+
+/// The current time on `CLOCK_MONOTONIC` (nanoseconds since boot, not counting suspend).
+pub fn monotonic_now() -> Nanos {
+    match clock_gettime(ClockId::CLOCK_MONOTONIC) {
+        Ok(ts) => {
+            let secs = u64::try_from(ts.tv_sec()).unwrap_or(0);
+            let nanos = u64::try_from(ts.tv_nsec()).unwrap_or(0);
+            Nanos(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+        }
+        // CLOCK_MONOTONIC cannot fail on Linux; zero keeps time from running backwards.
+        Err(_) => Nanos::ZERO,
+    }
+}
+
+/// The Linux host: samples the managed processes and applies plans to their threads.
+#[derive(Debug)]
+pub struct LinuxHost {
+    root: Root,
+    topo: Topology,
+    sampler: Sampler,
+    actuator: Actuator,
+}
+
+impl LinuxHost {
+    /// A host managing processes `pids` (and their descendants if `cfg.follow_children`)
+    /// on the machine `topo`, reading `proc/` under `root`. Fails with
+    /// [`LinuxError::NoSuchProcess`] or [`LinuxError::PermissionDenied`] for a pid that
+    /// cannot be read.
+    pub fn new(
+        root: Root,
+        topo: Topology,
+        pids: &[Pid],
+        cfg: SamplerConfig,
+    ) -> Result<LinuxHost, LinuxError> {
+        let sampler = Sampler::new(root.clone(), pids, cfg)?;
+        Ok(LinuxHost {
+            actuator: Actuator::new(root.clone()),
+            root,
+            topo,
+            sampler,
+        })
+    }
+
+    /// Now, on `CLOCK_MONOTONIC`.
+    pub fn now(&self) -> Nanos {
+        monotonic_now()
+    }
+
+    /// Fills `into` with one sample per live managed thread, sorted by key, reusing its
+    /// buffers; see [`Sampler::sample`].
+    pub fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
+        let now = self.now();
+        self.sampler.sample(now, into)
+    }
+
+    /// Carries out a plan's moves; each outcome is counted, none is an error.
+    pub fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        self.actuator.apply(&self.topo, plan)
+    }
+
+    /// Restores every mask changed so far; see [`Actuator::restore_all`].
+    pub fn restore_all(&mut self) -> ApplyReport {
+        self.actuator.restore_all()
+    }
+
+    /// Whether any of the processes given to [`LinuxHost::new`] is still running (exists and
+    /// is not a zombie).
+    pub fn target_alive(&self) -> bool {
+        self.sampler.targets().iter().any(|&pid| {
+            let path = self.root.proc_dir(pid).join("stat");
+            std::fs::read(&path).is_ok_and(|text| {
+                crate::parse::parse_stat_bytes(&text, 100).is_ok_and(|s| {
+                    !matches!(
+                        s.state,
+                        threadbalance_model::ThreadState::Zombie
+                            | threadbalance_model::ThreadState::Dead
+                    )
+                })
+            })
+        })
+    }
+
+    /// Whether thread `tid` of `pid` still has start time `start_time`.
+    pub fn same_thread(&self, pid: Pid, tid: Tid, start_time: u64) -> bool {
+        matches!(read_start_time(&self.root, pid, tid), Ok(Some(s)) if s == start_time)
+    }
+
+    /// The machine.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The sampler (for its managed pids and configuration).
+    pub fn sampler(&self) -> &Sampler {
+        &self.sampler
+    }
+
+    /// The actuator (for the masks it has changed).
+    pub fn actuator(&self) -> &Actuator {
+        &self.actuator
+    }
+}

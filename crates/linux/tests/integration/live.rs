@@ -1,0 +1,468 @@
+//! Live tests on this machine's `/proc`: threads of the test process itself (sampler) and
+//! threads of child processes it starts (actuator). Each test stops what it starts and
+//! restores every mask it changes; nothing here measures time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use threadbalance_linux::{
+    Actuator, HostFacts, LinuxError, LinuxHost, Root, Sampler, SamplerConfig, read_threads,
+    read_topology,
+};
+use threadbalance_model::{
+    CpuId, CpuSet, Level, Move, Nanos, Pid, Plan, Reason, Snapshot, Target, ThreadKey, Tid,
+};
+
+/// A pid above the kernel's maximum (`pid_max` is at most 2^22).
+const NO_PID: Pid = Pid(1 << 30);
+
+fn facts() -> HostFacts {
+    HostFacts::system().unwrap()
+}
+
+fn gettid() -> Tid {
+    Tid(nix::unistd::gettid().as_raw())
+}
+
+/// `Cpus_allowed_list` of a thread, read back from its `status`.
+fn allowed(pid: Pid, tid: Tid) -> CpuSet {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    CpuSet::parse_list(line).unwrap()
+}
+
+/// Threads started in this process that spin until stopped.
+struct Spinners {
+    stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    tids: Vec<Tid>,
+}
+
+impl Spinners {
+    fn start(n: usize) -> Spinners {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handles = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    tx.send(gettid()).unwrap();
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let tids = (0..n).map(|_| rx.recv().unwrap()).collect();
+        Spinners {
+            stop,
+            handles,
+            tids,
+        }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles {
+            h.join().unwrap();
+        }
+    }
+}
+
+/// A child process (this test binary, running the helper below) with `HELPER_THREADS`
+/// sleeping threads; killed and reaped on drop.
+struct Helper {
+    child: Child,
+}
+
+const HELPER_THREADS: usize = 3;
+
+impl Helper {
+    fn start() -> Helper {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "live::live_helper_process_with_threads",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("THREADBALANCE_LIVE_HELPER", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(out).lines();
+        loop {
+            let line = lines.next().expect("helper ended early").unwrap();
+            if line.ends_with("helper ready") {
+                break;
+            }
+        }
+        Helper { child }
+    }
+
+    fn pid(&self) -> Pid {
+        Pid(self.child.id() as i32)
+    }
+
+    /// Stops the helper and waits for it.
+    fn stop(mut self) {
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The helper process's body: does nothing unless started by [`Helper::start`].
+#[test]
+#[ignore = "helper process of the live tests; runs only when started by them"]
+fn live_helper_process_with_threads() {
+    if std::env::var_os("THREADBALANCE_LIVE_HELPER").is_none() {
+        return;
+    }
+    for _ in 0..HELPER_THREADS {
+        std::thread::spawn(|| {
+            loop {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+    }
+    // Never outlive the test that started us by long.
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_secs(60));
+        std::process::exit(0);
+    });
+    println!("helper ready");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    std::process::exit(0);
+}
+
+fn mv(key: ThreadKey, to: Target) -> Plan {
+    Plan {
+        moves: vec![Move {
+            thread: key,
+            to,
+            why: Reason::Pin,
+        }],
+        ..Plan::default()
+    }
+}
+
+/// A non-leader thread of the helper.
+fn helper_thread(h: &Helper) -> ThreadKey {
+    let threads = read_threads(&Root::system(), h.pid(), &facts()).unwrap();
+    assert!(threads.len() > HELPER_THREADS, "{} threads", threads.len());
+    threads
+        .iter()
+        .map(|t| t.sample.key)
+        .find(|k| !k.is_leader())
+        .unwrap()
+}
+
+#[test]
+fn live_sampler_sees_own_threads_and_their_counters_grow() {
+    let spin = Spinners::start(3);
+    let me = Pid(std::process::id() as i32);
+    let mut s = Sampler::new(Root::system(), &[me], SamplerConfig::new(facts())).unwrap();
+    let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
+    s.sample(Nanos(1), &mut a).unwrap();
+    // Spin until each spinner has run for a few more ms of CPU (no wall-clock assertion).
+    let run_of = |snap: &Snapshot, tid: Tid| {
+        snap.threads
+            .iter()
+            .find(|t| t.key.tid == tid)
+            .map(|t| t.run)
+            .unwrap()
+    };
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(10));
+        s.sample(Nanos(2), &mut b).unwrap();
+        if spin
+            .tids
+            .iter()
+            .all(|&t| run_of(&b, t) > run_of(&a, t) + Nanos::from_millis(5))
+        {
+            break;
+        }
+    }
+    for &tid in &spin.tids {
+        assert!(run_of(&b, tid) > run_of(&a, tid), "{tid} did not run");
+    }
+    assert!(b.threads.windows(2).all(|w| w[0].key < w[1].key), "sorted");
+    assert!(b.threads.iter().all(|t| t.key.pid == me));
+    let tracked = s.tracked_threads();
+    let gone = spin.tids.clone();
+    spin.stop();
+    // The spinners exited: left out, and their files closed.
+    s.sample(Nanos(3), &mut b).unwrap();
+    assert!(b.threads.iter().all(|t| !gone.contains(&t.key.tid)));
+    assert!(s.tracked_threads() <= tracked);
+}
+
+#[test]
+fn live_sampler_reads_status_and_memory_when_asked() {
+    let me = Pid(std::process::id() as i32);
+    let mut cfg = SamplerConfig::new(facts());
+    cfg.read_status = true;
+    cfg.memory_every = Some(Nanos::ZERO);
+    let mut s = Sampler::new(Root::system(), &[me], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos(1), &mut snap).unwrap();
+    let leader = snap.threads.iter().find(|t| t.key.is_leader()).unwrap();
+    assert!(leader.voluntary + leader.involuntary > 0);
+    if std::path::Path::new("/proc/self/numa_maps").exists() {
+        assert_eq!(snap.memory.len(), 1);
+        assert!(snap.memory[0].total() > 0);
+    }
+}
+
+#[test]
+fn live_sampler_follows_children_of_a_shell() {
+    let mut sh = Command::new("sh")
+        .args(["-c", "sleep 30 & sleep 30 & wait"])
+        .spawn()
+        .unwrap();
+    let pid = Pid(sh.id() as i32);
+    let mut cfg = SamplerConfig::new(facts());
+    cfg.follow_children = true;
+    let mut s = Sampler::new(Root::system(), &[pid], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    let mut pids = Vec::new();
+    for _ in 0..500 {
+        s.sample(Nanos(1), &mut snap).unwrap();
+        pids = s.pids();
+        if pids.len() == 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Stop the sleeps first (they would outlive the shell), then the shell.
+    for &p in &pids {
+        if p != pid {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p.0),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let _ = sh.kill();
+    let _ = sh.wait();
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert_eq!(pids[0], pid);
+}
+
+#[test]
+fn live_actuator_pins_child_thread_and_restores_it() {
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = allowed(key.pid, key.tid);
+    let mut act = Actuator::new(Root::system());
+
+    let r = act.apply(&topo, &mv(key, Target::Cpu(CpuId(0))));
+    assert_eq!((r.done, r.vanished, r.denied), (1, 0, 0), "{r:?}");
+    assert_eq!(allowed(key.pid, key.tid), CpuSet::single(CpuId(0)));
+    // The same move again changes nothing.
+    let r = act.apply(&topo, &mv(key, Target::Cpu(CpuId(0))));
+    assert_eq!(r.unchanged, 1, "{r:?}");
+    // A domain: the core of the last CPU.
+    let last = topo.cpus().last().unwrap().id;
+    let core = topo.domain_of(last, Level::Core).unwrap();
+    let r = act.apply(
+        &topo,
+        &mv(
+            key,
+            Target::Domain {
+                level: Level::Core,
+                index: core,
+            },
+        ),
+    );
+    assert_eq!(r.done + r.unchanged, 1, "{r:?}");
+    assert_eq!(
+        allowed(key.pid, key.tid),
+        topo.domains(Level::Core)[core].cpus
+    );
+    assert_eq!(act.changed().count(), 1);
+
+    let r = act.restore_all();
+    assert_eq!(r.done, 1, "{r:?}");
+    assert_eq!(allowed(key.pid, key.tid), before);
+    assert_eq!(act.changed().count(), 0);
+    h.stop();
+}
+
+#[test]
+fn live_actuator_original_target_and_drop_restore() {
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = allowed(key.pid, key.tid);
+    {
+        let mut act = Actuator::new(Root::system());
+        assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+        // Back to the original through the plan.
+        assert_eq!(act.apply(&topo, &mv(key, Target::Original)).done, 1);
+        assert_eq!(allowed(key.pid, key.tid), before);
+        // Pin again, then drop the actuator without restoring: Drop restores.
+        assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+        assert_eq!(allowed(key.pid, key.tid), CpuSet::single(CpuId(0)));
+    }
+    assert_eq!(allowed(key.pid, key.tid), before);
+    h.stop();
+}
+
+#[test]
+fn live_actuator_wrong_start_time_is_vanished_and_touches_nothing() {
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = allowed(key.pid, key.tid);
+    let stranger = ThreadKey {
+        start_time: key.start_time + 1,
+        ..key
+    };
+    let mut act = Actuator::new(Root::system());
+    let r = act.apply(&topo, &mv(stranger, Target::Cpu(CpuId(0))));
+    assert_eq!((r.vanished, r.done), (1, 0), "{r:?}");
+    assert_eq!(allowed(key.pid, key.tid), before);
+    // Out-of-range targets are refused, not errors.
+    let r = act.apply(&topo, &mv(key, Target::Cpu(CpuId(4000))));
+    assert_eq!(r.denied, 1, "{r:?}");
+    let r = act.apply(
+        &topo,
+        &mv(
+            key,
+            Target::Domain {
+                level: Level::Node,
+                index: 99,
+            },
+        ),
+    );
+    assert_eq!(r.denied, 1, "{r:?}");
+    assert_eq!(allowed(key.pid, key.tid), before);
+    assert_eq!(act.restore_all(), Default::default());
+    h.stop();
+}
+
+#[test]
+fn live_actuator_exited_thread_is_vanished_and_skipped_on_restore() {
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let mut act = Actuator::new(Root::system());
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+    h.stop();
+    assert_eq!(
+        act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).vanished,
+        1
+    );
+    // The vanished thread was forgotten: nothing left to restore.
+    assert_eq!(act.restore_all(), Default::default());
+
+    // And a thread that exits after being moved is counted as vanished on restore.
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+    h.stop();
+    let r = act.restore_all();
+    assert_eq!((r.vanished, r.done), (1, 0), "{r:?}");
+}
+
+#[test]
+fn live_actuator_never_widens_the_original_mask() {
+    let topo = read_topology(&Root::system()).unwrap();
+    if topo.cpus().len() < 2 {
+        return;
+    }
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = allowed(key.pid, key.tid);
+    let first = topo.cpus()[0].id;
+    let second = topo.cpus()[1].id;
+    // Someone (taskset) confined the thread to the first CPU before we touched it.
+    threadbalance_linux::set_affinity(key.tid, &CpuSet::single(first)).unwrap();
+    let mut act = Actuator::new(Root::system());
+    // The second CPU is outside its original mask: refused.
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(second))).denied, 1);
+    // The whole package intersected with the original mask is the first CPU: unchanged.
+    let r = act.apply(
+        &topo,
+        &mv(
+            key,
+            Target::Domain {
+                level: Level::Package,
+                index: 0,
+            },
+        ),
+    );
+    assert_eq!(r.unchanged, 1, "{r:?}");
+    threadbalance_linux::set_affinity(key.tid, &before).unwrap();
+    assert_eq!(allowed(key.pid, key.tid), before);
+    h.stop();
+}
+
+#[test]
+fn live_nonexistent_pid_is_no_such_process() {
+    let err = Sampler::new(Root::system(), &[NO_PID], SamplerConfig::new(facts())).unwrap_err();
+    assert!(
+        matches!(err, LinuxError::NoSuchProcess { pid } if pid == NO_PID),
+        "{err:?}"
+    );
+    let err = read_threads(&Root::system(), NO_PID, &facts()).unwrap_err();
+    assert!(matches!(err, LinuxError::NoSuchProcess { .. }), "{err:?}");
+    let topo = read_topology(&Root::system()).unwrap();
+    let err =
+        LinuxHost::new(Root::system(), topo, &[NO_PID], SamplerConfig::new(facts())).unwrap_err();
+    assert_eq!(err.to_string(), format!("no process with pid {NO_PID}"));
+}
+
+#[test]
+fn live_host_samples_until_target_exits() {
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let pid = h.pid();
+    let mut host =
+        LinuxHost::new(Root::system(), topo, &[pid], SamplerConfig::new(facts())).unwrap();
+    assert!(host.target_alive());
+    let mut snap = Snapshot::default();
+    host.sample(&mut snap).unwrap();
+    assert!(snap.threads.len() > HELPER_THREADS);
+    assert!(snap.at > Nanos::ZERO);
+    let t0 = host.now();
+    assert!(host.now() >= t0);
+    let key = snap
+        .threads
+        .iter()
+        .find(|t| !t.key.is_leader())
+        .unwrap()
+        .key;
+    assert_eq!(host.apply(&mv(key, Target::Cpu(CpuId(0)))).done, 1);
+    assert!(host.same_thread(key.pid, key.tid, key.start_time));
+    h.stop();
+    assert!(!host.target_alive());
+    let err = host.sample(&mut snap).unwrap_err();
+    assert!(matches!(err, LinuxError::NoSuchProcess { .. }), "{err:?}");
+    assert_eq!(host.restore_all().vanished, 1);
+}

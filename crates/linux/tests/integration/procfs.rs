@@ -1,0 +1,272 @@
+//! Readers and the sampler on the `/proc` fixture trees.
+
+use crate::util::{fixture_root, stat_line, write};
+use threadbalance_linux::{
+    HostFacts, LinuxError, Root, Sampler, SamplerConfig, read_numa_balancing, read_process_memory,
+    read_threads,
+};
+use threadbalance_model::{CpuSet, Nanos, NodeId, Pid, Snapshot, ThreadState, Tid};
+
+const FACTS: HostFacts = HostFacts::TYPICAL;
+
+#[test]
+fn procfs_weird_comms_are_read_and_statless_task_left_out() {
+    let threads = read_threads(&fixture_root("proc/weird-comm"), Pid(4242), &FACTS).unwrap();
+    // Task 4245 has no stat (it exited between listing and reading): left out.
+    let tids: Vec<i32> = threads.iter().map(|t| t.sample.key.tid.0).collect();
+    assert_eq!(tids, [4242, 4243, 4244]);
+    let comms: Vec<&str> = threads.iter().map(|t| t.comm.as_str()).collect();
+    assert_eq!(comms, ["server", "a) b (c", "x\ny"]);
+
+    let leader = &threads[0].sample;
+    assert!(leader.key.is_leader());
+    assert_eq!(leader.key.start_time, 98765);
+    // 150 and 25 ticks at 100 Hz.
+    assert_eq!(leader.utime, Nanos::from_millis(1500));
+    assert_eq!(leader.stime, Nanos::from_millis(250));
+    // schedstat of tid t is "t*1000+500 t*10 t%97+1".
+    let t = &threads[1].sample;
+    assert_eq!(
+        (t.run, t.wait, t.timeslices),
+        (Nanos(4_243_500), Nanos(42_430), 4243 % 97 + 1)
+    );
+    assert_eq!(threads[2].sample.state, ThreadState::Running);
+    assert_eq!(threads[2].sample.last_cpu.0, 1);
+    assert_eq!((t.voluntary, t.involuntary), (10, 2));
+    assert_eq!(
+        threads[1].cpus_allowed,
+        Some(CpuSet::parse_list("0-1").unwrap())
+    );
+}
+
+#[test]
+fn procfs_kernel_thread_entry() {
+    let threads = read_threads(&fixture_root("proc/kthread"), Pid(2), &FACTS).unwrap();
+    assert_eq!(threads.len(), 1);
+    assert!(threads[0].stat.is_kernel_thread());
+    assert_eq!(threads[0].stat.ppid, Pid(0));
+    assert_eq!(threads[0].comm, "kthreadd");
+    let mem = read_process_memory(&fixture_root("proc/kthread"), Pid(2), 4096).unwrap();
+    assert_eq!(mem.total(), 0);
+}
+
+#[test]
+fn procfs_missing_process_is_no_such_process() {
+    let err = read_threads(&fixture_root("proc/weird-comm"), Pid(99), &FACTS).unwrap_err();
+    assert!(
+        matches!(err, LinuxError::NoSuchProcess { pid: Pid(99) }),
+        "{err:?}"
+    );
+    let err = read_process_memory(&fixture_root("proc/weird-comm"), Pid(99), 4096).unwrap_err();
+    assert!(
+        matches!(err, LinuxError::NoSuchProcess { pid: Pid(99) }),
+        "{err:?}"
+    );
+    let err = Sampler::new(
+        fixture_root("proc/weird-comm"),
+        &[Pid(99)],
+        SamplerConfig::new(FACTS),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, LinuxError::NoSuchProcess { pid: Pid(99) }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn procfs_numa_maps_four_nodes_mixed_page_sizes() {
+    let m = read_process_memory(&fixture_root("proc/numa-4n"), Pid(777), 4096).unwrap();
+    // The table in fixtures/proc/numa-4n/FIXTURE.md.
+    assert_eq!(
+        m.bytes_per_node,
+        vec![
+            (NodeId(0), 4_317_184),
+            (NodeId(1), 8_388_608),
+            (NodeId(2), 6_291_456),
+            (NodeId(3), 6_324_224),
+        ]
+    );
+    assert_eq!(m.pid, Pid(777));
+}
+
+#[test]
+fn procfs_numa_balancing_flag() {
+    assert_eq!(
+        read_numa_balancing(&fixture_root("proc/numa-4n")),
+        Some(true)
+    );
+    assert_eq!(read_numa_balancing(&fixture_root("proc/weird-comm")), None);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "proc/sys/kernel/numa_balancing", "0\n");
+    assert_eq!(read_numa_balancing(&Root::new(dir.path())), Some(false));
+}
+
+#[test]
+fn procfs_sampler_fills_sorted_snapshot_and_memory_every_interval() {
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.read_status = true;
+    let mut s = Sampler::new(fixture_root("proc/weird-comm"), &[Pid(4242)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::from_secs(1), &mut snap).unwrap();
+    assert_eq!(snap.at, Nanos::from_secs(1));
+    let tids: Vec<i32> = snap.threads.iter().map(|t| t.key.tid.0).collect();
+    assert_eq!(tids, [4242, 4243, 4244]);
+    assert_eq!(snap.threads[1].run, Nanos(4_243_500));
+    assert_eq!(
+        (snap.threads[1].voluntary, snap.threads[1].involuntary),
+        (10, 2)
+    );
+    assert_eq!(s.tracked_threads(), 3);
+    // Memory is due on the first sample: 4 + 256 pages of 4 KiB on node 0.
+    assert_eq!(snap.memory.len(), 1);
+    assert_eq!(snap.memory[0].on_node(NodeId(0)), 260 * 4096);
+    // 4 s later it is not due (default every 5 s); 5 s after the first it is.
+    s.sample(Nanos::from_secs(5), &mut snap).unwrap();
+    assert!(snap.memory.is_empty());
+    assert_eq!(snap.threads.len(), 3);
+    s.sample(Nanos::from_secs(6), &mut snap).unwrap();
+    assert_eq!(snap.memory.len(), 1);
+}
+
+#[test]
+fn procfs_sampler_reopen_mode_gives_the_same_samples() {
+    let root = fixture_root("proc/numa-4n");
+    let mut kept = Sampler::new(root.clone(), &[Pid(777)], SamplerConfig::new(FACTS)).unwrap();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.keep_files_open = false;
+    let mut reopened = Sampler::new(root, &[Pid(777)], cfg).unwrap();
+    let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
+    for t in 0..3 {
+        kept.sample(Nanos::from_secs(t), &mut a).unwrap();
+        reopened.sample(Nanos::from_secs(t), &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+    assert_eq!(a.threads.len(), 2);
+}
+
+#[test]
+fn procfs_sampler_follows_children_listed_and_drops_exited_ones() {
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.follow_children = true;
+    let mut s = Sampler::new(fixture_root("proc/weird-comm"), &[Pid(4242)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    // The leader's `children` lists 4250, which has no directory: adopted, then dropped.
+    assert_eq!(s.pids(), [Pid(4242)]);
+    assert_eq!(snap.threads.len(), 3);
+}
+
+/// A process tree without `children` files: 100 → 101 → 102, and 103 unrelated.
+fn tree_without_children_files() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (pid, ppid) in [(100, 1), (101, 100), (102, 101), (103, 1)] {
+        let stat = stat_line(pid, "p", ppid, 5, 1000 + pid as u64, 0);
+        write(dir.path(), &format!("proc/{pid}/stat"), &stat);
+        write(dir.path(), &format!("proc/{pid}/schedstat"), "1 2 3\n");
+        write(dir.path(), &format!("proc/{pid}/task/{pid}/stat"), &stat);
+        write(
+            dir.path(),
+            &format!("proc/{pid}/task/{pid}/schedstat"),
+            "1 2 3\n",
+        );
+    }
+    write(dir.path(), "proc/self", "not a process");
+    dir
+}
+
+#[test]
+fn procfs_sampler_finds_descendants_by_parent_when_no_children_files() {
+    let dir = tree_without_children_files();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.follow_children = true;
+    cfg.memory_every = None;
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(100)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(s.pids(), [Pid(100), Pid(101), Pid(102)]);
+    let tids: Vec<Tid> = snap.threads.iter().map(|t| t.key.tid).collect();
+    assert_eq!(tids, [Tid(100), Tid(101), Tid(102)]);
+
+    // The child exits: it is dropped, the others stay; once all are gone, sampling fails.
+    std::fs::remove_dir_all(dir.path().join("proc/101")).unwrap();
+    s.sample(Nanos(1), &mut snap).unwrap();
+    assert_eq!(s.pids(), [Pid(100), Pid(102)]);
+    for pid in [100, 102] {
+        std::fs::remove_dir_all(dir.path().join(format!("proc/{pid}"))).unwrap();
+    }
+    let err = s.sample(Nanos(2), &mut snap).unwrap_err();
+    assert!(
+        matches!(err, LinuxError::NoSuchProcess { pid: Pid(100) }),
+        "{err:?}"
+    );
+    assert_eq!(s.tracked_threads(), 0);
+}
+
+#[test]
+fn procfs_sampler_new_start_time_is_a_new_thread() {
+    let dir = tree_without_children_files();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(snap.threads[0].key.start_time, 1103);
+    // The tid is reused by a thread that started later, with counters of its own; pread on
+    // the kept fd of a regular file sees the new text, as /proc would show the new thread
+    // after reopening.
+    write(
+        dir.path(),
+        "proc/103/task/103/stat",
+        &stat_line(103, "p", 1, 0, 5000, 0),
+    );
+    write(dir.path(), "proc/103/task/103/schedstat", "0 0 0\n");
+    s.sample(Nanos(1), &mut snap).unwrap();
+    assert_eq!(snap.threads[0].key.start_time, 5000);
+    assert_eq!(snap.threads[0].utime, Nanos::ZERO);
+}
+
+#[test]
+fn procfs_sampler_malformed_stat_names_the_file() {
+    let dir = tree_without_children_files();
+    write(dir.path(), "proc/103/task/103/stat", "103 (p) S 1 2");
+    let mut s = Sampler::new(
+        Root::new(dir.path()),
+        &[Pid(103)],
+        SamplerConfig::new(FACTS),
+    )
+    .unwrap();
+    let err = s.sample(Nanos::ZERO, &mut Snapshot::default()).unwrap_err();
+    assert!(matches!(err, LinuxError::Parse { .. }), "{err:?}");
+    assert!(err.to_string().contains("proc/103/task/103/stat"), "{err}");
+}
+
+#[test]
+fn procfs_sampler_carries_stat_of_threads_that_did_not_run() {
+    let dir = tree_without_children_files();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    let mut lazy = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg.clone()).unwrap();
+    cfg.stat_every_sample = true;
+    let mut eager = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
+    let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
+    lazy.sample(Nanos::ZERO, &mut a).unwrap();
+    eager.sample(Nanos::ZERO, &mut b).unwrap();
+    assert_eq!(a.threads[0].last_cpu.0, 0);
+    // stat now says CPU 1 but schedstat ("1 2 3") did not move: by default the thread did
+    // not run, so its last CPU is carried over; the eager sampler reads it.
+    write(
+        dir.path(),
+        "proc/103/task/103/stat",
+        &stat_line(103, "p", 1, 5, 1103, 1),
+    );
+    lazy.sample(Nanos(1), &mut a).unwrap();
+    eager.sample(Nanos(1), &mut b).unwrap();
+    assert_eq!(a.threads[0].last_cpu.0, 0);
+    assert_eq!(b.threads[0].last_cpu.0, 1);
+    // Once it has run (one more timeslice), stat is read again.
+    write(dir.path(), "proc/103/task/103/schedstat", "9 2 4\n");
+    lazy.sample(Nanos(2), &mut a).unwrap();
+    assert_eq!(a.threads[0].last_cpu.0, 1);
+    assert_eq!((a.threads[0].run, a.threads[0].timeslices), (Nanos(9), 4));
+}

@@ -1,0 +1,992 @@
+//! `speed`: speed balancing (Hofmeyr, Iancu, Blagojević, PPoPP 2010, §4–5), with a balance
+//! interval that adapts to the program's synchronization granularity.
+//!
+//! **The paper's rules.** A thread's *speed* is its execution time over wall time; a core's
+//! speed is the mean speed of the threads placed on it; the global speed is the mean over
+//! cores. Every core has a balancer. When it wakes, a core faster than the global speed
+//! pulls one thread from a core whose speed is below `T_s`·global (`T_s` = 0.9) and that has
+//! not been in a migration for two intervals; it pulls the thread that has migrated least.
+//! Each balancer sleeps one interval plus a random jitter of up to one interval. Threads
+//! start round-robin over the cores; a thread discovered later goes to the core with the
+//! fewest threads. Migrations inside an LLC may happen every interval, across LLCs (same
+//! node) every 2 intervals, across NUMA nodes every 4 — and not at all unless
+//! [`SpeedSettings::allow_numa`] (blocked by default, as in the paper's §6.4).
+//!
+//! ```text
+//!   window (exec ns per thread) ─► per-thread speed since its core's last wake-up
+//!        │                                │
+//!        │                                ▼
+//!        │           core speed s_j = mean of its threads   global = mean_j s_j
+//!        │                                │
+//!        ▼                                ▼
+//!   sync signals ─► interval B     for each core whose timer expired (one loop, a
+//!   (wake-ups/s, yields/s)          timer per core — not one OS thread per core):
+//!                                     s_j > global and ∃ k: s_k < T_s·global, k quiet
+//!                                     for 2B ─► pull least-migrated thread of k to j
+//!                                   timer_j = now + B + U[0, B)
+//!   Plan.next_in = earliest timer − now
+//! ```
+//!
+//! The balancers are logical: one [`Policy::decide`] call runs every balancer whose timer
+//! has expired, and asks to be called again when the earliest timer is due.
+//!
+//! **Why the interval adapts (beyond the paper).** With N threads on M < N cores, some core
+//! holds one thread more than another. In a program that meets at a barrier every S ms, the
+//! doubled-up threads gate everyone in every phase unless the doubling *rotates within the
+//! phase*: Lemma 1 says 2·⌈SQ/FQ⌉ balancing steps are needed before every thread has run on
+//! a fast core (two for 3 threads on 2 cores), and each step is followed by the two-interval
+//! post-migration block, so a step takes about 2.3 B with the jitter. Linux 6.18 already
+//! shares cores fairly when phases are long (≥ 100 ms), so a 100 ms balancer gains nothing
+//! there, and loses to it when phases are short. The interval is therefore chosen as:
+//!
+//! | signal (per thread, smoothed over ~200 ms) | meaning | interval B |
+//! |---|---|---|
+//! | involuntary switches ≥ 2000/s | threads spin with `sched_yield` at synchronization points: phases finer than we can see | `min_interval` (2 ms) |
+//! | voluntary switches r/s | threads block about once per phase: phase P ≈ 1/r | P / 5, clamped to [`min_interval`, `max_interval`] |
+//! | neither | no synchronization seen | `max_interval` (100 ms, the paper's) |
+//!
+//! and it backs off (×1.5 per balancing round, up to `max_interval`) while no core is slow
+//! enough to pull from — when the cores are balanced (N ≤ M, or N a multiple of M) or moves
+//! stop improving the spread, there is nothing to gain from sampling often. The first slow
+//! core seen brings B back to the signal's choice. `Settings::interval` fixes B instead.
+//!
+//! **Speed of a thread.** By default the paper's: exec / wall ([`SpeedMeasure::Wall`]).
+//! [`SpeedMeasure::Runnable`] uses exec / (exec + run-queue wait) instead, so a thread that
+//! sleeps at a blocking barrier does not make its core look slow.
+//!
+//! Per tick the policy walks the window once, merging it with its own key-sorted table of
+//! placed threads; buffers are reused, so ticks at 2 ms do not allocate once the thread set
+//! is stable.
+
+use crate::rng::Rng;
+use crate::{Policy, PolicyError, Settings};
+use threadbalance_model::{
+    Level, Move, Nanos, NodeId, Plan, Reason, Target, ThreadKey, Topology, Window,
+};
+
+/// How a thread's speed is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeedMeasure {
+    /// The paper's: execution time over wall time.
+    Wall,
+    /// Execution time over the time the thread wanted a CPU (run + run-queue wait); a thread
+    /// that did not want to run counts as fast.
+    Runnable,
+}
+
+/// Settings of the `speed` policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeedSettings {
+    /// `T_s`: pull only from cores slower than this fraction of the global speed (0.9).
+    pub threshold: f64,
+    /// Whether threads may be pulled across NUMA nodes (blocked by default).
+    pub allow_numa: bool,
+    /// Shortest balance interval the adaptation may choose (2 ms).
+    pub min_interval: Nanos,
+    /// Longest balance interval, where it backs off to (100 ms, the paper's fixed value).
+    pub max_interval: Nanos,
+    /// How thread speed is measured.
+    pub measure: SpeedMeasure,
+}
+
+impl Default for SpeedSettings {
+    fn default() -> SpeedSettings {
+        SpeedSettings {
+            threshold: 0.9,
+            allow_numa: false,
+            min_interval: Nanos::from_millis(2),
+            max_interval: Nanos::from_millis(100),
+            measure: SpeedMeasure::Wall,
+        }
+    }
+}
+
+/// Below this fraction of a span running or runnable, a thread counts as idle.
+const IDLE: f64 = 0.05;
+/// Involuntary switches per thread-second above which threads are taken to be yielding at
+/// synchronization points (preemption alone gives a few hundred per second).
+const YIELD_RATE: f64 = 2000.0;
+/// The interval is this fraction of the estimated phase (see the module docs).
+const PHASE_FRACTION: f64 = 0.2;
+/// Time constant of the smoothing of the synchronization signals, in seconds.
+const SIGNAL_TAU_S: f64 = 0.2;
+/// Growth of the interval per balancing round that finds no slow core.
+const BACKOFF: f64 = 1.5;
+/// Post-migration block, in intervals (the paper's two).
+const BLOCK_INTERVALS: u64 = 2;
+/// Interval multipliers for pulls across LLCs and across NUMA nodes.
+const CROSS_LLC: u64 = 2;
+const CROSS_NODE: u64 = 4;
+
+/// One balancer's queue: a domain at the balancing level.
+#[derive(Debug, Clone)]
+struct Queue {
+    llc: usize,
+    node: NodeId,
+    next_wake: Nanos,
+    last_migration: Option<Nanos>,
+    /// When this queue last pulled across an LLC, and across a node.
+    last_cross: [Option<Nanos>; 2],
+    /// Threads placed on it.
+    load: u32,
+}
+
+/// A thread the policy has placed.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    key: ThreadKey,
+    queue: usize,
+    migrations: u32,
+    /// When it arrived on its queue.
+    since: Nanos,
+    /// Cumulative exec and run-queue wait ns since we first saw it.
+    exec: f64,
+    wait: f64,
+    /// Values of `exec`/`wait` and the time at its mark (its queue's last wake-up).
+    mark_exec: f64,
+    mark_wait: f64,
+    mark_at: Nanos,
+    /// Speed over the span before the mark (used while the current span is too short).
+    last_speed: Option<f64>,
+}
+
+/// The speed balancing policy; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Speed {
+    cfg: SpeedSettings,
+    level: Level,
+    fixed: Option<Nanos>,
+    rng: Rng,
+    queues: Vec<Queue>,
+    placed: Vec<Placed>,
+    spare: Vec<Placed>,
+    speeds: Vec<f64>,
+    counts: Vec<u32>,
+    started: bool,
+    interval: Nanos,
+    /// Smoothed voluntary and involuntary switches per thread-second.
+    vol_rate: f64,
+    invol_rate: f64,
+    signals_seen: bool,
+    stats: Stats,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Stats {
+    rounds: u64,
+    balance_ticks: u64,
+    pulls: u64,
+    initial: u64,
+    blocked: u64,
+    interval_sum_ms: f64,
+    min_seen: Option<Nanos>,
+    max_seen: Option<Nanos>,
+    reason: &'static str,
+}
+
+impl Speed {
+    /// Builds the policy: one balancer per domain at `settings.level` (`core` is the
+    /// paper's), checking the speed settings.
+    pub fn new(settings: &Settings, topo: &Topology) -> Result<Speed, PolicyError> {
+        let cfg = settings.speed.clone();
+        let bad = |why: String| PolicyError::Invalid {
+            policy: "speed",
+            why,
+        };
+        if !(cfg.threshold > 0.0 && cfg.threshold <= 1.0) {
+            return Err(bad(format!("T_s {} is not in (0, 1]", cfg.threshold)));
+        }
+        if cfg.min_interval.0 == 0 || cfg.min_interval > cfg.max_interval {
+            return Err(bad(format!(
+                "interval range {}..{} is empty",
+                cfg.min_interval, cfg.max_interval
+            )));
+        }
+        if settings.interval.is_some_and(|i| i.0 == 0) {
+            return Err(bad("interval must be positive".into()));
+        }
+        let level = settings.level;
+        let queues = topo
+            .domains(level)
+            .iter()
+            .map(|d| Queue {
+                llc: d
+                    .cpus
+                    .first()
+                    .and_then(|c| topo.domain_of(c, Level::Llc))
+                    .unwrap_or(0),
+                node: d.node,
+                next_wake: Nanos::ZERO,
+                last_migration: None,
+                last_cross: [None, None],
+                load: 0,
+            })
+            .collect();
+        Ok(Speed {
+            interval: settings.interval.unwrap_or(cfg.min_interval),
+            fixed: settings.interval,
+            cfg,
+            level,
+            rng: Rng::new(settings.seed),
+            queues,
+            placed: Vec::new(),
+            spare: Vec::new(),
+            speeds: Vec::new(),
+            counts: Vec::new(),
+            started: false,
+            vol_rate: 0.0,
+            invol_rate: 0.0,
+            signals_seen: false,
+            stats: Stats {
+                reason: "no synchronization seen yet",
+                ..Stats::default()
+            },
+        })
+    }
+
+    /// The balance interval in force.
+    pub fn interval(&self) -> Nanos {
+        self.interval
+    }
+
+    fn target(&self, q: usize) -> Target {
+        Target::Domain {
+            level: self.level,
+            index: q,
+        }
+    }
+
+    fn jittered(&mut self, now: Nanos) -> Nanos {
+        now + self.interval + Nanos(self.rng.below(self.interval.0))
+    }
+
+    /// The queue with the fewest placed threads; ties go to the lowest index.
+    fn emptiest(&self) -> usize {
+        (0..self.queues.len())
+            .min_by_key(|&q| self.queues[q].load)
+            .unwrap_or(0)
+    }
+
+    /// Merges the window into the table of placed threads: accumulates their exec and wait
+    /// time, drops threads that are gone and places new ones (round-robin on the first
+    /// window, else on the emptiest queue).
+    fn track(&mut self, w: &Window, moves: &mut Vec<Move>) {
+        let dt = w.duration().0 as f64;
+        let now = w.end;
+        let first = !self.started;
+        let mut old = std::mem::take(&mut self.placed);
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        let mut i = 0;
+        for t in &w.threads {
+            while i < old.len() && old[i].key < t.key {
+                self.queues[old[i].queue].load -= 1;
+                i += 1;
+            }
+            if i < old.len() && old[i].key == t.key {
+                let mut p = old[i];
+                p.exec += t.speed * dt;
+                p.wait += t.latency * dt;
+                out.push(p);
+                i += 1;
+                continue;
+            }
+            let queue = if first {
+                (self.stats.initial as usize) % self.queues.len().max(1)
+            } else {
+                self.emptiest()
+            };
+            if let Some(q) = self.queues.get_mut(queue) {
+                q.load += 1;
+            } else {
+                continue;
+            }
+            self.stats.initial += 1;
+            moves.push(Move {
+                thread: t.key,
+                to: self.target(queue),
+                why: Reason::Initial,
+            });
+            let exec = t.speed * dt;
+            out.push(Placed {
+                key: t.key,
+                queue,
+                migrations: 0,
+                since: now,
+                exec,
+                wait: t.latency * dt,
+                mark_exec: exec,
+                mark_wait: t.latency * dt,
+                mark_at: now,
+                last_speed: None,
+            });
+        }
+        for p in &old[i..] {
+            self.queues[p.queue].load -= 1;
+        }
+        old.clear();
+        self.placed = out;
+        self.spare = old;
+    }
+
+    /// A thread's speed since its mark (or over the span before it, if the current span is
+    /// shorter than half the minimum interval); `None` when it hardly wanted a CPU over the
+    /// span (under 5 % of it running or runnable): an idle thread perceives no speed.
+    fn thread_speed(&self, p: &Placed, now: Nanos) -> Option<f64> {
+        let span = now.saturating_sub(p.mark_at).0 as f64;
+        if span < self.cfg.min_interval.0 as f64 / 2.0 {
+            return p.last_speed;
+        }
+        let exec = p.exec - p.mark_exec;
+        let wanted = exec + (p.wait - p.mark_wait);
+        if wanted < span * IDLE {
+            return None;
+        }
+        Some(match self.cfg.measure {
+            SpeedMeasure::Wall => (exec / span).clamp(0.0, 1.0),
+            SpeedMeasure::Runnable => (exec / wanted).clamp(0.0, 1.0),
+        })
+    }
+
+    /// Every queue's speed into `self.speeds`: the mean over its threads that wanted a CPU;
+    /// a queue with none is as fast as can be (1.0). Returns the global speed.
+    fn queue_speeds(&mut self, now: Nanos) -> f64 {
+        let mut sum = std::mem::take(&mut self.speeds);
+        let mut count = std::mem::take(&mut self.counts);
+        sum.clear();
+        sum.resize(self.queues.len(), 0.0);
+        count.clear();
+        count.resize(self.queues.len(), 0);
+        for p in &self.placed {
+            if let Some(s) = self.thread_speed(p, now) {
+                sum[p.queue] += s;
+                count[p.queue] += 1;
+            }
+        }
+        for (s, &n) in sum.iter_mut().zip(&count) {
+            *s = if n == 0 { 1.0 } else { *s / f64::from(n) };
+        }
+        let global = sum.iter().sum::<f64>() / sum.len().max(1) as f64;
+        self.speeds = sum;
+        self.counts = count;
+        global
+    }
+
+    /// Smooths the synchronization signals and picks the interval the signals call for.
+    fn observe_signals(&mut self, w: &Window) -> Nanos {
+        let dt_s = w.duration().as_secs_f64();
+        if dt_s > 0.0 && !w.threads.is_empty() {
+            let thread_s = dt_s * w.threads.len() as f64;
+            let vol = w.threads.iter().map(|t| t.voluntary).sum::<u64>() as f64 / thread_s;
+            let invol = w.threads.iter().map(|t| t.involuntary).sum::<u64>() as f64 / thread_s;
+            let a = if self.signals_seen {
+                (dt_s / SIGNAL_TAU_S).min(1.0)
+            } else {
+                1.0
+            };
+            self.signals_seen = true;
+            self.vol_rate += (vol - self.vol_rate) * a;
+            self.invol_rate += (invol - self.invol_rate) * a;
+        }
+        let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
+        if self.invol_rate >= YIELD_RATE {
+            self.stats.reason = "threads yield at synchronization points";
+            lo
+        } else if self.vol_rate >= 1.0 {
+            self.stats.reason = "threads block about once per phase";
+            let phase_ns = 1e9 / self.vol_rate;
+            Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
+        } else {
+            self.stats.reason = "no synchronization seen";
+            hi
+        }
+    }
+
+    /// Quiet time a pull between queues `j` and `k` needs at queue `j`, or `None` when the
+    /// pull is blocked (a NUMA crossing without `allow_numa`); and which cross slot it uses.
+    fn crossing(&self, j: usize, k: usize) -> Option<(u64, Option<usize>)> {
+        let (a, b) = (&self.queues[j], &self.queues[k]);
+        if a.node != b.node {
+            self.cfg.allow_numa.then_some((CROSS_NODE, Some(1)))
+        } else if a.llc != b.llc {
+            Some((CROSS_LLC, Some(0)))
+        } else {
+            Some((1, None))
+        }
+    }
+
+    /// Balancer of queue `j`: pull from a slow queue if `j` is fast.
+    fn balance(&mut self, j: usize, now: Nanos, global: f64, moves: &mut Vec<Move>) -> bool {
+        let b = self.interval.0;
+        let sj = self.speeds[j];
+        let mut slow_seen = false;
+        let mut best: Option<(usize, f64)> = None;
+        for k in 0..self.queues.len() {
+            let sk = self.speeds[k];
+            if k == j || self.queues[k].load == 0 || sk >= self.cfg.threshold * global {
+                continue;
+            }
+            slow_seen = true;
+            if sj <= global {
+                continue;
+            }
+            let Some((mult, slot)) = self.crossing(j, k) else {
+                continue;
+            };
+            let quiet = |t: Option<Nanos>, need: u64| {
+                t.is_none_or(|t| now.saturating_sub(t).0 >= need.saturating_mul(b))
+            };
+            let cross_ok = slot.is_none_or(|s| quiet(self.queues[j].last_cross[s], mult));
+            if !quiet(self.queues[k].last_migration, BLOCK_INTERVALS) || !cross_ok {
+                self.stats.blocked += 1;
+                continue;
+            }
+            if best.is_none_or(|(_, s)| sk < s) {
+                best = Some((k, sk));
+            }
+        }
+        let Some((k, sk)) = best else {
+            return slow_seen;
+        };
+        // The least-migrated thread of k that wants a CPU; ties go to the one that has been
+        // there longest.
+        let Some((idx, speed)) = (0..self.placed.len())
+            .filter(|&i| self.placed[i].queue == k)
+            .filter_map(|i| Some((i, self.thread_speed(&self.placed[i], now)?)))
+            .min_by_key(|&(i, _)| (self.placed[i].migrations, self.placed[i].since))
+        else {
+            return slow_seen;
+        };
+        let p = &mut self.placed[idx];
+        p.queue = j;
+        p.migrations += 1;
+        p.since = now;
+        p.last_speed = Some(speed);
+        p.mark_exec = p.exec;
+        p.mark_wait = p.wait;
+        p.mark_at = now;
+        let thread = p.key;
+        self.queues[k].load -= 1;
+        self.queues[j].load += 1;
+        self.queues[k].last_migration = Some(now);
+        self.queues[j].last_migration = Some(now);
+        if let Some((_, Some(s))) = self.crossing(j, k) {
+            self.queues[j].last_cross[s] = Some(now);
+        }
+        self.stats.pulls += 1;
+        moves.push(Move {
+            thread,
+            to: self.target(j),
+            why: Reason::SpeedPull {
+                to_speed: sj,
+                from_speed: sk,
+                global,
+            },
+        });
+        slow_seen
+    }
+
+    /// Starts a new measurement span for the threads of queue `j`.
+    fn mark(&mut self, j: usize, now: Nanos) {
+        for i in 0..self.placed.len() {
+            if self.placed[i].queue == j {
+                let s = self.thread_speed(&self.placed[i], now);
+                let p = &mut self.placed[i];
+                if now.saturating_sub(p.mark_at).0 >= self.cfg.min_interval.0 / 2 {
+                    p.last_speed = s;
+                    p.mark_exec = p.exec;
+                    p.mark_wait = p.wait;
+                    p.mark_at = now;
+                }
+            }
+        }
+    }
+
+    fn note_interval(&mut self) {
+        let i = self.interval;
+        self.stats.balance_ticks += 1;
+        self.stats.interval_sum_ms += i.as_millis_f64();
+        self.stats.min_seen = Some(self.stats.min_seen.map_or(i, |m| m.min(i)));
+        self.stats.max_seen = Some(self.stats.max_seen.map_or(i, |m| m.max(i)));
+    }
+}
+
+impl Policy for Speed {
+    fn name(&self) -> &'static str {
+        "speed"
+    }
+
+    fn decide(&mut self, _topo: &Topology, w: &Window) -> Plan {
+        let now = w.end;
+        let mut moves = Vec::new();
+        self.track(w, &mut moves);
+        let wanted = self.observe_signals(w);
+        if !self.started {
+            self.started = true;
+            for q in 0..self.queues.len() {
+                let wake = self.jittered(now);
+                self.queues[q].next_wake = wake;
+            }
+        } else {
+            // Timers due within a quarter interval run now: fewer, longer windows.
+            let due = now + Nanos(self.interval.0 / 4);
+            let global = self.queue_speeds(now);
+            let mut slow_seen = false;
+            let mut ran = false;
+            for j in 0..self.queues.len() {
+                if self.queues[j].next_wake > due {
+                    continue;
+                }
+                ran = true;
+                self.stats.rounds += 1;
+                slow_seen |= self.balance(j, now, global, &mut moves);
+                self.mark(j, now);
+            }
+            if ran {
+                self.interval = match self.fixed {
+                    Some(f) => f,
+                    None if slow_seen => wanted,
+                    None => Nanos((self.interval.0 as f64 * BACKOFF) as u64)
+                        .clamp(wanted, self.cfg.max_interval),
+                };
+                self.note_interval();
+                for j in 0..self.queues.len() {
+                    if self.queues[j].next_wake <= due {
+                        let wake = self.jittered(now);
+                        self.queues[j].next_wake = wake;
+                    }
+                }
+            }
+        }
+        let earliest = self.queues.iter().map(|q| q.next_wake).min().unwrap_or(now);
+        let floor = Nanos(self.cfg.min_interval.0 / 4);
+        Plan {
+            moves,
+            next_in: earliest.saturating_sub(now).max(floor),
+            note: None,
+        }
+    }
+
+    fn summary(&self) -> Vec<(String, String)> {
+        let s = &self.stats;
+        let mean = s.interval_sum_ms / s.balance_ticks.max(1) as f64;
+        let range = match (s.min_seen, s.max_seen) {
+            (Some(a), Some(b)) => format!("{a} – {b}"),
+            _ => "-".into(),
+        };
+        vec![
+            (
+                "balance interval".into(),
+                format!("{} ({})", self.interval, s.reason),
+            ),
+            ("interval range".into(), range),
+            ("interval mean (ms)".into(), format!("{mean:.2}")),
+            (
+                "sync signals (per thread-s)".into(),
+                format!(
+                    "{:.0} voluntary, {:.0} involuntary switches",
+                    self.vol_rate, self.invol_rate
+                ),
+            ),
+            ("balancing rounds".into(), s.rounds.to_string()),
+            ("speed pulls".into(), s.pulls.to_string()),
+            ("initial placements".into(), s.initial.to_string()),
+            (
+                "pulls held by the post-migration block".into(),
+                s.blocked.to_string(),
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::testutil::{key, topo};
+    use threadbalance_model::{CpuId, ThreadRates, ThreadState};
+
+    /// Rates of one thread over a window: (tid, speed, run-queue wait, voluntary, involuntary).
+    type Rate = (i32, f64, f64, u64, u64);
+
+    fn window(start_ms: f64, end_ms: f64, threads: &[Rate]) -> Window {
+        let mut threads: Vec<ThreadRates> = threads
+            .iter()
+            .map(
+                |&(tid, speed, latency, voluntary, involuntary)| ThreadRates {
+                    key: key(1, tid),
+                    util: speed,
+                    latency,
+                    blocked: (1.0 - speed - latency).max(0.0),
+                    lock: 0.0,
+                    lock_exact: false,
+                    speed,
+                    timeslices: 0,
+                    voluntary,
+                    involuntary,
+                    last_cpu: CpuId(0),
+                    state: ThreadState::Running,
+                    appeared: start_ms == end_ms,
+                },
+            )
+            .collect();
+        threads.sort_by_key(|t| t.key);
+        Window {
+            start: Nanos((start_ms * 1e6) as u64),
+            end: Nanos((end_ms * 1e6) as u64),
+            threads,
+            ..Window::default()
+        }
+    }
+
+    fn settings(interval_ms: Option<u64>) -> Settings {
+        let mut s = Settings::new(Level::Core);
+        s.interval = interval_ms.map(Nanos::from_millis);
+        s
+    }
+
+    fn queue_of(m: &Move) -> usize {
+        match m.to {
+            Target::Domain { index, .. } => index,
+            other => panic!("unexpected target {other:?}"),
+        }
+    }
+
+    /// A tiny machine for always-runnable threads: each thread runs at 1 / (threads on its
+    /// queue), the fair share of a per-core scheduler, and waits the rest of the time.
+    struct Machine {
+        queue: Vec<usize>,
+        exec_ms: Vec<f64>,
+        now_ms: f64,
+        moves: Vec<Move>,
+    }
+
+    impl Machine {
+        fn new(n: usize) -> Machine {
+            Machine {
+                queue: vec![usize::MAX; n],
+                exec_ms: vec![0.0; n],
+                now_ms: 0.0,
+                moves: Vec::new(),
+            }
+        }
+
+        fn apply(&mut self, plan: &Plan) {
+            for m in &plan.moves {
+                self.queue[(m.thread.tid.0 - 100) as usize] = queue_of(m);
+                self.moves.push(*m);
+            }
+        }
+
+        /// Runs `policy` for `ms` of simulated time, calling it when it asks.
+        fn run(&mut self, policy: &mut Speed, topo: &Topology, ms: f64) {
+            let n = self.queue.len();
+            if self.now_ms == 0.0 {
+                let first: Vec<Rate> = (0..n).map(|i| (100 + i as i32, 0.0, 0.0, 0, 0)).collect();
+                let plan = policy.decide(topo, &window(0.0, 0.0, &first));
+                self.apply(&plan);
+                self.now_ms = plan.next_in.as_millis_f64();
+            }
+            let end = self.now_ms + ms;
+            let mut last = 0.0_f64.max(self.now_ms - policy.interval().as_millis_f64());
+            while self.now_ms < end {
+                let dt = self.now_ms - last;
+                let rates: Vec<Rate> = (0..n)
+                    .map(|i| {
+                        let load = self.queue.iter().filter(|&&q| q == self.queue[i]).count();
+                        let s = 1.0 / load as f64;
+                        self.exec_ms[i] += s * dt;
+                        (100 + i as i32, s, 1.0 - s, 0, 0)
+                    })
+                    .collect();
+                let plan = policy.decide(topo, &window(last, self.now_ms, &rates));
+                self.apply(&plan);
+                last = self.now_ms;
+                self.now_ms += plan.next_in.as_millis_f64();
+            }
+        }
+    }
+
+    #[test]
+    fn speed_initial_placement_is_round_robin_and_late_threads_go_to_the_emptiest_core() {
+        let t = topo(1, 1, 3, 1);
+        let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+        // Four threads at start: cores 0, 1, 2, 0.
+        let first: Vec<Rate> = (0..4).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+        let plan = p.decide(&t, &window(0.0, 0.0, &first));
+        let qs: Vec<usize> = plan.moves.iter().map(queue_of).collect();
+        assert_eq!(qs, vec![0, 1, 2, 0]);
+        assert!(plan.moves.iter().all(|m| m.why == Reason::Initial));
+        // A fifth thread appears 5 ms later: cores 1 and 2 hold one thread each; core 1.
+        let mut later: Vec<Rate> = (0..4).map(|i| (100 + i, 1.0, 0.0, 0, 0)).collect();
+        later.push((104, 0.5, 0.0, 0, 0));
+        let plan = p.decide(&t, &window(0.0, 5.0, &later));
+        assert_eq!(plan.moves.len(), 1);
+        assert_eq!(
+            (plan.moves[0].thread, queue_of(&plan.moves[0])),
+            (key(1, 104), 1)
+        );
+    }
+
+    #[test]
+    fn speed_three_threads_on_two_cores_rotate_to_equal_progress() {
+        // The paper's §4 case: N = 3, M = 2, T = 1, one slow core (2 threads, speed 0.5) and
+        // one fast (1 thread, speed 1). Global = 0.75; the slow core is below 0.9 × 0.75 =
+        // 0.675, so the fast core pulls one thread, which flips the cores. Repeating this,
+        // every thread spends a third of the time alone: progress 1/3·1 + 2/3·0.5 = 2/3.
+        let t = topo(1, 1, 2, 1);
+        let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+        let mut m = Machine::new(3);
+        m.run(&mut p, &t, 3000.0);
+        let pulls: Vec<&Move> = m
+            .moves
+            .iter()
+            .filter(|m| m.why != Reason::Initial)
+            .collect();
+        // A pull every ~2.3 intervals (block of 2 B, wake-ups every B + U[0, B)): ~260 in 3 s.
+        assert!(pulls.len() > 150, "{} pulls", pulls.len());
+        for mv in &pulls {
+            let Reason::SpeedPull {
+                to_speed,
+                from_speed,
+                global,
+            } = mv.why
+            else {
+                panic!("{mv:?}")
+            };
+            assert!(to_speed > global && from_speed < 0.9 * global, "{mv:?}");
+        }
+        let total: f64 = m.exec_ms.iter().sum();
+        for e in &m.exec_ms {
+            // Each thread gets a third of the 2 cores' time, within 3 %.
+            assert!((e / total - 1.0 / 3.0).abs() < 0.01, "{:?}", m.exec_ms);
+        }
+    }
+
+    #[test]
+    fn speed_pulls_nothing_when_cores_are_balanced() {
+        // 4 threads on 2 cores, 2 each: both cores at 0.5 = global; nothing is slow.
+        let t = topo(1, 1, 2, 1);
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        let mut m = Machine::new(4);
+        m.run(&mut p, &t, 2000.0);
+        assert!(m.moves.iter().all(|m| m.why == Reason::Initial));
+        // Nothing to gain: the interval backs off to the paper's 100 ms.
+        assert_eq!(p.interval(), Nanos::from_millis(100));
+    }
+
+    /// A policy on `cores` cores with threads placed by hand: `(queue, migrations)` each,
+    /// speeds measured over 10 ms at `speeds[queue]`.
+    fn placed(cores: u32, threads: &[(usize, u32)], speeds: &[f64]) -> (Speed, Topology) {
+        let t = topo(1, 1, cores, 1);
+        let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+        p.started = true;
+        for (i, &(q, migrations)) in threads.iter().enumerate() {
+            p.queues[q].load += 1;
+            p.placed.push(Placed {
+                key: key(1, 100 + i as i32),
+                queue: q,
+                migrations,
+                since: Nanos::from_millis(i as u64),
+                exec: speeds[q] * 10e6,
+                wait: (1.0 - speeds[q]) * 10e6,
+                mark_exec: 0.0,
+                mark_wait: 0.0,
+                mark_at: Nanos::ZERO,
+                last_speed: None,
+            });
+        }
+        (p, t)
+    }
+
+    #[test]
+    fn speed_post_migration_block_holds_a_slow_core_for_two_intervals() {
+        // Cores: 0 fast (1.0), 1 and 2 slow (0.5). Global = 2/3; 0.5 < 0.9 × 2/3 = 0.6.
+        // Interval 10 ms; now = 10 ms. Core 1 was in a migration at 0 ms (10 ms ago < 20 ms:
+        // blocked), so core 0 pulls from core 2 although both are equally slow.
+        let (mut p, _) = placed(
+            3,
+            &[(0, 0), (1, 0), (1, 0), (2, 0), (2, 0)],
+            &[1.0, 0.5, 0.5],
+        );
+        let now = Nanos::from_millis(10);
+        p.queues[1].last_migration = Some(Nanos::ZERO);
+        let global = p.queue_speeds(now);
+        assert!((global - 2.0 / 3.0).abs() < 1e-9);
+        let mut moves = Vec::new();
+        p.balance(0, now, global, &mut moves);
+        assert_eq!(moves.len(), 1);
+        assert_eq!(moves[0].thread, key(1, 103), "first thread of core 2");
+        assert_eq!(p.stats.blocked, 1);
+        // Both cores of that pull are now blocked: at 25 ms neither 0 nor 2 can be pulled
+        // from, but core 1 (last migration 25 ms ago ≥ 20 ms) can.
+        let now = Nanos::from_millis(25);
+        assert_eq!(p.queues[2].last_migration, Some(Nanos::from_millis(10)));
+        p.speeds = vec![1.0, 0.5, 0.5];
+        let mut moves = Vec::new();
+        p.balance(0, now, 2.0 / 3.0, &mut moves);
+        assert_eq!(moves.len(), 1);
+        assert!(moves[0].thread == key(1, 101) || moves[0].thread == key(1, 102));
+    }
+
+    #[test]
+    fn speed_pulls_the_least_migrated_thread() {
+        // Core 1 holds threads that migrated 3, 1 and 2 times; core 0 pulls the one with 1.
+        let (mut p, _) = placed(2, &[(0, 0), (1, 3), (1, 1), (1, 2)], &[1.0, 1.0 / 3.0]);
+        let now = Nanos::from_millis(10);
+        let global = p.queue_speeds(now);
+        let mut moves = Vec::new();
+        p.balance(0, now, global, &mut moves);
+        assert_eq!(moves.len(), 1);
+        assert_eq!(moves[0].thread, key(1, 102));
+        assert_eq!(
+            moves[0].to,
+            Target::Domain {
+                level: Level::Core,
+                index: 0
+            }
+        );
+        let pulled = p.placed.iter().find(|t| t.key == key(1, 102)).unwrap();
+        assert_eq!((pulled.queue, pulled.migrations), (0, 2));
+    }
+
+    #[test]
+    fn speed_slow_core_does_not_pull() {
+        // Only a core faster than the global speed balances: core 1 (slow) pulls nothing.
+        let (mut p, _) = placed(2, &[(0, 0), (1, 0), (1, 0)], &[1.0, 0.5]);
+        let now = Nanos::from_millis(10);
+        let global = p.queue_speeds(now);
+        let mut moves = Vec::new();
+        p.balance(1, now, global, &mut moves);
+        assert!(moves.is_empty());
+    }
+
+    #[test]
+    fn speed_jitter_stays_within_one_interval_and_follows_the_seed() {
+        // Every balancer wakes B + U[0, B) after it ran: with B = 10 ms, in [10, 20) ms.
+        let t = topo(1, 1, 4, 1);
+        let run = |seed: u64| {
+            let mut s = settings(Some(10));
+            s.seed = seed;
+            let mut p = Speed::new(&s, &t).unwrap();
+            let mut m = Machine::new(5);
+            let mut wakes = Vec::new();
+            let first: Vec<Rate> = (0..5).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+            m.apply(&p.decide(&t, &window(0.0, 0.0, &first)));
+            for q in &p.queues {
+                wakes.push(q.next_wake.0);
+            }
+            m.run(&mut p, &t, 500.0);
+            for q in &p.queues {
+                wakes.push(q.next_wake.0);
+            }
+            wakes
+        };
+        let a = run(7);
+        for w in &a[..4] {
+            assert!((10_000_000..20_000_000).contains(w), "{w}");
+        }
+        assert_eq!(a, run(7), "same seed, same timers");
+        assert_ne!(a, run(8), "another seed, other timers");
+    }
+
+    #[test]
+    fn speed_never_crosses_numa_nodes_unless_allowed() {
+        // Two nodes of one core each; 3 threads: node 0 holds 2 (slow), node 1 holds 1.
+        let t = topo(1, 2, 1, 1);
+        let mut m = Machine::new(3);
+        let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+        m.run(&mut p, &t, 500.0);
+        assert!(m.moves.iter().all(|m| m.why == Reason::Initial));
+        let mut s = settings(Some(5));
+        s.speed.allow_numa = true;
+        let mut p = Speed::new(&s, &t).unwrap();
+        let mut m = Machine::new(3);
+        m.run(&mut p, &t, 500.0);
+        assert!(
+            m.moves
+                .iter()
+                .any(|m| matches!(m.why, Reason::SpeedPull { .. }))
+        );
+    }
+
+    #[test]
+    fn speed_crossing_an_llc_needs_twice_the_quiet_time() {
+        // Two packages (two LLCs) of one core: a pull across them waits 2 × B since the
+        // pulling core's last cross-LLC pull.
+        let t = Topology::synthetic("package:1 l3:2 core:1 pu:1").unwrap();
+        let p = Speed::new(&settings(Some(10)), &t).unwrap();
+        assert_eq!(p.crossing(0, 1), Some((CROSS_LLC, Some(0))));
+        // Across NUMA nodes, blocked unless allowed, then 4 × B.
+        let t = topo(1, 2, 1, 1);
+        let mut s = settings(Some(10));
+        assert_eq!(Speed::new(&s, &t).unwrap().crossing(0, 1), None);
+        s.speed.allow_numa = true;
+        assert_eq!(
+            Speed::new(&s, &t).unwrap().crossing(0, 1),
+            Some((CROSS_NODE, Some(1)))
+        );
+        let t = topo(1, 1, 2, 1);
+        let p = Speed::new(&settings(Some(10)), &t).unwrap();
+        assert_eq!(p.crossing(0, 1), Some((1, None)));
+    }
+
+    #[test]
+    fn speed_interval_follows_the_synchronization_signals() {
+        let t = topo(1, 1, 2, 1);
+        let cases: [(u64, u64, u64); 3] = [
+            // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 2 ms.
+            (0, 400, 2_000_000),
+            // Blocking once per 15 ms phase: 4 in 60 ms ≈ 67 wake-ups/s → 0.2 × 15 ms = 3 ms.
+            (4, 6, 3_000_000),
+            // Nothing: the paper's 100 ms.
+            (0, 6, 100_000_000),
+        ];
+        for (vol, invol, want_ns) in cases {
+            let mut p = Speed::new(&settings(None), &t).unwrap();
+            // Per 60 ms window and thread: vol and invol switches.
+            let w = window(
+                0.0,
+                60.0,
+                &[(100, 1.0, 0.0, vol, invol), (101, 1.0, 0.0, vol, invol)],
+            );
+            let got = p.observe_signals(&w);
+            assert!(
+                (got.0 as f64 - want_ns as f64).abs() < 0.05 * want_ns as f64,
+                "{got}"
+            );
+        }
+    }
+
+    #[test]
+    fn speed_idle_thread_is_neither_counted_nor_pulled() {
+        // A main thread asleep in join (speed 0, never runnable) shares core 0 with a worker;
+        // core 1 holds two workers. Core 0's speed is its worker's (1.0), not 0.5, so core 0
+        // is fast and pulls a worker, never the sleeper.
+        let (mut p, _) = placed(2, &[(0, 0), (0, 0), (1, 0), (1, 0)], &[1.0, 0.5]);
+        p.placed[0].exec = 0.0;
+        p.placed[0].wait = 0.0;
+        let now = Nanos::from_millis(10);
+        let global = p.queue_speeds(now);
+        assert_eq!(p.speeds, vec![1.0, 0.5]);
+        let mut moves = Vec::new();
+        p.balance(0, now, global, &mut moves);
+        assert_eq!(moves.len(), 1);
+        assert_ne!(moves[0].thread, key(1, 100));
+    }
+
+    #[test]
+    fn speed_rejects_bad_settings() {
+        let t = topo(1, 1, 2, 1);
+        let mut s = settings(None);
+        s.speed.threshold = 1.5;
+        assert!(Speed::new(&s, &t).is_err());
+        let mut s = settings(None);
+        s.speed.min_interval = Nanos::from_millis(200);
+        assert!(Speed::new(&s, &t).is_err());
+        assert!(Speed::new(&settings(Some(0)), &t).is_err());
+        assert_eq!(
+            crate::build("speed", &settings(None), &t).unwrap().name(),
+            "speed"
+        );
+    }
+}

@@ -1,0 +1,500 @@
+//! `tumbler`: Tumbler (Pusukuri, Gupta, Bhuyan, TACO 2015). Keeps the mean CPU utilization
+//! of the thread groups on each socket nearly equal, regrouping more often when thread
+//! utilization varies more.
+//!
+//! ```text
+//!  window ──► util of every managed thread (all processes together)
+//!               │
+//!               ├─► CV = σ/μ over threads ──► Table IV ──► next interval (or: no grouping)
+//!               │
+//!               └─► sort by util ──► Algorithm 2 wave into K groups (K = domains at the level)
+//!                                         │
+//!                   groups → domains so the fewest threads move (grouping::Assignment)
+//!                                         │
+//!                   Move { to: Domain, why: Regroup } for threads whose domain changed;
+//!                   Linux balances inside each domain (§3.3).
+//! ```
+//!
+//! **Utilization.** The paper's utilization is the share of time a thread spent in user
+//! and kernel mode over the interval, read through `/proc` (Solaris `prstat` microstate
+//! accounting). Our `Window::util` is schedstat run time over the window: the same quantity
+//! — time on a CPU, user and kernel — counted in nanoseconds by the scheduler rather than
+//! in clock ticks, so it is the same measure taken more precisely.
+//!
+//! **Table IV** ([`VARIATION_INTERVAL`]) prints its rows as 0.40–0.36, 0.35–0.31,
+//! 0.30–0.21, … and leaves the gaps between them (0.35–0.36, 0.30–0.31, 0.20–0.21,
+//! 0.10–0.11) open. We read each row as its lower bound, inclusive, up to the next row's
+//! lower bound, exclusive: `[0.31, 0.36) → 150 ms`, `[0.21, 0.31) → 200 ms`, … so a gap
+//! belongs to the row below it, the longer interval. Below CV 0.05 the paper does no
+//! grouping; we move nothing and look again after 800 ms, the table's longest interval —
+//! the utilizations are as even as the table knows, and 800 ms still catches a phase
+//! change within a second.
+//!
+//! **Threads.** Every thread in the window takes part, across processes (§3.4 "Multiple
+//! Applications"), and any number of them, including more threads than cores (§3.2). A
+//! thread that appeared takes part in the next regroup, with its utilization since it
+//! started; a vanished thread is forgotten. The first window of a run has zero length, so
+//! Tumbler waits [`FIRST_LOOK`] before its first grouping.
+//!
+//! ```
+//! use threadbalance_model::{Level, Nanos, Topology};
+//! use threadbalance_model::testutil::window;
+//! use threadbalance_policy::{Policy, Settings, tumbler::Tumbler};
+//! let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+//! let mut p = Tumbler::new(&Settings::new(Level::Package));
+//! // The two busy threads share package 0 (CPUs 0, 1), the idle ones package 1.
+//! let plan = p.decide(&topo, &window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]));
+//! // Mean .5, σ ≈ .354, CV ≈ .71 ≥ .40: regroup, next look in 50 ms.
+//! assert_eq!(plan.next_in, Nanos::from_millis(50));
+//! assert_eq!(plan.moves.len(), 2); // one busy thread swaps with one idle thread
+//! ```
+
+use crate::grouping::{Placement, Regroup, Scheme};
+use crate::{Policy, Settings};
+use threadbalance_model::{
+    Level, Move, Nanos, Plan, Reason, Target, Topology, Window, coefficient_of_variation,
+};
+
+/// One row of Tumbler's variation-interval table (Table IV).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalRow {
+    /// The lowest coefficient of variation of thread utilization this row covers
+    /// (inclusive); the row extends up to the previous row's `min_cv` (exclusive).
+    pub min_cv: f64,
+    /// The grouping interval; `None` means no grouping.
+    pub interval: Option<Nanos>,
+}
+
+/// Tumbler's Table IV, highest CV first. Gaps between the printed rows are closed by
+/// extending each row up to the next one's lower bound (see the module docs).
+pub const VARIATION_INTERVAL: [IntervalRow; 7] = [
+    row(0.40, Some(50)),  // ≥ 0.40
+    row(0.36, Some(100)), // 0.40 – 0.36
+    row(0.31, Some(150)), // 0.35 – 0.31, and 0.35 – 0.36
+    row(0.21, Some(200)), // 0.30 – 0.21, and 0.30 – 0.31
+    row(0.11, Some(400)), // 0.20 – 0.11, and 0.20 – 0.21
+    row(0.05, Some(800)), // 0.10 – 0.05, and 0.10 – 0.11
+    row(0.0, None),       // < 0.05: no grouping
+];
+
+const fn row(min_cv: f64, ms: Option<u64>) -> IntervalRow {
+    IntervalRow {
+        min_cv,
+        interval: match ms {
+            Some(ms) => Some(Nanos::from_millis(ms)),
+            None => None,
+        },
+    }
+}
+
+/// When to look again after a CV below 0.05 (no grouping): the table's longest interval.
+pub const NO_GROUPING_LOOK: Nanos = Nanos::from_millis(800);
+
+/// When to look again after the zero-length first window, which has no rates.
+pub const FIRST_LOOK: Nanos = Nanos::from_millis(100);
+
+/// The grouping interval Table IV gives for `cv`; `None` below 0.05 (no grouping) and for
+/// a CV that is not a number.
+pub fn grouping_interval(cv: f64) -> Option<Nanos> {
+    VARIATION_INTERVAL
+        .iter()
+        .find(|r| cv >= r.min_cv)
+        .and_then(|r| r.interval)
+}
+
+/// What Tumbler did over a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TumblerStats {
+    /// Decisions that grouped threads (CV ≥ 0.05), whether or not a thread moved.
+    pub regroupings: u64,
+    /// Threads moved to another domain, over all regroupings.
+    pub moves: u64,
+    /// Decisions that did no grouping because the CV was below 0.05.
+    pub skipped: u64,
+    /// The CV of thread utilization at the last decision with rates.
+    pub last_cv: Option<f64>,
+    /// The interval chosen at the last decision.
+    pub last_interval: Option<Nanos>,
+}
+
+/// The Tumbler policy. Keeps its buffers between decisions.
+#[derive(Debug, Clone)]
+pub struct Tumbler {
+    level: Level,
+    fixed: Option<Nanos>,
+    placement: Placement,
+    regroup: Regroup,
+    utils: Vec<f64>,
+    stats: TumblerStats,
+}
+
+impl Tumbler {
+    /// Tumbler at `settings.level`; `settings.interval`, when set, replaces Table IV's
+    /// interval (the CV still decides whether to group).
+    pub fn new(settings: &Settings) -> Tumbler {
+        Tumbler {
+            level: settings.level,
+            fixed: settings.interval,
+            placement: Placement::new(),
+            regroup: Regroup::new(),
+            utils: Vec::new(),
+            stats: TumblerStats::default(),
+        }
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> &TumblerStats {
+        &self.stats
+    }
+}
+
+impl Policy for Tumbler {
+    fn name(&self) -> &'static str {
+        "tumbler"
+    }
+
+    fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
+        self.placement.retain_alive(&window.threads);
+        if window.duration() == Nanos::ZERO || window.threads.is_empty() {
+            return Plan::wait(self.fixed.unwrap_or(FIRST_LOOK));
+        }
+        self.utils.clear();
+        self.utils.extend(window.threads.iter().map(|t| t.util));
+        let cv = coefficient_of_variation(&self.utils);
+        let table = grouping_interval(cv);
+        let next_in = self.fixed.or(table).unwrap_or(NO_GROUPING_LOOK);
+        self.stats.last_cv = Some(cv);
+        self.stats.last_interval = Some(next_in);
+        if table.is_none() {
+            self.stats.skipped += 1;
+            return Plan::wait(next_in);
+        }
+        self.stats.regroupings += 1;
+        let moved = self.regroup.run(
+            topo,
+            self.level,
+            &window.threads,
+            &self.utils,
+            Scheme::Wave,
+            &mut self.placement,
+        );
+        let level = self.level;
+        let moves: Vec<Move> = moved
+            .iter()
+            .map(|&(i, d)| Move {
+                thread: window.threads[i].key,
+                to: Target::Domain { level, index: d },
+                why: Reason::Regroup {
+                    group: d,
+                    util: window.threads[i].util,
+                    cv,
+                },
+            })
+            .collect();
+        self.stats.moves += moves.len() as u64;
+        let note = (!moves.is_empty()).then(|| {
+            format!(
+                "CV {cv:.2}: regrouped {} threads into {} groups, moved {}, next in {next_in}",
+                window.threads.len(),
+                topo.domains(level).len(),
+                moves.len()
+            )
+        });
+        Plan {
+            moves,
+            next_in,
+            note,
+        }
+    }
+
+    fn summary(&self) -> Vec<(String, String)> {
+        let s = &self.stats;
+        vec![
+            ("regroupings".into(), s.regroupings.to_string()),
+            ("moves".into(), s.moves.to_string()),
+            (
+                "last CV".into(),
+                s.last_cv.map_or("-".into(), |cv| format!("{cv:.3}")),
+            ),
+            (
+                "last interval".into(),
+                s.last_interval.map_or("-".into(), |i| i.to_string()),
+            ),
+            ("skipped (CV < 0.05)".into(), s.skipped.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::testutil::{key, topo, window, window_of};
+    use threadbalance_model::{Sample, Snapshot};
+
+    fn ms(n: u64) -> Option<Nanos> {
+        Some(Nanos::from_millis(n))
+    }
+
+    fn moved(plan: &Plan) -> Vec<(i32, usize)> {
+        plan.moves
+            .iter()
+            .map(|m| match m.to {
+                Target::Domain { index, .. } => (m.thread.tid.0, index),
+                other => panic!("unexpected target {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn grouping_interval_each_row_of_table_iv_at_its_boundaries() {
+        let cases = [
+            (0.90, ms(50)),
+            (0.40, ms(50)),    // ≥ 0.40
+            (0.3999, ms(100)), // 0.40 – 0.36
+            (0.36, ms(100)),
+            (0.355, ms(150)), // the 0.35–0.36 gap joins the row below
+            (0.35, ms(150)),  // 0.35 – 0.31
+            (0.31, ms(150)),
+            (0.305, ms(200)), // the 0.30–0.31 gap
+            (0.30, ms(200)),  // 0.30 – 0.21
+            (0.21, ms(200)),
+            (0.20, ms(400)), // 0.20 – 0.11
+            (0.11, ms(400)),
+            (0.10, ms(800)), // 0.10 – 0.05
+            (0.05, ms(800)),
+            (0.0499, None), // < 0.05: no grouping
+            (0.0, None),
+            (f64::NAN, None),
+        ];
+        for (cv, want) in cases {
+            assert_eq!(grouping_interval(cv), want, "CV {cv}");
+        }
+    }
+
+    #[test]
+    fn tumbler_first_window_waits_without_moves() {
+        let t = topo(4, 1, 4, 1);
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let mut w = Window::default();
+        let mut snap = Snapshot::default();
+        snap.threads.push(Sample {
+            key: key(1, 1),
+            ..Sample::default()
+        });
+        w.first(&snap);
+        let plan = p.decide(&t, &w);
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, FIRST_LOOK);
+        assert_eq!(p.stats().regroupings, 0);
+    }
+
+    #[test]
+    fn tumbler_16_threads_on_4_packages_wave_and_fewest_moves() {
+        // 4 packages × 4 CPUs. Sixteen threads (tid 100..115) with the utilizations of the
+        // grouping example, listed so that Linux left them sorted by package:
+        // package 0 has the four lightest, package 3 the four heaviest.
+        let t = topo(4, 1, 4, 1);
+        let util = [
+            0.05, 0.10, 0.12, 0.20, 0.25, 0.30, 0.41, 0.45, 0.50, 0.58, 0.62, 0.70, 0.78, 0.85,
+            0.90, 0.99,
+        ];
+        let cpus: Vec<u32> = (0..16).collect();
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window(100, &util, &cpus));
+        // Mean .4875; CV ≈ .62 ≥ .40 → 50 ms.
+        assert_eq!(plan.next_in, Nanos::from_millis(50));
+        // Wave groups (by position in sorted order): g0 = {0, 7, 8, 15}, g1 = {1, 6, 9, 14},
+        // g2 = {2, 5, 10, 13}, g3 = {3, 4, 11, 12}. Each group has exactly one thread in
+        // each package, so every matching keeps 4 of 16 in place; ties go to g → package g.
+        // Thread i moves unless its package (i / 4) is its group.
+        let want: Vec<(i32, usize)> = [
+            (1, 1),
+            (2, 2),
+            (3, 3),
+            (4, 3),
+            (5, 2),
+            (7, 0),
+            (8, 0),
+            (9, 1),
+            (11, 3),
+            (13, 2),
+            (14, 1),
+            (15, 0),
+        ]
+        .iter()
+        .map(|&(i, d)| (100 + i, d))
+        .collect();
+        assert_eq!(moved(&plan), want);
+        // Threads 0, 6, 10, 12 (the diagonal: group g in package g) stay: 12 moves.
+        assert!(matches!(
+            plan.moves[0].why,
+            Reason::Regroup { group: 1, util, .. } if (util - 0.10).abs() < 1e-9
+        ));
+        // The same rates again, with threads now where they were sent: nothing moves.
+        let plan = p.decide(&t, &window(50, &util, &cpus));
+        assert!(plan.moves.is_empty());
+        assert_eq!(p.stats().regroupings, 2);
+        assert_eq!(p.stats().moves, 12);
+    }
+
+    #[test]
+    fn tumbler_fewest_moves_when_groups_are_renumbered() {
+        // 2 packages × 2 CPUs; busy threads .9 and .1 on package 1, .8 and .2 on package 0.
+        // Sorted .1 .2 .8 .9: the wave gives g0 = {.1, .9}, g1 = {.2, .8} — exactly the
+        // threads already together, but g0 is on package 1. Group i → package i would move
+        // all four; ours moves none.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window(100, &[0.9, 0.8, 0.2, 0.1], &[2, 0, 1, 3]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(p.stats().regroupings, 1);
+    }
+
+    #[test]
+    fn tumbler_threads_appear_and_vanish_between_windows() {
+        // 2 packages × 2 CPUs.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let w1 = window_of(
+            100,
+            &[
+                (key(1, 1), 0.9, 0),
+                (key(1, 2), 0.8, 1),
+                (key(1, 3), 0.1, 2),
+                (key(1, 4), 0.1, 3),
+            ],
+        );
+        // Sorted .1(3) .1(4) .8(2) .9(1) → g0 = {3, 1}, g1 = {4, 2}; package 0 holds 1, 2
+        // and package 1 holds 3, 4: every matching keeps 2, g0 → 0: tid 3 → 0, tid 2 → 1.
+        assert_eq!(moved(&p.decide(&t, &w1)), [(2, 1), (3, 0)]);
+        // Thread 4 exits; thread 5 (busy) starts on CPU 3, in package 1.
+        let mut w2 = window_of(
+            100,
+            &[
+                (key(1, 1), 0.9, 0),
+                (key(1, 2), 0.8, 2),
+                (key(1, 3), 0.1, 1),
+                (key(1, 5), 0.9, 3),
+            ],
+        );
+        w2.vanished.push(key(1, 4));
+        // Sorted .1(3) .8(2) .9(1) .9(5) → g0 = {3, 5}, g1 = {2, 1}. Current: 1 → 0, 3 → 0
+        // (assigned), 2 → 1 (assigned), 5 → 1 (its CPU). g0 → 0, g1 → 1 keeps 1 + 1;
+        // g0 → 1, g1 → 0 keeps 1 + 1 too: a tie, so identity. Thread 1 (in 0) moves to 1
+        // and thread 5 (in 1) moves to 0.
+        let plan = p.decide(&t, &w2);
+        assert_eq!(moved(&plan), [(1, 1), (5, 0)]);
+        // Thread 4 is forgotten: only the four live threads are placed.
+        assert_eq!(p.placement.len(), 4);
+        assert_eq!(p.placement.get(&key(1, 4)), None);
+    }
+
+    #[test]
+    fn tumbler_groups_threads_of_several_processes_together() {
+        // Process 1 has two busy threads, process 2 two idle ones, all on package 0 of 2.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let w = window_of(
+            100,
+            &[
+                (key(1, 1), 0.9, 0),
+                (key(1, 2), 0.9, 1),
+                (key(2, 1), 0.1, 0),
+                (key(2, 2), 0.1, 1),
+            ],
+        );
+        // Sorted .1(2.1) .1(2.2) .9(1.1) .9(1.2) → g0 = {2.1, 1.2}, g1 = {2.2, 1.1}. All on
+        // package 0, so each group keeps at most 2 there: g0 → 0 (tie → identity), g1 → 1.
+        let plan = p.decide(&t, &w);
+        let got: Vec<(i32, i32, usize)> = plan
+            .moves
+            .iter()
+            .map(|m| match m.to {
+                Target::Domain { index, .. } => (m.thread.pid.0, m.thread.tid.0, index),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(got, [(1, 1, 1), (2, 2, 1)]);
+    }
+
+    #[test]
+    fn tumbler_more_threads_than_cores_groups_differ_by_one() {
+        // 17 threads on 2 packages × 2 CPUs (4 cores): groups of 9 and 8.
+        let t = topo(2, 1, 2, 1);
+        let utils: Vec<f64> = (0..17).map(|i| 0.05 + 0.05 * i as f64).collect();
+        let cpus = vec![0; 17];
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window(100, &utils, &cpus));
+        // All start in package 0; 8 move to package 1, 9 stay.
+        assert_eq!(plan.moves.len(), 8);
+        let mut counts = [0; 2];
+        p.placement.count_per_domain(&mut counts);
+        assert_eq!(counts, [9, 8]);
+    }
+
+    #[test]
+    fn tumbler_even_utilization_skips_grouping() {
+        // .50 .52 .48 .50: mean .50, σ ≈ .0141, CV ≈ .028 < .05.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window(100, &[0.50, 0.52, 0.48, 0.50], &[0, 0, 0, 0]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, NO_GROUPING_LOOK);
+        assert_eq!(p.stats().skipped, 1);
+        assert_eq!(p.stats().regroupings, 0);
+        let summary = p.summary();
+        assert_eq!(summary[4], ("skipped (CV < 0.05)".into(), "1".into()));
+        assert_eq!(summary[2], ("last CV".into(), "0.028".into()));
+        assert_eq!(summary[3], ("last interval".into(), "800.000ms".into()));
+    }
+
+    #[test]
+    fn tumbler_fixed_interval_overrides_table() {
+        let t = topo(2, 1, 2, 1);
+        let mut s = Settings::new(Level::Package);
+        s.interval = ms(250);
+        let mut p = Tumbler::new(&s);
+        // CV ≈ .71 would give 50 ms; the setting wins.
+        let plan = p.decide(&t, &window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]));
+        assert_eq!(plan.next_in, Nanos::from_millis(250));
+        assert_eq!(plan.moves.len(), 2);
+    }
+
+    #[test]
+    fn tumbler_summary_reports_in_stable_order() {
+        let t = topo(2, 1, 2, 1);
+        let mut p = Tumbler::new(&Settings::new(Level::Package));
+        p.decide(&t, &window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]));
+        let names: Vec<String> = p.summary().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            names,
+            [
+                "regroupings",
+                "moves",
+                "last CV",
+                "last interval",
+                "skipped (CV < 0.05)"
+            ]
+        );
+    }
+
+    #[test]
+    fn tumbler_registry_builds_and_rejects_zero_interval() {
+        let t = topo(2, 1, 2, 1);
+        let mut s = Settings::new(Level::Package);
+        assert_eq!(
+            crate::build("tumbler", &s, &t).map(|p| p.name()),
+            Ok("tumbler")
+        );
+        s.interval = Some(Nanos::ZERO);
+        for name in ["tumbler", "psets", "pbind", "shuffling"] {
+            assert!(
+                matches!(
+                    crate::build(name, &s, &t),
+                    Err(crate::PolicyError::Invalid { .. })
+                ),
+                "{name}"
+            );
+        }
+    }
+}

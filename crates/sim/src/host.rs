@@ -1,0 +1,197 @@
+//! `SimHost`: the simulator behind the engine's [`Host`] trait, so policies run unchanged.
+//!
+//! `sample` reports what `/proc` would (run and wait time, user/system time, context
+//! switches, last CPU, state) plus what the BPF futex probe would (lock time) and the
+//! migration count; `apply` changes simulated affinities: a thread running or queued on a
+//! CPU it may no longer use moves at once and pays its cache refill there.
+//!
+//! [`run_policy`] drives a whole run: events until the next policy tick, then
+//! `Engine::tick(SimHost)`, then events again, until every thread exited.
+
+use crate::SimError;
+use crate::machine::Machine;
+use crate::queue::EventKind;
+use crate::report::RunResult;
+use crate::run::{RunOptions, Sim, St};
+use crate::workload::Workload;
+use std::convert::Infallible;
+use threadbalance_model::{
+    ApplyReport, CpuSet, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, Target,
+};
+use threadbalance_policy::{Engine, Host, Settings};
+
+/// The simulator as a [`Host`].
+#[derive(Debug)]
+pub struct SimHost<'a> {
+    sim: &'a mut Sim,
+}
+
+impl<'a> SimHost<'a> {
+    /// A host view of `sim`.
+    pub fn new(sim: &'a mut Sim) -> SimHost<'a> {
+        SimHost { sim }
+    }
+
+    fn target_set(&self, original: &CpuSet, to: Target) -> CpuSet {
+        let topo = &self.sim.topo;
+        match to {
+            Target::Domain { level, index } => topo
+                .domains(level)
+                .get(index)
+                .map_or_else(CpuSet::new, |d| d.cpus.intersection(original)),
+            Target::Cpu(c) => CpuSet::single(c).intersection(original),
+            Target::Original => original.clone(),
+        }
+    }
+}
+
+impl Host for SimHost<'_> {
+    type Error = Infallible;
+
+    fn now(&self) -> Nanos {
+        self.sim.now()
+    }
+
+    fn sample(&mut self, into: &mut Snapshot) -> Result<(), Infallible> {
+        into.clear();
+        into.at = self.sim.now();
+        self.sim.sample_threads(&mut into.threads);
+        // Resident memory per node: each thread's footprint where it first touched it.
+        for app in &self.sim.apps {
+            let mut per_node = vec![0u64; self.sim.hw.nnode];
+            let lines = app.footprint_lines as u64;
+            for th in &self.sim.th[app.first..app.first + app.threads] {
+                if th.home != crate::run::NONE && th.st != St::Done {
+                    per_node[th.home as usize] += lines * 64;
+                }
+            }
+            let nodes = self.sim.topo.nodes();
+            let pid = self.sim.th[app.first].key.pid;
+            into.memory.push(ProcessMemory {
+                pid,
+                bytes_per_node: per_node
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b > 0)
+                    .map(|(i, &b)| (nodes.get(i).copied().unwrap_or(NodeId(0)), b))
+                    .collect(),
+            });
+        }
+        into.sort();
+        Ok(())
+    }
+
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        let mut report = ApplyReport::default();
+        for mv in &plan.moves {
+            let outcome = match self.sim.th.binary_search_by(|t| t.key.cmp(&mv.thread)) {
+                Err(_) => MoveOutcome::Vanished,
+                Ok(t) if matches!(self.sim.th[t].st, St::Done | St::New) => MoveOutcome::Vanished,
+                Ok(t) => {
+                    let set = self.target_set(&self.sim.th[t].original, mv.to);
+                    if set.is_empty() {
+                        MoveOutcome::Denied
+                    } else if set == self.sim.th[t].allowed {
+                        MoveOutcome::Unchanged
+                    } else {
+                        self.sim.set_affinity(t, set);
+                        MoveOutcome::Done
+                    }
+                }
+            };
+            report.count(outcome);
+        }
+        report
+    }
+}
+
+/// Runs `workload` on `machine` under policy `policy` until every thread exits (or the
+/// horizon), and measures it.
+pub fn run_policy(
+    machine: &Machine,
+    workload: &Workload,
+    policy: &str,
+    settings: &Settings,
+    opts: &RunOptions,
+) -> Result<RunResult, SimError> {
+    let mut p = threadbalance_policy::build(policy, settings, &machine.topo).map_err(|e| {
+        SimError::Policy {
+            name: policy.to_string(),
+            why: e.to_string(),
+        }
+    })?;
+    let mut sim = Sim::new(machine, workload, opts);
+    let topo = machine.topo.clone();
+    let mut engine = Engine::new();
+    // The daemon attaches once the program has started its threads.
+    let first = sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000;
+    sim.q.push(first, EventKind::Policy, 0, 0);
+    let horizon = Nanos(sim.horizon);
+    let mut ticks = 0u64;
+    while let Some(_tick) = sim.run_until(horizon) {
+        let mut host = SimHost::new(&mut sim);
+        let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
+        ticks += 1;
+        let next = report.next_in.0.max(1_000_000);
+        let at = sim.now + next;
+        sim.q.push(at, EventKind::Policy, 0, 0);
+    }
+    Ok(RunResult::measure(
+        &sim,
+        policy,
+        opts.seed,
+        ticks,
+        p.summary(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::machine;
+    use crate::workload::{Wait, ep_barrier};
+    use threadbalance_model::Level;
+
+    #[test]
+    fn host_apply_pins_and_reports_outcomes() {
+        let m = machine("package:2 core:2 pu:1", None).unwrap();
+        let w = Workload {
+            name: "t".into(),
+            description: String::new(),
+            apps: vec![ep_barrier(2, 1_000_000, 10_000_000, Wait::Block)],
+        };
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.run_until(Nanos::from_millis(2));
+        let key = sim.th[0].key;
+        let mut host = SimHost::new(&mut sim);
+        let mut snap = Snapshot::default();
+        host.sample(&mut snap).unwrap();
+        assert_eq!(snap.threads.len(), 2);
+        let mv = |to| threadbalance_model::Move {
+            thread: key,
+            to,
+            why: threadbalance_model::Reason::Pin,
+        };
+        let plan = Plan {
+            moves: vec![
+                mv(Target::Domain {
+                    level: Level::Package,
+                    index: 1,
+                }),
+                mv(Target::Domain {
+                    level: Level::Package,
+                    index: 1,
+                }),
+                mv(Target::Domain {
+                    level: Level::Package,
+                    index: 7,
+                }),
+            ],
+            ..Plan::default()
+        };
+        let r = host.apply(&plan);
+        assert_eq!((r.done, r.unchanged, r.denied), (1, 1, 1));
+        let c = sim.th[0].cpu as usize;
+        assert!(c >= 2, "thread 0 moved to package 1, is on CPU {c}");
+    }
+}

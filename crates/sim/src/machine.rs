@@ -1,0 +1,203 @@
+//! Machines: a [`Topology`] plus what moving data costs on it.
+//!
+//! Every cost is a property of the hardware, never of an outcome:
+//!
+//! | cost | meaning | used for |
+//! |---|---|---|
+//! | `local_ns` | latency of a cache line from the same socket's cache or local memory | lock hand-offs, queue items, cache refill |
+//! | `remote_ns` | latency of a line from the farthest socket (scaled by node distance in between) | same, across sockets |
+//! | `mem_remote_factor` | slowdown of memory-bound work whose pages sit on another node | memory phases (first touch) |
+//! | `node_streams` | memory-bound threads one node's controller serves at full speed | bandwidth sharing |
+//! | `smt_factor` | slowdown of a thread whose SMT sibling is busy | hyperthreads / modules |
+//! | `mlp` | lines fetched in parallel when a migrated thread refills its cache | migration cost |
+//!
+//! Built-in machines are the papers' testbeds:
+//!
+//! | name | shape | source of the costs |
+//! |---|---|---|
+//! | `opteron6272-4x16` | 4 sockets × 16 cores | Tumbler/Shuffling testbed: 128 ns local, 201 ns remote |
+//! | `tigerton-4x4` | 4 × 4 cores, L2 per pair, UMA | speed balancing testbed (front-side bus: one latency) |
+//! | `barcelona-4x4` | 4 × 4 cores, L3 per socket, NUMA | speed balancing NUMA testbed |
+//! | `opteron6320-4x8` | 4 × 8 cores, NUMA factor 1.6 | Chiang & Su testbed |
+//! | `local` | the caller's topology (the CLI reads sysfs) | generic costs |
+//! | any hwloc spec | e.g. `package:2 numa:2 core:8 pu:2` | generic costs |
+
+use crate::SimError;
+use serde::Serialize;
+use threadbalance_model::Topology;
+
+/// What moving data costs on a machine. See the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Costs {
+    /// Nanoseconds to fetch a line from the same socket (another core's cache, local memory).
+    pub local_ns: f64,
+    /// Nanoseconds to fetch a line from the farthest socket.
+    pub remote_ns: f64,
+    /// Slowdown of memory-bound work on remote pages (remote over local memory latency).
+    pub mem_remote_factor: f64,
+    /// Memory-bound threads one node serves at full bandwidth; more share it.
+    pub node_streams: f64,
+    /// Slowdown of a thread whose SMT sibling is running (1 = none).
+    pub smt_factor: f64,
+    /// Lines a migrated thread fetches in parallel while refilling its cache.
+    pub mlp: f64,
+}
+
+impl Costs {
+    /// Generic costs of a recent two-socket server (90 ns local, 140 ns remote).
+    pub fn generic() -> Costs {
+        Costs {
+            local_ns: 90.0,
+            remote_ns: 140.0,
+            mem_remote_factor: 140.0 / 90.0,
+            node_streams: 4.0,
+            smt_factor: 1.3,
+            mlp: 8.0,
+        }
+    }
+}
+
+/// A simulated machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    /// Its name (`opteron6272-4x16`, `local`, or the synthetic spec).
+    pub name: String,
+    /// CPUs, caches, sockets and nodes.
+    pub topo: Topology,
+    /// What moving data costs.
+    pub costs: Costs,
+}
+
+/// The built-in machine names.
+pub const MACHINES: &[&str] = &[
+    "opteron6272-4x16",
+    "tigerton-4x4",
+    "barcelona-4x4",
+    "opteron6320-4x8",
+    "local",
+];
+
+/// A machine by name, `local` (which needs the caller's topology) or an hwloc-style spec.
+pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, SimError> {
+    let synth = |spec: &str| {
+        Topology::synthetic(spec).map_err(|e| SimError::Machine {
+            name: name_or_spec.to_string(),
+            why: e.to_string(),
+        })
+    };
+    let (topo, costs) = match name_or_spec {
+        // Shuffling §2, Fig. 2: 4 × 16-core Opteron 6272, memory 128 ns local, 201 ns remote.
+        "opteron6272-4x16" => (
+            synth("package:4 numa:1 core:16 pu:1")?,
+            Costs {
+                local_ns: 128.0,
+                remote_ns: 201.0,
+                mem_remote_factor: 201.0 / 128.0,
+                node_streams: 3.0,
+                smt_factor: 1.0,
+                mlp: 8.0,
+            },
+        ),
+        // Speed balancing Table 1: Xeon E7310 "Tigerton", 4 × 4 cores, L2 per core pair, one
+        // front-side bus (UMA): every miss costs the same.
+        "tigerton-4x4" => (
+            synth("package:4 l2:2 core:2 pu:1")?,
+            Costs {
+                local_ns: 110.0,
+                remote_ns: 110.0,
+                mem_remote_factor: 1.0,
+                node_streams: 2.0,
+                smt_factor: 1.0,
+                mlp: 4.0,
+            },
+        ),
+        // Speed balancing Table 1: Opteron 8350 "Barcelona", 4 × 4 cores, L3 per socket, NUMA.
+        "barcelona-4x4" => (
+            synth("package:4 numa:1 core:4 pu:1")?,
+            Costs {
+                local_ns: 100.0,
+                remote_ns: 150.0,
+                mem_remote_factor: 1.5,
+                node_streams: 2.0,
+                smt_factor: 1.0,
+                mlp: 6.0,
+            },
+        ),
+        // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6.
+        "opteron6320-4x8" => (
+            synth("package:4 numa:1 core:8 pu:1")?,
+            Costs {
+                local_ns: 100.0,
+                remote_ns: 160.0,
+                mem_remote_factor: 1.6,
+                node_streams: 3.0,
+                smt_factor: 1.0,
+                mlp: 8.0,
+            },
+        ),
+        "local" => {
+            let topo = local.ok_or_else(|| SimError::Machine {
+                name: "local".into(),
+                why: "no local topology was given".into(),
+            })?;
+            (topo, Costs::generic())
+        }
+        spec if spec.contains(':') => (synth(spec)?, Costs::generic()),
+        other => {
+            return Err(SimError::Machine {
+                name: other.to_string(),
+                why: format!(
+                    "unknown machine (known: {}, or an hwloc spec such as \"package:2 core:8 pu:2\")",
+                    MACHINES.join(", ")
+                ),
+            });
+        }
+    };
+    Ok(Machine {
+        name: name_or_spec.to_string(),
+        topo,
+        costs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::Level;
+
+    #[test]
+    fn machine_builtins_have_the_papers_shapes() {
+        // (name, packages, nodes, LLCs, CPUs)
+        let cases = [
+            ("opteron6272-4x16", 4, 4, 4, 64),
+            ("tigerton-4x4", 4, 1, 8, 16),
+            ("barcelona-4x4", 4, 4, 4, 16),
+            ("opteron6320-4x8", 4, 4, 4, 32),
+        ];
+        for (name, p, n, l, c) in cases {
+            let m = machine(name, None).unwrap();
+            let t = &m.topo;
+            assert_eq!(t.domains(Level::Package).len(), p, "{name}");
+            assert_eq!(t.domains(Level::Node).len(), n, "{name}");
+            assert_eq!(t.domains(Level::Llc).len(), l, "{name}");
+            assert_eq!(t.cpus().len(), c, "{name}");
+        }
+    }
+
+    #[test]
+    fn machine_local_needs_a_topology_and_specs_parse() {
+        assert!(machine("local", None).is_err());
+        let t = Topology::synthetic("package:1 core:2 pu:1").unwrap();
+        assert_eq!(machine("local", Some(t)).unwrap().topo.cpus().len(), 2);
+        assert_eq!(
+            machine("package:2 core:4 pu:2", None)
+                .unwrap()
+                .topo
+                .cpus()
+                .len(),
+            16
+        );
+        assert!(machine("cray-1", None).is_err());
+        assert!(machine("package:0", None).is_err());
+    }
+}

@@ -1,0 +1,362 @@
+//! What a run measured, and policies side by side: a table, JSON and an SVG report.
+//!
+//! | metric | meaning | where it comes from |
+//! |---|---|---|
+//! | `runtime_s` | time until the last thread exited | simulated clock |
+//! | `speedup_vs_none` | runtime under `none` / runtime under the policy | two runs, same seed |
+//! | `socket_util` | busy fraction of each socket's CPUs over the run | CPU segments |
+//! | `socket_util_cv` | σ/μ of `socket_util` (Tumbler Table II's spread) | derived |
+//! | `cross_socket_handoff_frac` | lock acquisitions whose previous holder ran on another socket, over all hand-offs | lock model |
+//! | `lock_time_frac` | time threads waited on mutexes, barriers and queues, over their lifetimes (Solaris `LCK`, the BPF futex probe) | lock model |
+//! | `remote_access_frac` | memory-bound work done on pages of another node, over all memory-bound work | first touch + placement |
+//! | `migrations` | changes of a thread's CPU (wake-up placement, balancing, affinity) | scheduler |
+
+use crate::run::{Sim, St, TimelinePoint};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use threadbalance_model::coefficient_of_variation;
+
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Policy name.
+    pub policy: String,
+    /// Seed of the run.
+    pub seed: u64,
+    /// Time until the last thread exited (or the horizon), seconds.
+    pub runtime_s: f64,
+    /// Each application's runtime, seconds.
+    pub app_runtime_s: Vec<(String, f64)>,
+    /// Whether every thread exited before the horizon.
+    pub finished: bool,
+    /// Busy fraction of each socket over the run.
+    pub socket_util: Vec<f64>,
+    /// Coefficient of variation of `socket_util`.
+    pub socket_util_cv: f64,
+    /// Lock acquisitions that followed another acquisition.
+    pub lock_handoffs: u64,
+    /// Fraction of hand-offs whose previous holder ran on another socket.
+    pub cross_socket_handoff_frac: f64,
+    /// Fraction of thread lifetime spent waiting on locks, barriers and queues.
+    pub lock_time_frac: f64,
+    /// Fraction of memory-bound work done on remote pages.
+    pub remote_access_frac: f64,
+    /// Thread migrations between CPUs.
+    pub migrations: u64,
+    /// Of those, migrations between sockets.
+    pub cross_socket_migrations: u64,
+    /// Policy ticks taken.
+    pub policy_ticks: u64,
+    /// Events handled.
+    pub events: u64,
+    /// CPU seconds each thread received, in thread order.
+    pub thread_cpu_s: Vec<f64>,
+    /// Migrations of each thread, in thread order.
+    pub thread_migrations: Vec<u64>,
+    /// Per-socket utilization and migrations over time.
+    pub timeline: Vec<TimelinePoint>,
+    /// The policy's own summary lines.
+    pub policy_summary: Vec<(String, String)>,
+}
+
+impl RunResult {
+    pub(crate) fn measure(
+        sim: &Sim,
+        policy: &str,
+        seed: u64,
+        ticks: u64,
+        policy_summary: Vec<(String, String)>,
+    ) -> RunResult {
+        let end = sim.now.max(1);
+        let finished = sim.live == 0;
+        let app_runtime_s = sim
+            .apps
+            .iter()
+            .map(|a| (a.name.clone(), a.finished_at.unwrap_or(end) as f64 / 1e9))
+            .collect();
+        let mut busy = vec![0u64; sim.hw.npkg];
+        let mut ncpu = vec![0u64; sim.hw.npkg];
+        for (c, cpu) in sim.cpus.iter().enumerate() {
+            let p = sim.hw.pkg[c] as usize;
+            busy[p] += cpu.busy_ns;
+            ncpu[p] += 1;
+        }
+        let socket_util: Vec<f64> = busy
+            .iter()
+            .zip(&ncpu)
+            .map(|(&b, &n)| b as f64 / (end as f64 * n.max(1) as f64))
+            .collect();
+        let (handoffs, cross) = sim
+            .locks
+            .iter()
+            .fold((0, 0), |(h, x), l| (h + l.handoffs, x + l.cross));
+        let (mut lock, mut life) = (0u64, 0u64);
+        for th in &sim.th {
+            if th.st == St::New {
+                continue;
+            }
+            let died = if th.st == St::Done { th.died } else { end };
+            life += died.saturating_sub(th.born);
+            lock += th.lock_ns;
+        }
+        let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        RunResult {
+            policy: policy.to_string(),
+            seed,
+            runtime_s: end as f64 / 1e9,
+            app_runtime_s,
+            finished,
+            socket_util_cv: coefficient_of_variation(&socket_util),
+            socket_util,
+            lock_handoffs: handoffs,
+            cross_socket_handoff_frac: frac(cross as f64, handoffs as f64),
+            lock_time_frac: frac(lock as f64, life as f64),
+            remote_access_frac: frac(sim.stats.mem_remote, sim.stats.mem_total),
+            migrations: sim.stats.migrations,
+            cross_socket_migrations: sim.stats.cross_migrations,
+            policy_ticks: ticks,
+            events: sim.stats.events,
+            thread_cpu_s: sim.th.iter().map(|t| t.run as f64 / 1e9).collect(),
+            thread_migrations: sim.th.iter().map(|t| t.migrations).collect(),
+            timeline: sim.timeline.clone(),
+            policy_summary,
+        }
+    }
+}
+
+/// Several policies run on the same machine, workload and seed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Machine name.
+    pub machine: String,
+    /// Machine description (`4 packages, …`).
+    pub topology: String,
+    /// Workload name.
+    pub workload: String,
+    /// Threads in the workload.
+    pub threads: usize,
+    /// Seed.
+    pub seed: u64,
+    /// The `none` run every speedup is relative to.
+    pub baseline: RunResult,
+    /// One run per requested policy, in the order requested.
+    pub results: Vec<RunResult>,
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+impl Comparison {
+    /// Runtime under `none` over runtime under `r`.
+    pub fn speedup(&self, r: &RunResult) -> f64 {
+        if r.runtime_s > 0.0 {
+            self.baseline.runtime_s / r.runtime_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Policies side by side, one row each.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "machine {} ({}), workload {} ({} threads), seed {}",
+            self.machine, self.topology, self.workload, self.threads, self.seed
+        );
+        let header = [
+            "policy",
+            "runtime s",
+            "speedup",
+            "socket util %",
+            "util CV",
+            "x-socket hand-offs",
+            "lock time",
+            "remote mem",
+            "migrations",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_string()).collect()];
+        for r in &self.results {
+            let (lo, hi) = r
+                .socket_util
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), &u| (a.min(u), b.max(u)));
+            rows.push(vec![
+                r.policy.clone(),
+                format!("{:.3}{}", r.runtime_s, if r.finished { "" } else { "+" }),
+                format!("{:.3}", self.speedup(r)),
+                format!("{:.0}–{:.0}", lo * 100.0, hi * 100.0),
+                format!("{:.3}", r.socket_util_cv),
+                if r.lock_handoffs == 0 {
+                    "-".into()
+                } else {
+                    format!("{:.1} %", r.cross_socket_handoff_frac * 100.0)
+                },
+                format!("{:.1} %", r.lock_time_frac * 100.0),
+                format!("{:.1} %", r.remote_access_frac * 100.0),
+                r.migrations.to_string(),
+            ]);
+        }
+        let widths: Vec<usize> = (0..header.len())
+            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+            .collect();
+        for (k, row) in rows.iter().enumerate() {
+            let line: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (cell, &w))| {
+                    let pad = w - cell.chars().count();
+                    if i == 0 {
+                        format!("{cell}{}", " ".repeat(pad))
+                    } else {
+                        format!("{}{cell}", " ".repeat(pad))
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", line.join("  "));
+            if k == 0 {
+                let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+                let _ = writeln!(out, "{}", "-".repeat(total));
+            }
+        }
+        if self.results.iter().any(|r| !r.finished) {
+            let _ = writeln!(out, "+ stopped at the horizon before every thread exited");
+        }
+        out
+    }
+
+    /// One JSON object with a `results` array, one entry per policy.
+    pub fn to_json(&self) -> Value {
+        let results: Vec<Value> = self
+            .results
+            .iter()
+            .map(|r| {
+                json!({
+                    "policy": r.policy,
+                    "runtime_s": round(r.runtime_s),
+                    "speedup_vs_none": round(self.speedup(r)),
+                    "finished": r.finished,
+                    "socket_util": r.socket_util.iter().map(|&u| round(u)).collect::<Vec<_>>(),
+                    "socket_util_cv": round(r.socket_util_cv),
+                    "lock_handoffs": r.lock_handoffs,
+                    "cross_socket_handoff_frac": round(r.cross_socket_handoff_frac),
+                    "lock_time_frac": round(r.lock_time_frac),
+                    "remote_access_frac": round(r.remote_access_frac),
+                    "migrations": r.migrations,
+                    "cross_socket_migrations": r.cross_socket_migrations,
+                    "app_runtime_s": r.app_runtime_s.iter().map(|(n, s)| json!({"app": n, "runtime_s": round(*s)})).collect::<Vec<_>>(),
+                    "policy_ticks": r.policy_ticks,
+                    "events": r.events,
+                })
+            })
+            .collect();
+        json!({
+            "machine": self.machine,
+            "topology": self.topology,
+            "workload": self.workload,
+            "threads": self.threads,
+            "seed": self.seed,
+            "results": results,
+        })
+    }
+
+    /// Per-socket utilization over time and migrations, one panel per policy.
+    pub fn to_svg(&self) -> String {
+        const W: f64 = 720.0;
+        const H: f64 = 180.0;
+        const PAD: f64 = 40.0;
+        const COLORS: [&str; 8] = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        ];
+        let panels = self.results.len().max(1);
+        let total_h = panels as f64 * (H + PAD) + PAD;
+        let t_max = self
+            .results
+            .iter()
+            .map(|r| r.runtime_s)
+            .fold(1e-9, f64::max);
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{total_h}\" font-family=\"sans-serif\" font-size=\"11\">"
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{PAD}\" y=\"16\">{} on {}: per-socket utilization (lines) and migrations (bars)</text>",
+            xml(&self.workload),
+            xml(&self.machine)
+        );
+        for (i, r) in self.results.iter().enumerate() {
+            let y0 = PAD + i as f64 * (H + PAD);
+            let pw = W - 2.0 * PAD;
+            let _ = writeln!(
+                s,
+                "<g><rect x=\"{PAD}\" y=\"{y0}\" width=\"{pw}\" height=\"{H}\" fill=\"none\" stroke=\"#999\"/>"
+            );
+            let _ = writeln!(
+                s,
+                "<text x=\"{PAD}\" y=\"{}\">{}: {:.3} s, speedup {:.3}, util CV {:.3}, {} migrations</text>",
+                y0 - 4.0,
+                xml(&r.policy),
+                r.runtime_s,
+                self.speedup(r),
+                r.socket_util_cv,
+                r.migrations
+            );
+            let x = |t: f64| PAD + pw * (t / t_max).min(1.0);
+            let y = |u: f64| y0 + H - H * u.clamp(0.0, 1.0);
+            let max_m = r
+                .timeline
+                .iter()
+                .map(|p| p.migrations)
+                .max()
+                .unwrap_or(0)
+                .max(1);
+            let mut prev_t = 0.0;
+            for p in &r.timeline {
+                let h = H * 0.3 * p.migrations as f64 / max_m as f64;
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#ccc\"/>",
+                    x(prev_t),
+                    y0 + H - h,
+                    (x(p.t_s) - x(prev_t)).max(0.5),
+                    h
+                );
+                prev_t = p.t_s;
+            }
+            let sockets = r.timeline.first().map_or(0, |p| p.socket_util.len());
+            for k in 0..sockets {
+                let pts: Vec<String> = r
+                    .timeline
+                    .iter()
+                    .map(|p| format!("{:.1},{:.1}", x(p.t_s), y(p.socket_util[k])))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>",
+                    COLORS[k % COLORS.len()],
+                    pts.join(" ")
+                );
+            }
+            let _ = writeln!(
+                s,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.2} s</text></g>",
+                W - PAD,
+                y0 + H + 14.0,
+                t_max
+            );
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

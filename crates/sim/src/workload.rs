@@ -1,0 +1,677 @@
+//! Workloads: applications whose threads run small programs of operations.
+//!
+//! A thread repeats its group's list of [`Op`]s `iterations` times (or until a queue it
+//! reads is closed), then exits. Operations are coarse on purpose: one compute op is one
+//! event, not one per nanosecond.
+//!
+//! | op | what the thread does | what it costs |
+//! |---|---|---|
+//! | `Compute` | runs `ns` of work (± `spread`), a fraction `mem` of it memory-bound | CPU time; memory part slowed by remote pages and shared bandwidth |
+//! | `Lock` | acquires a mutex (spin, then block), holds it `hold_ns`, releases | the lock's line and `lines` protected lines move from the previous holder |
+//! | `Barrier` | waits until every thread of the barrier arrives (`spin`, `yield` or `block`) | spin/yield burn CPU, block sleeps |
+//! | `Put` / `Get` | produces into / consumes from a bounded queue (blocking when full / empty) | the item's `lines` move from producer to consumer |
+//! | `Sleep` | blocks for `ns` (I/O, network) | nothing |
+//!
+//! Built-in workloads model the papers' benchmarks; each takes parameters after a colon,
+//! e.g. `ep-barrier:phase_ms=10,wait=yield` (see [`BUILTINS`] and `scenarios/README.md`).
+//! Two workloads joined with `+` run at once as two applications
+//! (`ferret-pipeline+streamcluster`).
+
+use crate::SimError;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How a thread waits at a barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Wait {
+    /// Busy-waits on the CPU until released (preempted only at slice end).
+    Spin,
+    /// Calls `sched_yield` in a loop: gives the CPU to any other runnable thread there.
+    Yield,
+    /// Spins briefly, then sleeps on a futex (pthread barrier).
+    Block,
+}
+
+/// One operation of a thread's program.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "op")]
+pub enum Op {
+    /// Work for `ns` nanoseconds at full speed, varied uniformly by ±`spread` (a fraction),
+    /// of which a fraction `mem` is memory-bound.
+    Compute {
+        /// Nominal duration in nanoseconds.
+        ns: u64,
+        /// Uniform variation, as a fraction of `ns` (0.2 = ±20 %).
+        spread: f32,
+        /// Memory-bound fraction (0 = all in cache, 1 = all memory stalls).
+        mem: f32,
+    },
+    /// A critical section: acquire mutex `lock`, work `hold_ns`, release.
+    Lock {
+        /// Lock index within the application.
+        lock: u16,
+        /// Work inside the critical section, nanoseconds.
+        hold_ns: u64,
+        /// Cache lines of protected data the section touches (they follow the lock).
+        lines: u32,
+    },
+    /// Wait at barrier `barrier` until all its threads arrive.
+    Barrier {
+        /// Barrier index within the application.
+        barrier: u16,
+        /// How to wait.
+        wait: Wait,
+    },
+    /// Put one item into bounded queue `queue` (blocks while full).
+    Put {
+        /// Queue index within the application.
+        queue: u16,
+    },
+    /// Take one item from queue `queue` (blocks while empty; exits when closed and empty).
+    Get {
+        /// Queue index within the application.
+        queue: u16,
+    },
+    /// Sleep for `ns` nanoseconds (± `spread`).
+    Sleep {
+        /// Nominal duration in nanoseconds.
+        ns: u64,
+        /// Uniform variation, as a fraction.
+        spread: f32,
+    },
+}
+
+/// Threads that run the same program.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Group {
+    /// Name, for reports (`rank`, `worker`).
+    pub name: String,
+    /// How many threads run it.
+    pub threads: usize,
+    /// The program.
+    pub ops: Vec<Op>,
+    /// Times each thread runs the program; `None` = until a queue it reads closes.
+    pub iterations: Option<u64>,
+}
+
+/// A bounded queue between threads (a condition-variable protected ring).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueSpec {
+    /// Items it holds before producers block.
+    pub capacity: usize,
+    /// Cache lines of one item, moved from producer to consumer.
+    pub lines: u32,
+}
+
+/// One multithreaded process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct App {
+    /// Its name.
+    pub name: String,
+    /// Its threads, by program; created in this order.
+    pub groups: Vec<Group>,
+    /// Its queues.
+    pub queues: Vec<QueueSpec>,
+    /// Cache footprint of each thread in KiB, refilled after a migration.
+    pub footprint_kb: u32,
+    /// How long a thread spins on a held mutex before sleeping, nanoseconds.
+    pub spin_ns: u64,
+}
+
+impl App {
+    /// Threads in the application.
+    pub fn threads(&self) -> usize {
+        self.groups.iter().map(|g| g.threads).sum()
+    }
+
+    /// Number of locks (highest index used + 1).
+    pub fn locks(&self) -> usize {
+        self.max_index(|op| match op {
+            Op::Lock { lock, .. } => Some(*lock),
+            _ => None,
+        })
+    }
+
+    /// Threads taking part in each barrier.
+    pub fn barrier_parties(&self) -> Vec<usize> {
+        let n = self.max_index(|op| match op {
+            Op::Barrier { barrier, .. } => Some(*barrier),
+            _ => None,
+        });
+        let mut parties = vec![0; n];
+        for g in &self.groups {
+            let mut seen = vec![false; n];
+            for op in &g.ops {
+                if let Op::Barrier { barrier, .. } = op {
+                    seen[usize::from(*barrier)] = true;
+                }
+            }
+            for (p, s) in parties.iter_mut().zip(seen) {
+                if s {
+                    *p += g.threads;
+                }
+            }
+        }
+        parties
+    }
+
+    fn max_index(&self, f: impl Fn(&Op) -> Option<u16>) -> usize {
+        self.groups
+            .iter()
+            .flat_map(|g| g.ops.iter())
+            .filter_map(f)
+            .map(|i| usize::from(i) + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Checks indices and sizes; called by every constructor.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.groups.is_empty() || self.threads() == 0 {
+            return Err(format!("application {:?} has no thread", self.name));
+        }
+        for g in &self.groups {
+            if g.ops.is_empty() {
+                return Err(format!("group {:?} has no operation", g.name));
+            }
+            let reads = g.ops.iter().any(|o| matches!(o, Op::Get { .. }));
+            if g.iterations.is_none() && !reads {
+                return Err(format!(
+                    "group {:?} has no iteration count and reads no queue: it would never end",
+                    g.name
+                ));
+            }
+            for op in &g.ops {
+                match *op {
+                    Op::Put { queue } | Op::Get { queue }
+                        if usize::from(queue) >= self.queues.len() =>
+                    {
+                        return Err(format!(
+                            "group {:?} uses queue {queue}, not declared",
+                            g.name
+                        ));
+                    }
+                    Op::Compute { spread, mem, .. }
+                        if !(0.0..=1.0).contains(&spread) || !(0.0..=1.0).contains(&mem) =>
+                    {
+                        return Err(format!(
+                            "group {:?}: spread and mem must be within 0..1",
+                            g.name
+                        ));
+                    }
+                    Op::Sleep { spread, .. } if !(0.0..=1.0).contains(&spread) => {
+                        return Err(format!("group {:?}: spread must be within 0..1", g.name));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if self.queues.iter().any(|q| q.capacity == 0) {
+            return Err(format!(
+                "application {:?} has a queue of capacity 0",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the simulator runs: one or more applications at once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    /// Its name as given.
+    pub name: String,
+    /// One line on what it models.
+    pub description: String,
+    /// The applications.
+    pub apps: Vec<App>,
+}
+
+impl Workload {
+    /// Threads over all applications.
+    pub fn threads(&self) -> usize {
+        self.apps.iter().map(App::threads).sum()
+    }
+}
+
+/// Built-in workloads and their parameters (defaults in parentheses).
+pub const BUILTINS: &[(&str, &str)] = &[
+    (
+        "ep-barrier",
+        "NAS EP with barriers (speed balancing §4): threads (3) each do work_ms (3000) in phases of phase_ms (10), then wait=spin|yield|block (block)",
+    ),
+    (
+        "spinners",
+        "independent always-runnable threads (calibration): threads (3) compute work_ms (100000) each",
+    ),
+    (
+        "ferret-pipeline",
+        "PARSEC ferret (Tumbler Table I): load → segment → extract → vector → rank → out; threads (64) split over the 4 middle stages; items (3000)",
+    ),
+    (
+        "streamcluster",
+        "PARSEC streamcluster: threads (64) of statically partitioned, data-dependent phases (phases 150) with a shared update and a barrier",
+    ),
+    (
+        "bodytrack",
+        "PARSEC bodytrack (Shuffling §2): threads (64) take particles under one mutex (ticket work distribution), frames (12) end at a barrier",
+    ),
+    (
+        "memcached-like",
+        "a cache server: servers (4) threads serve requests (20000) from threads (64) clients through one queue and one cache lock",
+    ),
+];
+
+/// Parameters after `name:` as `key=value` pairs.
+#[derive(Debug, Default)]
+struct Params {
+    map: BTreeMap<String, String>,
+    workload: String,
+}
+
+impl Params {
+    fn parse(workload: &str, text: &str) -> Result<Params, SimError> {
+        let mut map = BTreeMap::new();
+        for kv in text.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| SimError::Workload {
+                name: workload.to_string(),
+                why: format!("parameter {kv:?} is not key=value"),
+            })?;
+            map.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        Ok(Params {
+            map,
+            workload: workload.to_string(),
+        })
+    }
+
+    fn num(&mut self, key: &str, default: f64) -> Result<f64, SimError> {
+        match self.map.remove(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| SimError::Workload {
+                    name: self.workload.clone(),
+                    why: format!("{key}={v} is not a non-negative number"),
+                }),
+        }
+    }
+
+    fn count(&mut self, key: &str, default: usize) -> Result<usize, SimError> {
+        let x = self.num(key, default as f64)?;
+        if x < 1.0 || x.fract() != 0.0 {
+            return Err(SimError::Workload {
+                name: self.workload.clone(),
+                why: format!("{key} must be a whole number ≥ 1"),
+            });
+        }
+        Ok(x as usize)
+    }
+
+    fn wait(&mut self, default: Wait) -> Result<Wait, SimError> {
+        match self.map.remove("wait").as_deref() {
+            None => Ok(default),
+            Some("spin") => Ok(Wait::Spin),
+            Some("yield") => Ok(Wait::Yield),
+            Some("block") => Ok(Wait::Block),
+            Some(other) => Err(SimError::Workload {
+                name: self.workload.clone(),
+                why: format!("wait={other} (expected spin, yield or block)"),
+            }),
+        }
+    }
+
+    fn finish(self) -> Result<(), SimError> {
+        match self.map.keys().next() {
+            None => Ok(()),
+            Some(k) => Err(SimError::Workload {
+                name: self.workload,
+                why: format!("unknown parameter {k:?}"),
+            }),
+        }
+    }
+}
+
+const MS: f64 = 1e6;
+const US: f64 = 1e3;
+
+fn ns(x: f64) -> u64 {
+    x.round() as u64
+}
+
+/// A built-in workload by name (with optional `:key=value,…` parameters); `threads`
+/// overrides the thread-count parameter.
+pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, SimError> {
+    let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    let mut p = Params::parse(spec, rest)?;
+    if let Some(t) = threads {
+        p.map.insert("threads".into(), t.to_string());
+    }
+    let app = match name {
+        "ep-barrier" => {
+            let n = p.count("threads", 3)?;
+            let phase = p.num("phase_ms", 10.0)?;
+            let work = p.num("work_ms", 3000.0)?;
+            let wait = p.wait(Wait::Block)?;
+            ep_barrier(n, ns(phase * MS), ns(work * MS), wait)
+        }
+        "spinners" => {
+            let n = p.count("threads", 3)?;
+            let work = p.num("work_ms", 100_000.0)?;
+            spinners(n, ns(work * MS))
+        }
+        "ferret-pipeline" => {
+            let n = p.count("threads", 64)?;
+            let items = p.count("items", 3000)?;
+            ferret(n, items as u64)
+        }
+        "streamcluster" => {
+            let n = p.count("threads", 64)?;
+            let phases = p.count("phases", 150)?;
+            streamcluster(n, phases as u64)
+        }
+        "bodytrack" => {
+            let n = p.count("threads", 64)?;
+            let frames = p.count("frames", 12)?;
+            bodytrack(n, frames as u64)
+        }
+        "memcached-like" => {
+            let n = p.count("threads", 64)?;
+            let servers = p.count("servers", 4)?;
+            let requests = p.count("requests", 20_000)?;
+            memcached(n, servers, requests as u64)
+        }
+        _ => return Ok(None),
+    };
+    p.finish()?;
+    app.validate().map_err(|why| SimError::Workload {
+        name: spec.to_string(),
+        why,
+    })?;
+    let description = BUILTINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(String::new(), |(_, d)| (*d).to_string());
+    Ok(Some(Workload {
+        name: spec.to_string(),
+        description,
+        apps: vec![app],
+    }))
+}
+
+fn app(name: &str, groups: Vec<Group>, queues: Vec<QueueSpec>) -> App {
+    App {
+        name: name.to_string(),
+        groups,
+        queues,
+        footprint_kb: 256,
+        spin_ns: 10_000,
+    }
+}
+
+/// `ep-barrier`: `n` threads, each `work` ns in phases of `phase` ns separated by a barrier.
+pub fn ep_barrier(n: usize, phase: u64, work: u64, wait: Wait) -> App {
+    let phases = (work / phase.max(1)).max(1);
+    let mut a = app(
+        "ep",
+        vec![Group {
+            name: "worker".into(),
+            threads: n,
+            ops: vec![
+                Op::Compute {
+                    ns: phase,
+                    spread: 0.0,
+                    mem: 0.0,
+                },
+                Op::Barrier { barrier: 0, wait },
+            ],
+            iterations: Some(phases),
+        }],
+        vec![],
+    );
+    // EP has a tiny footprint: migrations cost microseconds (speed balancing §4).
+    a.footprint_kb = 16;
+    a
+}
+
+/// `spinners`: `n` independent threads that compute `work` ns each.
+pub fn spinners(n: usize, work: u64) -> App {
+    let mut a = app(
+        "spin",
+        vec![Group {
+            name: "spinner".into(),
+            threads: n,
+            ops: vec![Op::Compute {
+                ns: work.max(1),
+                spread: 0.0,
+                mem: 0.0,
+            }],
+            iterations: Some(1),
+        }],
+        vec![],
+    );
+    a.footprint_kb = 16;
+    a
+}
+
+/// `ferret-pipeline`: six stages; the four middle ones get `n / 4` threads each (at least 1),
+/// with per-item work in the ratio of Tumbler Table I (segment 2 : extract 1 : vector 11 :
+/// rank 36). Rank (similarity search over the image database) is memory-bound.
+pub fn ferret(n: usize, items: u64) -> App {
+    let per = (n / 4).max(1);
+    let q = |i: u16| Op::Put { queue: i };
+    let g = |i: u16| Op::Get { queue: i };
+    let work = |ms: f64, mem: f32| Op::Compute {
+        ns: ns(ms * MS),
+        spread: 0.3,
+        mem,
+    };
+    let stage = |name: &str, input: u16, ms: f64, mem: f32| Group {
+        name: name.into(),
+        threads: per,
+        ops: vec![g(input), work(ms, mem), q(input + 1)],
+        iterations: None,
+    };
+    let groups = vec![
+        Group {
+            name: "load".into(),
+            threads: 1,
+            ops: vec![work(0.05, 0.2), q(0)],
+            iterations: Some(items),
+        },
+        stage("segment", 0, 0.2, 0.1),
+        stage("extract", 1, 0.1, 0.1),
+        stage("vector", 2, 1.1, 0.3),
+        stage("rank", 3, 3.6, 0.7),
+        Group {
+            name: "out".into(),
+            threads: 1,
+            ops: vec![g(4), work(0.02, 0.1)],
+            iterations: None,
+        },
+    ];
+    let queues = (0..5)
+        .map(|_| QueueSpec {
+            capacity: 4 * per,
+            lines: 64,
+        })
+        .collect();
+    let mut a = app("ferret", groups, queues);
+    a.footprint_kb = 512;
+    a
+}
+
+/// `streamcluster`: `n` threads, `phases` rounds of statically partitioned work whose cost
+/// depends on the data (±50 % per phase), a shared-gain update under a mutex, and a barrier.
+pub fn streamcluster(n: usize, phases: u64) -> App {
+    let mut a = app(
+        "streamcluster",
+        vec![Group {
+            name: "worker".into(),
+            threads: n,
+            ops: vec![
+                Op::Compute {
+                    ns: ns(2.0 * MS),
+                    spread: 0.5,
+                    mem: 0.5,
+                },
+                Op::Lock {
+                    lock: 0,
+                    hold_ns: ns(2.0 * US),
+                    lines: 8,
+                },
+                Op::Barrier {
+                    barrier: 0,
+                    wait: Wait::Block,
+                },
+            ],
+            iterations: Some(phases),
+        }],
+        vec![],
+    );
+    a.footprint_kb = 1024;
+    a
+}
+
+/// The think-time multiplier of bodytrack thread `i`: spread over 0.4–1.6 by a fixed
+/// low-discrepancy sequence (the golden ratio), so it is uncorrelated with thread order and
+/// with any seed. It models particles whose likelihood costs differ by image region.
+fn bodytrack_scale(i: usize) -> f64 {
+    let x = (i as f64 * 0.618_033_988_749_895).fract();
+    0.4 + 1.2 * x
+}
+
+/// `bodytrack`: each thread repeatedly takes a particle under one mutex (the ticket lock of
+/// the work distribution; the section updates shared model state, `lines` 16) and evaluates
+/// it (think time 100 µs × its own scale); threads with faster particles take more, so all
+/// finish a frame together; frames end at a barrier.
+pub fn bodytrack(n: usize, frames: u64) -> App {
+    let base = 100.0 * US;
+    let per_frame = 24.0;
+    let groups = (0..n)
+        .map(|i| {
+            let s = bodytrack_scale(i);
+            let k = (per_frame / s).round().max(1.0) as usize;
+            let mut ops = Vec::with_capacity(2 * k + 1);
+            for _ in 0..k {
+                ops.push(Op::Lock {
+                    lock: 0,
+                    hold_ns: ns(1.5 * US),
+                    lines: 16,
+                });
+                ops.push(Op::Compute {
+                    ns: ns(base * s),
+                    spread: 0.2,
+                    mem: 0.2,
+                });
+            }
+            ops.push(Op::Barrier {
+                barrier: 0,
+                wait: Wait::Block,
+            });
+            Group {
+                name: format!("worker{i}"),
+                threads: 1,
+                ops,
+                iterations: Some(frames),
+            }
+        })
+        .collect();
+    let mut a = app("bodytrack", groups, vec![]);
+    a.footprint_kb = 256;
+    a.spin_ns = 5_000;
+    a
+}
+
+/// `memcached-like`: `clients` threads send `requests` in total through one queue to
+/// `servers` threads, which look the key up under the cache lock and serve it.
+pub fn memcached(clients: usize, servers: usize, requests: u64) -> App {
+    let per_client = (requests / clients as u64).max(1);
+    let groups = vec![
+        Group {
+            name: "server".into(),
+            threads: servers,
+            ops: vec![
+                Op::Get { queue: 0 },
+                Op::Lock {
+                    lock: 0,
+                    hold_ns: ns(1.0 * US),
+                    lines: 8,
+                },
+                Op::Compute {
+                    ns: ns(25.0 * US),
+                    spread: 0.3,
+                    mem: 0.5,
+                },
+            ],
+            iterations: None,
+        },
+        Group {
+            name: "client".into(),
+            threads: clients,
+            ops: vec![
+                Op::Compute {
+                    ns: ns(15.0 * US),
+                    spread: 0.3,
+                    mem: 0.1,
+                },
+                Op::Put { queue: 0 },
+                Op::Sleep {
+                    ns: ns(150.0 * US),
+                    spread: 0.3,
+                },
+            ],
+            iterations: Some(per_client),
+        },
+    ];
+    app(
+        "memcached",
+        groups,
+        vec![QueueSpec {
+            capacity: 2 * servers,
+            lines: 8,
+        }],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_ep_barrier_parses_parameters() {
+        let w = builtin("ep-barrier:phase_ms=100,wait=yield,work_ms=3000", None)
+            .unwrap()
+            .unwrap();
+        let a = &w.apps[0];
+        assert_eq!(a.threads(), 3);
+        // 3000 ms of work in 100 ms phases: 30 iterations.
+        assert_eq!(a.groups[0].iterations, Some(30));
+        assert_eq!(a.barrier_parties(), vec![3]);
+        assert!(builtin("ep-barrier:wait=nap", None).is_err());
+        assert!(builtin("ep-barrier:bogus=1", None).is_err());
+        assert!(builtin("ep-barrier:threads=0", None).is_err());
+        assert!(builtin("nonesuch", None).unwrap().is_none());
+    }
+
+    #[test]
+    fn builtin_ferret_has_six_stages_and_threads_override() {
+        let w = builtin("ferret-pipeline", Some(128)).unwrap().unwrap();
+        let a = &w.apps[0];
+        assert_eq!(a.groups.len(), 6);
+        // 4 stages × 32 threads + load + out.
+        assert_eq!(a.threads(), 130);
+        assert_eq!(a.queues.len(), 5);
+    }
+
+    #[test]
+    fn bodytrack_scales_spread_evenly() {
+        let s: Vec<f64> = (0..64).map(bodytrack_scale).collect();
+        assert!(s.iter().all(|x| (0.4..1.6).contains(x)));
+        let mean = s.iter().sum::<f64>() / 64.0;
+        assert!((mean - 1.0).abs() < 0.05, "{mean}");
+    }
+}

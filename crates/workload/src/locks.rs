@@ -1,0 +1,98 @@
+//! `locks`: N threads, M mutexes. Each operation picks a mutex (a per-thread xorshift
+//! stream, so runs repeat), computes C µs while holding it, then W µs outside it.
+//!
+//! Mutexes: `std` is the standard library's mutex, a futex with a short spin on Linux;
+//! `spin-block` spins up to `--spins` times on `try_lock` before blocking (the adaptive
+//! spin-then-block mutex of Solaris and glibc's `PTHREAD_MUTEX_ADAPTIVE_NP`).
+//!
+//! Fair share: the cores' total work Σ(C + W)/C_cores and the busiest mutex's serialized
+//! critical sections (≈ N·ops·C/M) both bound the wall time; the larger is reported.
+
+use crate::{Score, WorkloadError, compute, us_to_ns};
+use serde::Serialize;
+use std::sync::{Mutex, MutexGuard};
+
+/// Which mutex implementation the threads contend on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum MutexKind {
+    /// The standard mutex (futex-based).
+    Std,
+    /// Spin on `try_lock` up to `--spins` times, then block.
+    SpinBlock,
+}
+
+/// Options of `workload locks`.
+#[derive(Debug, Clone, PartialEq, Serialize, clap::Args)]
+pub struct LocksOpts {
+    /// Worker threads (N).
+    #[arg(long, default_value_t = 4)]
+    pub threads: u32,
+    /// Mutexes (M).
+    #[arg(long, default_value_t = 1)]
+    pub mutexes: u32,
+    /// Compute while holding the mutex, in µs of CPU time (C).
+    #[arg(long, default_value_t = 20.0)]
+    pub cs_us: f64,
+    /// Compute outside the mutex, in µs of CPU time (W).
+    #[arg(long, default_value_t = 80.0)]
+    pub outside_us: f64,
+    /// Operations per thread.
+    #[arg(long, default_value_t = 10_000)]
+    pub ops: u32,
+    /// Mutex implementation.
+    #[arg(long, value_enum, default_value_t = MutexKind::Std)]
+    pub mutex: MutexKind,
+    /// Spins before blocking (spin-block only).
+    #[arg(long, default_value_t = 1000)]
+    pub spins: u32,
+}
+
+fn lock<'a>(m: &'a Mutex<u64>, kind: MutexKind, spins: u32) -> MutexGuard<'a, u64> {
+    if kind == MutexKind::SpinBlock {
+        for _ in 0..spins {
+            if let Ok(g) = m.try_lock() {
+                return g;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
+    if o.threads == 0 || o.mutexes == 0 {
+        return Err(WorkloadError::Invalid {
+            scenario: "locks",
+            why: "--threads and --mutexes must be positive".into(),
+        });
+    }
+    let mutexes: Vec<Mutex<u64>> = (0..o.mutexes).map(|_| Mutex::new(0)).collect();
+    let (cs, outside) = (us_to_ns(o.cs_us), us_to_ns(o.outside_us));
+    let (work, wall) = crate::run_threads("locks", o.threads as usize, |i| {
+        let mut x = 0x2545_F491_4F6C_DD1Du64 ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9);
+        for _ in 0..o.ops {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let m = &mutexes[(x % u64::from(o.mutexes)) as usize];
+            {
+                let mut g = lock(m, o.mutex, o.spins);
+                *g = g.wrapping_add(compute::burn_cpu_ns(cs) & 1);
+            }
+            compute::burn_cpu_ns(outside);
+        }
+        f64::from(o.ops) * (cs + outside) as f64 / 1e9
+    })?;
+    let params = serde_json::to_value(o).unwrap_or_default();
+    let score = Score::new("locks", params, wall, &work);
+    let total_ops = f64::from(o.ops) * f64::from(o.threads);
+    let serialized = total_ops * cs as f64 / 1e9 / f64::from(o.mutexes);
+    let per_thread = f64::from(o.ops) * (cs + outside) as f64 / 1e9;
+    let fair = (score.work_s / score.cores as f64)
+        .max(serialized)
+        .max(per_thread);
+    let mut score = score.with_fair_share(fair);
+    score.ops_per_s = Some(total_ops / wall.max(1e-9));
+    Ok(score)
+}
