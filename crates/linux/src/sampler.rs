@@ -8,7 +8,8 @@
 //! ```text
 //!  each sample(now):
 //!    for each managed process (targets, and their descendants when following children)
-//!      list proc/<pid>/task (kept open, rewound) ──► tids
+//!      list proc/<pid>/task (kept open, rewound; skipped while its link count, a base
+//!      plus the thread count, is unchanged and every known thread still reads) ──► tids
 //!        known tid ──► pread(schedstat fd, 0) ──► ran since last sample? ── no ──► last stat fields
 //!                                                   │ yes
 //!                                                   └─► pread(stat fd, 0) ──► Sample
@@ -37,10 +38,11 @@ use crate::parse::{parse_schedstat_bytes, parse_stat_bytes, parse_status_switche
 use crate::read::{HostFacts, Root, is_gone, process_error, read_process_memory};
 use nix::dir::Dir;
 use nix::fcntl::OFlag;
-use nix::sys::stat::Mode;
+use nix::sys::stat::{Mode, fstat};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
@@ -68,6 +70,13 @@ pub struct SamplerConfig {
     /// while it did not run, and `stat` is the most expensive file to read. Applies only
     /// with kept files and `schedstat` present.
     pub stat_every_sample: bool,
+    /// How stale the `stat` fields (CPU times, last CPU, state) and the `children` list of a
+    /// thread that *did* run may be: they are read again only once the last read is this
+    /// old. Run time, run-queue wait and timeslices come from `schedstat` fresh on every
+    /// sample whatever this says. Default 10 ms: a policy deciding every 10 ms or more
+    /// always sees fresh values; a fast balancer (2 ms ticks) re-reads `stat`, the most
+    /// expensive file, on one tick in five. Zero reads it on every sample a thread ran.
+    pub stat_max_age: Nanos,
     /// Keep each thread's files open between samples (the fast way, the default). `false`
     /// opens, reads and closes them on every sample, the usual way, kept to measure the
     /// difference.
@@ -83,6 +92,7 @@ impl SamplerConfig {
             read_status: false,
             memory_every: Some(Nanos::from_secs(5)),
             stat_every_sample: false,
+            stat_max_age: Nanos::from_millis(10),
             keep_files_open: true,
         }
     }
@@ -97,6 +107,10 @@ struct Process {
     /// Its task directory, kept open and rewound for each listing. The open directory pins
     /// the process: once it exits, listing fails with `ENOENT` even if its pid is reused.
     dir: Option<Dir>,
+    /// The tids of the last listing, in listing order.
+    tids: Vec<Tid>,
+    /// The task directory's link count just before the last listing.
+    nlink: Option<libc::nlink_t>,
     /// Whether it was listed in the last sample (its task directory could be read).
     alive: bool,
 }
@@ -113,6 +127,8 @@ struct Tracked {
     seen: u64,
     /// Its last sample.
     last: Sample,
+    /// When its `stat` was last read.
+    stat_at: Nanos,
 }
 
 impl Tracked {
@@ -129,6 +145,7 @@ impl Tracked {
             children: None,
             seen: 0,
             last: Sample::default(),
+            stat_at: Nanos::ZERO,
         }
     }
 
@@ -140,13 +157,33 @@ impl Tracked {
     }
 }
 
+/// A hasher for tids: one multiplication (Fibonacci hashing) instead of SipHash. Tids are
+/// chosen by the kernel, not by an adversary who could aim for collisions.
+#[derive(Debug, Default, Clone, Copy)]
+struct TidHasher(u64);
+
+impl Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.0 = u64::from(n as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// Reusable buffers, kept apart from the thread table so both can be borrowed at once.
 #[derive(Debug)]
 struct Scratch {
     buf: Vec<u8>,
     path: String,
     found: Vec<Pid>,
-    tids: Vec<Tid>,
 }
 
 /// Samples the threads of one or more processes (and optionally their descendants).
@@ -156,8 +193,10 @@ pub struct Sampler {
     cfg: SamplerConfig,
     targets: Vec<Pid>,
     procs: Vec<Process>,
-    threads: HashMap<Tid, Tracked>,
+    threads: HashMap<Tid, Tracked, BuildHasherDefault<TidHasher>>,
     generation: u64,
+    /// The time of the sample being taken.
+    now: Nanos,
     scratch: Scratch,
     last_memory: Option<Nanos>,
     has_schedstat: bool,
@@ -258,13 +297,13 @@ impl Sampler {
             cfg,
             targets: pids.to_vec(),
             procs,
-            threads: HashMap::new(),
+            threads: HashMap::default(),
             generation: 0,
+            now: Nanos::ZERO,
             scratch: Scratch {
                 buf: vec![0; 4096],
                 path: String::with_capacity(128),
                 found: Vec::new(),
-                tids: Vec::new(),
             },
             last_memory: None,
             has_schedstat,
@@ -299,6 +338,7 @@ impl Sampler {
     /// exited; a process that exits while others live is simply dropped.
     pub fn sample(&mut self, now: Nanos, into: &mut Snapshot) -> Result<(), LinuxError> {
         self.generation += 1;
+        self.now = now;
         into.clear();
         into.at = now;
         let mut i = 0;
@@ -333,17 +373,53 @@ impl Sampler {
                 self.sample_memory(into)?;
             }
         }
-        into.sort();
+        // Tasks are listed in creation order, so the samples are usually sorted already.
+        if !into.threads.is_sorted_by_key(|t| t.key) || !into.memory.is_sorted_by_key(|m| m.pid) {
+            into.sort();
+        }
         Ok(())
     }
 
     /// Samples every thread of `self.procs[i]`; marks the process dead when its task
     /// directory has gone.
+    ///
+    /// Listing the task directory costs about as much as reading a thread's `schedstat`,
+    /// so with kept files it is skipped when nothing can have changed: the directory's link
+    /// count (which the kernel reports as a base plus the number of threads) is the one it
+    /// had at the last listing, and every thread of that listing could still be read. A
+    /// thread that exited fails its read (its kept files refer to it alone), so an exit
+    /// hidden by a creation is still noticed, and the directory is then listed again.
     fn sample_process(&mut self, i: usize, into: &mut Snapshot) -> Result<(), LinuxError> {
+        let keep = self.cfg.keep_files_open;
+        if keep {
+            let unchanged = match (&self.procs[i].dir, self.procs[i].nlink) {
+                (Some(dir), Some(nlink)) => fstat(dir).is_ok_and(|st| st.st_nlink == nlink),
+                _ => false,
+            };
+            if unchanged {
+                let tids = std::mem::take(&mut self.procs[i].tids);
+                let mut all = true;
+                let mut result = Ok(());
+                for &tid in &tids {
+                    match self.sample_thread(i, tid, into) {
+                        Ok(pushed) => all &= pushed,
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+                self.procs[i].tids = tids;
+                result?;
+                if all {
+                    return Ok(());
+                }
+            }
+        }
         let pid = self.procs[i].pid;
-        let mut tids = std::mem::take(&mut self.scratch.tids);
+        let mut tids = std::mem::take(&mut self.procs[i].tids);
         tids.clear();
-        let listed = self.procs[i].list_tids(self.cfg.keep_files_open, &mut tids);
+        let listed = self.procs[i].list_tids(keep, &mut tids);
         let result = match listed {
             // A live process always lists at least one task (a zombie leader lists itself);
             // an empty listing means the directory was removed under the open handle.
@@ -354,10 +430,15 @@ impl Sampler {
             }
             Ok(()) => {
                 self.procs[i].alive = true;
+                let generation = self.generation;
                 let mut r = Ok(());
                 for &tid in &tids {
-                    r = self.sample_thread(i, tid, into);
-                    if r.is_err() {
+                    // Threads already read by the skipped path above are not read twice.
+                    if self.threads.get(&tid).is_some_and(|t| t.seen == generation) {
+                        continue;
+                    }
+                    if let Err(e) = self.sample_thread(i, tid, into) {
+                        r = Err(e);
                         break;
                     }
                 }
@@ -369,17 +450,22 @@ impl Sampler {
             }
             Err(e) => Err(process_error(pid, Path::new(&self.procs[i].task_prefix), e)),
         };
-        self.scratch.tids = tids;
+        self.procs[i].tids = tids;
         result
     }
 
-    /// Reads one thread's files; pushes its sample unless it vanished.
+    /// Reads one thread's files; pushes its sample and returns `true` unless it vanished.
     ///
     /// `schedstat` is read first: it is cheap, and when its timeslice count and run time
     /// have not moved since the last sample the thread has not run, so its `stat` fields
     /// (times, last CPU, state) are carried over instead of read again. Kept files make
     /// this safe: they refer to the thread itself, never to a later owner of its tid.
-    fn sample_thread(&mut self, i: usize, tid: Tid, into: &mut Snapshot) -> Result<(), LinuxError> {
+    fn sample_thread(
+        &mut self,
+        i: usize,
+        tid: Tid,
+        into: &mut Snapshot,
+    ) -> Result<bool, LinuxError> {
         let proc_ = &self.procs[i];
         let pid = proc_.pid;
         let generation = self.generation;
@@ -420,15 +506,14 @@ impl Sampler {
             }
             if sched.is_none() {
                 self.threads.remove(&tid);
-                return Ok(());
+                return Ok(false);
             }
         }
         let sched = sched.unwrap_or_default();
-        let idle = carry_idle
-            && t.seen != 0
-            && sched.timeslices == t.last.timeslices
-            && sched.run == t.last.run;
-        let mut sample = if idle {
+        let idle = sched.timeslices == t.last.timeslices && sched.run == t.last.run;
+        let fresh = self.now.saturating_sub(t.stat_at) < self.cfg.stat_max_age;
+        let reuse_stat = carry_idle && t.seen != 0 && (idle || fresh);
+        let mut sample = if reuse_stat {
             t.last
         } else {
             let mut stat = None;
@@ -450,8 +535,9 @@ impl Sampler {
             }
             let Some(stat) = stat else {
                 self.threads.remove(&tid);
-                return Ok(());
+                return Ok(false);
             };
+            t.stat_at = self.now;
             if stat.start_time != t.key.start_time {
                 // A new thread, or a reused tid (only visible here when files are not
                 // kept): its key changes and its status and children files are its own.
@@ -484,7 +570,9 @@ impl Sampler {
                 Read::Gone => gone = true,
             }
         }
-        if !gone && self.cfg.follow_children && self.has_children_files {
+        // A thread that started a process has run since; its children list is read along
+        // with its `stat`, so a fast balancer does not list children on every tick.
+        if !gone && !reuse_stat && self.cfg.follow_children && self.has_children_files {
             let f = file("children");
             let read = pread_slot(&mut t.children, &f, &mut scratch.path, &mut scratch.buf)?;
             if let Read::Bytes(n) = read {
@@ -502,12 +590,12 @@ impl Sampler {
         }
         if gone {
             self.threads.remove(&tid);
-            return Ok(());
+            return Ok(false);
         }
         t.seen = generation;
         t.last = sample;
         into.threads.push(sample);
-        Ok(())
+        Ok(true)
     }
 
     /// Adds the processes found in `children` files to the managed list.
@@ -581,6 +669,8 @@ impl Process {
             pid,
             task_prefix,
             dir: None,
+            tids: Vec::new(),
+            nlink: None,
             alive: true,
         }
     }
@@ -598,6 +688,13 @@ impl Process {
         }
         let Some(dir) = self.dir.as_mut() else {
             return Ok(());
+        };
+        // The link count before the listing: a thread created meanwhile makes the next
+        // count differ, so it is listed next time at the latest.
+        self.nlink = if keep {
+            fstat(&*dir).ok().map(|st| st.st_nlink)
+        } else {
+            None
         };
         let mut result = Ok(());
         for entry in dir.iter() {

@@ -318,7 +318,17 @@ impl Sim {
         self.cpus[c]
             .rq
             .iter()
-            .any(|&t| !matches!(self.th[t as usize].act, Act::Yield { .. }))
+            .any(|&t| !self.yield_waiting(t as usize))
+    }
+
+    /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
+    pub(crate) fn yield_waiting(&self, t: usize) -> bool {
+        match self.th[t].act {
+            Act::Yield { barrier } => {
+                self.barriers[barrier as usize].generation == self.th[t].bar_gen
+            }
+            _ => false,
+        }
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
@@ -388,7 +398,7 @@ impl Sim {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
-                if matches!(self.th[x as usize].act, Act::Yield { .. }) {
+                if self.yield_waiting(x as usize) {
                     continue;
                 }
                 let v = self.th[x as usize].vruntime;

@@ -187,7 +187,7 @@ fn live_sampler_sees_own_threads_and_their_counters_grow() {
     let mut s = Sampler::new(Root::system(), &[me], SamplerConfig::new(facts())).unwrap();
     let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
     s.sample(Nanos(1), &mut a).unwrap();
-    // Spin until each spinner has run for a few more ms of CPU (no wall-clock assertion).
+    // Wait until each spinner has run for 1 ms more CPU time (no wall-clock assertion).
     let run_of = |snap: &Snapshot, tid: Tid| {
         snap.threads
             .iter()
@@ -201,7 +201,7 @@ fn live_sampler_sees_own_threads_and_their_counters_grow() {
         if spin
             .tids
             .iter()
-            .all(|&t| run_of(&b, t) > run_of(&a, t) + Nanos::from_millis(5))
+            .all(|&t| run_of(&b, t) > run_of(&a, t) + Nanos::from_millis(1))
         {
             break;
         }
@@ -214,10 +214,51 @@ fn live_sampler_sees_own_threads_and_their_counters_grow() {
     let tracked = s.tracked_threads();
     let gone = spin.tids.clone();
     spin.stop();
-    // The spinners exited: left out, and their files closed.
-    s.sample(Nanos(3), &mut b).unwrap();
-    assert!(b.threads.iter().all(|t| !gone.contains(&t.key.tid)));
+    // The spinners exited: left out, and their files closed. (`join` returns when a
+    // thread's stack is released, a moment before the kernel unlists the task.)
+    let listed = |b: &Snapshot| b.threads.iter().any(|t| gone.contains(&t.key.tid));
+    for _ in 0..500 {
+        s.sample(Nanos(3), &mut b).unwrap();
+        if !listed(&b) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!listed(&b));
     assert!(s.tracked_threads() <= tracked);
+}
+
+#[test]
+fn live_sampler_discovers_threads_started_and_exited_between_samples() {
+    let me = Pid(std::process::id() as i32);
+    let mut s = Sampler::new(Root::system(), &[me], SamplerConfig::new(facts())).unwrap();
+    let mut snap = Snapshot::default();
+    let has = |snap: &Snapshot, tid: Tid| snap.threads.iter().any(|t| t.key.tid == tid);
+    let a = Spinners::start(1);
+    s.sample(Nanos(1), &mut snap).unwrap();
+    s.sample(Nanos(2), &mut snap).unwrap();
+    assert!(has(&snap, a.tids[0]));
+    // A thread started after the last listing is found on the next sample.
+    let b = Spinners::start(1);
+    s.sample(Nanos(3), &mut snap).unwrap();
+    assert!(has(&snap, b.tids[0]));
+    // One thread exits and another starts: the count is the same, but the exit is seen
+    // (its kept files fail) and the new thread is found.
+    let gone = a.tids[0];
+    a.stop();
+    let c = Spinners::start(1);
+    let mut ok = false;
+    for _ in 0..500 {
+        s.sample(Nanos(4), &mut snap).unwrap();
+        if !has(&snap, gone) && has(&snap, c.tids[0]) && has(&snap, b.tids[0]) {
+            ok = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    b.stop();
+    c.stop();
+    assert!(ok, "exit and start between samples were not both seen");
 }
 
 #[test]
@@ -250,7 +291,8 @@ fn live_sampler_follows_children_of_a_shell() {
     let mut snap = Snapshot::default();
     let mut pids = Vec::new();
     for _ in 0..500 {
-        s.sample(Nanos(1), &mut snap).unwrap();
+        s.sample(threadbalance_linux::monotonic_now(), &mut snap)
+            .unwrap();
         pids = s.pids();
         if pids.len() == 3 {
             break;

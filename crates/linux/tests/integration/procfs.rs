@@ -221,7 +221,7 @@ fn procfs_sampler_new_start_time_is_a_new_thread() {
         &stat_line(103, "p", 1, 0, 5000, 0),
     );
     write(dir.path(), "proc/103/task/103/schedstat", "0 0 0\n");
-    s.sample(Nanos(1), &mut snap).unwrap();
+    s.sample(Nanos::from_millis(20), &mut snap).unwrap();
     assert_eq!(snap.threads[0].key.start_time, 5000);
     assert_eq!(snap.threads[0].utime, Nanos::ZERO);
 }
@@ -260,13 +260,71 @@ fn procfs_sampler_carries_stat_of_threads_that_did_not_run() {
         "proc/103/task/103/stat",
         &stat_line(103, "p", 1, 5, 1103, 1),
     );
-    lazy.sample(Nanos(1), &mut a).unwrap();
-    eager.sample(Nanos(1), &mut b).unwrap();
+    lazy.sample(Nanos::from_millis(20), &mut a).unwrap();
+    eager.sample(Nanos::from_millis(20), &mut b).unwrap();
     assert_eq!(a.threads[0].last_cpu.0, 0);
     assert_eq!(b.threads[0].last_cpu.0, 1);
     // Once it has run (one more timeslice), stat is read again.
     write(dir.path(), "proc/103/task/103/schedstat", "9 2 4\n");
-    lazy.sample(Nanos(2), &mut a).unwrap();
+    lazy.sample(Nanos::from_millis(40), &mut a).unwrap();
     assert_eq!(a.threads[0].last_cpu.0, 1);
     assert_eq!((a.threads[0].run, a.threads[0].timeslices), (Nanos(9), 4));
+}
+
+#[test]
+fn procfs_sampler_rereads_stat_of_a_running_thread_only_once_it_is_stat_max_age_old() {
+    let dir = tree_without_children_files();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    cfg.stat_max_age = Nanos::from_millis(10);
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(snap.threads[0].last_cpu.0, 0);
+    // It ran (schedstat moved) and now last ran on CPU 1.
+    write(
+        dir.path(),
+        "proc/103/task/103/stat",
+        &stat_line(103, "p", 1, 5, 1103, 1),
+    );
+    write(dir.path(), "proc/103/task/103/schedstat", "9 2 4\n");
+    // 2 ms later (a fast balancer's tick): schedstat is fresh, stat is carried over.
+    s.sample(Nanos::from_millis(2), &mut snap).unwrap();
+    assert_eq!(
+        (snap.threads[0].run, snap.threads[0].last_cpu.0),
+        (Nanos(9), 0)
+    );
+    // 10 ms after the last stat read, it is read again.
+    write(dir.path(), "proc/103/task/103/schedstat", "19 2 5\n");
+    s.sample(Nanos::from_millis(10), &mut snap).unwrap();
+    assert_eq!(
+        (snap.threads[0].run, snap.threads[0].last_cpu.0),
+        (Nanos(19), 1)
+    );
+}
+
+#[test]
+fn procfs_sampler_lists_again_when_the_task_count_changes() {
+    let dir = tree_without_children_files();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    let tids = |snap: &Snapshot| snap.threads.iter().map(|t| t.key.tid.0).collect::<Vec<_>>();
+    s.sample(Nanos(0), &mut snap).unwrap();
+    s.sample(Nanos(1), &mut snap).unwrap();
+    assert_eq!(tids(&snap), [103]);
+    // A new task directory changes the directory's link count: listed at once.
+    write(
+        dir.path(),
+        "proc/103/task/104/stat",
+        &stat_line(104, "p", 1, 0, 2000, 0),
+    );
+    write(dir.path(), "proc/103/task/104/schedstat", "5 0 1\n");
+    s.sample(Nanos(2), &mut snap).unwrap();
+    assert_eq!(tids(&snap), [103, 104]);
+    std::fs::remove_dir_all(dir.path().join("proc/103/task/104")).unwrap();
+    s.sample(Nanos(3), &mut snap).unwrap();
+    assert_eq!(tids(&snap), [103]);
+    assert_eq!(s.tracked_threads(), 1);
 }
