@@ -45,6 +45,17 @@ fn prepare(args: &ManageArgs) -> Result<Prepared> {
     settings.seed = args.seed;
     let policy = threadbalance_policy::build(&args.policy, &settings, &topo)
         .map_err(|e| input_error(e.to_string()))?;
+    if args.policy.starts_with("numa-")
+        && threadbalance_linux::read_numa_balancing(&threadbalance_linux::Root::system())
+            == Some(true)
+    {
+        eprintln!(
+            "threadbalance: warning: the kernel's automatic NUMA balancing is on \
+             (/proc/sys/kernel/numa_balancing = 1); it moves threads and pages too and will \
+             compete with {}; `sysctl kernel.numa_balancing=0` turns it off",
+            args.policy
+        );
+    }
     Ok(Prepared {
         topo,
         level,

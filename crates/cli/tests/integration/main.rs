@@ -4,4 +4,5 @@
 
 mod bad_input;
 mod live;
+mod numa;
 mod support;
