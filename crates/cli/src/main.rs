@@ -5,6 +5,7 @@
 //! threadbalance run [--policy P] [--level L] [--interval MS] [--dry-run] [--json FILE] -- CMD…
 //! threadbalance attach --pid PID [same options]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
+//! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! ```
 //!
 //! Exit status: `run` exits with the command's status (128 + signal if it was killed);
@@ -15,6 +16,7 @@ mod compare;
 mod host;
 mod manage;
 mod signals;
+mod sim;
 mod summary;
 mod topo;
 
@@ -42,6 +44,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Show on this machine what balancing does for a bundled workload (under a minute).
     Demo(compare::DemoArgs),
+    /// Simulate policies side by side on a modeled machine, or run the papers' claims.
+    Sim(sim::SimArgs),
     /// Run a built-in multithreaded workload and print its score as one JSON line.
     Workload {
         /// The scenario and its options.
@@ -134,6 +138,7 @@ fn main() -> ExitCode {
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),
         Command::Demo(a) => compare::demo(&a),
+        Command::Sim(a) => sim::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -25,6 +25,8 @@ pub enum EventKind {
     /// CPU `target` switches threads after its tick found the slice used up (after every
     /// tick due at the same instant, as the kernel switches after the balancing softirq).
     Resched,
+    /// A kernel thread (kworker, RCU) briefly takes CPU `target`, so its thread is preempted.
+    Noise,
     /// Thread `target` wakes from a timed sleep.
     Timer,
     /// Thread `target` is created.

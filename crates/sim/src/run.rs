@@ -187,6 +187,7 @@ pub(crate) struct AppState {
     pub queue_base: u32,
     pub footprint_lines: f64,
     pub spin_ns: u64,
+    pub shared_data: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -356,7 +357,7 @@ impl Sim {
             hw,
             lx,
             levels,
-            rng: Rng::new(opts.seed ^ 0x5EED_0F_51A1),
+            rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
             stats: Stats::default(),
             timeline: Vec::new(),
             sample_every: opts.sample_every.0.max(1),
@@ -479,6 +480,7 @@ impl Sim {
                 queue_base,
                 footprint_lines: f64::from(app.footprint_kb) * 16.0,
                 spin_ns: app.spin_ns,
+                shared_data: app.shared_data,
             });
         }
         sim.live = sim.th.len();
@@ -537,6 +539,7 @@ impl Sim {
             }
             EventKind::Tick => self.on_tick(e.target as usize),
             EventKind::Resched => self.on_resched(e.target as usize),
+            EventKind::Noise => self.on_noise(e.target as usize),
             EventKind::Timer => {
                 let t = e.target as usize;
                 if self.th[t].st == St::Blocked {
@@ -640,17 +643,15 @@ impl Sim {
         if let Act::Work { mem, .. } = self.th[t].act {
             let m = f64::from(mem);
             if m > 0.0 {
-                if self.th[t].home == NONE {
-                    // First touch: pages go to the node where the thread first uses memory.
-                    self.th[t].home = self.hw.node[c];
-                }
-                let h = self.th[t].home as usize;
+                let h = self.home_of(t, c) as usize;
                 let here = self.hw.node[c] as usize;
                 let remote = self.hw.node_mem[here * self.hw.nnode + h];
-                let share = ((self.streams[h] + m) / self.hw.node_streams).max(1.0);
+                // The socket issuing the requests shares its request queue and cache among
+                // its memory-bound threads.
+                let share = ((self.streams[here] + m) / self.hw.node_streams).max(1.0);
                 f = (1.0 - m) + m * remote * share;
                 stream = m;
-                node = h as u32;
+                node = here as u32;
             }
         }
         if self.hw.smt_factor != 1.0
@@ -661,6 +662,27 @@ impl Sim {
             f *= self.hw.smt_factor;
         }
         (f, stream, node)
+    }
+
+    /// The node holding the pages thread `t` works on, placing them by first touch from CPU
+    /// `c` if nobody touched them yet: the thread's own pages, or the application's shared
+    /// data (first touched by its first thread).
+    fn home_of(&mut self, t: usize, c: usize) -> u32 {
+        let app = self.th[t].app as usize;
+        let owner = if self.apps[app].shared_data {
+            self.apps[app].first
+        } else {
+            t
+        };
+        if self.th[owner].home == NONE {
+            let cpu = if owner == t {
+                c
+            } else {
+                self.th[owner].cpu as usize
+            };
+            self.th[owner].home = self.hw.node[cpu];
+        }
+        self.th[owner].home
     }
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
@@ -678,10 +700,18 @@ impl Sim {
             let s = &mut self.streams[node as usize];
             *s = (*s - stream).max(0.0);
         }
+        let home = {
+            let app = self.th[t].app as usize;
+            if self.apps[app].shared_data {
+                self.th[self.apps[app].first].home
+            } else {
+                self.th[t].home
+            }
+        };
         let th = &mut self.th[t];
         th.run += elapsed;
         th.vruntime += elapsed;
-        let sys = elapsed.min(debt);
+        let sys = elapsed.min(debt).min(th.debt);
         th.debt -= sys;
         th.stime += sys;
         let user = elapsed - sys;
@@ -695,7 +725,7 @@ impl Sim {
             if *mem > 0.0 {
                 let m = done * f64::from(*mem);
                 self.stats.mem_total += m;
-                if th.home != self.hw.node[c] {
+                if home != self.hw.node[c] {
                     self.stats.mem_remote += m;
                 }
             }
@@ -833,11 +863,11 @@ impl Sim {
                         Wait::Yield => {
                             self.th[t].act = Act::Yield { barrier: b as u32 };
                             self.th[t].debt += self.lx.syscall_ns;
-                            if !self.cpus[c].rq.is_empty() {
+                            self.start_segment(c);
+                            if self.queued_non_yielder(c) {
                                 self.yield_cpu(c);
-                                return;
                             }
-                            Act::Yield { barrier: b as u32 }
+                            return;
                         }
                     };
                     break;
@@ -1082,6 +1112,84 @@ impl Sim {
             });
         }
         into.sort_unstable_by_key(|s| s.key);
+    }
+}
+
+impl Sim {
+    /// Checks the model's invariants at the current instant; the first violation found.
+    ///
+    /// * every running thread sits on one CPU that its affinity allows, and every queued
+    ///   thread on exactly one run queue of an allowed CPU;
+    /// * a lock has at most one holder, and that holder is inside its critical section;
+    /// * CPU time is conserved: the time threads ran equals the time CPUs were busy.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut seen = vec![0u32; self.th.len()];
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if cpu.cur != NONE {
+                let t = cpu.cur as usize;
+                seen[t] += 1;
+                if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
+                    return Err(format!(
+                        "CPU {c} runs thread {t} which is not running there"
+                    ));
+                }
+            }
+            for &t in &cpu.rq {
+                seen[t as usize] += 1;
+                if self.th[t as usize].st != St::Runnable || self.th[t as usize].cpu as usize != c {
+                    return Err(format!(
+                        "thread {t} queued on CPU {c} but not runnable there"
+                    ));
+                }
+            }
+        }
+        for (t, th) in self.th.iter().enumerate() {
+            let expect = u32::from(matches!(th.st, St::Running | St::Runnable));
+            if seen[t] != expect {
+                return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
+            }
+            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu as usize]) {
+                return Err(format!(
+                    "thread {t} is on CPU {} outside its affinity",
+                    th.cpu
+                ));
+            }
+        }
+        for (l, lock) in self.locks.iter().enumerate() {
+            if lock.holder != NONE {
+                let h = lock.holder as usize;
+                let inside = matches!(self.th[h].act, Act::Work { lock: x, .. } if x as usize == l);
+                if !inside {
+                    return Err(format!(
+                        "lock {l} held by thread {h} outside its critical section"
+                    ));
+                }
+            }
+            let holders = self
+                .th
+                .iter()
+                .filter(|th| matches!(th.act, Act::Work { lock: x, .. } if x as usize == l))
+                .count();
+            if holders > 1 {
+                return Err(format!("lock {l} has {holders} threads inside"));
+            }
+        }
+        let ran: u64 = self.th.iter().map(|t| t.run).sum();
+        let busy: u64 = self.cpus.iter().map(|c| c.busy_ns).sum();
+        if ran != busy {
+            return Err(format!("threads ran {ran} ns but CPUs were busy {busy} ns"));
+        }
+        Ok(())
+    }
+
+    /// Iterations each thread has completed, in thread order.
+    pub fn iterations(&self) -> Vec<u64> {
+        self.th.iter().map(|t| t.iter).collect()
+    }
+
+    /// Every thread's CPU time so far (completed segments), in thread order.
+    pub fn thread_run(&self) -> Vec<Nanos> {
+        self.th.iter().map(|t| Nanos(t.run)).collect()
     }
 }
 

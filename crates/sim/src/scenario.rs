@@ -8,6 +8,7 @@
 //! name = "pipe"
 //! footprint_kb = 256       # optional: cache refilled after a migration
 //! spin_us = 10             # optional: mutex spin before sleeping
+//! shared_data = false      # optional: memory-bound work reads data first touched by thread 0
 //!
 //! [[app.queue]]
 //! capacity = 8
@@ -50,6 +51,8 @@ struct RawApp {
     group: Vec<RawGroup>,
     footprint_kb: Option<u32>,
     spin_us: Option<f64>,
+    #[serde(default)]
+    shared_data: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -203,6 +206,7 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                 .collect(),
             footprint_kb: a.footprint_kb.unwrap_or(256),
             spin_ns: a.spin_us.map_or(10_000, |u| (u.max(0.0) * 1e3) as u64),
+            shared_data: a.shared_data,
         };
         app.validate().map_err(bad)?;
         apps.push(app);

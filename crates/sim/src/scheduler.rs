@@ -40,6 +40,9 @@ pub struct Linux {
     pub wake_idle_ns: u64,
     /// Time between two thread creations, ns.
     pub spawn_gap_ns: u64,
+    /// Kernel threads (kworkers, RCU, timers) that briefly preempt a busy CPU, per second.
+    /// They break the lock-step of perfectly periodic ticks, as on a real machine.
+    pub kernel_noise_per_s: f64,
 }
 
 impl Default for Linux {
@@ -53,6 +56,7 @@ impl Default for Linux {
             syscall_ns: 500,
             wake_idle_ns: 4_000,
             spawn_gap_ns: 20_000,
+            kernel_noise_per_s: 20.0,
         }
     }
 }
@@ -638,6 +642,11 @@ impl Sim {
         self.rebalance(c);
         if !self.cpus[c].rq.is_empty() {
             self.q.push(now, EventKind::Resched, c as u32, 0);
+            let p = self.lx.kernel_noise_per_s * tick as f64 / 1e9;
+            if self.rng.next_f64() < p {
+                let at = now + self.rng.below(tick);
+                self.q.push(at, EventKind::Noise, c as u32, 0);
+            }
         }
         if self.cpus[c].nr() >= 2 && now >= self.nohz_next {
             self.nohz_next = now + tick;
@@ -658,6 +667,20 @@ impl Sim {
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
         } else if self.now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+            self.preempt(c);
+        }
+    }
+
+    /// A kernel thread runs briefly: the current thread is switched out and, when it is
+    /// done, the fairest queued thread runs.
+    pub(crate) fn on_noise(&mut self, c: usize) {
+        let cur = self.cpus[c].cur;
+        if cur == NONE || self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+            return;
+        }
+        if self.yield_waiting(cur as usize) {
+            self.yield_cpu(c);
+        } else {
             self.preempt(c);
         }
     }

@@ -117,6 +117,9 @@ pub struct App {
     pub footprint_kb: u32,
     /// How long a thread spins on a held mutex before sleeping, nanoseconds.
     pub spin_ns: u64,
+    /// Whether memory-bound work reads data shared by all threads (placed by the first
+    /// thread's first touch) rather than each thread's own pages.
+    pub shared_data: bool,
 }
 
 impl App {
@@ -255,7 +258,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ),
     (
         "bodytrack",
-        "PARSEC bodytrack (Shuffling §2): threads (64) take particles under one mutex (ticket work distribution), frames (12) end at a barrier",
+        "PARSEC bodytrack (Shuffling §2): threads (64) take particles under one mutex (ticket work distribution), frames end at a barrier",
     ),
     (
         "memcached-like",
@@ -375,7 +378,7 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
         }
         "bodytrack" => {
             let n = p.count("threads", 64)?;
-            let frames = p.count("frames", 12)?;
+            let frames = p.count("frames", 150)?;
             bodytrack(n, frames as u64)
         }
         "memcached-like" => {
@@ -409,6 +412,7 @@ fn app(name: &str, groups: Vec<Group>, queues: Vec<QueueSpec>) -> App {
         queues,
         footprint_kb: 256,
         spin_ns: 10_000,
+        shared_data: false,
     }
 }
 
@@ -501,6 +505,8 @@ pub fn ferret(n: usize, items: u64) -> App {
         .collect();
     let mut a = app("ferret", groups, queues);
     a.footprint_kb = 512;
+    // The image database is loaded (first touched) by the main thread and read by all.
+    a.shared_data = true;
     a
 }
 
@@ -582,7 +588,7 @@ pub fn bodytrack(n: usize, frames: u64) -> App {
         .collect();
     let mut a = app("bodytrack", groups, vec![]);
     a.footprint_kb = 256;
-    a.spin_ns = 5_000;
+    a.shared_data = true;
     a
 }
 
@@ -627,14 +633,16 @@ pub fn memcached(clients: usize, servers: usize, requests: u64) -> App {
             iterations: Some(per_client),
         },
     ];
-    app(
+    let mut a = app(
         "memcached",
         groups,
         vec![QueueSpec {
             capacity: 2 * servers,
             lines: 8,
         }],
-    )
+    );
+    a.shared_data = true;
+    a
 }
 
 #[cfg(test)]

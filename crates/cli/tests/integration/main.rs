@@ -2,6 +2,8 @@
 //! affinities, read back from `/proc`), plus bad input. Every test stops what it starts and
 //! leaves affinities as it found them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bad_input;
 mod live;
 mod numa;

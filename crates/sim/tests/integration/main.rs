@@ -1,1 +1,10 @@
-//! Integration tests of the simulator.
+//! Integration tests of the simulator: calibration against Linux, invariants, determinism,
+//! the papers' claims in direction, and the scenario files.
+//! (Helpers outside `#[test]` functions unwrap too: a failure is a test failure.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod calibration;
+mod claims;
+mod determinism;
+mod invariants;
+mod scenarios;

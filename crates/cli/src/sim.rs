@@ -1,0 +1,106 @@
+//! `threadbalance sim`: compare policies on a simulated machine, or run the papers' claims.
+//!
+//! ```text
+//! threadbalance sim --machine opteron6272-4x16 --workload ferret-pipeline --policy none,tumbler,pbind
+//! threadbalance sim --machine local --workload ep-barrier:phase_ms=10 --threads 3 --policy none,speed --json
+//! threadbalance sim --suite papers --seeds 1,2,3
+//! ```
+
+use crate::input_error;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use threadbalance_model::Level;
+use threadbalance_policy::Settings;
+
+/// Options of `threadbalance sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Machine: opteron6272-4x16, tigerton-4x4, barcelona-4x4, opteron6320-4x8, local (this
+    /// machine's topology), or an hwloc spec such as "package:2 core:8 pu:2".
+    #[arg(long, short = 'm', default_value = "opteron6272-4x16")]
+    machine: String,
+    /// Workload: ep-barrier, spinners, ferret-pipeline, streamcluster, bodytrack,
+    /// memcached-like (parameters after ":", e.g. "ep-barrier:phase_ms=10,wait=yield"), a
+    /// scenario in --scenarios, or a .toml file; "a+b" runs two at once.
+    #[arg(long, short = 'w', default_value = "ferret-pipeline")]
+    workload: String,
+    /// Policies to compare, comma-separated (speedups are relative to none).
+    #[arg(
+        long,
+        short = 'p',
+        value_delimiter = ',',
+        default_value = "none,tumbler"
+    )]
+    policy: Vec<String>,
+    /// Seed of every random choice; the same seed gives the same output.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Threads of the built-in workload (each application of a "+" mix).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Level whose domains play the papers' "sockets": package, node, llc or core
+    /// [default: the widest level with more than one domain].
+    #[arg(long)]
+    level: Option<String>,
+    /// Print one JSON object with a `results` array instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also draw per-socket utilization over time and migrations per policy to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    report: Option<PathBuf>,
+    /// Directory of scenario files.
+    #[arg(long, default_value = "scenarios")]
+    scenarios: PathBuf,
+    /// Run a suite of claims instead of one comparison: "papers".
+    #[arg(long, value_name = "SUITE")]
+    suite: Option<String>,
+    /// Seeds the suite runs each claim with, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    seeds: Vec<u64>,
+}
+
+/// Runs `threadbalance sim`.
+pub fn run(a: &SimArgs) -> Result<u8> {
+    if let Some(suite) = &a.suite {
+        if suite != "papers" {
+            return Err(input_error(format!(
+                "unknown suite {suite:?} (known: papers)"
+            )));
+        }
+        let report = threadbalance_sim::suite_papers(&a.seeds);
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        } else {
+            print!("{}", report.to_table());
+        }
+        return Ok(0);
+    }
+    let local = if a.machine == "local" {
+        Some(crate::topo::read_system()?)
+    } else {
+        None
+    };
+    let machine =
+        threadbalance_sim::machine(&a.machine, local).map_err(|e| input_error(e.to_string()))?;
+    let workload = threadbalance_sim::workload(&a.workload, a.threads, Some(&a.scenarios))
+        .map_err(|e| input_error(e.to_string()))?;
+    let level = match &a.level {
+        Some(l) => l.parse::<Level>().map_err(|e| input_error(e.to_string()))?,
+        None => machine.topo.default_level(),
+    };
+    let mut settings = Settings::new(level);
+    settings.seed = a.seed;
+    let cmp = threadbalance_sim::compare(&machine, &workload, &a.policy, a.seed, &settings)
+        .map_err(|e| input_error(e.to_string()))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cmp.to_json())?);
+    } else {
+        print!("{}", cmp.to_table());
+    }
+    if let Some(path) = &a.report {
+        std::fs::write(path, cmp.to_svg())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,63 @@
+//! The papers' claims in direction, on reduced workloads (debug builds run these). The
+//! full claims with three seeds are `threadbalance sim --suite papers`.
+
+use threadbalance_policy::Settings;
+use threadbalance_sim::{Comparison, compare, machine, workload};
+
+fn has(p: &str) -> bool {
+    threadbalance_policy::names().contains(&p)
+}
+
+fn run(m: &str, w: &str, threads: usize, policies: &[&str]) -> Comparison {
+    let m = machine(m, None).unwrap();
+    let w = workload(w, Some(threads), None).unwrap();
+    let p: Vec<String> = policies
+        .iter()
+        .filter(|p| has(p))
+        .map(|p| p.to_string())
+        .collect();
+    compare(&m, &w, &p, 1, &Settings::new(m.topo.default_level())).unwrap()
+}
+
+#[test]
+fn claims_bodytrack_under_none_about_two_thirds_of_handoffs_cross_sockets() {
+    // Shuffling Table 1: 68 % on the 4 × 16 Opteron under Solaris.
+    let c = run("opteron6272-4x16", "bodytrack:frames=30", 64, &["none"]);
+    let x = c.results[0].cross_socket_handoff_frac;
+    assert!((0.55..0.80).contains(&x), "{x}");
+    assert!(c.results[0].lock_time_frac > 0.5);
+}
+
+#[test]
+fn claims_ferret_tumbler_balances_sockets_and_runs_faster() {
+    // Tumbler Table II: Linux spreads 17–34 %; Tumbler cuts the CV by ~80 % and is ~11 % faster.
+    if !has("tumbler") {
+        return;
+    }
+    let c = run(
+        "opteron6272-4x16",
+        "ferret-pipeline:items=1500",
+        64,
+        &["none", "tumbler"],
+    );
+    let (none, tumbler) = (&c.results[0], &c.results[1]);
+    assert!(none.socket_util_cv > 0.12, "{}", none.socket_util_cv);
+    assert!(tumbler.socket_util_cv < 0.4 * none.socket_util_cv);
+    assert!(c.speedup(tumbler) > 1.0, "{}", c.to_table());
+}
+
+#[test]
+fn claims_pinned_threads_never_migrate_after_placement() {
+    if !has("pbind") {
+        return;
+    }
+    let c = run(
+        "barcelona-4x4",
+        "streamcluster:phases=20",
+        16,
+        &["none", "pbind"],
+    );
+    let pbind = &c.results[1];
+    // One placement move per thread at most, then none.
+    assert!(pbind.migrations <= 2 * 16, "{}", pbind.migrations);
+}
