@@ -88,22 +88,16 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             return Err(e);
         }
     };
-    let mut summary = Summary::new(&args.policy, &p.topo, p.level, args.dry_run, host.now());
-    let looped = control_loop(
-        &mut host,
-        &p.topo,
-        p.policy.as_mut(),
-        &mut summary,
-        args,
-        true,
-    );
+    let (mut summary, looped) = manage(&mut host, &mut p, args, true);
+    if let Err(e) = &looped {
+        eprintln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
+    }
     let status = child.wait().context("waiting for the command")?;
     let ended = match (status.code(), status.signal()) {
         (Some(c), _) => format!("exit {c}"),
         (None, Some(s)) => format!("killed by signal {s}"),
         _ => "ended".to_string(),
     };
-    summary.restored = host.restore_all();
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, args)?;
     looped?;
@@ -122,16 +116,7 @@ pub fn attach(args: &ManageArgs, pid: i32) -> Result<u8> {
     }
     signals::install().context("installing signal handlers")?;
     let mut host = LinuxAdapter::new(&p.topo, Target::Attached { pid: Pid(pid) }, args.dry_run)?;
-    let mut summary = Summary::new(&args.policy, &p.topo, p.level, args.dry_run, host.now());
-    let looped = control_loop(
-        &mut host,
-        &p.topo,
-        p.policy.as_mut(),
-        &mut summary,
-        args,
-        false,
-    );
-    summary.restored = host.restore_all();
+    let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
         Ok(Some(sig)) => format!("interrupted by {sig}"),
         Ok(None) => format!("process {pid} exited"),
@@ -140,6 +125,27 @@ pub fn attach(args: &ManageArgs, pid: i32) -> Result<u8> {
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, args)?;
     looped.map(|_| 0)
+}
+
+/// Runs the control loop, then restores every mask changed (before anything else, so an
+/// error or a command that lingers never leaves threads pinned).
+fn manage(
+    host: &mut LinuxAdapter,
+    p: &mut Prepared,
+    args: &ManageArgs,
+    forward: bool,
+) -> (Summary, Result<Option<nix::sys::signal::Signal>>) {
+    let mut summary = Summary::new(&args.policy, &p.topo, p.level, args.dry_run, host.now());
+    let looped = control_loop(
+        host,
+        &p.topo,
+        p.policy.as_mut(),
+        &mut summary,
+        args,
+        forward,
+    );
+    summary.restored = host.restore_all();
+    (summary, looped)
 }
 
 /// Ticks until the target exits (`Ok(None)`) or, when not forwarding, until a signal
