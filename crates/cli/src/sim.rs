@@ -21,7 +21,7 @@ pub struct SimArgs {
     #[arg(long, short = 'm', default_value = "opteron6272-4x16")]
     machine: String,
     /// Workload: ep-barrier, spinners, ferret-pipeline, streamcluster, bodytrack,
-    /// memcached-like (parameters after ":", e.g. "ep-barrier:phase_ms=10,wait=yield"), a
+    /// memcached-like, parsec-mix (parameters after ":", e.g. "ep-barrier:phase_ms=10,wait=yield"), a
     /// scenario in --scenarios, or a .toml file; "a+b" runs two at once.
     #[arg(long, short = 'w', default_value = "ferret-pipeline")]
     workload: String,

@@ -56,14 +56,30 @@ impl Host for SimHost<'_> {
         into.clear();
         into.at = self.sim.now();
         self.sim.sample_threads(&mut into.threads);
-        // Resident memory per node: each thread's footprint where it first touched it.
+        // Per-node memory, like `numa_maps`, only every `memory_every`; policies keep the
+        // last sample in between.
+        let now = self.sim.now;
+        let due = match self.sim.memory_at {
+            crate::run::NEVER => true,
+            at => now >= at.saturating_add(self.sim.memory_every),
+        };
+        if !due {
+            into.sort();
+            return Ok(());
+        }
+        self.sim.memory_at = now;
+        // Resident memory per node: pages stay where they were first touched (no page
+        // migration): the shared data on its owner's node, or each thread's own pages.
         for app in &self.sim.apps {
             let mut per_node = vec![0u64; self.sim.hw.nnode];
-            let lines = app.footprint_lines as u64;
+            let bytes = app.memory_bytes;
             for th in &self.sim.th[app.first..app.first + app.threads] {
                 if th.home != crate::run::NONE && th.st != St::Done {
-                    per_node[th.home as usize] += lines * 64;
+                    per_node[th.home as usize] += bytes;
                 }
+            }
+            if per_node.iter().all(|&b| b == 0) {
+                continue; // not started, or exited: no numa_maps to read
             }
             let nodes = self.sim.topo.nodes();
             let pid = self.sim.th[app.first].key.pid;
@@ -151,6 +167,83 @@ mod tests {
     use crate::machine::machine;
     use crate::workload::{Wait, ep_barrier};
     use threadbalance_model::Level;
+
+    #[test]
+    fn host_memory_sits_where_the_leader_or_each_thread_first_touched() {
+        // Two programs of a main thread (100 ms of reading input) and 3 workers: leader
+        // first touch (600 MB shared) and thread first touch (40 MB per thread).
+        let m = machine("opteron6320-4x8", None).unwrap();
+        let prog = |name: &str, leader: bool, mb: u32| {
+            let mut a = crate::workload::App {
+                name: name.into(),
+                groups: vec![
+                    crate::workload::Group {
+                        name: "main".into(),
+                        threads: 1,
+                        ops: vec![crate::workload::Op::Compute {
+                            ns: 100_000_000,
+                            spread: 0.0,
+                            mem: 1.0,
+                        }],
+                        iterations: Some(1),
+                    },
+                    crate::workload::Group {
+                        name: "worker".into(),
+                        threads: 3,
+                        ops: vec![crate::workload::Op::Compute {
+                            ns: 10_000_000,
+                            spread: 0.0,
+                            mem: 0.5,
+                        }],
+                        iterations: Some(300),
+                    },
+                ],
+                ..ep_barrier(1, 1, 1, Wait::Block)
+            };
+            a.shared_data = leader;
+            a.memory_kb = mb * 1024;
+            a.main_thread = true;
+            a
+        };
+        let w = Workload {
+            name: "t".into(),
+            description: String::new(),
+            apps: vec![prog("leader", true, 600), prog("thread", false, 40)],
+        };
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        // During the setup only the main threads exist.
+        sim.run_until(Nanos::from_millis(50));
+        let mut host = SimHost::new(&mut sim);
+        let mut snap = Snapshot::default();
+        host.sample(&mut snap).unwrap();
+        assert_eq!(snap.threads.len(), 2);
+        // Later: the workers run, the main threads sleep in pthread_join; no new memory
+        // sample within `memory_every` (2 s).
+        sim.run_until(Nanos::from_millis(300));
+        let mut host = SimHost::new(&mut sim);
+        host.sample(&mut snap).unwrap();
+        assert_eq!(snap.threads.len(), 8);
+        assert!(snap.memory.is_empty());
+        let leaders: Vec<_> = snap.threads.iter().filter(|s| s.key.is_leader()).collect();
+        assert_eq!(leaders.len(), 2);
+        assert!(
+            leaders
+                .iter()
+                .all(|s| s.state == threadbalance_model::ThreadState::Sleeping)
+        );
+        sim.run_until(Nanos::from_millis(2_100));
+        let mut host = SimHost::new(&mut sim);
+        host.sample(&mut snap).unwrap();
+        assert_eq!(snap.memory.len(), 2);
+        // Leader first touch: 600 MB on one node. Thread first touch: 4 × 40 MB in all.
+        assert_eq!(snap.memory[0].bytes_per_node.len(), 1);
+        assert_eq!(snap.memory[0].total(), 600 << 20);
+        assert_eq!(snap.memory[1].total(), 4 * (40 << 20));
+        // Main threads exit last, once their workers are done.
+        sim.run_until(Nanos::from_secs(10));
+        assert!(sim.finished());
+        assert!(sim.check_invariants().is_ok());
+    }
 
     #[test]
     fn host_apply_pins_and_reports_outcomes() {

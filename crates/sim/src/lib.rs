@@ -33,6 +33,7 @@
 mod error;
 pub mod host;
 pub mod machine;
+pub mod parsec;
 pub mod queue;
 pub mod report;
 pub mod run;
@@ -48,7 +49,7 @@ pub use report::{Comparison, RunResult};
 pub use run::{RunOptions, Sim, TimelinePoint};
 pub use scheduler::Linux;
 pub use suite::{Claim, SuiteReport, suite_papers};
-pub use workload::{App, BUILTINS, Group, Op, QueueSpec, Wait, Workload};
+pub use workload::{App, BUILTINS, FirstTouch, Group, Op, QueueSpec, Wait, Workload};
 
 use std::path::Path;
 use threadbalance_policy::Settings;

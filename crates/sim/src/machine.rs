@@ -4,7 +4,8 @@
 //!
 //! | cost | meaning | used for |
 //! |---|---|---|
-//! | `local_ns` | latency of a cache line from the same socket's cache or local memory | lock hand-offs, queue items, cache refill |
+//! | `llc_ns` | latency of a line held by another core behind the same last-level cache (an LLC hit, cache to cache) | lock hand-offs, queue items, cache refill within an LLC |
+//! | `local_ns` | latency of a line from local memory (another LLC of the same node) | same, between LLCs of a node |
 //! | `remote_ns` | latency of a line from the farthest socket (scaled by node distance in between) | same, across sockets |
 //! | `mem_remote_factor` | slowdown of memory-bound work whose pages sit on another node | memory phases (first touch) |
 //! | `node_streams` | memory-bound threads one node's controller serves at full speed | bandwidth sharing |
@@ -29,7 +30,11 @@ use threadbalance_model::Topology;
 /// What moving data costs on a machine. See the module docs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Costs {
-    /// Nanoseconds to fetch a line from the same socket (another core's cache, local memory).
+    /// Nanoseconds to fetch a line another core holds behind the same last-level cache:
+    /// the LLC serves it (Shuffling §2.1: within a socket "LLC hits occur when the lock, and
+    /// the shared data it protects, are accessed").
+    pub llc_ns: f64,
+    /// Nanoseconds to fetch a line from local memory (same node, another LLC).
     pub local_ns: f64,
     /// Nanoseconds to fetch a line from the farthest socket.
     pub remote_ns: f64,
@@ -44,9 +49,11 @@ pub struct Costs {
 }
 
 impl Costs {
-    /// Generic costs of a recent two-socket server (90 ns local, 140 ns remote).
+    /// Generic costs of a recent two-socket server (40 ns within an LLC, 90 ns local
+    /// memory, 140 ns remote).
     pub fn generic() -> Costs {
         Costs {
+            llc_ns: 40.0,
             local_ns: 90.0,
             remote_ns: 140.0,
             mem_remote_factor: 140.0 / 90.0,
@@ -87,9 +94,13 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
     };
     let (topo, costs) = match name_or_spec {
         // Shuffling §2, Fig. 2: 4 × 16-core Opteron 6272, memory 128 ns local, 201 ns remote.
+        // Within a socket a line comes from the shared L3 (Fig. 2: "L3: 16 MB shared by 16
+        // cores"): an L3 hit (≈ 26 ns on the Opteron 6100, 57 cycles at 2.2 GHz) plus the
+        // probe of the core that holds it modified, about 40 ns.
         "opteron6272-4x16" => (
             synth("package:4 numa:1 core:16 pu:1")?,
             Costs {
+                llc_ns: 40.0,
                 local_ns: 128.0,
                 remote_ns: 201.0,
                 mem_remote_factor: 201.0 / 128.0,
@@ -99,10 +110,12 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
             },
         ),
         // Speed balancing Table 1: Xeon E7310 "Tigerton", 4 × 4 cores, L2 per core pair, one
-        // front-side bus (UMA): every miss costs the same.
+        // front-side bus (UMA): every miss costs the same; a core pair shares its L2 (a hit
+        // is about 14 cycles at 1.6 GHz).
         "tigerton-4x4" => (
             synth("package:4 l2:2 core:2 pu:1")?,
             Costs {
+                llc_ns: 10.0,
                 local_ns: 110.0,
                 remote_ns: 110.0,
                 mem_remote_factor: 1.0,
@@ -111,10 +124,12 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 mlp: 4.0,
             },
         ),
-        // Speed balancing Table 1: Opteron 8350 "Barcelona", 4 × 4 cores, L3 per socket, NUMA.
+        // Speed balancing Table 1: Opteron 8350 "Barcelona", 4 × 4 cores, L3 per socket, NUMA
+        // (an L3 hit plus a probe, as on the 6272).
         "barcelona-4x4" => (
             synth("package:4 numa:1 core:4 pu:1")?,
             Costs {
+                llc_ns: 40.0,
                 local_ns: 100.0,
                 remote_ns: 150.0,
                 mem_remote_factor: 1.5,
@@ -123,10 +138,12 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 mlp: 6.0,
             },
         ),
-        // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6.
+        // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6; within a socket, the
+        // shared L3 as on the 6272.
         "opteron6320-4x8" => (
             synth("package:4 numa:1 core:8 pu:1")?,
             Costs {
+                llc_ns: 40.0,
                 local_ns: 100.0,
                 remote_ns: 160.0,
                 mem_remote_factor: 1.6,

@@ -149,7 +149,10 @@ pub(crate) struct LockState {
     pub holder: u32,
     pub last_cpu: u32,
     pub spinners: Vec<u32>,
+    /// Sleepers, the next to wake first (see [`Sim::park`]).
     pub waiters: std::collections::VecDeque<u32>,
+    /// Enqueues so far, for the queue's occasional FIFO turn (`qh_qcnt`).
+    pub enqueues: u8,
     pub acquisitions: u64,
     pub handoffs: u64,
     pub cross: u64,
@@ -188,6 +191,12 @@ pub(crate) struct AppState {
     pub footprint_lines: f64,
     pub spin_ns: u64,
     pub shared_data: bool,
+    /// Resident bytes of the shared data (leader first touch) or of each thread's pages.
+    pub memory_bytes: u64,
+    /// The first thread is a main thread that creates the others after its program.
+    pub main_thread: bool,
+    /// The main thread has created the others and sleeps in `pthread_join`.
+    pub joining: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -214,6 +223,7 @@ pub(crate) struct Hw {
     pub node_line: Vec<f64>,
     /// Memory slowdown of node a's CPUs on node b's pages.
     pub node_mem: Vec<f64>,
+    pub llc_ns: f64,
     pub local_ns: f64,
     pub node_streams: f64,
     pub smt_factor: f64,
@@ -221,8 +231,23 @@ pub(crate) struct Hw {
 }
 
 impl Hw {
-    /// Latency of one cache line moving from CPU `a` to CPU `b`.
+    /// Latency of a line another core modified (a lock, the data it protects, a queue
+    /// item) moving from CPU `a` to CPU `b`: the LLC they share serves it, else memory of
+    /// the node, else the interconnect.
     pub fn line_ns(&self, a: u32, b: u32) -> f64 {
+        if a == b || a == NONE {
+            return 0.0;
+        }
+        if self.llc[a as usize] == self.llc[b as usize] {
+            return self.llc_ns;
+        }
+        self.mem_ns(a, b)
+    }
+
+    /// Latency of a line of a thread's working set refetched on CPU `b` after it ran on
+    /// CPU `a`: its private caches are lost and a victim L3 (AMD) does not hold them, so it
+    /// comes from memory, local to `a`'s node or across the interconnect.
+    pub fn mem_ns(&self, a: u32, b: u32) -> f64 {
         if a == b || a == NONE {
             return 0.0;
         }
@@ -270,6 +295,9 @@ pub struct RunOptions {
     pub sample_every: Nanos,
     /// The Linux model's parameters.
     pub linux: Linux,
+    /// How often `SimHost` samples per-process memory per node (`numa_maps`); in between,
+    /// snapshots carry none and policies keep the last sample. Zero: at every sample.
+    pub memory_every: Nanos,
 }
 
 impl RunOptions {
@@ -280,6 +308,7 @@ impl RunOptions {
             horizon: Nanos::from_secs(120),
             sample_every: Nanos::from_millis(50),
             linux: Linux::default(),
+            memory_every: Nanos::from_secs(2),
         }
     }
 }
@@ -310,6 +339,10 @@ pub struct Sim {
     pub(crate) horizon: u64,
     pub(crate) nohz_next: u64,
     pub(crate) topo: Topology,
+    /// Period of per-process memory samples, ns (0: every sample).
+    pub(crate) memory_every: u64,
+    /// When `SimHost` last sampled memory (`NEVER`: not yet).
+    pub(crate) memory_at: u64,
 }
 
 impl Sim {
@@ -366,11 +399,16 @@ impl Sim {
             horizon: opts.horizon.0,
             nohz_next: 0,
             topo,
+            memory_every: opts.memory_every.0,
+            memory_at: NEVER,
         };
         let all = sim.topo.online().clone();
         let mut spawn_at = 0u64;
         for (ai, app) in workload.apps.iter().enumerate() {
             let pid = 1000 * (ai as i32 + 1);
+            // A launched-later application spawns from its own start; the others one after
+            // another from t = 0.
+            let mut app_at = (app.start_ns > 0).then_some(app.start_ns);
             let first = sim.th.len();
             let lock_base = sim.locks.len() as u32;
             let barrier_base = sim.barriers.len() as u32;
@@ -424,7 +462,7 @@ impl Sim {
                         key: ThreadKey {
                             pid: Pid(pid),
                             tid: Tid(tid),
-                            start_time: 1 + spawn_at / 10_000_000,
+                            start_time: 1 + app_at.unwrap_or(spawn_at) / 10_000_000,
                         },
                         app: ai as u32,
                         prog,
@@ -465,8 +503,15 @@ impl Sim {
                         wakee_flips: 0,
                         flip_decay: 0,
                     });
-                    sim.q.push(spawn_at, EventKind::Spawn, i as u32, 0);
-                    spawn_at += sim.lx.spawn_gap_ns;
+                    let at = app_at.unwrap_or(spawn_at);
+                    // A main thread creates the others itself, once its program is done.
+                    if !(app.main_thread && i > first) {
+                        sim.q.push(at, EventKind::Spawn, i as u32, 0);
+                    }
+                    match app_at.as_mut() {
+                        Some(a) => *a += sim.lx.spawn_gap_ns,
+                        None => spawn_at += sim.lx.spawn_gap_ns,
+                    }
                 }
             }
             sim.apps.push(AppState {
@@ -481,6 +526,14 @@ impl Sim {
                 footprint_lines: f64::from(app.footprint_kb) * 16.0,
                 spin_ns: app.spin_ns,
                 shared_data: app.shared_data,
+                memory_bytes: 1024
+                    * u64::from(if app.memory_kb > 0 {
+                        app.memory_kb
+                    } else {
+                        app.footprint_kb
+                    }),
+                main_thread: app.main_thread,
+                joining: false,
             });
         }
         sim.live = sim.th.len();
@@ -751,10 +804,10 @@ impl Sim {
                 self.th[t].pc += 1;
             }
             Act::Spin { lock, .. } => {
-                // Spin budget spent: sleep on the futex, at the tail of its queue.
+                // Spin budget spent: park on the lock's sleep queue.
                 let l = &mut self.locks[lock as usize];
                 l.spinners.retain(|&x| x as usize != t);
-                l.waiters.push_back(t as u32);
+                Self::park(l, t);
                 self.th[t].act = Act::Idle;
                 self.block(c, t);
                 return;
@@ -791,6 +844,9 @@ impl Sim {
                 th.pc = 0;
                 th.iter += 1;
                 if self.progs[prog].iterations.is_some_and(|n| th.iter >= n) {
+                    if self.main_joins(t) {
+                        return self.join(c, t);
+                    }
                     self.exit(c, t);
                     return;
                 }
@@ -931,6 +987,38 @@ impl Sim {
         self.start_segment(c);
     }
 
+    /// Whether thread `t` is a main thread that has yet to create its application's other
+    /// threads, or is waiting for them.
+    fn main_joins(&self, t: usize) -> bool {
+        let app = &self.apps[self.th[t].app as usize];
+        app.main_thread && app.first == t && app.done + 1 < app.threads
+    }
+
+    /// Main thread `t` on CPU `c` finished its program: the first time it creates the
+    /// other threads (forked from `c`, as `pthread_create` does, 20 µs apart); then it
+    /// sleeps in `pthread_join` (a futex wait) until the last of them exits.
+    fn join(&mut self, c: usize, t: usize) {
+        let app = self.th[t].app as usize;
+        if !self.apps[app].joining {
+            self.apps[app].joining = true;
+            let (first, n) = (self.apps[app].first, self.apps[app].threads);
+            for (k, i) in (first + 1..first + n).enumerate() {
+                let at = self.now + (k as u64 + 1) * self.lx.spawn_gap_ns;
+                self.th[i].key.start_time = 1 + at / 10_000_000;
+                self.q.push(at, EventKind::Spawn, i as u32, 0);
+            }
+        }
+        // Wake up past the end of the program, so the next advance exits.
+        let prog = self.th[t].prog as usize;
+        let th = &mut self.th[t];
+        th.pc = self.progs[prog].ops.len() as u32;
+        th.iter = th.iter.saturating_sub(1);
+        if th.wait_start == NEVER {
+            th.wait_start = self.now;
+        }
+        self.block(c, t);
+    }
+
     /// Ends a lock/barrier/queue wait, adding it to the thread's lock time.
     fn end_wait(&mut self, t: usize) {
         let th = &mut self.th[t];
@@ -994,6 +1082,21 @@ impl Sim {
         }
     }
 
+    /// Puts thread `t` on lock `l`'s sleep queue the way the papers' Solaris libc does
+    /// (`enqueue()` in `synch.c`, `thread_queue_fifo` = 4): at the head (LIFO) except every
+    /// 16th enqueue, which goes to the tail (FIFO); a release wakes the head. LIFO "is unfair
+    /// and can lead to starvation, but it gives better performance for heavily contended
+    /// locks": the threads that parked last, and are still warm, get the lock again while
+    /// the others sleep on, so waiting is spread unevenly over the threads.
+    fn park(l: &mut LockState, t: usize) {
+        l.enqueues = l.enqueues.wrapping_add(1);
+        if l.enqueues.wrapping_shl(4) == 0 {
+            l.waiters.push_back(t as u32);
+        } else {
+            l.waiters.push_front(t as u32);
+        }
+    }
+
     fn lock_op(&self, t: usize) -> (u64, u32) {
         let th = &self.th[t];
         match self.progs[th.prog as usize].ops[th.pc as usize] {
@@ -1047,9 +1150,15 @@ impl Sim {
         self.live -= 1;
         let app = th.app as usize;
         let prog = th.prog as usize;
+        self.end_wait(t);
         self.apps[app].done += 1;
         if self.apps[app].done == self.apps[app].threads {
             self.apps[app].finished_at = Some(now);
+        }
+        let main = self.apps[app].first;
+        if self.apps[app].joining && self.apps[app].done + 1 == self.apps[app].threads {
+            // The last other thread exited: pthread_join returns in the main thread.
+            self.wake(main, c as u32);
         }
         let puts = self.progs[prog].puts.clone();
         for qi in puts {
@@ -1256,9 +1365,41 @@ fn build_hw(m: &Machine) -> Hw {
         llc_cpus,
         node_line,
         node_mem,
+        llc_ns: c.llc_ns,
         local_ns: c.local_ns,
         node_streams: c.node_streams.max(0.1),
         smt_factor: c.smt_factor,
         mlp: c.mlp.max(1.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn park_is_lifo_except_every_sixteenth_enqueue() {
+        // Solaris `enqueue()` with thread_queue_fifo = 4: enqueues 1–15 go to the head,
+        // the 16th to the tail. Threads 0..16 park in order: the head is the last LIFO one.
+        let mut l = LockState::default();
+        for t in 0..16 {
+            Sim::park(&mut l, t);
+        }
+        let order: Vec<u32> = l.waiters.iter().copied().collect();
+        let mut want: Vec<u32> = (0..15).rev().collect();
+        want.push(15);
+        assert_eq!(order, want);
+    }
+
+    #[test]
+    fn line_moves_within_an_llc_cost_an_llc_hit_and_refills_cost_memory() {
+        // Opteron 6272: CPUs 0 and 1 share socket 0's L3; CPU 16 is on socket 1.
+        let m = crate::machine::machine("opteron6272-4x16", None).unwrap();
+        let hw = build_hw(&m);
+        assert_eq!(hw.line_ns(0, 1), 40.0);
+        assert_eq!(hw.line_ns(0, 16), 201.0);
+        assert_eq!(hw.mem_ns(0, 1), 128.0);
+        assert_eq!(hw.mem_ns(0, 16), 201.0);
+        assert_eq!(hw.line_ns(3, 3), 0.0);
     }
 }

@@ -207,6 +207,9 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
             footprint_kb: a.footprint_kb.unwrap_or(256),
             spin_ns: a.spin_us.map_or(10_000, |u| (u.max(0.0) * 1e3) as u64),
             shared_data: a.shared_data,
+            memory_kb: 0,
+            start_ns: 0,
+            main_thread: false,
         };
         app.validate().map_err(bad)?;
         apps.push(app);

@@ -221,7 +221,7 @@ impl Sim {
             0.0
         } else {
             let app = self.th[t].app as usize;
-            self.apps[app].footprint_lines * self.hw.line_ns(old, c) / self.hw.mlp
+            self.apps[app].footprint_lines * self.hw.mem_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
         th.cpu = c;

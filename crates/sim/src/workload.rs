@@ -118,11 +118,42 @@ pub struct App {
     /// How long a thread spins on a held mutex before sleeping, nanoseconds.
     pub spin_ns: u64,
     /// Whether memory-bound work reads data shared by all threads (placed by the first
-    /// thread's first touch) rather than each thread's own pages.
+    /// thread's first touch) rather than each thread's own pages. See [`App::first_touch`].
     pub shared_data: bool,
+    /// Resident memory first-touched, KiB: the shared data (with `shared_data`) or each
+    /// thread's own pages; what `numa_maps` reports per node. 0 = `footprint_kb` stands in.
+    pub memory_kb: u32,
+    /// Delay from the start of the run until the application is launched (its first thread
+    /// is exec'd), nanoseconds.
+    pub start_ns: u64,
+    /// Whether the first group's single thread is a pthreads program's main thread: it runs
+    /// its program (reading the input: the first touch of shared data), then creates the
+    /// other threads and sleeps in `pthread_join` until they have exited, then exits.
+    pub main_thread: bool,
+}
+
+/// Who first touches an application's memory (Chiang & Su 2021, Table 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FirstTouch {
+    /// The thread group leader allocates and initializes the shared working set: its pages
+    /// sit on the node where the leader ran then (`shared_data`).
+    Leader,
+    /// Each thread allocates and initializes its own pages, on the node where it first runs
+    /// memory-bound work.
+    Thread,
 }
 
 impl App {
+    /// Who first touches its memory.
+    pub fn first_touch(&self) -> FirstTouch {
+        if self.shared_data {
+            FirstTouch::Leader
+        } else {
+            FirstTouch::Thread
+        }
+    }
+
     /// Threads in the application.
     pub fn threads(&self) -> usize {
         self.groups.iter().map(|g| g.threads).sum()
@@ -210,6 +241,20 @@ impl App {
                 }
             }
         }
+        if self.main_thread {
+            let main = &self.groups[0];
+            let sync = main
+                .ops
+                .iter()
+                .any(|o| !matches!(o, Op::Compute { .. } | Op::Sleep { .. }));
+            if main.threads != 1 || main.iterations.is_none() || sync {
+                return Err(format!(
+                    "application {:?}: the main thread's group must have one thread, an \
+                     iteration count and only compute and sleep operations",
+                    self.name
+                ));
+            }
+        }
         if self.queues.iter().any(|q| q.capacity == 0) {
             return Err(format!(
                 "application {:?} has a queue of capacity 0",
@@ -263,6 +308,10 @@ pub const BUILTINS: &[(&str, &str)] = &[
     (
         "memcached-like",
         "a cache server: servers (4) threads serve requests (20000) from threads (64) clients through one queue and one cache lock",
+    ),
+    (
+        "parsec-mix",
+        "Chiang & Su §4.2: 12 PARSEC programs at once (Table 2's first touch by leader or by thread), 1–32 workers each (threads sets them all), starting over 4 s; scale (1) multiplies their lengths",
     ),
 ];
 
@@ -354,6 +403,16 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
         p.map.insert("threads".into(), t.to_string());
     }
     let app = match name {
+        "parsec-mix" => {
+            let scale = p.num("scale", 1.0)?;
+            // Workers of every program; each its own count (1–32) when not given.
+            let workers = if p.map.contains_key("threads") {
+                Some(p.count("threads", 1)?)
+            } else {
+                None
+            };
+            return parsec_mix_builtin(spec, workers, scale, p);
+        }
         "ep-barrier" => {
             let n = p.count("threads", 3)?;
             let phase = p.num("phase_ms", 10.0)?;
@@ -405,6 +464,38 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
     }))
 }
 
+/// `parsec-mix` (see [`crate::parsec`]): several applications, so it is built apart.
+fn parsec_mix_builtin(
+    spec: &str,
+    workers: Option<usize>,
+    scale: f64,
+    p: Params,
+) -> Result<Option<Workload>, SimError> {
+    p.finish()?;
+    if scale <= 0.0 {
+        return Err(SimError::Workload {
+            name: spec.to_string(),
+            why: "scale must be positive".into(),
+        });
+    }
+    let apps = crate::parsec::parsec_mix(workers, scale);
+    for a in &apps {
+        a.validate().map_err(|why| SimError::Workload {
+            name: spec.to_string(),
+            why,
+        })?;
+    }
+    let description = BUILTINS
+        .iter()
+        .find(|(n, _)| *n == "parsec-mix")
+        .map_or(String::new(), |(_, d)| (*d).to_string());
+    Ok(Some(Workload {
+        name: spec.to_string(),
+        description,
+        apps,
+    }))
+}
+
 fn app(name: &str, groups: Vec<Group>, queues: Vec<QueueSpec>) -> App {
     App {
         name: name.to_string(),
@@ -413,6 +504,9 @@ fn app(name: &str, groups: Vec<Group>, queues: Vec<QueueSpec>) -> App {
         footprint_kb: 256,
         spin_ns: 10_000,
         shared_data: false,
+        memory_kb: 0,
+        start_ns: 0,
+        main_thread: false,
     }
 }
 
