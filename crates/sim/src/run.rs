@@ -104,6 +104,12 @@ pub(crate) struct Thread {
     pub picked_at: u64,
     pub last_ran: u64,
     pub bar_gen: u64,
+    /// Inside a ticket loop: the ticket op's index, and the index just past its body
+    /// (`NONE`: not in a loop).
+    pub loop_pc: u32,
+    pub loop_end: u32,
+    /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
+    pub passes: u64,
     pub last_wakee: u32,
     pub wakee_flips: u32,
     pub flip_decay: u64,
@@ -156,6 +162,10 @@ pub(crate) struct LockState {
     pub acquisitions: u64,
     pub handoffs: u64,
     pub cross: u64,
+    /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`NEVER`: not
+    /// yet) and the tickets taken since.
+    pub pass: u64,
+    pub taken: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -416,6 +426,7 @@ impl Sim {
             sim.locks.extend((0..app.locks()).map(|_| LockState {
                 holder: NONE,
                 last_cpu: NONE,
+                pass: NEVER,
                 ..LockState::default()
             }));
             sim.barriers.extend(
@@ -499,6 +510,9 @@ impl Sim {
                         picked_at: 0,
                         last_ran: 0,
                         bar_gen: NEVER,
+                        loop_pc: NONE,
+                        loop_end: NONE,
+                        passes: 0,
                         last_wakee: NONE,
                         wakee_flips: 0,
                         flip_decay: 0,
@@ -798,10 +812,27 @@ impl Sim {
         match self.th[t].act {
             Act::Work { lock, .. } => {
                 self.th[t].act = Act::Idle;
-                if lock != NONE {
+                if lock == NONE {
+                    self.th[t].pc += 1;
+                } else {
+                    let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
+                    if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
+                        // Still holding the mutex: take a ticket, then unlock.
+                        let got = self.take_ticket(lock as usize, t, items);
+                        let th = &mut self.th[t];
+                        if got {
+                            th.loop_pc = pc;
+                            th.loop_end = pc + 1 + u32::from(body);
+                            th.pc = pc + 1;
+                        } else {
+                            th.passes += 1;
+                            th.pc = pc + 1 + u32::from(body);
+                        }
+                    } else {
+                        self.th[t].pc += 1;
+                    }
                     self.release(lock as usize, t, c);
                 }
-                self.th[t].pc += 1;
             }
             Act::Spin { lock, .. } => {
                 // Spin budget spent: park on the lock's sleep queue.
@@ -839,6 +870,12 @@ impl Sim {
     fn advance_program(&mut self, c: usize, t: usize) {
         loop {
             let prog = self.th[t].prog as usize;
+            if self.th[t].pc == self.th[t].loop_end {
+                // A ticket's work unit is done: back to the dispenser for the next.
+                let th = &mut self.th[t];
+                th.pc = th.loop_pc;
+                th.loop_end = NONE;
+            }
             if self.th[t].pc as usize >= self.progs[prog].ops.len() {
                 let th = &mut self.th[t];
                 th.pc = 0;
@@ -869,6 +906,12 @@ impl Sim {
                     lock,
                     hold_ns,
                     lines,
+                }
+                | Op::Ticket {
+                    lock,
+                    hold_ns,
+                    lines,
+                    ..
                 } => {
                     let l = (self.apps[app].lock_base + u32::from(lock)) as usize;
                     if self.locks[l].holder == NONE {
@@ -1100,8 +1143,26 @@ impl Sim {
     fn lock_op(&self, t: usize) -> (u64, u32) {
         let th = &self.th[t];
         match self.progs[th.prog as usize].ops[th.pc as usize] {
-            Op::Lock { hold_ns, lines, .. } => (hold_ns, lines),
+            Op::Lock { hold_ns, lines, .. } | Op::Ticket { hold_ns, lines, .. } => (hold_ns, lines),
             _ => (0, 0),
+        }
+    }
+
+    /// Thread `t`, holding lock `l`, takes a ticket from the lock's pool of `items` per
+    /// pass; whether there was one. The first thread of a later pass refills the pool; a
+    /// thread of an earlier pass than the pool's finds it empty.
+    fn take_ticket(&mut self, l: usize, t: usize, items: u32) -> bool {
+        let k = self.th[t].passes;
+        let pool = &mut self.locks[l];
+        if pool.pass == NEVER || pool.pass < k {
+            pool.pass = k;
+            pool.taken = 0;
+        }
+        if pool.pass == k && pool.taken < items {
+            pool.taken += 1;
+            true
+        } else {
+            false
         }
     }
 
@@ -1389,6 +1450,26 @@ mod tests {
         let mut want: Vec<u32> = (0..15).rev().collect();
         want.push(15);
         assert_eq!(order, want);
+    }
+
+    #[test]
+    fn ticket_loops_hand_out_every_ticket_once_per_loop() {
+        // bodytrack with 4 workers, 2 frames: each loop takes all its tickets, plus one
+        // empty take per worker that ends it.
+        let m = crate::machine::machine("opteron6272-4x16", None).unwrap();
+        let w = crate::workload::Workload {
+            name: "bodytrack".into(),
+            description: String::new(),
+            apps: vec![crate::workload::bodytrack(4, 2)],
+        };
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.run_until(Nanos::from_secs(120));
+        assert!(sim.finished());
+        assert_eq!(sim.locks[0].acquisitions, 2 * 12 * (60 + 4));
+        assert_eq!(sim.locks[1].acquisitions, 2 * 5 * (1000 + 4 + 125 + 4));
+        // Every worker finished 2 frames × 22 loops.
+        assert!(sim.th[1..].iter().all(|t| t.passes == 2 * 22));
+        sim.check_invariants().unwrap();
     }
 
     #[test]

@@ -92,6 +92,17 @@ enum RawOp {
         #[serde(default)]
         lines: u32,
     },
+    Ticket {
+        lock: u16,
+        items: u32,
+        ns: Option<f64>,
+        us: Option<f64>,
+        ms: Option<f64>,
+        #[serde(default)]
+        lines: u32,
+        #[serde(default = "one")]
+        body: u16,
+    },
     Barrier {
         barrier: u16,
         wait: Wait,
@@ -123,6 +134,10 @@ impl<'de> Deserialize<'de> for Wait {
             ))),
         }
     }
+}
+
+fn one() -> u16 {
+    1
 }
 
 fn duration(ns: Option<f64>, us: Option<f64>, ms: Option<f64>) -> Result<u64, String> {
@@ -175,6 +190,22 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                         hold_ns: duration(ns, us, ms)
                             .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
                         lines,
+                    },
+                    RawOp::Ticket {
+                        lock,
+                        items,
+                        ns,
+                        us,
+                        ms,
+                        lines,
+                        body,
+                    } => Op::Ticket {
+                        lock,
+                        items,
+                        hold_ns: duration(ns, us, ms)
+                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
+                        lines,
+                        body,
                     },
                     RawOp::Barrier { barrier, wait } => Op::Barrier { barrier, wait },
                     RawOp::Put { queue } => Op::Put { queue },
@@ -296,6 +327,8 @@ ops = [ { op = "get", queue = 0 }, { op = "compute", us = 180, mem = 0.5, spread
             "{ op = \"barrier\", barrier = 0, wait = \"nap\" }",
             "{ op = \"put\", queue = 3 }",
             "{ op = \"compute\", us = 1, mem = 2.0 }",
+            "{ op = \"ticket\", lock = 0, items = 8, ns = 100 }",
+            "{ op = \"ticket\", lock = 0, items = 8, ns = 100, body = 0 }, { op = \"compute\", us = 1 }",
         ] {
             assert!(
                 parse_scenario(&base(ops), Path::new("x.toml")).is_err(),
@@ -303,5 +336,7 @@ ops = [ { op = "get", queue = 0 }, { op = "compute", us = 180, mem = 0.5, spread
             );
         }
         assert!(parse_scenario(&base("{ op = \"compute\", us = 1 }"), Path::new("x.toml")).is_ok());
+        let ticket = "{ op = \"ticket\", lock = 0, items = 8, ns = 100, lines = 1 }, { op = \"compute\", us = 5 }";
+        assert!(parse_scenario(&base(ticket), Path::new("x.toml")).is_ok());
     }
 }

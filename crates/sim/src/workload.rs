@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `Compute` | runs `ns` of work (± `spread`), a fraction `mem` of it memory-bound | CPU time; memory part slowed by remote pages and shared bandwidth |
 //! | `Lock` | acquires a mutex (spin, then block), holds it `hold_ns`, releases | the lock's line and `lines` protected lines move from the previous holder |
+//! | `Ticket` | takes the next ticket of a mutex-protected work pool, runs the following `body` ops for it, comes back until the pool is empty | as `Lock`, once per ticket and once more to find the pool empty |
 //! | `Barrier` | waits until every thread of the barrier arrives (`spin`, `yield` or `block`) | spin/yield burn CPU, block sleeps |
 //! | `Put` / `Get` | produces into / consumes from a bounded queue (blocking when full / empty) | the item's `lines` move from producer to consumer |
 //! | `Sleep` | blocks for `ns` (I/O, network) | nothing |
@@ -55,6 +56,30 @@ pub enum Op {
         hold_ns: u64,
         /// Cache lines of protected data the section touches (they follow the lock).
         lines: u32,
+    },
+    /// Take the next ticket of a shared work pool, as PARSEC's `TicketDispenser` does: lock
+    /// mutex `lock` (spin, then block, as [`Op::Lock`]), take one of the pool's `items`
+    /// tickets and unlock; with a ticket, run the next `body` ops (the work unit) and come
+    /// back for another; once the pool is empty, go on after them.
+    ///
+    /// The pool belongs to the mutex. Each thread counts the ticket loops it has finished
+    /// (found the pool empty); a thread starting loop *k* on a pool last filled for an
+    /// earlier loop refills it with `items` tickets (PARSEC's rank 0 calls
+    /// `resetDispenser` before the workers' `workInit` barrier). So every thread must run
+    /// the same sequence of ticket loops, and a barrier should separate two loops on one
+    /// pool: a thread still in loop *k* when another has refilled the pool for *k* + 1
+    /// finds it empty.
+    Ticket {
+        /// Mutex (and pool) index within the application.
+        lock: u16,
+        /// Tickets in the pool at each loop.
+        items: u32,
+        /// Work inside the critical section (reading and advancing the counter), ns.
+        hold_ns: u64,
+        /// Cache lines of protected data the section touches (the counter).
+        lines: u32,
+        /// Ops after this one that process one ticket (at least 1, no ticket among them).
+        body: u16,
     },
     /// Wait at barrier `barrier` until all its threads arrive.
     Barrier {
@@ -162,7 +187,7 @@ impl App {
     /// Number of locks (highest index used + 1).
     pub fn locks(&self) -> usize {
         self.max_index(|op| match op {
-            Op::Lock { lock, .. } => Some(*lock),
+            Op::Lock { lock, .. } | Op::Ticket { lock, .. } => Some(*lock),
             _ => None,
         })
     }
@@ -216,8 +241,21 @@ impl App {
                     g.name
                 ));
             }
-            for op in &g.ops {
+            for (i, op) in g.ops.iter().enumerate() {
                 match *op {
+                    Op::Ticket { body, items, .. } => {
+                        let end = i + 1 + usize::from(body);
+                        let nested = g.ops[i + 1..end.min(g.ops.len())]
+                            .iter()
+                            .any(|o| matches!(o, Op::Ticket { .. }));
+                        if body == 0 || end > g.ops.len() || nested || items == 0 {
+                            return Err(format!(
+                                "group {:?}: a ticket op needs items ≥ 1 and a body of 1 or \
+                                 more following ops without another ticket op",
+                                g.name
+                            ));
+                        }
+                    }
                     Op::Put { queue } | Op::Get { queue }
                         if usize::from(queue) >= self.queues.len() =>
                     {
@@ -303,7 +341,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ),
     (
         "bodytrack",
-        "PARSEC bodytrack (Shuffling §2): threads (64) take particles under one mutex (ticket work distribution), frames end at a barrier",
+        "PARSEC bodytrack (Shuffling §2): a main thread sends each kernel (12 edge passes, then 5 annealing layers of particle weights and resampling) to threads (64) workers, which take work-unit tickets from a mutex-protected dispenser until it is empty, then meet at a barrier; frames (100)",
     ),
     (
         "memcached-like",
@@ -437,7 +475,7 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
         }
         "bodytrack" => {
             let n = p.count("threads", 64)?;
-            let frames = p.count("frames", 150)?;
+            let frames = p.count("frames", 100)?;
             bodytrack(n, frames as u64)
         }
         "memcached-like" => {
@@ -636,52 +674,97 @@ pub fn streamcluster(n: usize, phases: u64) -> App {
     a
 }
 
-/// The think-time multiplier of bodytrack thread `i`: spread over 0.4–1.6 by a fixed
-/// low-discrepancy sequence (the golden ratio), so it is uncorrelated with thread order and
-/// with any seed. It models particles whose likelihood costs differ by image region.
-fn bodytrack_scale(i: usize) -> f64 {
-    let x = (i as f64 * 0.618_033_988_749_895).fract();
-    0.4 + 1.2 * x
-}
-
-/// `bodytrack`: each thread repeatedly takes a particle under one mutex (the ticket lock of
-/// the work distribution; the section updates shared model state, `lines` 16) and evaluates
-/// it (think time 100 µs × its own scale); threads with faster particles take more, so all
-/// finish a frame together; frames end at a barrier.
+/// `bodytrack`: PARSEC bodytrack's pthreads version (Shuffling §2, Fig. 3) with `n` workers
+/// in a persistent pool and the main thread that drives it, `frames` frames.
+///
+/// Every parallel kernel is one command the main thread sends to the pool
+/// (`WorkerGroup::SendCmd`): the workers wake from the command's condition variable
+/// (barrier 0, with the main thread), take tickets of work units from a
+/// `TicketDispenser` (a mutex-protected counter) until the dispenser runs dry, and meet
+/// the main thread again at the pool's done barrier (barrier 1). Work is therefore
+/// distributed dynamically: a thread that wins the mutex more often evaluates more work
+/// units. A frame (native input: 4 cameras of 640 × 480, 4000 particles, 5 annealing
+/// layers) runs
+///
+/// | command | dispenser | tickets | work unit | per ticket (assumed) | mem |
+/// |---|---|---|---|---|---|
+/// | edge maps: gradient, row filter, column filter, × 4 cameras | `loopTickets` (mutex 0) | 60 (480 rows / 8) | 8 image rows | 30 µs ± 20 % | 0.3 |
+/// | per layer (× 5): particle weights | `particleTickets` (mutex 1) | 1000 (4000 / 4) | 4 particles' likelihoods | 120 µs ± 50 % | 0.2 |
+/// | per layer (× 5): new particles | `particleTickets` (mutex 1) | 125 (4000 / 32) | 32 resampled particles | 40 µs ± 20 % | 0.2 |
+///
+/// and the main thread's serial work between commands: 0.35 ms after each layer's weights
+/// (normalizing 4000 weights, resampling bins) and 0.2 ms per frame (the pose estimate).
+///
+/// Sources and assumptions. The ticket counts and work-unit sizes are the source's
+/// (`WORKUNIT_SIZE_GRADIENT`/`FILTERROW`/`FILTERCOLUMN` = 8 rows,
+/// `WORKUNIT_SIZE_PARTICLEWEIGHTS` = 4, `WORKUNIT_SIZE_NEWPARTICLES` = 32) and PARSEC's
+/// native input. The critical section is `getTicket()`: read the counter, add the step
+/// (0.1 µs), one line of protected data (the counter next to the mutex). The per-ticket
+/// costs are assumptions: about 30 µs per likelihood evaluation at 2.1 GHz (a sequential
+/// native run of the order of 10² s over 261 × 5 × 4000 evaluations); ±50 % because
+/// particles that violate the model's joint limits return early and the others project a
+/// different number of body parts into the images; an edge-kernel row of 640 pixels at a
+/// few µs. Memory-bound fractions are assumptions consistent with BT's moderate LLC miss
+/// rate (3.3 MPKI, Shuffling Fig. 1b; the edge and foreground maps, about 2.4 MB, fit the
+/// 16 MB L3), higher for the filters, which stream image rows. The main thread's serial
+/// work is an assumption (loops over 4000 particles). Nothing differs between workers:
+/// which thread takes how many tickets, and so each thread's lock time, comes out of the
+/// mutex (spin, then the mostly-LIFO sleep queue) and the scheduler.
 pub fn bodytrack(n: usize, frames: u64) -> App {
-    let base = 100.0 * US;
-    let per_frame = 24.0;
-    let groups = (0..n)
-        .map(|i| {
-            let s = bodytrack_scale(i);
-            let k = (per_frame / s).round().max(1.0) as usize;
-            let mut ops = Vec::with_capacity(2 * k + 1);
-            for _ in 0..k {
-                ops.push(Op::Lock {
-                    lock: 0,
-                    hold_ns: ns(1.5 * US),
-                    lines: 16,
-                });
-                ops.push(Op::Compute {
-                    ns: ns(base * s),
-                    spread: 0.2,
-                    mem: 0.2,
-                });
-            }
-            ops.push(Op::Barrier {
-                barrier: 0,
-                wait: Wait::Block,
-            });
-            Group {
-                name: format!("worker{i}"),
-                threads: 1,
-                ops,
-                iterations: Some(frames),
-            }
-        })
-        .collect();
+    let (start, done) = (
+        Op::Barrier {
+            barrier: 0,
+            wait: Wait::Block,
+        },
+        Op::Barrier {
+            barrier: 1,
+            wait: Wait::Block,
+        },
+    );
+    let ticket = |lock: u16, items: u32| Op::Ticket {
+        lock,
+        items,
+        hold_ns: ns(0.1 * US),
+        lines: 1,
+        body: 1,
+    };
+    let work = |us: f64, spread: f32, mem: f32| Op::Compute {
+        ns: ns(us * US),
+        spread,
+        mem,
+    };
+    let serial = |us: f64| work(us, 0.1, 0.2);
+    let mut main = Vec::new();
+    let mut worker = Vec::new();
+    // Edge maps of the 4 cameras: gradient, then the separable blur's row and column pass.
+    for _ in 0..4 * 3 {
+        main.extend([start, done]);
+        worker.extend([start, ticket(0, 60), work(30.0, 0.2, 0.3), done]);
+    }
+    // The particle filter's annealing layers.
+    for _ in 0..5 {
+        main.extend([start, done, serial(350.0), start, done]);
+        worker.extend([start, ticket(1, 1000), work(120.0, 0.5, 0.2), done]);
+        worker.extend([start, ticket(1, 125), work(40.0, 0.2, 0.2), done]);
+    }
+    main.push(serial(200.0));
+    let groups = vec![
+        Group {
+            name: "main".into(),
+            threads: 1,
+            ops: main,
+            iterations: Some(frames),
+        },
+        Group {
+            name: "worker".into(),
+            threads: n,
+            ops: worker,
+            iterations: Some(frames),
+        },
+    ];
     let mut a = app("bodytrack", groups, vec![]);
     a.footprint_kb = 256;
+    // The main thread reads the images and builds the edge and foreground maps' buffers.
     a.shared_data = true;
     a
 }
@@ -770,10 +853,35 @@ mod tests {
     }
 
     #[test]
-    fn bodytrack_scales_spread_evenly() {
-        let s: Vec<f64> = (0..64).map(bodytrack_scale).collect();
-        assert!(s.iter().all(|x| (0.4..1.6).contains(x)));
-        let mean = s.iter().sum::<f64>() / 64.0;
-        assert!((mean - 1.0).abs() < 0.05, "{mean}");
+    fn bodytrack_workers_share_dispensers_and_barriers_with_the_main_thread() {
+        let w = builtin("bodytrack:frames=2", Some(8)).unwrap().unwrap();
+        let a = &w.apps[0];
+        // 8 workers and the main thread; both barriers include the main thread.
+        assert_eq!(a.threads(), 9);
+        assert_eq!(a.barrier_parties(), vec![9, 9]);
+        assert_eq!(a.locks(), 2);
+        let tickets: u32 = a.groups[1]
+            .ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Ticket { items, .. } => Some(*items),
+                _ => None,
+            })
+            .sum();
+        // 12 edge kernels × 60 + 5 layers × (1000 + 125) tickets per frame.
+        assert_eq!(tickets, 12 * 60 + 5 * 1125);
+    }
+
+    #[test]
+    fn ticket_ops_need_a_body_within_the_program() {
+        let mut a = bodytrack(2, 1);
+        a.groups[1].ops.push(Op::Ticket {
+            lock: 0,
+            items: 4,
+            hold_ns: 100,
+            lines: 1,
+            body: 1,
+        });
+        assert!(a.validate().is_err());
     }
 }
