@@ -13,6 +13,17 @@
 //! whose start time differs from the plan's is never touched, and every changed mask is
 //! restored by [`Actuator::restore_all`], which `Drop` also calls as a safety net.
 //!
+//! **Inherited masks.** A thread starts with its creator's mask, so a thread created by
+//! a thread we confined carries a mask we chose, not one the program chose. Once told
+//! when management began and what the managed processes' masks were then
+//! ([`Actuator::inherit_from`]), the actuator treats a thread that started after that
+//! instant and whose mask is exactly one it applied as having inherited it: its original
+//! is the process's mask from the start (so later moves may use every CPU the program
+//! allowed), and [`Actuator::restore_inherited`] widens it back at the end even if no move
+//! ever named it. A program that itself sets a thread to exactly a mask we applied is
+//! indistinguishable from this and is widened too; that is the one case this rule gets
+//! wrong.
+//!
 //! Masks of any size are supported: the fixed 1024-CPU set of the C library is used while
 //! it can hold the mask, and the raw system calls with a larger buffer beyond that.
 
@@ -121,6 +132,11 @@ struct Touched {
 pub struct Actuator {
     root: Root,
     touched: BTreeMap<Tid, Touched>,
+    /// Every distinct mask this actuator has set (there are as many as domains used).
+    applied: Vec<CpuSet>,
+    /// Start time (clock ticks since boot) from which a thread may have inherited a mask
+    /// of ours, and the managed processes' mask at that time.
+    inherit: Option<(u64, CpuSet)>,
 }
 
 impl Actuator {
@@ -130,6 +146,26 @@ impl Actuator {
         Actuator {
             root,
             touched: BTreeMap::new(),
+            applied: Vec::new(),
+            inherit: None,
+        }
+    }
+
+    /// Declares that management began at `since` (clock ticks since boot, as thread start
+    /// times are counted) with the managed processes allowed on `base`; see the module docs
+    /// on inherited masks.
+    pub fn inherit_from(&mut self, since: u64, base: CpuSet) {
+        self.inherit = Some((since, base));
+    }
+
+    /// The mask `key` had before we touched it: its current mask, or the processes' base
+    /// mask when it started after management began with a mask of ours.
+    fn original_of(&self, key: ThreadKey, current: &CpuSet) -> CpuSet {
+        match &self.inherit {
+            Some((since, base)) if key.start_time >= *since && self.applied.contains(current) => {
+                base.clone()
+            }
+            _ => current.clone(),
         }
     }
 
@@ -163,7 +199,7 @@ impl Actuator {
         };
         let original = match self.touched.get(&key.tid) {
             Some(t) => t.original.clone(),
-            None => current.clone(),
+            None => self.original_of(key, &current),
         };
         let want = match mv.to {
             Target::Original => original.clone(),
@@ -189,6 +225,9 @@ impl Actuator {
         }
         if let Err(e) = set_affinity(key.tid, &want) {
             return outcome_of(&e);
+        }
+        if !self.applied.contains(&want) {
+            self.applied.push(want.clone());
         }
         if self.same_thread(key) != Some(true) {
             // The thread exited and its tid was reused between the check and the call: put
@@ -237,6 +276,56 @@ impl Actuator {
                 None => MoveOutcome::Denied,
             };
             report.count(outcome);
+        }
+        report
+    }
+
+    /// Widens back the threads of `pids` that inherited a mask of ours and were never moved
+    /// (see the module docs): each thread that started after management began and whose
+    /// mask is one we applied gets the processes' base mask. Call after
+    /// [`Actuator::restore_all`]. Counts as `restore_all` does.
+    pub fn restore_inherited(&mut self, pids: &[threadbalance_model::Pid]) -> ApplyReport {
+        let mut report = ApplyReport::default();
+        let Some((since, base)) = self.inherit.clone() else {
+            return report;
+        };
+        if self.applied.is_empty() {
+            return report;
+        }
+        for &pid in pids {
+            let dir = self.root.proc_dir(pid).join("task");
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                    continue;
+                };
+                let tid = Tid(tid);
+                let Ok(Some(start)) = read_start_time(&self.root, pid, tid) else {
+                    continue;
+                };
+                if start < since {
+                    continue;
+                }
+                let key = ThreadKey {
+                    pid,
+                    tid,
+                    start_time: start,
+                };
+                let outcome = match affinity_of(tid) {
+                    Ok(current) if self.applied.contains(&current) && current != base => {
+                        match set_affinity(tid, &base) {
+                            Ok(()) if self.same_thread(key) == Some(true) => MoveOutcome::Done,
+                            Ok(()) => MoveOutcome::Vanished,
+                            Err(e) => outcome_of(&e),
+                        }
+                    }
+                    Ok(_) => continue,
+                    Err(e) => outcome_of(&e),
+                };
+                report.count(outcome);
+            }
         }
         report
     }

@@ -69,8 +69,19 @@ impl LinuxHost {
         cfg: SamplerConfig,
     ) -> Result<LinuxHost, LinuxError> {
         let sampler = Sampler::new(root.clone(), pids, cfg)?;
+        let mut actuator = Actuator::new(root.clone());
+        // Threads that start from now on may inherit masks we set: management began no
+        // earlier than this process did, and the managed processes' mask is their leader's.
+        let me = Pid(std::process::id() as i32);
+        if let (Ok(Some(since)), Some(&first)) =
+            (read_start_time(&root, me, Tid(me.0)), pids.first())
+        {
+            if let Ok(base) = crate::actuate::affinity_of(Tid(first.0)) {
+                actuator.inherit_from(since, base);
+            }
+        }
         Ok(LinuxHost {
-            actuator: Actuator::new(root.clone()),
+            actuator,
             root,
             topo,
             sampler,
@@ -94,9 +105,13 @@ impl LinuxHost {
         self.actuator.apply(&self.topo, plan)
     }
 
-    /// Restores every mask changed so far; see [`Actuator::restore_all`].
+    /// Restores every mask changed so far, and widens back the threads that inherited a
+    /// mask of ours without ever being moved; see [`Actuator::restore_all`] and
+    /// [`Actuator::restore_inherited`].
     pub fn restore_all(&mut self) -> ApplyReport {
-        self.actuator.restore_all()
+        let mut report = self.actuator.restore_all();
+        report.add(&self.actuator.restore_inherited(&self.sampler.pids()));
+        report
     }
 
     /// Whether any of the processes given to [`LinuxHost::new`] is still running (exists and

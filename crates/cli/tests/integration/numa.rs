@@ -1,11 +1,13 @@
 //! NUMA selection on a multi-node machine read from fixtures: the topology of a 2-socket,
 //! 4-node machine from its `/sys` tree, a process's memory per node from its `numa_maps`,
-//! and the policies' choice of which thread moves off an overloaded node.
+//! and the policies' choice of which thread moves off an overloaded node. The balancer also
+//! adopts every thread it sees for the first time, confining it to the node it runs on
+//! (`Reason::Initial`): those moves keep a thread where it is and are checked apart.
 
 use std::path::PathBuf;
 use threadbalance_linux::{Root, read_numa_balancing, read_process_memory, read_topology};
 use threadbalance_model::testutil::{key, window_of};
-use threadbalance_model::{Level, NodeId, Pid, ProcessMemory, Target};
+use threadbalance_model::{CpuId, Level, Move, NodeId, Pid, ProcessMemory, Reason, Target};
 use threadbalance_policy::{Settings, build};
 
 fn fixtures() -> PathBuf {
@@ -40,31 +42,54 @@ fn numa_fixture_machine_moves_threads_off_the_crowded_node_by_memory() {
     for name in ["numa-mb", "numa-mb-plus", "numa-excl"] {
         let mut p = build(name, &Settings::new(Level::Node), &topo).unwrap();
         let plan = p.decide(&topo, &w);
+        // Adoption: each of the 9 threads not moved is confined to the node it runs on.
+        let (adopted, moves): (Vec<Move>, Vec<Move>) =
+            plan.moves.iter().partition(|m| m.why == Reason::Initial);
+        for m in &adopted {
+            let (_, _, cpu) = threads.iter().find(|t| t.0 == m.thread).unwrap();
+            let here = topo.domain_of(CpuId(*cpu), Level::Node);
+            assert_eq!(
+                m.to,
+                Target::Domain {
+                    level: Level::Node,
+                    index: here.unwrap()
+                },
+                "{name}: adoption keeps {m:?} on its node"
+            );
+        }
+        assert_eq!(adopted.len() + moves.len(), threads.len(), "{name}");
         assert!(
-            !plan.moves.is_empty(),
+            !moves.is_empty(),
             "{name}: node 0 has 8 threads, nodes 2 and 3 none"
         );
-        for m in &plan.moves {
+        for m in &moves {
+            assert!(
+                matches!(
+                    m.why,
+                    Reason::NumaBalance {
+                        from: NodeId(0),
+                        ..
+                    }
+                ),
+                "{name}: {m:?}"
+            );
             let Target::Domain { level, index } = m.to else {
                 panic!("{name}: moves go to a node: {m:?}");
             };
             assert_eq!(level, Level::Node);
             assert_ne!(index, 0, "{name}: nothing moves onto the crowded node");
         }
-        let first = plan.moves[0].thread;
+        let first = moves[0].thread;
         if name == "numa-mb" {
             // MB's benefit RSS(dest) − RSS(src) with dest node 2: 777 gains
             // 6291456 − 4317184 > 0, 900 loses 64 MiB: one of 777's threads goes first.
-            assert_eq!(first.pid, Pid(777), "{name}: {:?}", plan.moves);
+            assert_eq!(first.pid, Pid(777), "{name}: {moves:?}");
         } else {
             // The enhanced procedure skips 777's threads (their leader is on the source),
             // never moves a leader, and evaluates 900's (its leader is on another node).
-            assert_eq!(first.pid, Pid(900), "{name}: {:?}", plan.moves);
-            assert!(plan.moves.iter().all(|m| !m.thread.is_leader()), "{name}");
-            assert!(
-                plan.moves.iter().all(|m| m.thread.pid == Pid(900)),
-                "{name}"
-            );
+            assert_eq!(first.pid, Pid(900), "{name}: {moves:?}");
+            assert!(moves.iter().all(|m| !m.thread.is_leader()), "{name}");
+            assert!(moves.iter().all(|m| m.thread.pid == Pid(900)), "{name}");
         }
     }
 }

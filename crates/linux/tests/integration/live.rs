@@ -79,6 +79,7 @@ impl Spinners {
 /// sleeping threads; killed and reaped on drop.
 struct Helper {
     child: Child,
+    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
 const HELPER_THREADS: usize = 3;
@@ -100,14 +101,30 @@ impl Helper {
             .spawn()
             .unwrap();
         let out = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(out).lines();
+        let mut h = Helper {
+            child,
+            out: BufReader::new(out).lines(),
+        };
+        h.wait_for("helper ready");
+        h
+    }
+
+    /// Reads the helper's output until a line ends with `what`.
+    fn wait_for(&mut self, what: &str) {
         loop {
-            let line = lines.next().expect("helper ended early").unwrap();
-            if line.ends_with("helper ready") {
-                break;
+            let line = self.out.next().expect("helper ended early").unwrap();
+            if line.ends_with(what) {
+                return;
             }
         }
-        Helper { child }
+    }
+
+    /// Makes the helper's main thread start two more threads, and waits until it has.
+    fn spawn_two(&mut self) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(b"spawn\n").unwrap();
+        stdin.flush().unwrap();
+        self.wait_for("spawned");
     }
 
     fn pid(&self) -> Pid {
@@ -153,9 +170,24 @@ fn live_helper_process_with_threads() {
     });
     println!("helper ready");
     std::io::stdout().flush().unwrap();
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
-    std::process::exit(0);
+    // "spawn" starts two more threads from this (the main) thread; anything else, or the
+    // end of input, ends the helper.
+    loop {
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        if line.trim() != "spawn" {
+            std::process::exit(0);
+        }
+        for _ in 0..2 {
+            std::thread::spawn(|| {
+                loop {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        }
+        println!("spawned");
+        std::io::stdout().flush().unwrap();
+    }
 }
 
 fn mv(key: ThreadKey, to: Target) -> Plan {
@@ -352,6 +384,56 @@ fn live_actuator_pins_child_thread_and_restores_it() {
     assert_eq!(r.done, 1, "{r:?}");
     assert_eq!(allowed(key.pid, key.tid), before);
     assert_eq!(act.changed().count(), 0);
+    h.stop();
+}
+
+#[test]
+fn live_host_threads_inheriting_our_mask_may_use_every_allowed_cpu_and_are_widened_back() {
+    let topo = read_topology(&Root::system()).unwrap();
+    if topo.cpus().len() < 2 {
+        return; // nothing to confine to on one CPU
+    }
+    let mut h = Helper::start();
+    let online = topo.online().clone();
+    let mut host = LinuxHost::new(
+        Root::system(),
+        topo.clone(),
+        &[h.pid()],
+        SamplerConfig::new(facts()),
+    )
+    .unwrap();
+    let mut snap = Snapshot::default();
+    host.sample(&mut snap).unwrap();
+    // Confine every thread to CPU 0 (the helper's body runs on a thread the test harness
+    // started), then let it start two threads: they inherit {0}.
+    let before: Vec<ThreadKey> = snap.threads.iter().map(|t| t.key).collect();
+    for &k in &before {
+        let r = host.apply(&mv(k, Target::Cpu(CpuId(0))));
+        assert_eq!(r.done, 1, "{r:?}");
+    }
+    h.spawn_two();
+    host.sample(&mut snap).unwrap();
+    let born: Vec<ThreadKey> = snap
+        .threads
+        .iter()
+        .map(|t| t.key)
+        .filter(|k| !before.contains(k))
+        .collect();
+    assert_eq!(born.len(), 2, "{:?}", snap.threads);
+    for k in &born {
+        assert_eq!(allowed(k.pid, k.tid), CpuSet::single(CpuId(0)), "inherited");
+    }
+    // The inherited {0} is not the program's choice: a move to CPU 1 is allowed.
+    let r = host.apply(&mv(born[0], Target::Cpu(CpuId(1))));
+    assert_eq!((r.done, r.denied), (1, 0), "{r:?}");
+    assert_eq!(allowed(born[0].pid, born[0].tid), CpuSet::single(CpuId(1)));
+    // Restoring puts every thread back on the process's mask, including the new thread
+    // that was never moved.
+    let r = host.restore_all();
+    assert_eq!(r.done as usize, before.len() + 2, "{r:?}");
+    for k in before.iter().chain(&born) {
+        assert_eq!(allowed(k.pid, k.tid), online, "{k:?}");
+    }
     h.stop();
 }
 

@@ -3,20 +3,49 @@
 //! idlest, one at a time, and the *selection* decides which thread: Linux's First-Fit, the
 //! memory-aware TM, MB and BCE, or the thread-aware Exclusivity, with or without the
 //! enhanced procedure that keeps threads near their group leader (see [`selection`]).
-//! Inside a node Linux balances: a moved thread may run on any CPU of its new node.
+//!
+//! **The balancer owns inter-node placement.** In the paper the selection policy sits in
+//! the kernel's inter-node load balancing, so it chooses *every* migration between nodes;
+//! inside a node Linux balances as usual. In user space the only way to get that split is
+//! to confine every thread to one node: each managed thread is *adopted* the first time the
+//! balancer sees it, confined to the node it is running on (its CPUs ∩ the thread's
+//! original mask), with [`Reason::Initial`]. From then on Linux moves it only between the
+//! CPUs of that node (idle pulls, wake-up placement, periodic balancing), and it changes
+//! node only when this balancer moves it ([`Reason::NumaBalance`]). Without adoption the
+//! balancer would confine only the threads it moved, and Linux would keep moving all the
+//! others between nodes on its own, whatever the selection.
+//!
+//! *Which node a new thread is adopted on.* The node of its last CPU: adoption pins a
+//! thread where Linux put it and never moves it. That is the paper's split: "when a task is
+//! created, the OS scheduler dispatches it to the core with the least load" (§3.1), and the
+//! selection policies act only when the balancer migrates threads. Keeping threads with
+//! their leader (§3.2) is the *selection's* job, not the placement's: Excl and MB+ move a
+//! thread at once when its leader is on the idlest node and never take one away from its
+//! leader's node. Adopting every worker on its leader's node instead would be a placement
+//! policy the paper does not have, would pile a program's threads onto one node (32
+//! workers on 8 CPUs), and under Excl and MB+ those threads could never leave (their leader
+//! is on the source), so the imbalance could not be undone.
+//!
+//! A thread created between two ticks is placed by Linux and may cross nodes until the
+//! next tick adopts it (one interval at most). On Linux a new thread inherits its
+//! creator's mask, so one created by a confined thread starts, and is adopted, on its
+//! creator's node.
 //!
 //! ```text
-//!  Window ─► node of each thread (where we placed it, else its last CPU)
+//!  Window ─► forget vanished threads; adopt new ones: Move { thread, to: its node, Initial }
+//!         ─► node of each thread (where we placed it)
 //!         ─► load per node: runnable threads (or summed utilization), scaled to equal size
 //!         ─► busiest b, idlest i: L_b − L_i > 1 thread and L_b > 1.25·L_i?
+//!             or else b = the node waiting most, i = the idlest: ≥ 1 waiting, ≥ 1 CPU idle?
 //!              yes ─► RunQueue { src: b, dst: i, threads runnable on b, groups }
 //!                     ─► Selection::select ─► Move { thread, to: node i, NumaBalance }
 //!                     ─► update loads and the group's thread distribution, repeat
-//!              no  ─► done (or 8 moves this tick)
+//!              no  ─► done (or 8 balancing moves this tick)
 //! ```
 //!
 //! * **Thread group** = process; **group leader** = the thread whose tid is the pid.
-//! * **Node of a thread** = the node we last placed it on, else the node of its last CPU.
+//! * **Node of a thread** = the node we adopted it on or last moved it to (a sleeping
+//!   thread's last CPU lags behind a move until it wakes up).
 //! * **`RSS_p(i)`** = the process's resident bytes on node `i` (`Window::memory`, from
 //!   `numa_maps`); a process with no memory sample has zero everywhere, so the memory-aware
 //!   selections fall back to run-queue order for it.
@@ -28,13 +57,31 @@
 //! 5 % of the window ([`ACTIVE_UTIL`]): the state alone is an instant and misses threads that
 //! ran and just blocked. With [`LoadMetric::Runnable`] (the default) each runnable thread
 //! weighs 1; with [`LoadMetric::Util`] a thread with utilization ≥ 5 % weighs its
-//! utilization. Node loads are scaled to the mean node size (`L'_k = L_k · C̄ / C_k` for `C_k`
-//! CPUs), so nodes of unequal size compare fairly; on equal nodes `L' = L`.
+//! utilization. Since every managed thread is confined to its node, these per-node sums are
+//! exactly what each node's CPUs have to run. Node loads are scaled to the mean node size
+//! (`L'_k = L_k · C̄ / C_k` for `C_k` CPUs), so nodes of unequal size compare fairly; on
+//! equal nodes `L' = L`.
 //!
 //! Balancing starts when `L'_b − L'_i > min_imbalance` (1 thread) **and**
 //! `L'_b > (1 + imbalance_pct) · L'_i` (25 %, Linux's `imbalance_pct` of 125 for NUMA
-//! domains). A move is made only if it shrinks the gap (`|d − w(s_b + s_i)| < d` for a
-//! thread of weight `w`), so a balanced machine never sees a thread go back and forth.
+//! domains); such a move is made only if it shrinks the gap (`|d − w(s_b + s_i)| < d` for
+//! a thread of weight `w`), so a balanced machine never sees a thread go back and forth.
+//!
+//! It also starts, whatever the loads, when a CPU idles on one node while threads wait
+//! for a CPU on another ([`IDLE_NEXT_TO_QUEUE`]): with every thread confined, Linux can
+//! no longer pull a waiting thread across nodes, so this is the balancer's to fix even
+//! when the 25 % rule tolerates it (17 threads sharing 16 CPUs next to 15 threads on 16
+//! CPUs: 17 < 1.25 · 15). A node idles when its threads ran at least one CPU's worth less
+//! than its CPUs (`C_i − Σ util ≥ 1`) and queues when they waited at least one thread's
+//! worth (`Σ latency ≥ 1`, schedstat's run-queue delay); the run-queue count alone would
+//! mistake threads that block at a barrier for a queue. Each such move counts as filling
+//! one idle CPU and removing one waiting thread, so no more threads move than there were
+//! of either.
+//! At most `max_moves` (8) balancing moves are made per tick; adoptions do not count, they
+//! move nothing.
+//!
+//! On a machine with one NUMA node there is nothing to balance between nodes: the policy
+//! adopts nothing, moves nothing, and says so once.
 //!
 //! ```
 //! use threadbalance_model::testutil::key;
@@ -59,7 +106,7 @@ use crate::{Policy, PolicyError, Settings};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use threadbalance_model::{
-    Level, Move, Nanos, Pid, Plan, Reason, Target, ThreadKey, ThreadState, Topology, Window,
+    Domain, Level, Move, Nanos, Pid, Plan, Reason, Target, ThreadKey, ThreadState, Topology, Window,
 };
 
 /// How often the balancer looks by default: 200 ms, between Linux's NUMA-domain balancing
@@ -69,6 +116,12 @@ pub const NUMA_INTERVAL: Nanos = Nanos::from_millis(200);
 /// Utilization (fraction of the window) from which a thread counts as runnable even if it
 /// was asleep at the instant of the sample.
 pub const ACTIVE_UTIL: f64 = 0.05;
+
+/// CPUs' worth of idle time on one node, and threads' worth of waiting for a CPU on
+/// another, from which the balancer moves a thread whatever the load thresholds say: with
+/// every thread confined to its node, Linux can no longer pull a waiting thread onto an
+/// idle CPU of another node.
+pub const IDLE_NEXT_TO_QUEUE: f64 = 1.0;
 
 /// What a node's load counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -124,6 +177,8 @@ pub fn build(
 /// What the balancer did over a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NumaTotals {
+    /// Threads adopted: confined to the node they ran on when first seen.
+    pub adopted: u64,
     /// Ticks on which nodes were imbalanced.
     pub imbalanced_ticks: u64,
     /// Threads moved between nodes.
@@ -144,7 +199,8 @@ pub struct NumaBalance {
     selection: Selection,
     cfg: NumaSettings,
     interval: Nanos,
-    /// The node (dense index) we last placed each thread on.
+    /// The node (dense index) each managed thread is confined to: where we adopted it, or
+    /// where we last moved it.
     placed: BTreeMap<ThreadKey, usize>,
     said_one_node: bool,
     stuck: bool,
@@ -210,6 +266,34 @@ impl NumaBalance {
         busiest - idlest > self.cfg.min_imbalance
             && busiest > (1.0 + self.cfg.imbalance_pct) * idlest
     }
+
+    /// Confines every thread seen for the first time to the node of its last CPU (see the
+    /// module docs): one [`Reason::Initial`] move each, in key order.
+    fn adopt(&mut self, topo: &Topology, w: &Window, nodes: usize) -> Vec<Move> {
+        let mut adopted = Vec::new();
+        for t in &w.threads {
+            if self.placed.contains_key(&t.key) {
+                continue;
+            }
+            let Some(node) = topo
+                .domain_of(t.last_cpu, Level::Node)
+                .filter(|&k| k < nodes)
+            else {
+                continue;
+            };
+            self.placed.insert(t.key, node);
+            adopted.push(Move {
+                thread: t.key,
+                to: Target::Domain {
+                    level: Level::Node,
+                    index: node,
+                },
+                why: Reason::Initial,
+            });
+        }
+        self.totals.adopted += adopted.len() as u64;
+        adopted
+    }
 }
 
 /// The balancer's view of one window: groups, run queues and loads per node.
@@ -221,6 +305,10 @@ struct State {
     weights: Vec<Vec<f64>>,
     /// Summed weight per node.
     load: Vec<f64>,
+    /// CPUs' worth the node's threads ran (summed utilization), whatever the load metric.
+    busy: Vec<f64>,
+    /// Threads' worth of waiting for a CPU on the node (summed run-queue latency).
+    waiting: Vec<f64>,
 }
 
 impl State {
@@ -237,6 +325,8 @@ impl State {
             queues: vec![Vec::new(); n],
             weights: vec![Vec::new(); n],
             load: vec![0.0; n],
+            busy: vec![0.0; n],
+            waiting: vec![0.0; n],
         };
         let mut index: BTreeMap<Pid, usize> = BTreeMap::new();
         for t in &w.threads {
@@ -257,6 +347,8 @@ impl State {
             if t.key.is_leader() {
                 group.leader_node = Some(node);
             }
+            st.busy[node] += t.util;
+            st.waiting[node] += t.latency;
             let weight = match metric {
                 LoadMetric::Runnable
                     if t.state == ThreadState::Running || t.util >= ACTIVE_UTIL =>
@@ -289,6 +381,32 @@ impl State {
         }
         st
     }
+
+    /// The node whose threads waited longest for a CPU (at least [`IDLE_NEXT_TO_QUEUE`]
+    /// threads' worth) among those not `exhausted`, and the node with the most idle CPUs
+    /// (at least [`IDLE_NEXT_TO_QUEUE`] CPUs' worth), if they differ. Ties go to the lower
+    /// index.
+    fn idle_next_to_queue(&self, domains: &[Domain], exhausted: &[bool]) -> Option<(usize, usize)> {
+        let mut queue: Option<(usize, f64)> = None;
+        let mut idle: Option<(usize, f64)> = None;
+        for (k, d) in domains.iter().enumerate() {
+            let waiting = self.waiting[k];
+            if !exhausted[k]
+                && waiting >= IDLE_NEXT_TO_QUEUE
+                && queue.is_none_or(|(_, w)| waiting > w)
+            {
+                queue = Some((k, waiting));
+            }
+            let spare = d.cpus.len() as f64 - self.busy[k];
+            if spare >= IDLE_NEXT_TO_QUEUE && idle.is_none_or(|(_, s)| spare > s) {
+                idle = Some((k, spare));
+            }
+        }
+        match (queue, idle) {
+            (Some((b, _)), Some((i, _))) if b != i => Some((b, i)),
+            _ => None,
+        }
+    }
 }
 
 impl Policy for NumaBalance {
@@ -312,9 +430,66 @@ impl Policy for NumaBalance {
         }
         // Forget threads that are gone; a reused tid has another start time, another key.
         self.placed.retain(|k, _| w.thread(k).is_some());
-        if w.duration() == Nanos::ZERO {
-            return Plan::wait(self.interval);
+        let adopted = self.adopt(topo, w, domains.len());
+        let mut plan = if w.duration() == Nanos::ZERO {
+            Plan::wait(self.interval)
+        } else {
+            self.balance(topo, w)
+        };
+        // A thread adopted and moved in the same tick needs only its move.
+        let mut adopted: Vec<Move> = adopted
+            .into_iter()
+            .filter(|a| plan.moves.iter().all(|m| m.thread != a.thread))
+            .collect();
+        if !adopted.is_empty() {
+            let said = format!(
+                "{}: confined {} new thread{} to the node each runs on",
+                self.name(),
+                adopted.len(),
+                if adopted.len() == 1 { "" } else { "s" },
+            );
+            let prefix = format!("{}: ", self.name());
+            plan.note = Some(match plan.note.take() {
+                Some(other) => {
+                    let other = other.strip_prefix(&prefix).unwrap_or(&other);
+                    format!("{said}; {other}")
+                }
+                None => said,
+            });
+            adopted.append(&mut plan.moves);
+            plan.moves = adopted;
         }
+        plan
+    }
+
+    fn summary(&self) -> Vec<(String, String)> {
+        let t = &self.totals;
+        vec![
+            ("numa threads adopted".into(), t.adopted.to_string()),
+            (
+                "numa imbalanced ticks".into(),
+                t.imbalanced_ticks.to_string(),
+            ),
+            ("numa moves".into(), t.moves.to_string()),
+            (
+                "numa moves with leader on destination".into(),
+                t.leader_on_destination.to_string(),
+            ),
+            (
+                "numa selections without a movable thread".into(),
+                t.nothing_movable.to_string(),
+            ),
+            ("numa candidates examined".into(), t.examined.to_string()),
+            ("numa metric evaluations".into(), t.evaluated.to_string()),
+        ]
+    }
+}
+
+impl NumaBalance {
+    /// One balancing pass over a window of positive length: moves from the busiest node to
+    /// the idlest while they are imbalanced, at most `max_moves`.
+    fn balance(&mut self, topo: &Topology, w: &Window) -> Plan {
+        let domains = topo.domains(Level::Node);
         let mut st = State::build(topo, w, &self.placed, self.cfg.load);
         let n = domains.len();
         let mean_cpus = domains.iter().map(|d| d.cpus.len()).sum::<usize>() as f64 / n as f64;
@@ -342,13 +517,17 @@ impl Policy for NumaBalance {
                     idlest = Some(k);
                 }
             }
-            let (Some(b), Some(i)) = (busiest, idlest) else {
-                break;
+            let by_load = match (busiest, idlest) {
+                (Some(b), Some(i)) if b != i && self.imbalanced(loads[b], loads[i]) => Some((b, i)),
+                _ => None,
             };
-            let (lb, li) = (scaled(&st.load, b), scaled(&st.load, i));
-            if b == i || !self.imbalanced(lb, li) {
-                break;
-            }
+            let (b, i, by_load) = match by_load {
+                Some((b, i)) => (b, i, true),
+                None => match st.idle_next_to_queue(domains, &exhausted) {
+                    Some((b, i)) => (b, i, false),
+                    None => break,
+                },
+            };
             was_imbalanced = true;
             let rq = RunQueue {
                 src: b,
@@ -366,8 +545,8 @@ impl Policy for NumaBalance {
                 continue;
             };
             let weight = st.weights[b][choice.index];
-            let d = lb - li;
-            if (d - weight * (scale[b] + scale[i])).abs() >= d {
+            let d = loads[b] - loads[i];
+            if by_load && (d - weight * (scale[b] + scale[i])).abs() >= d {
                 // Moving it would not narrow the gap (a heavy thread under `Util`).
                 exhausted[b] = true;
                 continue;
@@ -376,6 +555,10 @@ impl Policy for NumaBalance {
             st.weights[b].remove(choice.index);
             st.load[b] -= weight;
             st.load[i] += weight;
+            // At worst the thread keeps one more CPU busy on `i` and one fewer thread waits
+            // on `b`: at most as many moves as there were idle CPUs and waiting threads.
+            st.busy[i] += 1.0;
+            st.waiting[b] -= 1.0;
             // The moved thread is not a candidate again this tick: no back and forth.
             if let Some(g) = st.groups.get_mut(c.group) {
                 g.threads_per_node[b] = g.threads_per_node[b].saturating_sub(1);
@@ -445,350 +628,7 @@ impl Policy for NumaBalance {
         plan.moves = moves;
         plan
     }
-
-    fn summary(&self) -> Vec<(String, String)> {
-        let t = &self.totals;
-        vec![
-            (
-                "numa imbalanced ticks".into(),
-                t.imbalanced_ticks.to_string(),
-            ),
-            ("numa moves".into(), t.moves.to_string()),
-            (
-                "numa moves with leader on destination".into(),
-                t.leader_on_destination.to_string(),
-            ),
-            (
-                "numa selections without a movable thread".into(),
-                t.nothing_movable.to_string(),
-            ),
-            ("numa candidates examined".into(), t.examined.to_string()),
-            ("numa metric evaluations".into(), t.evaluated.to_string()),
-        ]
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use threadbalance_model::testutil::{key, topo, window_of};
-    use threadbalance_model::{CpuId, NodeId, ProcessMemory};
-
-    /// A thread of the test machines: its key, utilization and CPU.
-    type T = (ThreadKey, f64, u32);
-
-    fn policy(s: Selection, topo: &Topology) -> NumaBalance {
-        NumaBalance::new(s, &Settings::new(Level::Node), topo).unwrap()
-    }
-
-    /// Runnable threads per node, by last CPU.
-    fn per_node(topo: &Topology, threads: &[T]) -> Vec<u32> {
-        let mut v = vec![0; topo.domains(Level::Node).len()];
-        for &(_, u, c) in threads {
-            if u >= ACTIVE_UTIL {
-                v[topo.domain_of(CpuId(c), Level::Node).unwrap()] += 1;
-            }
-        }
-        v
-    }
-
-    /// One tick: decide on a 100 ms window, then apply the moves by putting each moved
-    /// thread on the first CPU of its node (when `follow` is set; else its last CPU lags).
-    fn tick(p: &mut NumaBalance, topo: &Topology, threads: &mut [T], follow: bool) -> Plan {
-        let w = window_of(100, threads);
-        let plan = p.decide(topo, &w);
-        if follow {
-            for m in &plan.moves {
-                let Target::Domain { index, .. } = m.to else {
-                    panic!("numa moves target nodes");
-                };
-                let cpu = topo.domains(Level::Node)[index].cpus.first().unwrap().0;
-                for t in threads.iter_mut().filter(|t| t.0 == m.thread) {
-                    t.2 = cpu;
-                }
-            }
-        }
-        plan
-    }
-
-    /// Four nodes of two CPUs (0-1, 2-3, 4-5, 6-7). Process 10 has its leader on node 1 and
-    /// six threads on node 0; process 20 its leader on node 2 and six threads on node 0.
-    /// Loads: node 0 = 12, node 1 = 1, node 2 = 1, node 3 = 0; 14 in all.
-    fn crowded_node0() -> (Topology, Vec<T>) {
-        let mut threads = vec![(key(10, 10), 1.0, 2), (key(20, 20), 1.0, 4)];
-        for i in 0..6 {
-            threads.push((key(10, 11 + i), 1.0, (i % 2) as u32));
-            threads.push((key(20, 21 + i), 1.0, (i % 2) as u32));
-        }
-        (topo(4, 1, 2, 1), threads)
-    }
-
-    #[test]
-    fn numa_balance_one_node_machine_says_nothing_to_balance_once() {
-        let t = topo(1, 1, 4, 1);
-        for s in Selection::ALL {
-            let mut p = policy(s, &t);
-            let mut threads = vec![
-                (key(1, 1), 1.0, 0),
-                (key(1, 2), 1.0, 0),
-                (key(1, 3), 1.0, 0),
-            ];
-            let first = tick(&mut p, &t, &mut threads, true);
-            assert!(first.moves.is_empty());
-            let note = first.note.unwrap();
-            assert!(note.contains("nothing to balance between nodes"), "{note}");
-            let second = tick(&mut p, &t, &mut threads, true);
-            assert!(second.moves.is_empty() && second.note.is_none());
-            assert_eq!(second.next_in, NUMA_INTERVAL);
-        }
-    }
-
-    #[test]
-    fn numa_balance_converges_and_then_stops_under_every_selection() {
-        for s in Selection::ALL {
-            for follow in [true, false] {
-                let (t, mut threads) = crowded_node0();
-                let mut p = policy(s, &t);
-                let mut moved = Vec::new();
-                for _ in 0..10 {
-                    moved.push(tick(&mut p, &t, &mut threads, follow).moves.len());
-                }
-                // 14 runnable threads on 4 nodes: 12, 1, 1, 0 → 4, 4, 3, 3 (in some order)
-                // takes 8 moves, all in the first tick; then nothing ever moves again.
-                let w = window_of(100, &threads);
-                let st = State::build(&t, &w, &p.placed, LoadMetric::Runnable);
-                let mut loads: Vec<u32> = st.load.iter().map(|&l| l as u32).collect();
-                loads.sort_unstable();
-                assert_eq!(loads, vec![3, 3, 4, 4], "{} follow={follow}", s.name());
-                let total: usize = moved.iter().sum();
-                assert_eq!(moved[0], 8, "{}: {moved:?}", s.name());
-                assert_eq!(total, 8, "{}: {moved:?}", s.name());
-                if follow {
-                    assert_eq!(per_node(&t, &threads).iter().sum::<u32>(), 14);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn numa_balance_caps_moves_per_tick() {
-        // Twenty threads of process 1 (leader asleep on node 1) on node 0 of two: 20 vs 0.
-        // Tick 1: 8 moves (the cap) → 12 vs 8. Tick 2: 12 − 8 = 4 > 1 and 12 > 1.25 · 8 = 10:
-        // one move → 11 vs 9; now 11 < 1.25 · 9 = 11.25: balanced enough, as Linux's
-        // imbalance_pct of 125 would say. Then nothing.
-        let t = topo(2, 1, 4, 1);
-        let mut threads: Vec<T> = (0..20)
-            .map(|i| (key(1, 2 + i), 1.0, (i % 4) as u32))
-            .collect();
-        threads.push((key(1, 1), 0.0, 4));
-        for s in Selection::ALL {
-            let mut th = threads.clone();
-            let mut p = policy(s, &t);
-            let moved: Vec<usize> = (0..4)
-                .map(|_| tick(&mut p, &t, &mut th, true).moves.len())
-                .collect();
-            assert_eq!(moved, vec![8, 1, 0, 0], "{}", s.name());
-            assert_eq!(per_node(&t, &th), vec![11, 9]);
-        }
-    }
-
-    #[test]
-    fn numa_balance_balanced_machine_never_moves() {
-        // 2, 2, 2, 1 on four nodes (difference 1), and 8 vs 7 on two nodes (difference 1,
-        // 8 < 1.25 · 7): both are balanced by the thresholds.
-        let four = topo(4, 1, 2, 1);
-        let cpus4 = [0, 1, 2, 3, 4, 5, 6];
-        let two = topo(2, 1, 4, 1);
-        let cpus2: Vec<u32> = (0..15)
-            .map(|i| if i < 8 { i % 4 } else { 4 + i % 4 })
-            .collect();
-        for s in Selection::ALL {
-            for (t, cpus) in [(&four, &cpus4[..]), (&two, &cpus2[..])] {
-                let mut threads: Vec<T> = cpus
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| (key(1, 2 + i as i32), 1.0, c))
-                    .collect();
-                let mut p = policy(s, t);
-                for _ in 0..5 {
-                    let plan = tick(&mut p, t, &mut threads, true);
-                    assert!(plan.moves.is_empty() && plan.note.is_none(), "{}", s.name());
-                }
-                assert_eq!(p.totals().imbalanced_ticks, 0);
-            }
-        }
-    }
-
-    #[test]
-    fn numa_balance_enhanced_never_moves_a_leader_and_moves_threads_of_destination_leaders() {
-        // Two nodes of four CPUs. Process 1: leader and five threads on node 0. Process 2:
-        // leader asleep on node 1 (CPU 4), two threads on node 0. Loads 8 vs 0.
-        let t = topo(2, 1, 4, 1);
-        let mut base: Vec<T> = vec![
-            (key(2, 2), 0.0, 4),
-            (key(2, 30), 1.0, 2),
-            (key(2, 31), 1.0, 3),
-        ];
-        for i in 0..6 {
-            base.push((key(1, 1 + i), 1.0, (i % 4) as u32));
-        }
-        for s in [Selection::Excl, Selection::MbPlus] {
-            let mut threads = base.clone();
-            let mut p = policy(s, &t);
-            let plan = tick(&mut p, &t, &mut threads, true);
-            // Threads 30 and 31 go at once (their leader is on node 1); process 1's threads
-            // are skipped (leader on the source) and its leader is never moved: 6 vs 2 stays.
-            let tids: Vec<i32> = plan.moves.iter().map(|m| m.thread.tid.0).collect();
-            assert_eq!(tids, vec![30, 31], "{}", s.name());
-            assert_eq!(p.totals().leader_on_destination, 2);
-            assert_eq!(p.totals().evaluated, 0);
-            let note = plan.note.unwrap();
-            assert!(note.contains("moved 2 threads"), "{note}");
-            let again = tick(&mut p, &t, &mut threads, true);
-            assert!(again.moves.is_empty());
-            let note = again.note.unwrap();
-            assert!(
-                note.contains("none of its threads may move: 1 group leader, 5 with"),
-                "{note}"
-            );
-            // Said once, not on every tick.
-            assert!(tick(&mut p, &t, &mut threads, true).note.is_none());
-        }
-        // First-Fit takes the first in key order: process 1's leader.
-        let mut threads = base.clone();
-        let mut p = policy(Selection::FirstFit, &t);
-        let plan = tick(&mut p, &t, &mut threads, true);
-        assert_eq!(plan.moves[0].thread, key(1, 1));
-        assert_eq!(
-            plan.moves[0].why,
-            Reason::NumaBalance {
-                from: NodeId(0),
-                to: NodeId(1)
-            }
-        );
-        assert_eq!(
-            plan.moves[0].to,
-            Target::Domain {
-                level: Level::Node,
-                index: 1
-            }
-        );
-    }
-
-    #[test]
-    fn numa_balance_memory_aware_selections_read_per_node_memory() {
-        // Two nodes; processes 1 and 2 (leaders asleep on node 1) each with two threads on
-        // node 0. Process 2 has 90 MiB on node 1 and 10 on node 0; process 1 the reverse.
-        // MB: process 1: 10 − 90 = −80 MiB, process 2: 90 − 10 = +80 MiB → thread 21 first.
-        // TM: both 100 MiB → the first in key order, thread 11.
-        let t = topo(2, 1, 4, 1);
-        let mib = 1 << 20;
-        let threads: Vec<T> = vec![
-            (key(1, 1), 0.0, 4),
-            (key(1, 11), 1.0, 0),
-            (key(1, 12), 1.0, 1),
-            (key(2, 2), 0.0, 5),
-            (key(2, 21), 1.0, 2),
-            (key(2, 22), 1.0, 3),
-        ];
-        let mut w = window_of(100, &threads);
-        w.memory = vec![
-            ProcessMemory {
-                pid: Pid(1),
-                bytes_per_node: vec![(NodeId(0), 90 * mib), (NodeId(1), 10 * mib)],
-            },
-            ProcessMemory {
-                pid: Pid(2),
-                bytes_per_node: vec![(NodeId(0), 10 * mib), (NodeId(1), 90 * mib)],
-            },
-        ];
-        // Loads 4 vs 0: two moves bring them to 2 vs 2.
-        let first = |s: Selection| {
-            let plan = policy(s, &t).decide(&t, &w);
-            assert_eq!(plan.moves.len(), 2, "{}", s.name());
-            plan.moves
-                .iter()
-                .map(|m| m.thread.tid.0)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(first(Selection::MostBenefit), vec![21, 22]);
-        assert_eq!(first(Selection::BestCostEffectiveness), vec![21, 22]);
-        assert_eq!(first(Selection::TotalMin), vec![11, 12]);
-        // Both leaders are on the destination: MB+ moves thread 11 at once, then thread 12.
-        assert_eq!(first(Selection::MbPlus), vec![11, 12]);
-    }
-
-    #[test]
-    fn numa_balance_util_metric_moves_only_while_the_gap_narrows() {
-        // Two nodes; four threads at 0.9 on node 0, one at 0.9 on node 1: 3.6 vs 0.9.
-        // One move: 2.7 vs 1.8, a gap of 0.9 ≤ 1 CPU: done.
-        let t = topo(2, 1, 4, 1);
-        let mut settings = Settings::new(Level::Node);
-        settings.numa.load = LoadMetric::Util;
-        let mut p = NumaBalance::new(Selection::FirstFit, &settings, &t).unwrap();
-        let mut threads: Vec<T> = (0..4).map(|i| (key(1, 2 + i), 0.9, i as u32)).collect();
-        threads.push((key(1, 1), 0.9, 4));
-        assert_eq!(tick(&mut p, &t, &mut threads, true).moves.len(), 1);
-        assert!(tick(&mut p, &t, &mut threads, true).moves.is_empty());
-    }
-
-    #[test]
-    fn numa_balance_waits_on_the_first_window_and_forgets_vanished_threads() {
-        let t = topo(2, 1, 4, 1);
-        let mut p = policy(Selection::Excl, &t);
-        let w = window_of(
-            0,
-            &[
-                (key(1, 2), 1.0, 0),
-                (key(1, 3), 1.0, 0),
-                (key(1, 4), 1.0, 0),
-            ],
-        );
-        assert!(p.decide(&t, &w).moves.is_empty());
-        let mut threads: Vec<T> = (0..4).map(|i| (key(1, 2 + i), 1.0, i as u32)).collect();
-        let plan = tick(&mut p, &t, &mut threads, true);
-        assert_eq!(plan.moves.len(), 2);
-        assert_eq!(p.placed.len(), 2);
-        threads.clear();
-        tick(&mut p, &t, &mut threads, true);
-        assert!(p.placed.is_empty());
-    }
-
-    #[test]
-    fn numa_balance_registry_builds_every_selection_and_rejects_bad_settings() {
-        let t = topo(2, 1, 4, 1);
-        for s in Selection::ALL {
-            let built = crate::build(s.policy_name(), &Settings::new(Level::Node), &t).unwrap();
-            assert_eq!(built.name(), s.policy_name());
-            assert!(crate::names().contains(&s.policy_name()));
-        }
-        assert!(matches!(
-            build("numa-nonesuch", &Settings::new(Level::Node), &t),
-            Err(PolicyError::Unknown { .. })
-        ));
-        for bad in [
-            NumaSettings {
-                max_moves: 0,
-                ..NumaSettings::default()
-            },
-            NumaSettings {
-                imbalance_pct: -0.1,
-                ..NumaSettings::default()
-            },
-            NumaSettings {
-                min_imbalance: f64::NAN,
-                ..NumaSettings::default()
-            },
-        ] {
-            let mut settings = Settings::new(Level::Node);
-            settings.numa = bad;
-            assert!(matches!(
-                crate::build("numa-excl", &settings, &t),
-                Err(PolicyError::Invalid {
-                    policy: "numa-excl",
-                    ..
-                })
-            ));
-        }
-    }
-}
+mod tests;
