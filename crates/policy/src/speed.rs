@@ -39,20 +39,35 @@
 //! shares cores fairly when phases are long (≥ 100 ms), so a 100 ms balancer gains nothing
 //! there, and loses to it when phases are short. The interval is therefore chosen as:
 //!
-//! | signal (per thread, smoothed over ~200 ms) | meaning | interval B |
+//! | signal (per running thread, smoothed over ~200 ms) | meaning | interval B |
 //! |---|---|---|
 //! | involuntary switches ≥ 2000/s | threads spin with `sched_yield` at synchronization points: phases finer than we can see | `min_interval` (2 ms) |
-//! | voluntary switches r/s | threads block about once per phase: phase P ≈ 1/r | P / 5, clamped to [`min_interval`, `max_interval`] |
+//! | voluntary switches r/s | threads block about once per phase: phase P ≈ 1/r | P / 8, clamped to [`min_interval`, `max_interval`] |
 //! | neither | no synchronization seen | `max_interval` (100 ms, the paper's) |
 //!
-//! and it backs off (×1.5 per balancing round, up to `max_interval`) while no core is slow
-//! enough to pull from — when the cores are balanced (N ≤ M, or N a multiple of M) or moves
-//! stop improving the spread, there is nothing to gain from sampling often. The first slow
-//! core seen brings B back to the signal's choice. `Settings::interval` fixes B instead.
+//! Context switches come from `status`, which a host may not read (it is the costliest
+//! file); then every timeslice (each time a thread was given a CPU: its wake-ups plus its
+//! preemptions, from `schedstat`) stands in for both counts. That over-counts wake-ups, so
+//! it errs toward the fast side: a program whose threads share cores is then balanced at
+//! the floor. P / 8: a rotation step takes ≈ 2.3 B (block of 2 B, then the next jittered
+//! wake-up), and 3 threads on 2 cores need 2 steps per phase (Lemma 1) with margin for the
+//! phase not starting on a step — measured on 2 cores, 10 ms phases need B ≈ 2 ms.
 //!
-//! **Speed of a thread.** By default the paper's: exec / wall ([`SpeedMeasure::Wall`]).
-//! [`SpeedMeasure::Runnable`] uses exec / (exec + run-queue wait) instead, so a thread that
-//! sleeps at a blocking barrier does not make its core look slow.
+//! The interval backs off (×1.5 per balancing round, up to `max_interval`) once 16 rounds
+//! in a row found no core slow enough to pull from — when the cores are balanced (N ≤ M, or
+//! N a multiple of M) or moves stop improving the spread, there is nothing to gain from
+//! sampling often. The first slow core seen brings B back to the signals' choice.
+//! `Settings::interval` fixes B instead.
+//!
+//! **Speed of a thread (a measured deviation).** By default exec / (exec + run-queue wait)
+//! over the span, i.e. exec time over the wall time during which the thread *wanted* a
+//! CPU ([`SpeedMeasure::Runnable`]); the paper's exec / wall is [`SpeedMeasure::Wall`].
+//! They agree for always-runnable threads. They differ when a thread sleeps: under the
+//! paper's measure a thread asleep at a blocking barrier makes its core look slow, so the
+//! busy core "pulls" the sleeper and doubles up the two workers when it wakes. On this
+//! 2-core machine that took 2 threads with 100 ms phases from 98 % to 50–60 % of the fair
+//! share; with the runnable measure they stay put (3–7 moves per run). Threads that hardly
+//! wanted a CPU over the span (under 5 %) count for nothing under either measure.
 //!
 //! Per tick the policy walks the window once, merging it with its own key-sorted table of
 //! placed threads; buffers are reused, so ticks at 2 ms do not allocate once the thread set
@@ -96,7 +111,7 @@ impl Default for SpeedSettings {
             allow_numa: false,
             min_interval: Nanos::from_millis(2),
             max_interval: Nanos::from_millis(100),
-            measure: SpeedMeasure::Wall,
+            measure: SpeedMeasure::Runnable,
         }
     }
 }
@@ -107,11 +122,13 @@ const IDLE: f64 = 0.05;
 /// synchronization points (preemption alone gives a few hundred per second).
 const YIELD_RATE: f64 = 2000.0;
 /// The interval is this fraction of the estimated phase (see the module docs).
-const PHASE_FRACTION: f64 = 0.2;
+const PHASE_FRACTION: f64 = 0.125;
 /// Time constant of the smoothing of the synchronization signals, in seconds.
 const SIGNAL_TAU_S: f64 = 0.2;
-/// Growth of the interval per balancing round that finds no slow core.
+/// Growth of the interval per balancing round that finds no slow core, once
+/// `QUIET_ROUNDS` rounds in a row found none.
 const BACKOFF: f64 = 1.5;
+const QUIET_ROUNDS: u32 = 16;
 /// Post-migration block, in intervals (the paper's two).
 const BLOCK_INTERVALS: u64 = 2;
 /// Interval multipliers for pulls across LLCs and across NUMA nodes.
@@ -167,7 +184,13 @@ pub struct Speed {
     /// Smoothed voluntary and involuntary switches per thread-second.
     vol_rate: f64,
     invol_rate: f64,
+    /// Smoothed timeslices (times given a CPU) per thread-second.
+    slice_rate: f64,
+    /// Whether the host counts context switches (reads `status`).
+    counted: bool,
     signals_seen: bool,
+    /// Balancing rounds in a row that found no slow core.
+    quiet_rounds: u32,
     stats: Stats,
 }
 
@@ -236,7 +259,10 @@ impl Speed {
             started: false,
             vol_rate: 0.0,
             invol_rate: 0.0,
+            slice_rate: 0.0,
+            counted: false,
             signals_seen: false,
+            quiet_rounds: 0,
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()
@@ -375,26 +401,46 @@ impl Speed {
     /// Smooths the synchronization signals and picks the interval the signals call for.
     fn observe_signals(&mut self, w: &Window) -> Nanos {
         let dt_s = w.duration().as_secs_f64();
-        if dt_s > 0.0 && !w.threads.is_empty() {
-            let thread_s = dt_s * w.threads.len() as f64;
-            let vol = w.threads.iter().map(|t| t.voluntary).sum::<u64>() as f64 / thread_s;
-            let invol = w.threads.iter().map(|t| t.involuntary).sum::<u64>() as f64 / thread_s;
+        // Only threads that ran speak for the program's synchronization (a main thread
+        // asleep in join would dilute the rates).
+        let (mut n, mut vol, mut invol, mut slices) = (0u64, 0u64, 0u64, 0u64);
+        for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
+            n += 1;
+            vol += t.voluntary;
+            invol += t.involuntary;
+            slices += t.timeslices;
+        }
+        if dt_s > 0.0 && n > 0 {
+            let thread_s = dt_s * n as f64;
             let a = if self.signals_seen {
                 (dt_s / SIGNAL_TAU_S).min(1.0)
             } else {
                 1.0
             };
             self.signals_seen = true;
-            self.vol_rate += (vol - self.vol_rate) * a;
-            self.invol_rate += (invol - self.invol_rate) * a;
+            self.counted |= vol + invol > 0;
+            self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
+            self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
+            self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
         }
         let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
-        if self.invol_rate >= YIELD_RATE {
+        // Wake-ups: voluntary switches when the host counts them, else every time a thread
+        // was given a CPU (wake-ups plus preemptions: errs on the fast side).
+        let (wakeups, yields) = if self.counted {
+            (self.vol_rate, self.invol_rate)
+        } else {
+            (self.slice_rate, self.slice_rate)
+        };
+        if yields >= YIELD_RATE {
             self.stats.reason = "threads yield at synchronization points";
             lo
-        } else if self.vol_rate >= 1.0 {
-            self.stats.reason = "threads block about once per phase";
-            let phase_ns = 1e9 / self.vol_rate;
+        } else if wakeups >= 1.0 {
+            self.stats.reason = if self.counted {
+                "threads block about once per phase"
+            } else {
+                "threads wake or are preempted about once per phase"
+            };
+            let phase_ns = 1e9 / wakeups;
             Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
         } else {
             self.stats.reason = "no synchronization seen";
@@ -528,8 +574,8 @@ impl Policy for Speed {
                 self.queues[q].next_wake = wake;
             }
         } else {
-            // Timers due within a quarter interval run now: fewer, longer windows.
-            let due = now + Nanos(self.interval.0 / 4);
+            // Timers due within half an interval run now: fewer ticks, longer windows.
+            let due = now + Nanos(self.interval.0 / 2);
             let global = self.queue_speeds(now);
             let mut slow_seen = false;
             let mut ran = false;
@@ -543,9 +589,15 @@ impl Policy for Speed {
                 self.mark(j, now);
             }
             if ran {
+                self.quiet_rounds = if slow_seen {
+                    0
+                } else {
+                    self.quiet_rounds.saturating_add(1)
+                };
                 self.interval = match self.fixed {
                     Some(f) => f,
                     None if slow_seen => wanted,
+                    None if self.quiet_rounds < QUIET_ROUNDS => wanted.max(self.interval),
                     None => Nanos((self.interval.0 as f64 * BACKOFF) as u64)
                         .clamp(wanted, self.cfg.max_interval),
                 };
@@ -584,8 +636,11 @@ impl Policy for Speed {
             (
                 "sync signals (per thread-s)".into(),
                 format!(
-                    "{:.0} voluntary, {:.0} involuntary switches",
-                    self.vol_rate, self.invol_rate
+                    "{:.0} voluntary, {:.0} involuntary switches{}, {:.0} timeslices",
+                    self.vol_rate,
+                    self.invol_rate,
+                    if self.counted { "" } else { " (not counted)" },
+                    self.slice_rate
                 ),
             ),
             ("balancing rounds".into(), s.rounds.to_string()),
@@ -936,8 +991,8 @@ mod tests {
         let cases: [(u64, u64, u64); 3] = [
             // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 2 ms.
             (0, 400, 2_000_000),
-            // Blocking once per 15 ms phase: 4 in 60 ms ≈ 67 wake-ups/s → 0.2 × 15 ms = 3 ms.
-            (4, 6, 3_000_000),
+            // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 wake-ups/s → 60 ms / 8 = 7.5 ms.
+            (1, 6, 7_500_000),
             // Nothing: the paper's 100 ms.
             (0, 6, 100_000_000),
         ];
@@ -950,11 +1005,26 @@ mod tests {
                 &[(100, 1.0, 0.0, vol, invol), (101, 1.0, 0.0, vol, invol)],
             );
             let got = p.observe_signals(&w);
+            assert!(p.counted);
             assert!(
                 (got.0 as f64 - want_ns as f64).abs() < 0.05 * want_ns as f64,
                 "{got}"
             );
         }
+    }
+
+    #[test]
+    fn speed_interval_uses_timeslices_when_switches_are_not_counted() {
+        // A host that does not read `status` reports no switches; 3 timeslices per 60 ms
+        // (50/s, wake-ups plus preemptions) stand in: phase 20 ms → 20 / 8 = 2.5 ms.
+        let t = topo(1, 1, 2, 1);
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        let mut w = window(0.0, 60.0, &[(100, 1.0, 0.0, 0, 0), (101, 0.5, 0.5, 0, 0)]);
+        for r in &mut w.threads {
+            r.timeslices = 3;
+        }
+        assert_eq!(p.observe_signals(&w), Nanos(2_500_000));
+        assert!(!p.counted);
     }
 
     #[test]
@@ -972,6 +1042,26 @@ mod tests {
         p.balance(0, now, global, &mut moves);
         assert_eq!(moves.len(), 1);
         assert_ne!(moves[0].thread, key(1, 100));
+    }
+
+    #[test]
+    fn speed_thread_asleep_at_a_barrier_is_not_slow_under_the_runnable_measure() {
+        // Two workers, one per core. Worker 0 reached the barrier halfway through the span
+        // and sleeps: it ran 5 of 10 ms and never waited on a run queue.
+        // Runnable: 5 / (5 + 0) = 1.0 → both cores at 1.0, nothing to pull.
+        // Wall (the paper's): 5 / 10 = 0.5 < 0.9 × 0.75 → core 1 pulls the sleeper onto the
+        // busy core, where the two would share it once the barrier opens.
+        for (measure, pulls) in [(SpeedMeasure::Runnable, 0), (SpeedMeasure::Wall, 1)] {
+            let (mut p, _) = placed(2, &[(0, 0), (1, 0)], &[1.0, 1.0]);
+            p.cfg.measure = measure;
+            p.placed[0].exec = 5e6;
+            p.placed[0].wait = 0.0;
+            let now = Nanos::from_millis(10);
+            let global = p.queue_speeds(now);
+            let mut moves = Vec::new();
+            p.balance(1, now, global, &mut moves);
+            assert_eq!(moves.len(), pulls, "{measure:?}");
+        }
     }
 
     #[test]
