@@ -113,6 +113,14 @@ pub(crate) struct Thread {
     pub last_wakee: u32,
     pub wakee_flips: u32,
     pub flip_decay: u64,
+    /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
+    /// for a nice-0 thread.
+    pub load_avg: f64,
+    /// When `load_avg` was last brought up to date, ns.
+    pub load_at: u64,
+    /// The CPU it left the last time its wake-up looked past `prev`
+    /// (`p->recent_used_cpu`).
+    pub recent_cpu: u32,
 }
 
 /// One CPU.
@@ -516,6 +524,9 @@ impl Sim {
                         last_wakee: NONE,
                         wakee_flips: 0,
                         flip_decay: 0,
+                        load_avg: 1.0,
+                        load_at: 0,
+                        recent_cpu: NONE,
                     });
                     let at = app_at.unwrap_or(spawn_at);
                     // A main thread creates the others itself, once its program is done.
@@ -658,6 +669,9 @@ impl Sim {
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
+        // A new task starts with a full load (init_entity_runnable_average).
+        th.load_avg = 1.0;
+        th.load_at = self.now;
         th.cpu = c;
         th.st = St::Runnable;
         th.vruntime = self.cpus[c as usize].min_vruntime;
