@@ -44,7 +44,12 @@ pub struct LinuxAdapter {
 impl LinuxAdapter {
     /// Opens the target for sampling and actuation. A missing or forbidden pid is an input
     /// error: nothing has been changed yet.
-    pub fn new(topo: &Topology, target: Target, dry_run: bool) -> Result<LinuxAdapter> {
+    pub fn new(
+        topo: &Topology,
+        target: Target,
+        dry_run: bool,
+        stat_max_age: Option<Nanos>,
+    ) -> Result<LinuxAdapter> {
         let (pid, follow) = match target {
             Target::Child {
                 pid,
@@ -55,6 +60,9 @@ impl LinuxAdapter {
         let facts = HostFacts::system()?;
         let mut cfg = SamplerConfig::new(facts);
         cfg.follow_children = follow;
+        if let Some(age) = stat_max_age {
+            cfg.stat_max_age = age;
+        }
         let host =
             LinuxHost::new(Root::system(), topo.clone(), &[pid], cfg).map_err(|e| match e {
                 LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {

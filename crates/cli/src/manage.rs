@@ -79,7 +79,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         pid,
         follow_children,
     };
-    let mut host = match LinuxAdapter::new(&p.topo, target, args.dry_run) {
+    let mut host = match LinuxAdapter::new(&p.topo, target, args.dry_run, p.policy.stat_max_age()) {
         Ok(h) => h,
         Err(e) => {
             // We cannot manage it: do not leave it running unmanaged behind our error.
@@ -115,7 +115,12 @@ pub fn attach(args: &ManageArgs, pid: i32) -> Result<u8> {
         return Err(input_error(format!("--pid {pid}: not a process id")));
     }
     signals::install().context("installing signal handlers")?;
-    let mut host = LinuxAdapter::new(&p.topo, Target::Attached { pid: Pid(pid) }, args.dry_run)?;
+    let mut host = LinuxAdapter::new(
+        &p.topo,
+        Target::Attached { pid: Pid(pid) },
+        args.dry_run,
+        p.policy.stat_max_age(),
+    )?;
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
         Ok(Some(sig)) => format!("interrupted by {sig}"),

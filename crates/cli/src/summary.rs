@@ -35,6 +35,10 @@ pub struct Summary {
     pub applied: ApplyReport,
     /// Affinities put back at the end.
     pub restored: u64,
+    /// CPU time threadbalance itself used (user + system, its own process only), seconds.
+    pub tool_cpu_s: f64,
+    /// `tool_cpu_s` over the wall time: the share of one core the management cost.
+    pub tool_cpu_pct: f64,
     /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).
     pub domain_util: Vec<f64>,
     /// Mean of `domain_util`.
@@ -83,6 +87,8 @@ impl Summary {
             moves_decided: 0,
             applied: ApplyReport::default(),
             restored: 0,
+            tool_cpu_s: 0.0,
+            tool_cpu_pct: 0.0,
             domain_util: vec![0.0; domains],
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
@@ -129,6 +135,8 @@ impl Summary {
     /// Closes the summary at `end`.
     pub fn finish(&mut self, end: Nanos, policy_summary: Vec<(String, String)>, ended: String) {
         self.wall_s = end.saturating_sub(self.start).as_secs_f64();
+        self.tool_cpu_s = own_cpu_seconds();
+        self.tool_cpu_pct = 100.0 * self.tool_cpu_s / self.wall_s.max(1e-9);
         if self.weight > 0.0 {
             self.domain_util = self.busy.iter().map(|b| b / self.weight).collect();
             self.domain_util_cv = self.cv_weighted / self.weight;
@@ -189,6 +197,11 @@ impl Summary {
             self.domain_util_cv,
             per.join(" ")
         );
+        let _ = writeln!(
+            s,
+            "   {:>12.3} s  threadbalance's own CPU time ({:.2} % of one core)",
+            self.tool_cpu_s, self.tool_cpu_pct
+        );
         let _ = writeln!(s, "   lock time: {}", self.lock_time);
         for (what, value) in &self.policy_summary {
             let _ = writeln!(s, "   {what}: {value}");
@@ -198,4 +211,13 @@ impl Summary {
         }
         s
     }
+}
+
+/// User + system CPU time of this process so far (`getrusage(RUSAGE_SELF)`), in seconds.
+fn own_cpu_seconds() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(0.0, |u| {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+        t(u.user_time()) + t(u.system_time())
+    })
 }

@@ -52,4 +52,12 @@ pub trait Policy {
     fn summary(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// How stale a thread's slow-changing fields (last CPU, state, user and system time)
+    /// may be when this policy decides; `None` keeps the host's default (10 ms on Linux,
+    /// where re-reading them is the costliest part of a sample). A policy that places every
+    /// thread itself and reads only run time and run-queue wait can allow much more.
+    fn stat_max_age(&self) -> Option<threadbalance_model::Nanos> {
+        None
+    }
 }

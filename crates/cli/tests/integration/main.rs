@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+mod compare;
 mod live;
 mod numa;
 mod support;
+mod thirdparty;

@@ -1,0 +1,67 @@
+//! Real third-party multithreaded runtimes, not only our generator: an OpenMP program
+//! (libgomp's thread pool, whose team grows and shrinks between parallel regions) under
+//! the policies that move threads. It must run to completion with its own result, every
+//! thread the runtime starts must be seen and placed, and nothing may be refused.
+
+use crate::support::run;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Builds the OpenMP test program into `dir`.
+fn build_openmp(dir: &std::path::Path) -> PathBuf {
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/programs/omp_teams.c"
+    );
+    let exe = dir.join("omp_teams");
+    let out = Command::new("cc")
+        .args(["-O1", "-fopenmp", src, "-o"])
+        .arg(&exe)
+        .output()
+        .expect("a C compiler (cc) with OpenMP: .ci/run installs gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+#[test]
+fn thirdparty_openmp_program_under_speed_and_tumbler_runs_and_is_managed() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_openmp(dir.path());
+    let alone = Command::new(&exe).output().unwrap();
+    assert!(alone.status.success());
+    for policy in ["speed", "tumbler", "pbind"] {
+        let json = dir.path().join(format!("{policy}.json"));
+        let out = run(&[
+            "run",
+            "--policy",
+            policy,
+            "--level",
+            "core",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            exe.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{policy}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The program's own answer is unchanged by where its threads ran.
+        assert_eq!(out.stdout, alone.stdout, "{policy}");
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        // Up to 5 threads in a team (the main thread and 4 from the pool).
+        assert!(s["threads_seen"].as_u64().unwrap() >= 2, "{policy}: {s}");
+        assert_eq!(s["applied"]["denied"], 0, "{policy}: {s}");
+        if policy != "tumbler" {
+            // speed and pbind place every thread they see at once.
+            assert!(s["applied"]["done"].as_u64().unwrap() >= 1, "{policy}: {s}");
+        }
+    }
+}
