@@ -368,6 +368,9 @@ fn ordered_bits(x: f64) -> u64 {
     if b >> 63 == 1 { !b } else { b | (1 << 63) }
 }
 
+/// Below this utilization a thread takes no place in Tumbler's wave (see [`Regroup::run`]).
+pub const IDLE_METRIC: f64 = 0.01;
+
 /// Sort → group → assign → compare, with buffers kept between decisions.
 #[derive(Debug, Clone, Default)]
 pub struct Regroup {
@@ -389,6 +392,13 @@ impl Regroup {
     /// `scheme`, matches groups to domains with [`Assignment::fewest_moves`], records every
     /// thread's new domain in `placement` (forgetting threads not in `threads`), and returns
     /// the threads whose domain changed as `(index into threads, new domain)`, in key order.
+    ///
+    /// Beyond the paper, for [`Scheme::Wave`]: threads whose metric is below
+    /// [`IDLE_METRIC`] (a main thread asleep in `join`, an idle pool thread) take no place in
+    /// the wave; the busy threads are dealt as Algorithm 2 deals them, and the idle ones
+    /// then fill the smallest groups. Sizes still differ by at most one, and an odd thread
+    /// with no load cannot shift the wave so that the two busiest threads share a group
+    /// (five threads into two groups: the wave deals positions 3 and 4 to the same group).
     pub fn run(
         &mut self,
         topo: &Topology,
@@ -408,8 +418,27 @@ impl Regroup {
         self.order.sort_unstable();
         self.group.clear();
         self.group.resize(n, 0);
-        for (pos, &(_, i)) in self.order.iter().enumerate() {
-            self.group[i] = scheme.group(pos, n, k);
+        let idle = match scheme {
+            Scheme::Wave => {
+                let m = self
+                    .order
+                    .partition_point(|&(b, _)| b < ordered_bits(IDLE_METRIC));
+                if m == n { 0 } else { m }
+            }
+            Scheme::Contiguous => 0,
+        };
+        let mut sizes = vec![0usize; k.max(1)];
+        for (pos, &(_, i)) in self.order.iter().enumerate().skip(idle) {
+            let g = scheme.group(pos - idle, n - idle, k);
+            self.group[i] = g;
+            if let Some(c) = sizes.get_mut(g) {
+                *c += 1;
+            }
+        }
+        for &(_, i) in &self.order[..idle] {
+            let g = (0..sizes.len()).min_by_key(|&g| (sizes[g], g)).unwrap_or(0);
+            self.group[i] = g;
+            sizes[g] += 1;
         }
         placement.retain_alive(&threads[..n]);
         self.current.clear();
@@ -448,6 +477,43 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
     use threadbalance_model::testutil::{key, topo, window_of};
+
+    #[test]
+    fn regroup_idle_thread_takes_no_place_in_the_wave() {
+        // Five threads into two cores: a main thread at 0 (asleep in join) and workers at
+        // .25, .5, 1, 1. Algorithm 2 over all five, sorted [0, .25, .5, 1, 1]: positions
+        // 0 → g0, 1 → g1, 2 → g1, 3 → g0, 4 → g0 (third pass forward again): both busy
+        // workers in g0. Without the idle main thread the wave deals [.25, .5, 1, 1]:
+        // g0 = {.25, 1}, g1 = {.5, 1} (means .625 and .75), then the main thread fills g0.
+        let t = topo(1, 1, 2, 1);
+        let utils = [0.0, 0.25, 0.5, 1.0, 1.0];
+        let threads: Vec<_> = utils
+            .iter()
+            .enumerate()
+            .map(|(i, &u)| (key(1, 100 + i as i32), u, 0))
+            .collect();
+        let w = window_of(100, &threads);
+        let metric: Vec<f64> = w.threads.iter().map(|t| t.util).collect();
+        let mut r = Regroup::new();
+        let mut placement = Placement::default();
+        r.run(
+            &t,
+            Level::Core,
+            &w.threads,
+            &metric,
+            Scheme::Wave,
+            &mut placement,
+        );
+        let g = r.groups().to_vec();
+        assert_ne!(
+            g[3], g[4],
+            "the two busy workers are in different groups: {g:?}"
+        );
+        assert_ne!(g[1], g[3], "{g:?}");
+        let in0 = g.iter().filter(|&&x| x == 0).count();
+        assert_eq!((in0, g.len() - in0), (3, 2), "sizes differ by at most one");
+        assert_eq!(g[0], 0, "the idle thread fills the smaller group: {g:?}");
+    }
 
     /// Threads that would change domain if group g went to domain `dog[g]`.
     fn moves(dog: &[usize], group: &[usize], current: &[Option<usize>]) -> usize {
