@@ -46,7 +46,7 @@
 //! | signal (per running thread, smoothed over ~200 ms) | meaning | interval B |
 //! |---|---|---|
 //! | involuntary switches ≥ 2000/s | threads spin with `sched_yield` at synchronization points: phases finer than we can see | `min_interval` (2 ms) |
-//! | voluntary switches r/s | threads block about once per phase: phase P ≈ 1/r | P / 8, clamped to [`min_interval`, `max_interval`] |
+//! | context switches r/s (voluntary + involuntary) | threads block, yield or are preempted about once per phase: phase P ≈ 1/r | P / 8, clamped to [`min_interval`, `max_interval`] |
 //! | neither | no synchronization seen | `max_interval` (100 ms, the paper's) |
 //!
 //! Context switches come from `status`, which a host may not read (it is the costliest
@@ -484,10 +484,12 @@ impl Speed {
             self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
         }
         let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
-        // Wake-ups: voluntary switches when the host counts them, else every time a thread
-        // was given a CPU (wake-ups plus preemptions: errs on the fast side).
+        // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
+        // hands the CPU over counts as involuntary, so a yield barrier shows up here), else
+        // every time a thread was given a CPU, which is the same count seen from the other
+        // side (wake-ups plus preemptions). Either errs on the fast side.
         let (wakeups, yields) = if self.counted {
-            (self.vol_rate, self.invol_rate)
+            (self.vol_rate + self.invol_rate, self.invol_rate)
         } else {
             (self.slice_rate, self.slice_rate)
         };
@@ -496,7 +498,7 @@ impl Speed {
             lo
         } else if wakeups >= 1.0 {
             self.stats.reason = if self.counted {
-                "threads block about once per phase"
+                "threads block, yield or are preempted about once per phase"
             } else {
                 "threads wake or are preempted about once per phase"
             };
@@ -1120,13 +1122,16 @@ mod tests {
     #[test]
     fn speed_interval_follows_the_synchronization_signals() {
         let t = topo(1, 1, 2, 1);
-        let cases: [(u64, u64, u64); 3] = [
+        let cases: [(u64, u64, u64); 4] = [
             // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 2 ms.
             (0, 400, 2_000_000),
-            // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 wake-ups/s → 60 ms / 8 = 7.5 ms.
-            (1, 6, 7_500_000),
+            // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 switches/s → 60 ms / 8 = 7.5 ms.
+            (1, 0, 7_500_000),
+            // Blocking once and handing the CPU over once (a yield or a preemption) per
+            // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 3.75 ms.
+            (1, 1, 3_750_000),
             // Nothing: the paper's 100 ms.
-            (0, 6, 100_000_000),
+            (0, 0, 100_000_000),
         ];
         for (vol, invol, want_ns) in cases {
             let mut p = Speed::new(&settings(None), &t).unwrap();
@@ -1137,7 +1142,7 @@ mod tests {
                 &[(100, 1.0, 0.0, vol, invol), (101, 1.0, 0.0, vol, invol)],
             );
             let got = p.observe_signals(&w);
-            assert!(p.counted);
+            assert_eq!(p.counted, vol + invol > 0);
             assert!(
                 (got.0 as f64 - want_ns as f64).abs() < 0.05 * want_ns as f64,
                 "{got}"

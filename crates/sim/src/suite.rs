@@ -289,7 +289,7 @@ fn speed_fine_phases(cx: &mut Ctx) {
             paper,
             format!("speedup {gain:.3} ({:.3} s vs {:.3} s)", speed.runtime(), none.runtime()),
             gain > 1.02,
-            "speed's interval comes down to 2 ms only when it sees the threads synchronize (timeslices or context switches per thread-second). The model runs a sched_yield loop as one switch and then a spin, so a yielding thread collects few timeslices; the policy stays near its 100 ms interval (about 20 migrations in 6 s) and cannot rotate the doubled-up core within a 10 ms phase, leaving the static 2 + 1 split (the calibration file's pinned rows, 6.1–6.3 s). On the real machine the same policy sees the yields, balances every 2 ms (about 165 moves/s) and reaches 93 % of the fair share against Linux's 76 % (README). The gap is in the model's switch counting, not in the policy",
+            "speed rotates the doubled-up core only if its interval comes down to a few ms, which it does when it sees the threads switch (voluntary and involuntary switches, or timeslices) about once per phase; without that signal it stays near 100 ms and leaves the static 2 + 1 split (the calibration file's pinned rows)",
         );
     }
 }
@@ -408,10 +408,10 @@ fn tumbler_overload(cx: &mut Ctx) {
     };
     let gain = none.runtime() / t.runtime();
     cx.claim(
-        "ferret at 200 % load (128 threads), tumbler vs none: still faster",
+        "ferret at 200 % load (128 threads), tumbler vs none: still faster (by ≥ 1 %: a tie is not a direction)",
         paper,
         format!("speedup {gain:.3}"),
-        gain > 1.0,
+        gain > 1.01,
         "with twice the threads, Linux's count balancing already mixes stages evenly over the sockets",
     );
 }
