@@ -167,11 +167,7 @@ impl Selection {
                 best = Some((i, s));
             }
         }
-        best.map(|(index, s)| Choice {
-            index,
-            key: rq.candidates[index].key,
-            why: Why::Best(s),
-        })
+        best_choice(rq, best)
     }
 
     /// Excl and MB+: the enhanced procedure of §3.2 (see the module docs).
@@ -214,11 +210,7 @@ impl Selection {
                 best = Some((i, s));
             }
         }
-        best.map(|(index, s)| Choice {
-            index,
-            key: rq.candidates[index].key,
-            why: Why::Best(s),
-        })
+        best_choice(rq, best)
     }
 }
 
@@ -506,6 +498,15 @@ pub struct Selected {
     pub choice: Option<Choice>,
     /// What was looked at.
     pub counts: Counts,
+}
+
+/// The best-scoring candidate found by a selection, as its choice.
+fn best_choice(rq: &RunQueue<'_>, best: Option<(usize, Score)>) -> Option<Choice> {
+    best.map(|(index, s)| Choice {
+        index,
+        key: rq.candidates[index].key,
+        why: Why::Best(s),
+    })
 }
 
 #[cfg(test)]
