@@ -19,13 +19,18 @@ use threadbalance_policy::{Policy, Settings};
 const SIZES: [usize; 3] = [64, 1024, 10_000];
 
 /// Two windows of `n` threads on 64 CPUs with spread-out utilizations (CV ≈ 0.5), the
-/// second with the utilizations reversed.
+/// second with the utilizations reversed. Each thread sits on a CPU ranked by its
+/// utilization in the first window, so the packages are far from balanced in both (Tumbler
+/// leaves balanced packages alone).
 fn windows(n: usize, dt_ms: u64) -> [Window; 2] {
     let utils: Vec<f64> = (0..n)
         .map(|i| 0.1 + 0.8 * ((i * 37) % n) as f64 / n as f64)
         .collect();
     let reversed: Vec<f64> = utils.iter().rev().copied().collect();
-    let cpus: Vec<u32> = (0..n).map(|i| (i % 64) as u32).collect();
+    let cpus: Vec<u32> = utils
+        .iter()
+        .map(|u| (((u - 0.1) / 0.8 * 64.0) as u32).min(63))
+        .collect();
     [
         window(dt_ms, &utils, &cpus),
         window(dt_ms, &reversed, &cpus),

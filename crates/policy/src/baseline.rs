@@ -126,15 +126,23 @@ fn smallest(counts: &[usize]) -> usize {
 }
 
 /// `pbind`: the papers' one-thread-per-core binding (`pbind(1)`, Tumbler §5.2, Shuffling
-/// §4). Thread *i*, in tid order, is pinned to the first CPU of core *i*, cores taken
-/// round-robin across the domains at the level (core 0 of domain 0, core 0 of domain 1, …,
-/// core 1 of domain 0, …) so threads spread evenly over the packages. With more threads
+/// §4): "we bind 64 threads to 64 cores, one thread per core. The difference between
+/// PSets and PBind is that thread migrations are allowed within the groups with PSets."
+/// Thread *i*, in tid order, is pinned to the first CPU of core *i*, cores taken domain by
+/// domain at the level (the cores of domain 0, then those of domain 1, …), so consecutive
+/// threads share a domain as under [`Psets`] and each stays on one core. With more threads
 /// than cores it wraps around; a thread seen later takes the core with the fewest live
 /// threads, first in that order on ties. A pinned thread is never moved again.
+///
+/// An earlier version dealt the cores round-robin over the domains, which spreads each
+/// group of consecutive threads (a pipeline stage) over every package: that is a balancing
+/// placement of its own, and it is not the papers' baseline, which they describe as PSets
+/// without migrations and which they found to increase "the severity of load imbalance
+/// across CPUs" (Tumbler §5.2).
 #[derive(Debug, Clone)]
 pub struct Pbind {
     interval: Nanos,
-    /// First CPU of each core, in the round-robin order.
+    /// First CPU of each core, domain by domain.
     cores: Vec<CpuId>,
     /// Slot (index into `cores`) of each pinned thread.
     placement: Placement,
@@ -155,11 +163,7 @@ impl Pbind {
                 }
             }
         }
-        let mut cores = Vec::with_capacity(topo.domains(Level::Core).len());
-        let rounds = per_domain.iter().map(Vec::len).max().unwrap_or(0);
-        for r in 0..rounds {
-            cores.extend(per_domain.iter().filter_map(|cs| cs.get(r)));
-        }
+        let cores: Vec<CpuId> = per_domain.into_iter().flatten().collect();
         Pbind {
             interval: settings.interval.unwrap_or(OBSERVE_INTERVAL),
             cores,
@@ -293,15 +297,15 @@ mod tests {
     }
 
     #[test]
-    fn pbind_spreads_round_robin_over_packages_and_wraps() {
+    fn pbind_pins_consecutive_threads_package_by_package_and_wraps() {
         // 2 packages × 2 cores × 2 PUs: cores' first CPUs are 0, 2 (package 0) and 4, 6
-        // (package 1). Round-robin: 0, 4, 2, 6.
+        // (package 1), taken package by package.
         let t = topo(2, 1, 2, 2);
         let mut p = Pbind::new(&Settings::new(Level::Package), &t);
-        assert_eq!(p.core_order(), [CpuId(0), CpuId(4), CpuId(2), CpuId(6)]);
-        // Six threads: the fifth and sixth wrap to cores 0 and 4.
+        assert_eq!(p.core_order(), [CpuId(0), CpuId(2), CpuId(4), CpuId(6)]);
+        // Six threads: the fifth and sixth wrap to cores 0 and 2.
         let plan = p.decide(&t, &window(0, &[0.0; 6], &[0; 6]));
-        assert_eq!(cpus(&plan), [0, 4, 2, 6, 0, 4]);
+        assert_eq!(cpus(&plan), [0, 2, 4, 6, 0, 2]);
         assert!(plan.moves.iter().all(|m| m.why == Reason::Pin));
         // Never moved again.
         assert!(
@@ -313,21 +317,21 @@ mod tests {
 
     #[test]
     fn pbind_late_thread_takes_a_freed_core() {
-        // 4 cores in order 0, 4, 2, 6 hold threads 1–4; thread 3 (on CPU 2) exits and
-        // thread 5 starts: the only core without a thread is CPU 2's.
+        // 4 cores in order 0, 2, 4, 6 hold threads 1–4; thread 3 (on CPU 4) exits and
+        // thread 5 starts: the only core without a thread is CPU 4's.
         let t = topo(2, 1, 2, 2);
         let mut p = Pbind::new(&Settings::new(Level::Package), &t);
         let four: Vec<_> = (1..=4).map(|i| (key(1, i), 0.5, 0)).collect();
-        assert_eq!(cpus(&p.decide(&t, &window_of(0, &four))), [0, 4, 2, 6]);
+        assert_eq!(cpus(&p.decide(&t, &window_of(0, &four))), [0, 2, 4, 6]);
         let w = window_of(
             100,
             &[
                 (key(1, 1), 0.5, 0),
-                (key(1, 2), 0.5, 4),
+                (key(1, 2), 0.5, 2),
                 (key(1, 4), 0.5, 6),
                 (key(1, 5), 0.5, 0),
             ],
         );
-        assert_eq!(cpus(&p.decide(&t, &w)), [2]);
+        assert_eq!(cpus(&p.decide(&t, &w)), [4]);
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //!  Machine (Topology + Costs) ─┐
-//!  Workload (apps → threads →  ├─► Sim: events (queue.rs) → programs (run.rs)
-//!            programs of ops)  ┘         → Linux model (scheduler.rs): run queues, slices,
+//!  Workload (apps → threads →  ├─► Sim: events (queue.rs) → programs (run/)
+//!            programs of ops)  ┘         → Linux model (scheduler/): run queues, slices,
 //!                                          wake-up placement, domain load balancing
 //!  Policy (threadbalance-policy) ◄── Engine::tick ◄── SimHost (host.rs): /proc-like samples,
 //!                                                     affinities
@@ -30,6 +30,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod autonuma;
 mod error;
 pub mod host;
 pub mod machine;

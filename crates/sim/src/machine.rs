@@ -96,7 +96,9 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
         // Shuffling §2, Fig. 2: 4 × 16-core Opteron 6272, memory 128 ns local, 201 ns remote.
         // Within a socket a line comes from the shared L3 (Fig. 2: "L3: 16 MB shared by 16
         // cores"): an L3 hit (≈ 26 ns on the Opteron 6100, 57 cycles at 2.2 GHz) plus the
-        // probe of the core that holds it modified, about 40 ns.
+        // probe of the core that holds it modified, about 40 ns. A socket has 4 DDR3-1600
+        // channels (2 per die), about 30 GB/s achievable; a Bulldozer core streams about
+        // 5 GB/s, so some 6 memory-bound threads share a socket at full speed.
         "opteron6272-4x16" => (
             synth("package:4 numa:1 core:16 pu:1")?,
             Costs {
@@ -104,7 +106,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 local_ns: 128.0,
                 remote_ns: 201.0,
                 mem_remote_factor: 201.0 / 128.0,
-                node_streams: 3.0,
+                node_streams: 6.0,
                 smt_factor: 1.0,
                 mlp: 8.0,
             },
@@ -139,7 +141,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
             },
         ),
         // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6; within a socket, the
-        // shared L3 as on the 6272.
+        // shared L3 and the 4 memory channels as on the 6272.
         "opteron6320-4x8" => (
             synth("package:4 numa:1 core:8 pu:1")?,
             Costs {
@@ -147,7 +149,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 local_ns: 100.0,
                 remote_ns: 160.0,
                 mem_remote_factor: 1.6,
-                node_streams: 3.0,
+                node_streams: 6.0,
                 smt_factor: 1.0,
                 mlp: 8.0,
             },

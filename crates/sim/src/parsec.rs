@@ -29,8 +29,9 @@
 //! `scale` multiplies every program's length (iterations or items).
 //!
 //! Nothing here names an outcome: run times and remote fractions emerge from where the
-//! pages were first touched (pages never migrate), where the threads run, and the NUMA
-//! factor (1.6 on `opteron6320-4x8`) that slows the memory-bound part of remote work.
+//! pages were first touched (and where automatic NUMA balancing moves them later), where
+//! the threads run, and the NUMA factor (1.6 on `opteron6320-4x8`) that slows the
+//! memory-bound part of remote work.
 
 use crate::workload::{App, Group, Op, QueueSpec, Wait};
 

@@ -35,6 +35,8 @@ pub enum EventKind {
     Policy,
     /// Per-socket utilization is recorded for the report.
     Sample,
+    /// Automatic NUMA balancing scans the threads whose scan is due.
+    NumaScan,
 }
 
 /// One scheduled event.

@@ -8,7 +8,9 @@
 //! | `socket_util_cv` | σ/μ of `socket_util` (Tumbler Table II's spread) | derived |
 //! | `cross_socket_handoff_frac` | lock acquisitions whose previous holder ran on another socket, over all hand-offs | lock model |
 //! | `lock_time_frac` | time threads waited on mutexes, barriers and queues, over their lifetimes (Solaris `LCK`, the BPF futex probe) | lock model |
-//! | `remote_access_frac` | memory-bound work done on pages of another node, over all memory-bound work | first touch + placement |
+//! | `remote_access_frac` | memory-bound work done on pages of another node, over all memory-bound work | first touch + placement + NUMA balancing |
+//! | `run_wait_frac` | time threads waited on a run queue for a CPU, over their lifetimes (schedstat's wait) | scheduler |
+//! | `page_migrations` | 4 KiB pages moved by automatic NUMA balancing | [`crate::autonuma`] |
 //! | `migrations` | changes of a thread's CPU (wake-up placement, balancing, affinity) | scheduler |
 
 use crate::run::{Sim, St, TimelinePoint};
@@ -42,6 +44,10 @@ pub struct RunResult {
     pub lock_time_frac: f64,
     /// Fraction of memory-bound work done on remote pages.
     pub remote_access_frac: f64,
+    /// Fraction of thread lifetime spent runnable but waiting for a CPU.
+    pub run_wait_frac: f64,
+    /// Pages moved by automatic NUMA balancing.
+    pub page_migrations: u64,
     /// Thread migrations between CPUs.
     pub migrations: u64,
     /// Of those, migrations between sockets.
@@ -91,7 +97,7 @@ impl RunResult {
             .locks
             .iter()
             .fold((0, 0), |(h, x), l| (h + l.handoffs, x + l.cross));
-        let (mut lock, mut life) = (0u64, 0u64);
+        let (mut lock, mut life, mut wait) = (0u64, 0u64, 0u64);
         for th in &sim.th {
             if th.st == St::New {
                 continue;
@@ -99,6 +105,7 @@ impl RunResult {
             let died = if th.st == St::Done { th.died } else { end };
             life += died.saturating_sub(th.born);
             lock += th.lock_ns;
+            wait += th.wait;
         }
         let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
         RunResult {
@@ -113,6 +120,8 @@ impl RunResult {
             cross_socket_handoff_frac: frac(cross as f64, handoffs as f64),
             lock_time_frac: frac(lock as f64, life as f64),
             remote_access_frac: frac(sim.stats.mem_remote, sim.stats.mem_total),
+            run_wait_frac: frac(wait as f64, life as f64),
+            page_migrations: sim.stats.page_migrations,
             migrations: sim.stats.migrations,
             cross_socket_migrations: sim.stats.cross_migrations,
             policy_ticks: ticks,
@@ -245,6 +254,8 @@ impl Comparison {
                     "cross_socket_handoff_frac": round(r.cross_socket_handoff_frac),
                     "lock_time_frac": round(r.lock_time_frac),
                     "remote_access_frac": round(r.remote_access_frac),
+                    "run_wait_frac": round(r.run_wait_frac),
+                    "page_migrations": r.page_migrations,
                     "migrations": r.migrations,
                     "cross_socket_migrations": r.cross_socket_migrations,
                     "app_runtime_s": r.app_runtime_s.iter().map(|(n, s)| json!({"app": n, "runtime_s": round(*s)})).collect::<Vec<_>>(),

@@ -1,0 +1,291 @@
+//! Linux's automatic NUMA balancing, the part that moves memory after its threads
+//! (`kernel.numa_balancing = 1`, on by default in distribution kernels on multi-node
+//! machines).
+//!
+//! The kernel scans each task's address space every scan period, unmapping pages so the
+//! next touch faults (a NUMA hinting fault), and migrates a faulted page to the faulting
+//! CPU's node once two faults in a row came from that node (the two-stage filter of
+//! `should_numa_migrate_memory`). The scan period starts at
+//! `numa_balancing_scan_period_min_ms` (1 s, after a 1 s delay) and grows while the task's
+//! faults are local, up to `numa_balancing_scan_period_max_ms` (60 s).
+//!
+//! | mechanism | model | kernel |
+//! |---|---|---|
+//! | scan | every thread that ran since its last scan, once per scan period (1 s, × 2 after each scan that found its memory local, up to 60 s; back to 1 s when remote) | `task_numa_work`, `update_task_scan_period` |
+//! | private pages | move whole to the node of the thread's CPU when two scans in a row found it there | `should_numa_migrate_memory` (two-stage filter) |
+//! | shared pages (leader first touch) | move whole to the node where most of the application's CPU time ran, when two scans in a row found that node holding more than half of it | the filter on shared pages, `numa_group` |
+//! | cost | each migrated page costs its copy and fault (`page_migrate_ns`), charged as system time to the thread(s) that fault | `migrate_misplaced_folio` |
+//!
+//! Left out: the task-placement half (`task_numa_migrate`, which moves a task towards
+//! its memory: the model's `none` leaves that to its load balancer), hinting-fault cost
+//! on pages that stay, partial placement (a memory region sits on one node at a time), and
+//! the scan's 256 MB per pass rate limit (the workloads' memory is smaller).
+
+use crate::queue::EventKind;
+use crate::run::{NONE, Sim, St};
+
+/// How often the model looks for threads whose scan is due, ns.
+pub(crate) const PASS_NS: u64 = 250_000_000;
+/// `numa_balancing_scan_delay_ms` and `numa_balancing_scan_period_min_ms`, ns.
+const SCAN_MIN_NS: u64 = 1_000_000_000;
+/// `numa_balancing_scan_period_max_ms`, ns.
+const SCAN_MAX_NS: u64 = 60_000_000_000;
+/// Base page size.
+const PAGE: u64 = 4096;
+
+/// Per-thread state of the scanner.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scan {
+    /// When the next scan is due, ns.
+    pub next: u64,
+    /// The scan period, ns.
+    pub period: u64,
+    /// The node the last scan saw (`NONE`: none yet).
+    pub last_node: u32,
+    /// CPU time of the thread at its last scan, ns.
+    pub run_at_scan: u64,
+}
+
+impl Scan {
+    pub(crate) fn new(born: u64) -> Scan {
+        Scan {
+            next: born + SCAN_MIN_NS,
+            period: SCAN_MIN_NS,
+            last_node: NONE,
+            run_at_scan: 0,
+        }
+    }
+}
+
+/// Per-application state for its shared data.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SharedScan {
+    /// The node that held most of the application's CPU time at the last pass (`NONE`:
+    /// no node held most).
+    pub last_node: u32,
+    /// When the next pass is due, ns.
+    pub next: u64,
+    /// The scan period, ns.
+    pub period: u64,
+}
+
+impl SharedScan {
+    pub(crate) fn new(start: u64) -> SharedScan {
+        SharedScan {
+            last_node: NONE,
+            next: start + SCAN_MIN_NS,
+            period: SCAN_MIN_NS,
+        }
+    }
+}
+
+impl Sim {
+    /// Whether automatic NUMA balancing runs: on, and more than one node.
+    pub(crate) fn autonuma_on(&self) -> bool {
+        self.lx.numa_balancing && self.hw.nnode > 1
+    }
+
+    /// Schedules the first pass.
+    pub(crate) fn autonuma_start(&mut self) {
+        if self.autonuma_on() {
+            self.q.push(PASS_NS, EventKind::NumaScan, 0, 0);
+        }
+    }
+
+    /// One pass: scans every thread (and application) whose scan is due.
+    pub(crate) fn on_numa_scan(&mut self) {
+        let now = self.now;
+        for t in 0..self.th.len() {
+            if matches!(self.th[t].st, St::New | St::Done) || self.th[t].scan.next > now {
+                continue;
+            }
+            let app = self.th[t].app as usize;
+            let ran = self.th[t].run > self.th[t].scan.run_at_scan;
+            self.th[t].scan.run_at_scan = self.th[t].run;
+            if !ran {
+                let s = &mut self.th[t].scan;
+                s.next = now + s.period;
+                continue;
+            }
+            let here = self.hw.node[self.th[t].cpu as usize];
+            let mut remote = false;
+            if !self.apps[app].shared_data && self.th[t].home != NONE {
+                remote = self.th[t].home != here;
+                if remote && self.th[t].scan.last_node == here {
+                    self.th[t].home = here;
+                    self.charge_page_migration(&[t], self.apps[app].memory_bytes);
+                }
+            } else if self.apps[app].shared_data {
+                let owner = self.apps[app].first;
+                remote = self.th[owner].home != NONE && self.th[owner].home != here;
+            }
+            let s = &mut self.th[t].scan;
+            s.last_node = here;
+            s.period = if remote {
+                SCAN_MIN_NS
+            } else {
+                (s.period * 2).min(SCAN_MAX_NS)
+            };
+            s.next = now + s.period;
+        }
+        self.scan_shared(now);
+        if self.live > 0 {
+            self.q.push(now + PASS_NS, EventKind::NumaScan, 0, 0);
+        }
+    }
+
+    /// Shared data of leader-first-touch applications follows the node where most of the
+    /// application's CPU time ran since the last pass, when two passes in a row agree.
+    fn scan_shared(&mut self, now: u64) {
+        let nnode = self.hw.nnode;
+        for app in 0..self.apps.len() {
+            if !self.apps[app].shared_data || self.apps[app].scan.next > now {
+                continue;
+            }
+            let a = &self.apps[app];
+            let (first, n) = (a.first, a.threads);
+            let owner = first;
+            let mut per_node = vec![0u64; nnode];
+            for t in first..first + n {
+                if self.th[t].st == St::New {
+                    continue;
+                }
+                let node = self.hw.node[self.th[t].cpu as usize] as usize;
+                let run = self.th[t].run;
+                let before = self.app_node_run[t];
+                per_node[node] += run - before;
+                self.app_node_run[t] = run;
+            }
+            let total: u64 = per_node.iter().sum();
+            let (best, &most) = per_node
+                .iter()
+                .enumerate()
+                .max_by_key(|&(i, &r)| (r, std::cmp::Reverse(i)))
+                .unwrap_or((0, &0));
+            let best = best as u32;
+            let home = self.th[owner].home;
+            let majority = total > 0 && most * 2 > total;
+            let s = self.apps[app].scan;
+            let mut moved = false;
+            if majority && home != NONE && home != best && s.last_node == best {
+                self.th[owner].home = best;
+                let faulting: Vec<usize> = (first..first + n)
+                    .filter(|&t| {
+                        matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
+                            && self.hw.node[self.th[t].cpu as usize] == best
+                    })
+                    .collect();
+                self.charge_page_migration(&faulting, self.apps[app].memory_bytes);
+                moved = true;
+            }
+            let remote = home != NONE && home != best;
+            let s = &mut self.apps[app].scan;
+            s.last_node = if majority { best } else { NONE };
+            s.period = if remote && !moved {
+                SCAN_MIN_NS
+            } else {
+                (s.period * 2).min(SCAN_MAX_NS)
+            };
+            s.next = now + s.period;
+        }
+    }
+
+    /// Charges the copy and fault of `bytes` of pages to the threads that fault on them,
+    /// in equal parts, as system time.
+    fn charge_page_migration(&mut self, threads: &[usize], bytes: u64) {
+        if threads.is_empty() {
+            return;
+        }
+        let pages = bytes.div_ceil(PAGE);
+        self.stats.page_migrations += pages;
+        let cost = pages * self.lx.page_migrate_ns / threads.len() as u64;
+        for &t in threads {
+            self.th[t].debt += cost;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::machine;
+    use crate::run::{RunOptions, Sim};
+    use threadbalance_model::{CpuId, CpuSet, Nanos};
+
+    /// Streamcluster's threads (own pages, first touch) on a 4-node machine, after one
+    /// thread is moved to another node: its pages follow within a few scan periods with
+    /// NUMA balancing on, and never without.
+    fn moved_thread_home(numa_balancing: bool) -> (u32, u32, u64) {
+        let m = machine("opteron6272-4x16", None).unwrap();
+        let w = crate::workload("streamcluster:phases=2000", Some(8), None).unwrap();
+        let mut opts = RunOptions::new(1);
+        opts.linux.numa_balancing = numa_balancing;
+        let mut sim = Sim::new(&m, &w, &opts);
+        sim.run_until(Nanos::from_millis(500));
+        let t = sim.th.len() - 1;
+        let home = sim.th[t].home;
+        assert_ne!(home, crate::run::NONE, "first touch happened");
+        // Confine it to a node other than its home.
+        let other = (home + 1) % 4;
+        let mut cpus = CpuSet::new();
+        for c in other * 16..other * 16 + 16 {
+            cpus.insert(CpuId(c));
+        }
+        sim.set_affinity(t, cpus);
+        sim.run_until(Nanos::from_millis(4500));
+        (other, sim.th[t].home, sim.stats.page_migrations)
+    }
+
+    #[test]
+    fn shared_pages_follow_the_node_that_runs_most_of_the_application() {
+        // Streamcluster's 8 threads reading data first touched by the first thread; all
+        // are then confined to one other node: the shared data follows, once, and its
+        // copy is charged to the threads there.
+        let m = machine("opteron6272-4x16", None).unwrap();
+        let w = crate::workload("streamcluster:phases=2000", Some(8), None).unwrap();
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.apps[0].shared_data = true;
+        sim.run_until(Nanos::from_millis(500));
+        let home = sim.th[0].home;
+        assert_ne!(home, crate::run::NONE);
+        let other = (home + 1) % 4;
+        let mut cpus = CpuSet::new();
+        for c in other * 16..other * 16 + 16 {
+            cpus.insert(CpuId(c));
+        }
+        for t in 0..sim.th.len() {
+            sim.set_affinity(t, cpus.clone());
+        }
+        sim.run_until(Nanos::from_millis(4500));
+        assert_eq!(sim.th[0].home, other);
+        let pages = sim.apps[0].memory_bytes.div_ceil(4096);
+        assert_eq!(sim.stats.page_migrations, pages);
+    }
+
+    #[test]
+    fn a_page_copy_is_charged_to_the_faulting_threads_in_equal_parts() {
+        let m = machine("opteron6272-4x16", None).unwrap();
+        let w = crate::workload("streamcluster", Some(4), None).unwrap();
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        let before: Vec<u64> = sim.th.iter().map(|t| t.debt).collect();
+        // 1 MiB = 256 pages × 2 µs, split between threads 1 and 3.
+        sim.charge_page_migration(&[1, 3], 1 << 20);
+        let added: Vec<u64> = sim
+            .th
+            .iter()
+            .zip(&before)
+            .map(|(t, b)| t.debt - b)
+            .collect();
+        assert_eq!(added, [0, 256_000, 0, 256_000]);
+        assert_eq!(sim.stats.page_migrations, 256);
+    }
+
+    #[test]
+    fn private_pages_follow_a_moved_thread_only_with_numa_balancing() {
+        let (other, home, pages) = moved_thread_home(true);
+        assert_eq!(home, other);
+        assert!(pages > 0);
+        let (other, home, pages) = moved_thread_home(false);
+        assert_ne!(home, other);
+        assert_eq!(pages, 0);
+    }
+}

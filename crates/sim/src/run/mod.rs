@@ -1,0 +1,565 @@
+//! The simulation: threads executing their programs on the machine, driven by events.
+//!
+//! ```text
+//!            ┌────────────── EventQueue (time, seq) ──────────────┐
+//!            ▼                                                    │
+//!   Cpu: activity ends ──► account segment ──► op done? ──► advance(program)
+//!   Tick: slice expiry, periodic + nohz balance (scheduler/)      │  lock / barrier /
+//!   Timer: sleep ends ──► wake-up placement (scheduler/)          │  queue / sleep
+//!   Policy: Engine::tick(SimHost) ──► affinities (host.rs)        │
+//!   NumaScan: pages follow their threads (autonuma.rs)            │
+//!   Sample: per-socket utilization for the report ────────────────┘
+//! ```
+//!
+//! A running thread has one *activity* with an end time: work (a compute op or a critical
+//! section), a spin (on a held mutex or at a barrier, with a budget), or a yield loop. Its
+//! CPU holds one pending event for that end; preemption, migration or a hand-off bumps
+//! the CPU's version so the old event is skipped. A *segment* is the time a thread spends on
+//! a CPU without interruption; accounting (run time, user/system time, lock time, speed
+//! factors) happens when a segment stops.
+//!
+//! Work runs at a *speed factor* fixed when its segment starts: the memory-bound fraction
+//! is slowed by remote pages (first touch places a thread's pages on the node where it first
+//! does memory-bound work) and by sharing the node's memory bandwidth; a busy SMT sibling
+//! slows everything. Changes during a segment are not re-applied (ops are short).
+
+mod hw;
+mod ops;
+mod segment;
+mod state;
+
+pub(crate) use hw::Hw;
+pub use state::TimelinePoint;
+pub(crate) use state::{
+    Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
+};
+
+use crate::machine::Machine;
+use crate::queue::{EventKind, EventQueue};
+use crate::scheduler::{Linux, SdLevel};
+use crate::workload::{Op, Workload};
+use hw::build_hw;
+use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
+use threadbalance_policy::rng::Rng;
+
+/// "No thread", "no lock", "no time".
+pub(crate) const NONE: u32 = u32::MAX;
+/// An end time that never comes.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// Options of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// Seed of every random choice (op durations, tie-breaks).
+    pub seed: u64,
+    /// Simulated time after which the run stops even if threads remain.
+    pub horizon: Nanos,
+    /// Period of the utilization timeline.
+    pub sample_every: Nanos,
+    /// The Linux model's parameters.
+    pub linux: Linux,
+    /// How often `SimHost` samples per-process memory per node (`numa_maps`); in between,
+    /// snapshots carry none and policies keep the last sample. Zero: at every sample.
+    pub memory_every: Nanos,
+}
+
+impl RunOptions {
+    /// Defaults: 120 s horizon, 50 ms timeline.
+    pub fn new(seed: u64) -> RunOptions {
+        RunOptions {
+            seed,
+            horizon: Nanos::from_secs(120),
+            sample_every: Nanos::from_millis(50),
+            linux: Linux::default(),
+            memory_every: Nanos::from_secs(2),
+        }
+    }
+}
+
+/// A machine running a workload.
+#[derive(Debug)]
+pub struct Sim {
+    pub(crate) now: u64,
+    pub(crate) q: EventQueue,
+    pub(crate) th: Vec<Thread>,
+    pub(crate) cpus: Vec<CpuState>,
+    pub(crate) locks: Vec<LockState>,
+    pub(crate) barriers: Vec<BarrierState>,
+    pub(crate) queues: Vec<QueueState>,
+    pub(crate) progs: Vec<Prog>,
+    pub(crate) apps: Vec<AppState>,
+    pub(crate) hw: Hw,
+    pub(crate) lx: Linux,
+    pub(crate) levels: Vec<SdLevel>,
+    pub(crate) rng: Rng,
+    pub(crate) stats: Stats,
+    pub(crate) streams: Vec<f64>,
+    pub(crate) timeline: Vec<TimelinePoint>,
+    pub(crate) sample_every: u64,
+    pub(crate) last_sample_busy: Vec<u64>,
+    pub(crate) last_sample_migr: u64,
+    pub(crate) live: usize,
+    pub(crate) horizon: u64,
+    pub(crate) nohz_next: u64,
+    pub(crate) topo: Topology,
+    /// Period of per-process memory samples, ns (0: every sample).
+    pub(crate) memory_every: u64,
+    /// When `SimHost` last sampled memory (`NEVER`: not yet).
+    pub(crate) memory_at: u64,
+    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
+    pub(crate) llc_scan: Vec<Option<(u64, usize)>>,
+    /// Per thread, its CPU time when automatic NUMA balancing last scanned its
+    /// application's shared data, ns.
+    pub(crate) app_node_run: Vec<u64>,
+}
+
+impl Sim {
+    /// Builds the machine and the workload's threads (created from t = 0, 20 µs apart).
+    pub fn new(machine: &Machine, workload: &Workload, opts: &RunOptions) -> Sim {
+        let topo = machine.topo.clone();
+        let hw = build_hw(machine);
+        let levels = crate::scheduler::build_levels(&topo, &hw);
+        let ncpu = hw.cpu_id.len();
+        let nlv = levels.len();
+        let lx = opts.linux.clone();
+        let cpus = (0..ncpu)
+            .map(|_| CpuState {
+                cur: NONE,
+                rq: Vec::with_capacity(8),
+                min_vruntime: 0,
+                version: 0,
+                seg_start: 0,
+                seg_factor: 1.0,
+                seg_stream: 0.0,
+                seg_node: 0,
+                seg_debt: 0,
+                tick_armed: false,
+                idle_since: 0,
+                avg_idle: 2 * lx.migration_cost_ns,
+                last_balance: vec![0; nlv],
+                interval: levels.iter().map(|l| l.min_interval).collect(),
+                failed: vec![0; nlv],
+                busy_ns: 0,
+                in_advance: false,
+            })
+            .collect();
+        let mut sim = Sim {
+            now: 0,
+            q: EventQueue::new(),
+            th: Vec::new(),
+            cpus,
+            locks: Vec::new(),
+            barriers: Vec::new(),
+            queues: Vec::new(),
+            progs: Vec::new(),
+            apps: Vec::new(),
+            streams: vec![0.0; hw.nnode],
+            last_sample_busy: vec![0; hw.npkg],
+            hw,
+            lx,
+            levels,
+            rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
+            stats: Stats::default(),
+            timeline: Vec::new(),
+            sample_every: opts.sample_every.0.max(1),
+            last_sample_migr: 0,
+            live: 0,
+            horizon: opts.horizon.0,
+            nohz_next: 0,
+            topo,
+            memory_every: opts.memory_every.0,
+            memory_at: NEVER,
+            llc_scan: Vec::new(),
+            app_node_run: Vec::new(),
+        };
+        sim.llc_scan = vec![None; sim.hw.llc_cpus.len()];
+        let all = sim.topo.online().clone();
+        let mut spawn_at = 0u64;
+        for (ai, app) in workload.apps.iter().enumerate() {
+            let pid = 1000 * (ai as i32 + 1);
+            // A launched-later application spawns from its own start; the others one after
+            // another from t = 0.
+            let mut app_at = (app.start_ns > 0).then_some(app.start_ns);
+            let first = sim.th.len();
+            let lock_base = sim.locks.len() as u32;
+            let barrier_base = sim.barriers.len() as u32;
+            let queue_base = sim.queues.len() as u32;
+            sim.locks.extend((0..app.locks()).map(|_| LockState {
+                holder: NONE,
+                last_cpu: NONE,
+                pass: NEVER,
+                ..LockState::default()
+            }));
+            sim.barriers.extend(
+                app.barrier_parties()
+                    .into_iter()
+                    .map(|parties| BarrierState {
+                        parties,
+                        ..BarrierState::default()
+                    }),
+            );
+            sim.queues.extend(app.queues.iter().map(|q| QueueState {
+                capacity: q.capacity,
+                lines: q.lines,
+                ..QueueState::default()
+            }));
+            for g in &app.groups {
+                let prog = sim.progs.len() as u32;
+                let mut puts: Vec<u32> = g
+                    .ops
+                    .iter()
+                    .filter_map(|o| match o {
+                        Op::Put { queue } => Some(queue_base + u32::from(*queue)),
+                        _ => None,
+                    })
+                    .collect();
+                puts.sort_unstable();
+                puts.dedup();
+                for &qi in &puts {
+                    sim.queues[qi as usize].producers += g.threads;
+                }
+                sim.progs.push(Prog {
+                    ops: g.ops.clone(),
+                    iterations: g.iterations,
+                    puts,
+                });
+                for _ in 0..g.threads {
+                    let i = sim.th.len();
+                    let tid = if i == first {
+                        pid
+                    } else {
+                        pid + (i - first) as i32
+                    };
+                    sim.th.push(Thread {
+                        key: ThreadKey {
+                            pid: Pid(pid),
+                            tid: Tid(tid),
+                            start_time: 1 + app_at.unwrap_or(spawn_at) / 10_000_000,
+                        },
+                        app: ai as u32,
+                        prog,
+                        pc: 0,
+                        iter: 0,
+                        st: St::New,
+                        cpu: 0,
+                        allowed: all.clone(),
+                        original: all.clone(),
+                        vruntime: 0,
+                        lag: 0,
+                        act: Act::Idle,
+                        debt: 0,
+                        carry: 0.0,
+                        home: NONE,
+                        rng: Rng::new(
+                            opts.seed
+                                .wrapping_mul(0x9E37_79B9)
+                                .wrapping_add(i as u64 * 7919 + 1),
+                        ),
+                        run: 0,
+                        wait: 0,
+                        utime: 0,
+                        stime: 0,
+                        lock_ns: 0,
+                        timeslices: 0,
+                        voluntary: 0,
+                        involuntary: 0,
+                        migrations: 0,
+                        born: 0,
+                        died: 0,
+                        runnable_since: 0,
+                        wait_start: NEVER,
+                        picked_at: 0,
+                        last_ran: 0,
+                        bar_gen: NEVER,
+                        loop_pc: NONE,
+                        loop_end: NONE,
+                        passes: 0,
+                        last_wakee: NONE,
+                        wakee_flips: 0,
+                        flip_decay: 0,
+                        load_avg: 1.0,
+                        load_at: 0,
+                        recent_cpu: NONE,
+                        scan: crate::autonuma::Scan::new(0),
+                    });
+                    let at = app_at.unwrap_or(spawn_at);
+                    // A main thread creates the others itself, once its program is done.
+                    if !(app.main_thread && i > first) {
+                        sim.q.push(at, EventKind::Spawn, i as u32, 0);
+                    }
+                    match app_at.as_mut() {
+                        Some(a) => *a += sim.lx.spawn_gap_ns,
+                        None => spawn_at += sim.lx.spawn_gap_ns,
+                    }
+                }
+            }
+            sim.apps.push(AppState {
+                name: app.name.clone(),
+                first,
+                threads: app.threads(),
+                done: 0,
+                finished_at: None,
+                lock_base,
+                barrier_base,
+                queue_base,
+                footprint_lines: f64::from(app.footprint_kb) * 16.0,
+                spin_ns: app.spin_ns,
+                shared_data: app.shared_data,
+                memory_bytes: 1024
+                    * u64::from(if app.memory_kb > 0 {
+                        app.memory_kb
+                    } else {
+                        app.footprint_kb
+                    }),
+                main_thread: app.main_thread,
+                joining: false,
+                scan: crate::autonuma::SharedScan::new(app.start_ns),
+            });
+        }
+        sim.live = sim.th.len();
+        sim.app_node_run = vec![0; sim.th.len()];
+        sim.q.push(sim.sample_every, EventKind::Sample, 0, 0);
+        sim.autonuma_start();
+        sim
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> Nanos {
+        Nanos(self.now)
+    }
+
+    /// Whether every thread has exited.
+    pub fn finished(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The machine's topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// Events handled so far.
+    pub fn events(&self) -> u64 {
+        self.stats.events
+    }
+
+    /// Handles events up to and including time `until`, or until every thread exited.
+    /// Policy events are left in the queue for the caller ([`crate::host`]).
+    pub fn run_until(&mut self, until: Nanos) -> Option<crate::queue::Event> {
+        while let Some(t) = self.q.peek_time() {
+            if t > until.0 || self.live == 0 {
+                break;
+            }
+            let Some(e) = self.q.pop() else { break };
+            self.now = e.at;
+            if e.kind == EventKind::Policy {
+                return Some(e);
+            }
+            self.handle(e);
+        }
+        if self.now < until.0 && self.live > 0 {
+            self.now = until.0.min(self.horizon);
+        }
+        None
+    }
+
+    pub(crate) fn handle(&mut self, e: crate::queue::Event) {
+        self.stats.events += 1;
+        match e.kind {
+            EventKind::Cpu => {
+                let c = e.target as usize;
+                if self.cpus[c].version == e.version && self.cpus[c].cur != NONE {
+                    self.on_activity_end(c);
+                }
+            }
+            EventKind::Tick => self.on_tick(e.target as usize),
+            EventKind::Resched => self.on_resched(e.target as usize),
+            EventKind::Noise => self.on_noise(e.target as usize),
+            EventKind::Timer => {
+                let t = e.target as usize;
+                if self.th[t].st == St::Blocked {
+                    self.wake(t, NONE);
+                }
+            }
+            EventKind::Spawn => self.spawn(e.target as usize),
+            EventKind::Sample => self.on_sample(),
+            EventKind::NumaScan => self.on_numa_scan(),
+            EventKind::Policy => {}
+        }
+    }
+
+    fn on_sample(&mut self) {
+        let now = self.now;
+        let mut busy = vec![0u64; self.hw.npkg];
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            let mut b = cpu.busy_ns;
+            if cpu.cur != NONE {
+                b += now - cpu.seg_start;
+            }
+            busy[self.hw.pkg[c] as usize] += b;
+        }
+        let per_pkg = self.topo.domains(Level::Package);
+        let util = busy
+            .iter()
+            .zip(&self.last_sample_busy)
+            .zip(per_pkg)
+            .map(|((b, l), d)| (b - l) as f64 / (self.sample_every as f64 * d.cpus.len() as f64))
+            .collect();
+        self.timeline.push(TimelinePoint {
+            t_s: now as f64 / 1e9,
+            socket_util: util,
+            migrations: self.stats.migrations - self.last_sample_migr,
+        });
+        self.last_sample_busy = busy;
+        self.last_sample_migr = self.stats.migrations;
+        if self.live > 0 {
+            self.q
+                .push(now + self.sample_every, EventKind::Sample, 0, 0);
+        }
+    }
+
+    fn spawn(&mut self, t: usize) {
+        let app = self.th[t].app as usize;
+        let first = self.apps[app].first;
+        // The first thread of an application is exec'd onto the idlest CPU; the others are
+        // forked by it, from wherever it runs.
+        let parent = if t == first { NONE } else { self.th[first].cpu };
+        let c = self.fork_cpu(t, parent);
+        let th = &mut self.th[t];
+        th.born = self.now;
+        th.scan = crate::autonuma::Scan::new(self.now);
+        // A new task starts with a full load (init_entity_runnable_average).
+        th.load_avg = 1.0;
+        th.load_at = self.now;
+        th.cpu = c;
+        th.st = St::Runnable;
+        th.vruntime = self.cpus[c as usize].min_vruntime;
+        th.lag = 0;
+        self.enqueue(t, c as usize, true);
+    }
+
+    /// Sampled counters of every live thread, as `/proc` and the probes would give them.
+    pub(crate) fn sample_threads(&self, into: &mut Vec<threadbalance_model::Sample>) {
+        use threadbalance_model::{Sample, ThreadState};
+        into.clear();
+        let now = self.now;
+        for th in &self.th {
+            if matches!(th.st, St::New | St::Done) {
+                continue;
+            }
+            let mut run = th.run;
+            let mut utime = th.utime;
+            let mut wait = th.wait;
+            if th.st == St::Running {
+                let d = now.saturating_sub(self.cpus[th.cpu as usize].seg_start);
+                run += d;
+                utime += d;
+            }
+            if th.st == St::Runnable {
+                wait += now.saturating_sub(th.runnable_since);
+            }
+            let lock = th.lock_ns
+                + if th.wait_start == NEVER {
+                    0
+                } else {
+                    now.saturating_sub(th.wait_start)
+                };
+            into.push(Sample {
+                key: th.key,
+                utime: Nanos(utime),
+                stime: Nanos(th.stime),
+                run: Nanos(run),
+                wait: Nanos(wait),
+                timeslices: th.timeslices,
+                voluntary: th.voluntary,
+                involuntary: th.involuntary,
+                last_cpu: self.hw.cpu_id[th.cpu as usize],
+                state: match th.st {
+                    St::Running | St::Runnable => ThreadState::Running,
+                    _ => ThreadState::Sleeping,
+                },
+                lock: Some(Nanos(lock)),
+                migrations: Some(th.migrations),
+            });
+        }
+        into.sort_unstable_by_key(|s| s.key);
+    }
+}
+
+impl Sim {
+    /// Checks the model's invariants at the current instant; the first violation found.
+    ///
+    /// * every running thread sits on one CPU that its affinity allows, and every queued
+    ///   thread on exactly one run queue of an allowed CPU;
+    /// * a lock has at most one holder, and that holder is inside its critical section;
+    /// * CPU time is conserved: the time threads ran equals the time CPUs were busy.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut seen = vec![0u32; self.th.len()];
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if cpu.cur != NONE {
+                let t = cpu.cur as usize;
+                seen[t] += 1;
+                if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
+                    return Err(format!(
+                        "CPU {c} runs thread {t} which is not running there"
+                    ));
+                }
+            }
+            for &t in &cpu.rq {
+                seen[t as usize] += 1;
+                if self.th[t as usize].st != St::Runnable || self.th[t as usize].cpu as usize != c {
+                    return Err(format!(
+                        "thread {t} queued on CPU {c} but not runnable there"
+                    ));
+                }
+            }
+        }
+        for (t, th) in self.th.iter().enumerate() {
+            let expect = u32::from(matches!(th.st, St::Running | St::Runnable));
+            if seen[t] != expect {
+                return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
+            }
+            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu as usize]) {
+                return Err(format!(
+                    "thread {t} is on CPU {} outside its affinity",
+                    th.cpu
+                ));
+            }
+        }
+        for (l, lock) in self.locks.iter().enumerate() {
+            if lock.holder != NONE {
+                let h = lock.holder as usize;
+                let inside = matches!(self.th[h].act, Act::Work { lock: x, .. } if x as usize == l);
+                if !inside {
+                    return Err(format!(
+                        "lock {l} held by thread {h} outside its critical section"
+                    ));
+                }
+            }
+            let holders = self
+                .th
+                .iter()
+                .filter(|th| matches!(th.act, Act::Work { lock: x, .. } if x as usize == l))
+                .count();
+            if holders > 1 {
+                return Err(format!("lock {l} has {holders} threads inside"));
+            }
+        }
+        let ran: u64 = self.th.iter().map(|t| t.run).sum();
+        let busy: u64 = self.cpus.iter().map(|c| c.busy_ns).sum();
+        if ran != busy {
+            return Err(format!("threads ran {ran} ns but CPUs were busy {busy} ns"));
+        }
+        Ok(())
+    }
+
+    /// Iterations each thread has completed, in thread order.
+    pub fn iterations(&self) -> Vec<u64> {
+        self.th.iter().map(|t| t.iter).collect()
+    }
+
+    /// Every thread's CPU time so far (completed segments), in thread order.
+    pub fn thread_run(&self) -> Vec<Nanos> {
+        self.th.iter().map(|t| Nanos(t.run)).collect()
+    }
+}

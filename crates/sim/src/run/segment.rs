@@ -1,0 +1,200 @@
+//! Segments: starting a running thread's activity, its speed factor, and accounting the
+//! time it ran when the segment stops.
+
+use super::{Act, NEVER, NONE, Sim};
+use crate::queue::EventKind;
+use crate::workload::Op;
+
+impl Sim {
+    // ---- segments ------------------------------------------------------------------------
+
+    /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
+    pub(crate) fn start_segment(&mut self, c: usize) {
+        let t = self.cpus[c].cur as usize;
+        let now = self.now;
+        let (factor, stream, node) = self.speed_factor(c, t);
+        let th = &self.th[t];
+        let base = now + th.debt;
+        let end = match th.act {
+            Act::Work { left, .. } => base + (left * factor).ceil() as u64,
+            Act::Spin { until, .. } => base.max(until),
+            Act::BarrierSpin { until, .. } => {
+                if until == NEVER {
+                    NEVER
+                } else {
+                    base.max(until)
+                }
+            }
+            Act::Yield { .. } => NEVER,
+            Act::Idle => base,
+        };
+        let cpu = &mut self.cpus[c];
+        cpu.version = cpu.version.wrapping_add(1);
+        cpu.seg_start = now;
+        cpu.seg_factor = factor;
+        cpu.seg_stream = stream;
+        cpu.seg_node = node;
+        cpu.seg_debt = th.debt;
+        if stream > 0.0 {
+            self.streams[node as usize] += stream;
+        }
+        if end != NEVER {
+            self.q
+                .push(end, EventKind::Cpu, c as u32, self.cpus[c].version);
+        }
+    }
+
+    fn speed_factor(&mut self, c: usize, t: usize) -> (f64, f64, u32) {
+        let mut f = 1.0;
+        let mut stream = 0.0;
+        let mut node = 0;
+        if let Act::Work { mem, .. } = self.th[t].act {
+            let m = f64::from(mem);
+            if m > 0.0 {
+                let h = self.home_of(t, c) as usize;
+                let here = self.hw.node[c] as usize;
+                let remote = self.hw.node_mem[here * self.hw.nnode + h];
+                // The socket issuing the requests shares its request queue and cache among
+                // its memory-bound threads.
+                let share = ((self.streams[here] + m) / self.hw.node_streams).max(1.0);
+                f = (1.0 - m) + m * remote * share;
+                stream = m;
+                node = here as u32;
+            }
+        }
+        if self.hw.smt_factor != 1.0
+            && self.hw.siblings[c]
+                .iter()
+                .any(|&s| s as usize != c && self.cpus[s as usize].cur != NONE)
+        {
+            f *= self.hw.smt_factor;
+        }
+        (f, stream, node)
+    }
+
+    /// The node holding the pages thread `t` works on, placing them by first touch from CPU
+    /// `c` if nobody touched them yet: the thread's own pages, or the application's shared
+    /// data (first touched by its first thread).
+    fn home_of(&mut self, t: usize, c: usize) -> u32 {
+        let app = self.th[t].app as usize;
+        let owner = if self.apps[app].shared_data {
+            self.apps[app].first
+        } else {
+            t
+        };
+        if self.th[owner].home == NONE {
+            let cpu = if owner == t {
+                c
+            } else {
+                self.th[owner].cpu as usize
+            };
+            self.th[owner].home = self.hw.node[cpu];
+        }
+        self.th[owner].home
+    }
+
+    /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
+    pub(crate) fn stop_segment(&mut self, c: usize) {
+        let t = self.cpus[c].cur as usize;
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        let elapsed = now.saturating_sub(cpu.seg_start);
+        cpu.busy_ns += elapsed;
+        cpu.version = cpu.version.wrapping_add(1);
+        let (factor, stream, node, debt) =
+            (cpu.seg_factor, cpu.seg_stream, cpu.seg_node, cpu.seg_debt);
+        cpu.seg_start = now;
+        if stream > 0.0 {
+            let s = &mut self.streams[node as usize];
+            *s = (*s - stream).max(0.0);
+        }
+        let home = {
+            let app = self.th[t].app as usize;
+            if self.apps[app].shared_data {
+                self.th[self.apps[app].first].home
+            } else {
+                self.th[t].home
+            }
+        };
+        let th = &mut self.th[t];
+        th.run += elapsed;
+        th.vruntime += elapsed;
+        let sys = elapsed.min(debt).min(th.debt);
+        th.debt -= sys;
+        th.stime += sys;
+        let user = elapsed - sys;
+        th.utime += user;
+        if let Act::Work { left, mem, .. } = &mut th.act {
+            let done = (user as f64 / factor).min(*left);
+            *left -= done;
+            if *left < 0.5 {
+                *left = 0.0;
+            }
+            if *mem > 0.0 {
+                let m = done * f64::from(*mem);
+                self.stats.mem_total += m;
+                if home != self.hw.node[c] {
+                    self.stats.mem_remote += m;
+                }
+            }
+        }
+        th.last_ran = now;
+    }
+
+    /// The CPU's activity reached its end.
+    pub(super) fn on_activity_end(&mut self, c: usize) {
+        let t = self.cpus[c].cur as usize;
+        self.stop_segment(c);
+        if self.th[t].debt > 0 {
+            // Only possible when the end was computed before extra debt was added.
+            self.start_segment(c);
+            return;
+        }
+        match self.th[t].act {
+            Act::Work { lock, .. } => {
+                self.th[t].act = Act::Idle;
+                if lock == NONE {
+                    self.th[t].pc += 1;
+                } else {
+                    let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
+                    if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
+                        // Still holding the mutex: take a ticket, then unlock.
+                        let got = self.take_ticket(lock as usize, t, items);
+                        let th = &mut self.th[t];
+                        if got {
+                            th.loop_pc = pc;
+                            th.loop_end = pc + 1 + u32::from(body);
+                            th.pc = pc + 1;
+                        } else {
+                            th.passes += 1;
+                            th.pc = pc + 1 + u32::from(body);
+                        }
+                    } else {
+                        self.th[t].pc += 1;
+                    }
+                    self.release(lock as usize, t, c);
+                }
+            }
+            Act::Spin { lock, .. } => {
+                // Spin budget spent: park on the lock's sleep queue.
+                let l = &mut self.locks[lock as usize];
+                l.spinners.retain(|&x| x as usize != t);
+                Self::park(l, t);
+                self.th[t].act = Act::Idle;
+                self.block(c, t);
+                return;
+            }
+            Act::BarrierSpin { barrier, .. } => {
+                let passed = self.barriers[barrier as usize].generation != self.th[t].bar_gen;
+                self.th[t].act = Act::Idle;
+                if !passed {
+                    self.barriers[barrier as usize].waiters.push(t as u32);
+                    self.block(c, t);
+                    return;
+                }
+            }
+            Act::Yield { .. } | Act::Idle => self.th[t].act = Act::Idle,
+        }
+        self.advance(c, t);
+    }
+}

@@ -1,0 +1,227 @@
+//! The simulation's plain data: threads, CPUs, locks, barriers, queues, applications,
+//! programs and counters.
+
+use super::NONE;
+#[cfg(doc)]
+use super::Sim;
+use crate::workload::Op;
+use threadbalance_model::{CpuSet, ThreadKey};
+use threadbalance_policy::rng::Rng;
+
+/// Life-cycle state of a simulated thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum St {
+    /// Not created yet.
+    New,
+    /// On a CPU.
+    Running,
+    /// On a run queue, waiting for its CPU.
+    Runnable,
+    /// Sleeping (lock, barrier, queue, timer).
+    Blocked,
+    /// Exited.
+    Done,
+}
+
+/// What a running thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Act {
+    /// Between operations.
+    Idle,
+    /// Work of `left` ns at full speed; inside lock `lock`'s critical section unless `NONE`.
+    Work { left: f64, lock: u32, mem: f32 },
+    /// Spinning on held mutex `lock` until `until`, then sleeping.
+    Spin { lock: u32, until: u64 },
+    /// Spinning at barrier `barrier` until `until` (`NEVER`: pure spin), then sleeping.
+    BarrierSpin { barrier: u32, until: u64 },
+    /// `sched_yield` loop at barrier `barrier`.
+    Yield { barrier: u32 },
+}
+
+/// One simulated thread.
+#[derive(Debug, Clone)]
+pub(crate) struct Thread {
+    pub key: ThreadKey,
+    pub app: u32,
+    pub prog: u32,
+    pub pc: u32,
+    pub iter: u64,
+    pub st: St,
+    /// CPU it runs or waits on, or last ran on.
+    pub cpu: u32,
+    pub allowed: CpuSet,
+    pub original: CpuSet,
+    pub vruntime: u64,
+    /// vruntime − the CPU's min_vruntime when it left a queue (EEVDF keeps lag).
+    pub lag: i64,
+    pub act: Act,
+    /// System work to pay before the activity (context switch, cache refill, wake-up).
+    pub debt: u64,
+    /// Item data to fetch in the next compute op (ns).
+    pub carry: f64,
+    pub home: u32,
+    pub rng: Rng,
+    // Accounting (ns unless said otherwise).
+    pub run: u64,
+    pub wait: u64,
+    pub utime: u64,
+    pub stime: u64,
+    pub lock_ns: u64,
+    pub timeslices: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+    pub migrations: u64,
+    pub born: u64,
+    pub died: u64,
+    pub runnable_since: u64,
+    pub wait_start: u64,
+    pub picked_at: u64,
+    pub last_ran: u64,
+    pub bar_gen: u64,
+    /// Inside a ticket loop: the ticket op's index, and the index just past its body
+    /// (`NONE`: not in a loop).
+    pub loop_pc: u32,
+    pub loop_end: u32,
+    /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
+    pub passes: u64,
+    pub last_wakee: u32,
+    pub wakee_flips: u32,
+    pub flip_decay: u64,
+    /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
+    /// for a nice-0 thread.
+    pub load_avg: f64,
+    /// When `load_avg` was last brought up to date, ns.
+    pub load_at: u64,
+    /// The CPU it left the last time its wake-up looked past `prev`
+    /// (`p->recent_used_cpu`).
+    pub recent_cpu: u32,
+    /// Automatic NUMA balancing's scanner.
+    pub scan: crate::autonuma::Scan,
+}
+
+/// One CPU.
+#[derive(Debug, Clone)]
+pub(crate) struct CpuState {
+    pub cur: u32,
+    pub rq: Vec<u32>,
+    pub min_vruntime: u64,
+    pub version: u32,
+    pub seg_start: u64,
+    pub seg_factor: f64,
+    pub seg_stream: f64,
+    pub seg_node: u32,
+    pub seg_debt: u64,
+    pub tick_armed: bool,
+    pub idle_since: u64,
+    pub avg_idle: u64,
+    pub last_balance: Vec<u64>,
+    pub interval: Vec<u64>,
+    pub failed: Vec<u32>,
+    pub busy_ns: u64,
+    /// Its thread's program is being advanced: wake-ups must not preempt it now.
+    pub in_advance: bool,
+}
+
+impl CpuState {
+    /// Runnable threads on it, the running one included.
+    pub fn nr(&self) -> usize {
+        self.rq.len() + usize::from(self.cur != NONE)
+    }
+
+    /// Neither running nor queued anything.
+    pub fn idle(&self) -> bool {
+        self.cur == NONE && self.rq.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LockState {
+    pub holder: u32,
+    pub last_cpu: u32,
+    pub spinners: Vec<u32>,
+    /// Sleepers, the next to wake first (see [`Sim::park`]).
+    pub waiters: std::collections::VecDeque<u32>,
+    /// Enqueues so far, for the queue's occasional FIFO turn (`qh_qcnt`).
+    pub enqueues: u8,
+    pub acquisitions: u64,
+    pub handoffs: u64,
+    pub cross: u64,
+    /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`NEVER`: not
+    /// yet) and the tickets taken since.
+    pub pass: u64,
+    pub taken: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BarrierState {
+    pub parties: usize,
+    pub count: usize,
+    pub generation: u64,
+    pub waiters: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct QueueState {
+    pub capacity: usize,
+    pub lines: u32,
+    /// CPU of the producer of each item.
+    pub items: std::collections::VecDeque<u32>,
+    pub getters: std::collections::VecDeque<u32>,
+    pub putters: std::collections::VecDeque<u32>,
+    pub producers: usize,
+    pub closed: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct AppState {
+    pub name: String,
+    pub first: usize,
+    pub threads: usize,
+    pub done: usize,
+    pub finished_at: Option<u64>,
+    pub lock_base: u32,
+    pub barrier_base: u32,
+    pub queue_base: u32,
+    pub footprint_lines: f64,
+    pub spin_ns: u64,
+    pub shared_data: bool,
+    /// Resident bytes of the shared data (leader first touch) or of each thread's pages.
+    pub memory_bytes: u64,
+    /// The first thread is a main thread that creates the others after its program.
+    pub main_thread: bool,
+    /// Automatic NUMA balancing's scanner of the shared data.
+    pub scan: crate::autonuma::SharedScan,
+    /// The main thread has created the others and sleeps in `pthread_join`.
+    pub joining: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Prog {
+    pub ops: Vec<Op>,
+    pub iterations: Option<u64>,
+    /// Queues this program puts into (it is a producer of each).
+    pub puts: Vec<u32>,
+}
+
+/// Counters only a simulator can see.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stats {
+    pub events: u64,
+    pub migrations: u64,
+    pub cross_migrations: u64,
+    pub mem_total: f64,
+    pub mem_remote: f64,
+    /// 4 KiB pages moved by automatic NUMA balancing.
+    pub page_migrations: u64,
+}
+
+/// Per-socket utilization and migrations over one sampling period.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TimelinePoint {
+    /// End of the period, seconds.
+    pub t_s: f64,
+    /// Busy fraction of each socket's CPUs during the period.
+    pub socket_util: Vec<f64>,
+    /// Migrations during the period.
+    pub migrations: u64,
+}

@@ -1,0 +1,328 @@
+//! Tick and load balancing: slice expiry, kernel noise, nohz kicks, periodic, new-idle
+//! and active balancing per scheduling domain, and affinity changes.
+
+use super::GroupStats;
+use crate::queue::EventKind;
+use crate::run::{Act, NONE, Sim, St};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Busy,
+    Idle,
+    NewIdle,
+}
+
+impl Sim {
+    // ---- tick and balancing --------------------------------------------------------------
+
+    pub(crate) fn on_tick(&mut self, c: usize) {
+        self.cpus[c].tick_armed = false;
+        if self.cpus[c].cur == NONE {
+            return; // nohz: an idle CPU stops ticking
+        }
+        let tick = self.lx.tick_ns();
+        let now = self.now;
+        self.cpus[c].tick_armed = true;
+        self.q.push(now + tick, EventKind::Tick, c as u32, 0);
+        self.rebalance(c);
+        if !self.cpus[c].rq.is_empty() {
+            self.q.push(now, EventKind::Resched, c as u32, 0);
+            let p = self.lx.kernel_noise_per_s * tick as f64 / 1e9;
+            if self.rng.next_f64() < p {
+                let at = now + self.rng.below(tick);
+                self.q.push(at, EventKind::Noise, c as u32, 0);
+            }
+        }
+        if now >= self.nohz_next && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c)) {
+            self.nohz_next = now + tick;
+            for i in 0..self.cpus.len() {
+                if self.cpus[i].idle() {
+                    self.rebalance(i);
+                }
+            }
+        }
+    }
+
+    /// Whether another CPU of `c`'s LLC is busy too (`nr_busy_cpus > 1`): then
+    /// `nohz_balancer_kick` gets the idle CPUs balancing, as the LLC may hold load that
+    /// another LLC could take.
+    fn llc_busy_peer(&self, c: usize) -> bool {
+        self.hw.llc_cpus[self.hw.llc[c] as usize]
+            .iter()
+            .any(|&x| x as usize != c && self.cpus[x as usize].cur != NONE)
+    }
+
+    pub(crate) fn on_resched(&mut self, c: usize) {
+        let cur = self.cpus[c].cur;
+        if cur == NONE || self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+            return;
+        }
+        let cur = cur as usize;
+        if matches!(self.th[cur].act, Act::Yield { .. }) {
+            self.yield_cpu(c);
+        } else if self.now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+            self.preempt(c);
+        }
+    }
+
+    /// A kernel thread runs briefly: the current thread is switched out and, when it is
+    /// done, the fairest queued thread runs.
+    pub(crate) fn on_noise(&mut self, c: usize) {
+        let cur = self.cpus[c].cur;
+        if cur == NONE || self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+            return;
+        }
+        if self.yield_waiting(cur as usize) {
+            self.yield_cpu(c);
+        } else {
+            self.preempt(c);
+        }
+    }
+
+    /// Periodic balancing of CPU `c` at every level whose interval has passed.
+    fn rebalance(&mut self, c: usize) {
+        let now = self.now;
+        let max = 100_000_000 * self.cpus.len() as u64;
+        for lv in 0..self.levels.len() {
+            let busy = self.cpus[c].cur != NONE;
+            let mut interval = self.cpus[c].interval[lv];
+            if busy {
+                interval *= self.lx.busy_factor;
+            }
+            if now < self.cpus[c].last_balance[lv] + interval.min(max) {
+                continue;
+            }
+            let kind = if busy { Kind::Busy } else { Kind::Idle };
+            self.load_balance(c, lv, kind);
+            self.cpus[c].last_balance[lv] = now;
+        }
+    }
+
+    pub(super) fn newidle_balance(&mut self, c: usize) {
+        if self.cpus[c].avg_idle < self.lx.migration_cost_ns {
+            return;
+        }
+        if !self.cpus.iter().any(|x| x.nr() >= 2) {
+            return;
+        }
+        for lv in 0..self.levels.len() {
+            if self.load_balance(c, lv, Kind::NewIdle) || !self.cpus[c].idle() {
+                return;
+            }
+        }
+    }
+
+    /// One `sched_balance_rq` of CPU `c` at level `lv`; whether it pulled anything.
+    fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
+        let level = &self.levels[lv];
+        let groups = &level.groups[level.dom_of[c] as usize];
+        let Some(local_ix) = groups.iter().position(|g| g.contains(&(c as u32))) else {
+            return false;
+        };
+        if kind != Kind::NewIdle {
+            // should_we_balance: the first idle CPU of the group, else its first CPU.
+            let g = &groups[local_ix];
+            let first = g
+                .iter()
+                .copied()
+                .find(|&x| self.cpus[x as usize].idle())
+                .unwrap_or(g[0]);
+            if first as usize != c {
+                return false;
+            }
+        }
+        let local = self.group_stats(&groups[local_ix]);
+        let mut busiest: Option<(usize, GroupStats)> = None;
+        let mut total = GroupStats::default();
+        for (i, g) in groups.iter().enumerate() {
+            let s = self.group_stats(g);
+            total.nr += s.nr;
+            total.ncpu += s.ncpu;
+            if i == local_ix || s.nr == 0 {
+                continue;
+            }
+            let better = match busiest {
+                None => true,
+                Some((_, b)) => {
+                    if s.kind() != b.kind() {
+                        s.kind() > b.kind()
+                    } else if s.kind() == 0 {
+                        s.idle < b.idle || (s.idle == b.idle && s.nr > b.nr)
+                    } else {
+                        s.nr * b.ncpu > b.nr * s.ncpu
+                    }
+                }
+            };
+            if better {
+                busiest = Some((i, s));
+            }
+        }
+        let (pct, numa, imb_numa_nr, prefer_sibling, tries) = (
+            level.imbalance_pct,
+            level.numa,
+            level.imb_numa_nr,
+            level.prefer_sibling,
+            level.cache_nice_tries,
+        );
+        // (tasks to move, load to move in 1024ths of a task when balancing load)
+        let mut tasks = 0usize;
+        let mut load: Option<u64> = None;
+        let mut bix = usize::MAX;
+        // migrate_task between groups with spare capacity: spread running threads, one of
+        // which may have to be pushed (imbalanced_active_balance).
+        let mut spread = false;
+        if let Some((bi, b)) = busiest {
+            bix = bi;
+            if b.kind() == 2 && local.kind() == 0 {
+                tasks = local.idle.min(b.nr - b.ncpu).max(1);
+            } else if b.kind() == 2 {
+                // Both groups busy: balance average load.
+                let (bl, ll) = (b.nr * local.ncpu, local.nr * b.ncpu);
+                if bl > ll && (b.nr * 100 * local.ncpu) as u64 > pct * (local.nr * b.ncpu) as u64 {
+                    let avg = |n: usize, k: usize| n as f64 / k as f64;
+                    let sd = avg(total.nr, total.ncpu);
+                    let x = ((avg(b.nr, b.ncpu) - sd) * b.ncpu as f64)
+                        .min((sd - avg(local.nr, local.ncpu)) * local.ncpu as f64);
+                    if x > 0.0 {
+                        load = Some((x * 1024.0) as u64);
+                        tasks = usize::MAX;
+                    }
+                }
+            } else if local.kind() == 0 {
+                spread = true;
+                if b.ncpu == 1 || prefer_sibling {
+                    tasks = b.nr.saturating_sub(local.nr) / 2;
+                    if tasks == 0 && local.nr == 0 && b.nr > 1 {
+                        tasks = 1;
+                    }
+                } else {
+                    tasks = local.idle.saturating_sub(b.idle) / 2;
+                }
+                if numa && local.nr < imb_numa_nr && tasks <= 2 {
+                    tasks = 0; // adjust_numa_imbalance: keep small imbalances local
+                }
+            }
+        }
+        if tasks == 0 {
+            if kind != Kind::NewIdle {
+                self.cpus[c].failed[lv] = 0;
+                let lvl = &self.levels[lv];
+                let iv = &mut self.cpus[c].interval[lv];
+                *iv = (*iv * 2).min(lvl.max_interval);
+            }
+            return false;
+        }
+        // The busiest CPU of the busiest group (sched_balance_find_src_rq): most runnable
+        // threads, with one queued; when spreading, a CPU whose one thread runs will do
+        // (nothing can be detached from it, so the attempt fails and counts towards
+        // active balance).
+        let src = self.levels[lv].groups[self.levels[lv].dom_of[c] as usize][bix]
+            .iter()
+            .copied()
+            .filter(|&x| {
+                let cpu = &self.cpus[x as usize];
+                !cpu.rq.is_empty() || (spread && cpu.cur != NONE)
+            })
+            .max_by_key(|&x| (self.cpus[x as usize].nr(), std::cmp::Reverse(x)));
+        let failed = self.cpus[c].failed[lv];
+        let mut moved = 0usize;
+        if let Some(src) = src {
+            let now = self.now;
+            let mut cands: Vec<u32> = self.cpus[src as usize].rq.clone();
+            cands.sort_by_key(|&t| (self.th[t as usize].last_ran, t));
+            let mut budget = load.unwrap_or(0);
+            for t in cands {
+                let t = t as usize;
+                if !self.allowed(t, c) {
+                    continue;
+                }
+                let hot = now.saturating_sub(self.th[t].last_ran) < self.lx.migration_cost_ns;
+                if hot && failed <= tries {
+                    continue;
+                }
+                if load.is_some() {
+                    let l = 1024u64 >> failed.min(10);
+                    if l > budget {
+                        continue;
+                    }
+                    budget -= l;
+                }
+                self.pull(t, src as usize, c);
+                moved += 1;
+                if moved >= tasks || (load.is_some() && budget == 0) {
+                    break;
+                }
+                if kind == Kind::NewIdle {
+                    break;
+                }
+            }
+            if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
+                // Active balance: push the running thread of the busiest CPU here (when
+                // spreading, even its only one: active_load_balance_cpu_stop).
+                let cur = self.cpus[src as usize].cur;
+                if cur != NONE
+                    && (self.cpus[src as usize].nr() >= 2 || spread)
+                    && self.allowed(cur as usize, c)
+                {
+                    let t = cur as usize;
+                    self.stop_segment(src as usize);
+                    self.cpus[src as usize].cur = NONE;
+                    self.th[t].involuntary += 1;
+                    self.th[t].lag =
+                        self.th[t].vruntime as i64 - self.cpus[src as usize].min_vruntime as i64;
+                    self.set_cpu(t, c as u32);
+                    self.enqueue(t, c, false);
+                    self.schedule(src as usize);
+                    self.cpus[c].failed[lv] = tries + 1;
+                    return true;
+                }
+            }
+        }
+        if kind != Kind::NewIdle {
+            if moved == 0 {
+                self.cpus[c].failed[lv] += 1;
+            } else {
+                self.cpus[c].failed[lv] = 0;
+                self.cpus[c].interval[lv] = self.levels[lv].min_interval;
+            }
+        }
+        moved > 0
+    }
+
+    /// Moves queued thread `t` from CPU `src` to CPU `dst`.
+    fn pull(&mut self, t: usize, src: usize, dst: usize) {
+        self.cpus[src].rq.retain(|&x| x as usize != t);
+        let th = &mut self.th[t];
+        th.lag = th.vruntime as i64 - self.cpus[src].min_vruntime as i64;
+        let waited = self.now.saturating_sub(th.runnable_since);
+        th.wait += waited;
+        self.set_cpu(t, dst as u32);
+        self.enqueue(t, dst, false);
+    }
+
+    /// Changes thread `t`'s affinity; a thread on a CPU no longer allowed moves at once.
+    pub(crate) fn set_affinity(&mut self, t: usize, allowed: threadbalance_model::CpuSet) {
+        self.th[t].allowed = allowed;
+        let c = self.th[t].cpu as usize;
+        if self.allowed(t, c) {
+            return;
+        }
+        match self.th[t].st {
+            St::Running => {
+                self.stop_segment(c);
+                self.cpus[c].cur = NONE;
+                self.th[t].lag = self.th[t].vruntime as i64 - self.cpus[c].min_vruntime as i64;
+                self.th[t].involuntary += 1;
+                let dst = self.fallback_cpu(t);
+                self.set_cpu(t, dst);
+                self.enqueue(t, dst as usize, false);
+                self.schedule(c);
+            }
+            St::Runnable => {
+                let dst = self.fallback_cpu(t);
+                self.pull(t, c, dst as usize);
+            }
+            St::New | St::Blocked | St::Done => {}
+        }
+    }
+}

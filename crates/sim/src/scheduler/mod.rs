@@ -1,0 +1,486 @@
+//! The Linux model that plays the `none` baseline: per-CPU run queues with fair time
+//! slices, wake-up placement, and load balancing per scheduling domain.
+//!
+//! It follows `kernel/sched/fair.c` of Linux 6.x in shape, kept small:
+//!
+//! | mechanism | model | kernel |
+//! |---|---|---|
+//! | fair share | pick the least vruntime; a sleeper keeps its lag (clamped to ± one slice) | EEVDF `pick_eevdf`, `place_entity` |
+//! | slices | `base_slice × (1 + log2 min(ncpu, 8))`, checked at each tick (`HZ`); a wake-up preempts only a thread past its slice | `sysctl_sched_base_slice`, `RUN_TO_PARITY` |
+//! | wake-up | prev CPU if idle; else towards the waker's CPU only if, with the thread's own PELT load added, it stays less loaded than prev by half the domain's `imbalance_pct` (within an LLC the model keeps a count rule: see `wake_affine`), and not when the waker and wakee flip partners a lot; then an idle CPU of **that target's LLC**: prev if idle there, the CPU used before prev (`recent_used_cpu`), else a scan of at most `llc_weight × (1 − (1.17 u)²)` CPUs for LLC utilization `u` (none above 85 %) | `select_task_rq_fair`, `wake_affine_idle`, `wake_affine_weight`, `wake_wide`, `select_idle_sibling`, `SIS_UTIL` |
+//! | fork | walk the domains top-down to the group with more idle CPUs; NUMA keeps a small imbalance | `sched_balance_find_dst_group` |
+//! | periodic balance | per domain every `weight` ms (× 16 when busy, doubled up to 2 × weight while balanced), by the first idle CPU of the group; busiest group by type (spare / fully busy / overloaded) then load; `imbalance_pct` 110 (SMT) / 117; task-count imbalance when the local group has spare capacity, load imbalance otherwise; a task's load is halved per failed attempt; cache-hot tasks (ran < 0.5 ms ago) stay unless attempts failed more than `cache_nice_tries`; active balance after `cache_nice_tries + 2` failures | `sched_balance_rq`, `calculate_imbalance`, `detach_tasks` |
+//! | idle balance | a CPU going idle pulls at once if its average idle time is at least the migration cost and some CPU is overloaded | `sched_balance_newidle` |
+//! | nohz | idle CPUs do not tick; a CPU with ≥ 2 runnable threads, or with another busy CPU in its LLC, kicks balancing on their behalf | `nohz_balancer_kick` (`nr_busy_cpus > 1`) |
+//! | migration cost | a thread that changes core refetches its working set from the cache it left: an LLC hit or a sibling's L2 within an LLC, a remote probe across | (hardware) |
+//! | NUMA balancing | pages follow their threads after two scans ([`crate::autonuma`]) | `task_numa_work`, `should_numa_migrate_memory` |
+//! | spreading | between groups with spare capacity the busiest CPU may run a lone thread; nothing can be detached, the attempt fails, and after `cache_nice_tries + 2` failures its running thread is pushed | `sched_balance_find_src_rq`, `imbalanced_active_balance`, `active_load_balance_cpu_stop` |
+//!
+//! Load is the number of runnable threads (every simulated thread has nice 0), not PELT's
+//! decayed average; that is the main simplification. Only wake-up placement across LLCs
+//! uses a PELT-like per-thread load (32 ms half-life), since there the sleeper's own load
+//! decides.
+
+mod balance;
+mod wake;
+
+use crate::queue::EventKind;
+use crate::run::{Act, NEVER, NONE, Sim, St};
+use serde::Serialize;
+use threadbalance_model::{Level, Topology};
+
+/// Parameters of the Linux model (defaults: Linux 6.x, `HZ=250`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Linux {
+    /// Scheduler ticks per second.
+    pub hz: u32,
+    /// `sysctl_sched_base_slice` before scaling by `1 + log2(min(ncpu, 8))`, ns.
+    pub base_slice_ns: u64,
+    /// `sysctl_sched_migration_cost`: a task that ran this recently is cache-hot, ns.
+    pub migration_cost_ns: u64,
+    /// Balance interval multiplier for busy CPUs (`busy_factor`).
+    pub busy_factor: u64,
+    /// Cost of a context switch, charged as system time, ns.
+    pub switch_ns: u64,
+    /// Cost of a futex or yield system call, ns.
+    pub syscall_ns: u64,
+    /// Extra delay for waking an idle CPU (IPI, idle exit), ns.
+    pub wake_idle_ns: u64,
+    /// Time between two thread creations, ns.
+    pub spawn_gap_ns: u64,
+    /// Kernel threads (kworkers, RCU, timers) that briefly preempt a busy CPU, per second.
+    /// They break the lock-step of perfectly periodic ticks, as on a real machine.
+    pub kernel_noise_per_s: f64,
+    /// `SIS_UTIL`: the idle-CPU scan of a wake-up shrinks as its LLC gets busy and stops
+    /// at about 85 % utilization (on by default since Linux 6.0).
+    pub sis_util: bool,
+    /// Automatic NUMA balancing moves pages after their threads ([`crate::autonuma`]).
+    pub numa_balancing: bool,
+    /// Cost of migrating one 4 KiB page (hinting fault, copy, remap), ns.
+    pub page_migrate_ns: u64,
+}
+
+impl Default for Linux {
+    fn default() -> Linux {
+        Linux {
+            hz: 250,
+            base_slice_ns: 750_000,
+            migration_cost_ns: 500_000,
+            busy_factor: 16,
+            switch_ns: 1_500,
+            syscall_ns: 500,
+            wake_idle_ns: 4_000,
+            spawn_gap_ns: 20_000,
+            kernel_noise_per_s: 20.0,
+            sis_util: true,
+            numa_balancing: true,
+            page_migrate_ns: 2_000,
+        }
+    }
+}
+
+impl Linux {
+    fn tick_ns(&self) -> u64 {
+        1_000_000_000 / u64::from(self.hz.max(1))
+    }
+}
+
+/// One level of scheduling domains.
+#[derive(Debug, Clone)]
+pub(crate) struct SdLevel {
+    /// Domain index of each CPU.
+    pub dom_of: Vec<u32>,
+    /// For each domain, its groups, each a list of CPUs.
+    pub groups: Vec<Vec<Vec<u32>>>,
+    pub numa: bool,
+    pub imbalance_pct: u64,
+    pub cache_nice_tries: u32,
+    pub min_interval: u64,
+    pub max_interval: u64,
+    pub imb_numa_nr: usize,
+    pub prefer_sibling: bool,
+}
+
+/// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
+/// levels that group the same CPUs as the level below.
+pub(crate) fn build_levels(topo: &Topology, hw: &crate::run::Hw) -> Vec<SdLevel> {
+    let n = hw.cpu_id.len();
+    let mut parts: Vec<Vec<u32>> = vec![
+        hw.core.clone(),
+        hw.llc.clone(),
+        hw.node.clone(),
+        hw.pkg.clone(),
+        vec![0; n],
+    ];
+    let count = |p: &Vec<u32>| {
+        let mut v = p.clone();
+        v.sort_unstable();
+        v.dedup();
+        v.len()
+    };
+    parts.sort_by_key(|p| std::cmp::Reverse(count(p)));
+    parts.dedup_by_key(|p| count(p));
+    parts.retain(|p| count(p) < n || n == 1);
+    let llc_size = topo
+        .domains(Level::Llc)
+        .first()
+        .map_or(1, |d| d.cpus.len())
+        .max(1);
+    let mut levels = Vec::new();
+    let mut prev: Vec<u32> = (0..n as u32).collect();
+    let mut prev_numa = false;
+    for (i, p) in parts.iter().enumerate() {
+        // Dense domain ids in order of lowest CPU.
+        let mut ids: Vec<u32> = Vec::new();
+        let dom_of: Vec<u32> = p
+            .iter()
+            .map(|k| match ids.iter().position(|x| x == k) {
+                Some(j) => j as u32,
+                None => {
+                    ids.push(*k);
+                    (ids.len() - 1) as u32
+                }
+            })
+            .collect();
+        let ndom = ids.len();
+        let mut groups: Vec<Vec<Vec<u32>>> = vec![Vec::new(); ndom];
+        let mut group_key: Vec<Vec<u32>> = vec![Vec::new(); ndom];
+        for c in 0..n {
+            let d = dom_of[c] as usize;
+            let g = prev[c];
+            match group_key[d].iter().position(|&x| x == g) {
+                Some(j) => groups[d][j].push(c as u32),
+                None => {
+                    group_key[d].push(g);
+                    groups[d].push(vec![c as u32]);
+                }
+            }
+        }
+        let weight = groups
+            .first()
+            .map_or(1, |g| g.iter().map(Vec::len).sum::<usize>());
+        let numa = (0..n).any(|c| dom_of[c] == 0 && hw.node[c] != hw.node[0]);
+        let smt = i == 0
+            && *p == hw.core
+            && groups
+                .first()
+                .is_some_and(|g| g.iter().all(|x| x.len() == 1));
+        let nr_llcs = (weight / llc_size).max(1);
+        levels.push(SdLevel {
+            dom_of,
+            groups,
+            numa,
+            imbalance_pct: if smt { 110 } else { 117 },
+            cache_nice_tries: if smt {
+                0
+            } else if numa {
+                2
+            } else {
+                1
+            },
+            min_interval: weight as u64 * 1_000_000,
+            max_interval: 2 * weight as u64 * 1_000_000,
+            imb_numa_nr: if nr_llcs == 1 {
+                (weight >> 3).max(1)
+            } else {
+                nr_llcs
+            },
+            prefer_sibling: !prev_numa,
+        });
+        prev_numa = numa;
+        prev = p.clone();
+    }
+    levels
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct GroupStats {
+    nr: usize,
+    idle: usize,
+    ncpu: usize,
+}
+
+impl GroupStats {
+    /// 0 has spare capacity, 1 fully busy, 2 overloaded.
+    fn kind(&self) -> u8 {
+        match self.nr.cmp(&self.ncpu) {
+            std::cmp::Ordering::Less => 0,
+            std::cmp::Ordering::Equal => 1,
+            std::cmp::Ordering::Greater => 2,
+        }
+    }
+}
+
+impl Sim {
+    pub(crate) fn slice_ns(&self) -> u64 {
+        let n = self.cpus.len().clamp(1, 8) as u64;
+        self.lx.base_slice_ns * (1 + u64::from(63 - n.leading_zeros()))
+    }
+
+    pub(crate) fn allowed(&self, t: usize, c: usize) -> bool {
+        self.th[t].allowed.contains(self.hw.cpu_id[c])
+    }
+
+    /// Moves thread `t`'s CPU to `c`, counting the migration and its cache refill.
+    ///
+    /// The refill fetches the working set from where it is, the cache of the CPU left
+    /// behind: within an LLC a line costs an LLC hit or a probe of the sibling's private
+    /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`).
+    pub(crate) fn set_cpu(&mut self, t: usize, c: u32) {
+        let old = self.th[t].cpu;
+        if old == c {
+            return;
+        }
+        let same_core = self.hw.core[old as usize] == self.hw.core[c as usize];
+        let refill = if same_core {
+            0.0
+        } else {
+            let app = self.th[t].app as usize;
+            self.apps[app].footprint_lines * self.hw.line_ns(old, c) / self.hw.mlp
+        };
+        let th = &mut self.th[t];
+        th.cpu = c;
+        th.migrations += 1;
+        th.debt += refill as u64;
+        self.stats.migrations += 1;
+        if self.hw.pkg[old as usize] != self.hw.pkg[c as usize] {
+            self.stats.cross_migrations += 1;
+        }
+    }
+
+    /// Puts runnable thread `t` on CPU `c` (its `cpu` must already be `c`).
+    pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
+        let slice = self.slice_ns() as i64;
+        let now = self.now;
+        let min_vr = self.cpus[c].min_vruntime as i64;
+        let th = &mut self.th[t];
+        th.st = St::Runnable;
+        th.runnable_since = now;
+        th.vruntime = (min_vr + th.lag.clamp(-slice, slice)).max(0) as u64;
+        if self.cpus[c].idle() {
+            if wakeup {
+                self.th[t].debt += self.lx.wake_idle_ns;
+                // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
+                let cpu = &mut self.cpus[c];
+                if cpu.idle_since != NEVER {
+                    let d = now.saturating_sub(cpu.idle_since) as i64;
+                    let avg = cpu.avg_idle as i64;
+                    let cap = 2 * self.lx.migration_cost_ns as i64;
+                    cpu.avg_idle = (avg + (d - avg) / 8).clamp(0, cap) as u64;
+                }
+            }
+            self.switch_in(c, t);
+            return;
+        }
+        self.cpus[c].rq.push(t as u32);
+        let cur = self.cpus[c].cur;
+        if cur == NONE {
+            self.schedule(c);
+            return;
+        }
+        if self.cpus[c].in_advance {
+            return; // the running thread is mid-operation; the next tick decides
+        }
+        let cur = cur as usize;
+        if matches!(self.th[cur].act, Act::Yield { .. }) {
+            if self.queued_non_yielder(c) {
+                self.yield_cpu(c);
+            }
+        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+            self.preempt(c);
+        }
+    }
+
+    /// Gives idle CPU `c` to thread `t`.
+    fn switch_in(&mut self, c: usize, t: usize) {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        debug_assert_eq!(cpu.cur, NONE);
+        cpu.idle_since = NEVER;
+        cpu.cur = t as u32;
+        let th = &mut self.th[t];
+        th.st = St::Running;
+        th.wait += now.saturating_sub(th.runnable_since);
+        th.timeslices += 1;
+        th.picked_at = now;
+        th.debt += self.lx.switch_ns;
+        if !self.cpus[c].tick_armed {
+            let tick = self.lx.tick_ns();
+            self.cpus[c].tick_armed = true;
+            self.q
+                .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
+        }
+        match self.th[t].act {
+            Act::Idle => self.advance(c, t),
+            Act::Spin { lock, .. } if self.locks[lock as usize].holder == NONE => {
+                let l = lock as usize;
+                self.locks[l].spinners.retain(|&x| x as usize != t);
+                self.th[t].act = Act::Idle;
+                self.advance(c, t);
+            }
+            Act::BarrierSpin { barrier, .. } | Act::Yield { barrier }
+                if self.barriers[barrier as usize].generation != self.th[t].bar_gen =>
+            {
+                self.th[t].act = Act::Idle;
+                self.advance(c, t);
+            }
+            Act::Yield { .. } if self.queued_non_yielder(c) => {
+                self.start_segment(c);
+                self.yield_cpu(c);
+            }
+            _ => self.start_segment(c),
+        }
+    }
+
+    /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
+    pub(crate) fn queued_non_yielder(&self, c: usize) -> bool {
+        self.cpus[c]
+            .rq
+            .iter()
+            .any(|&t| !self.yield_waiting(t as usize))
+    }
+
+    /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
+    pub(crate) fn yield_waiting(&self, t: usize) -> bool {
+        match self.th[t].act {
+            Act::Yield { barrier } => {
+                self.barriers[barrier as usize].generation == self.th[t].bar_gen
+            }
+            _ => false,
+        }
+    }
+
+    /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
+    /// pull work) when its queue is empty.
+    pub(crate) fn schedule(&mut self, c: usize) {
+        debug_assert_eq!(self.cpus[c].cur, NONE);
+        if let Some(t) = self.pick(c, NONE) {
+            self.switch_in(c, t);
+            return;
+        }
+        self.cpus[c].idle_since = self.now;
+        self.newidle_balance(c);
+    }
+
+    /// Removes and returns the queued thread with the least vruntime (not `skip`).
+    fn pick(&mut self, c: usize, skip: u32) -> Option<usize> {
+        let cpu = &self.cpus[c];
+        let mut best: Option<(u64, usize)> = None;
+        for (i, &t) in cpu.rq.iter().enumerate() {
+            if t == skip {
+                continue;
+            }
+            let v = self.th[t as usize].vruntime;
+            if best.is_none_or(|(b, _)| v < b) {
+                best = Some((v, i));
+            }
+        }
+        let (v, i) = best?;
+        let cpu = &mut self.cpus[c];
+        let t = cpu.rq.remove(i) as usize;
+        cpu.min_vruntime = cpu.min_vruntime.max(v);
+        Some(t)
+    }
+
+    fn requeue_current(&mut self, c: usize) -> usize {
+        self.stop_segment(c);
+        let t = self.cpus[c].cur as usize;
+        self.cpus[c].cur = NONE;
+        let now = self.now;
+        let th = &mut self.th[t];
+        th.st = St::Runnable;
+        th.runnable_since = now;
+        self.cpus[c].rq.push(t as u32);
+        t
+    }
+
+    /// The running thread's slice is over (or a waking thread is due): run the fairest.
+    fn preempt(&mut self, c: usize) {
+        let t = self.requeue_current(c);
+        let next = self.pick(c, NONE).unwrap_or(t);
+        if next != t {
+            self.th[t].involuntary += 1;
+        } else {
+            self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
+            self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
+        }
+        self.switch_in(c, next);
+    }
+
+    /// The running thread yields: any other queued thread runs first.
+    pub(crate) fn yield_cpu(&mut self, c: usize) {
+        if !self.queued_non_yielder(c) {
+            return; // only other yielders: sched_yield returns at once, the loop spins on
+        }
+        let t = self.requeue_current(c);
+        let pick = {
+            let cpu = &self.cpus[c];
+            let mut best: Option<(u64, usize)> = None;
+            for (i, &x) in cpu.rq.iter().enumerate() {
+                if self.yield_waiting(x as usize) {
+                    continue;
+                }
+                let v = self.th[x as usize].vruntime;
+                if best.is_none_or(|(b, _)| v < b) {
+                    best = Some((v, i));
+                }
+            }
+            best.map(|(_, i)| i)
+        };
+        let picked = pick.map(|i| {
+            let cpu = &mut self.cpus[c];
+            let x = cpu.rq.remove(i) as usize;
+            cpu.min_vruntime = cpu.min_vruntime.max(self.th[x].vruntime);
+            x
+        });
+        match picked {
+            Some(next) => {
+                self.th[t].involuntary += 1;
+                self.switch_in(c, next);
+            }
+            None => {
+                self.cpus[c].rq.retain(|&x| x as usize != t);
+                self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
+                self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
+                self.switch_in(c, t);
+            }
+        }
+    }
+
+    /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
+    pub(crate) fn block(&mut self, c: usize, t: usize) {
+        self.pelt_sync(t);
+        let min_vr = self.cpus[c].min_vruntime as i64;
+        let th = &mut self.th[t];
+        th.st = St::Blocked;
+        th.voluntary += 1;
+        th.lag = th.vruntime as i64 - min_vr;
+        th.debt += self.lx.syscall_ns;
+        self.cpus[c].cur = NONE;
+        self.schedule(c);
+    }
+
+    /// Wakes sleeping thread `t`; `waker` is the waking CPU (`NONE` for a timer).
+    pub(crate) fn wake(&mut self, t: usize, waker: u32) {
+        if self.th[t].st != St::Blocked {
+            return;
+        }
+        self.pelt_sync(t);
+        let target = self.select_wake_cpu(t, waker);
+        self.set_cpu(t, target);
+        self.enqueue(t, target as usize, true);
+    }
+
+    fn group_stats(&self, cpus: &[u32]) -> GroupStats {
+        let mut s = GroupStats {
+            ncpu: cpus.len(),
+            ..GroupStats::default()
+        };
+        for &c in cpus {
+            let cpu = &self.cpus[c as usize];
+            s.nr += cpu.nr();
+            s.idle += usize::from(cpu.idle());
+        }
+        s
+    }
+}
