@@ -416,34 +416,58 @@ fn tumbler_overload(cx: &mut Ctx) {
     );
 }
 
+/// Two of Tumbler's pairs (Table VII) whose programs the simulator models, 64 threads
+/// each: bodytrack with swaptions, facesim with streamcluster.
+const TUMBLER_PAIRS: [(&str, &str, &str, &str); 2] = [
+    (
+        "bodytrack+parsec-mix:only=swaptions",
+        "bodytrack + swaptions",
+        "BT 13.8 %, SW 2.6 %",
+        "",
+    ),
+    (
+        "parsec-mix:only=facesim+streamcluster",
+        "facesim + streamcluster",
+        "FS 11.3 %, SC 15.8 %",
+        "the pair already loads the sockets evenly under Linux (socket utilization CV 0.003: 128 busy threads on 64 cores), so Tumbler has nothing to balance; where it regrouped anyway (seeds 2 and 3, while threads started or streamcluster ended) it moved facesim threads off the pages they first touched (remote memory-bound work 26–27 % under none, 31–42 % under tumbler), and automatic NUMA balancing copies 40 MB back per thread two scans later. Seed 1 is the same run under both",
+    ),
+];
+
 fn tumbler_two_apps(cx: &mut Ctx) {
     let Some(m) = opteron() else { return };
-    let Ok(w) = workload("ferret-pipeline+streamcluster", Some(64), None) else {
-        return;
-    };
-    let paper = "two applications at once: both faster with Tumbler (Table VII: 2.6–19.2 %)";
-    let Some(none) = cx.run(&m, &w, "none", None) else {
-        return;
-    };
-    let Some(t) = cx.run(&m, &w, "tumbler", None) else {
-        cx.missing("ferret + streamcluster, tumbler vs none", paper, "tumbler");
-        return;
-    };
-    let napps = w.apps.len();
-    let mut gains = Vec::new();
-    for a in 0..napps {
-        let n = none.mean(|r| r.app_runtime_s.get(a).map_or(0.0, |x| x.1));
-        let tt = t.mean(|r| r.app_runtime_s.get(a).map_or(0.0, |x| x.1));
-        gains.push((w.apps[a].name.clone(), if tt > 0.0 { n / tt } else { 0.0 }));
+    for (spec, pair, numbers, why) in TUMBLER_PAIRS {
+        let Ok(w) = workload(spec, Some(64), None) else {
+            continue;
+        };
+        let paper = format!(
+            "two applications at once, 64 threads each: both faster with Tumbler (Table VII: {numbers})"
+        );
+        let Some(none) = cx.run(&m, &w, "none", None) else {
+            continue;
+        };
+        let Some(t) = cx.run(&m, &w, "tumbler", None) else {
+            cx.missing(&format!("{pair}, tumbler vs none"), &paper, "tumbler");
+            continue;
+        };
+        let mut gains = Vec::new();
+        for (a, app) in w.apps.iter().enumerate() {
+            let n = none.mean(|r| r.app_runtime_s.get(a).map_or(0.0, |x| x.1));
+            let tt = t.mean(|r| r.app_runtime_s.get(a).map_or(0.0, |x| x.1));
+            gains.push((app.name.clone(), if tt > 0.0 { n / tt } else { 0.0 }));
+        }
+        let text: Vec<String> = gains.iter().map(|(n, g)| format!("{n} {g:.3}")).collect();
+        cx.claim(
+            &format!("{pair} at once, tumbler vs none: both applications faster (by ≥ 1 %)"),
+            &paper,
+            format!("speedups {}", text.join(", ")),
+            gains.iter().all(|(_, g)| *g > 1.01),
+            if why.is_empty() {
+                "at least one program of the pair runs at Linux's speed or slower under Tumbler"
+            } else {
+                why
+            },
+        );
     }
-    let text: Vec<String> = gains.iter().map(|(n, g)| format!("{n} {g:.3}")).collect();
-    cx.claim(
-        "ferret + streamcluster at once (130 threads), tumbler vs none: both applications faster",
-        paper,
-        format!("speedups {}", text.join(", ")),
-        gains.iter().all(|(_, g)| *g > 1.0),
-        "Tumbler balances the machine as a whole and moves streamcluster's threads to even out ferret's stages, away from the sockets where they first touched their pages. Under none Linux moves them too (remote accesses 60–66 % of the mix's memory-bound work under none, 68–69 % under tumbler, seeds 1–2), and the mix lasts about 1 s, less than automatic NUMA balancing needs before a page follows its thread (a 1 s scan delay, then a second fault from the same node), so no page moves. With streamcluster ten times longer (streamcluster:phases=1500, 6 s) pages follow (7,000–12,000 migrated), ferret still gains 8–12 % and streamcluster comes out even (0.97–1.00). Streamcluster alone is no longer slowed: Tumbler leaves sockets that are already balanced alone. The paper's pair with SC was facesim + SC (11.3 %, 15.8 %), not ferret",
-    );
 }
 
 fn numa_parsec_mix(cx: &mut Ctx) {

@@ -349,7 +349,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ),
     (
         "parsec-mix",
-        "Chiang & Su §4.2: 12 PARSEC programs at once (Table 2's first touch by leader or by thread), 1–32 workers each (threads sets them all), starting over 4 s; scale (1) multiplies their lengths",
+        "Chiang & Su §4.2: 12 PARSEC programs at once (Table 2's first touch by leader or by thread), 1–32 workers each (threads sets them all), starting over 4 s; scale (1) multiplies their lengths; only=NAME runs one of them alone (e.g. only=facesim)",
     ),
 ];
 
@@ -449,7 +449,8 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
             } else {
                 None
             };
-            return parsec_mix_builtin(spec, workers, scale, p);
+            let only = p.map.remove("only");
+            return parsec_mix_builtin(spec, workers, scale, only.as_deref(), p);
         }
         "ep-barrier" => {
             let n = p.count("threads", 3)?;
@@ -507,6 +508,7 @@ fn parsec_mix_builtin(
     spec: &str,
     workers: Option<usize>,
     scale: f64,
+    only: Option<&str>,
     p: Params,
 ) -> Result<Option<Workload>, SimError> {
     p.finish()?;
@@ -516,7 +518,22 @@ fn parsec_mix_builtin(
             why: "scale must be positive".into(),
         });
     }
-    let apps = crate::parsec::parsec_mix(workers, scale);
+    let mut apps = crate::parsec::parsec_mix(workers, scale);
+    if let Some(name) = only {
+        // One program of the mix, alone, launched at once.
+        let names: Vec<String> = apps.iter().map(|a| a.name.clone()).collect();
+        apps.retain(|a| a.name == name);
+        let Some(a) = apps.first_mut() else {
+            return Err(SimError::Workload {
+                name: spec.to_string(),
+                why: format!(
+                    "only={name} is not a program of the mix ({})",
+                    names.join(", ")
+                ),
+            });
+        };
+        a.start_ns = 0;
+    }
     for a in &apps {
         a.validate().map_err(|why| SimError::Workload {
             name: spec.to_string(),
@@ -840,6 +857,21 @@ mod tests {
         assert!(builtin("ep-barrier:bogus=1", None).is_err());
         assert!(builtin("ep-barrier:threads=0", None).is_err());
         assert!(builtin("nonesuch", None).unwrap().is_none());
+    }
+
+    #[test]
+    fn builtin_parsec_mix_runs_one_program_alone() {
+        let w = builtin("parsec-mix:only=facesim,threads=64", None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.apps.len(), 1);
+        let a = &w.apps[0];
+        assert_eq!(a.name, "facesim");
+        // Launched at once (it starts 2 s into the mix), main thread + 64 workers.
+        assert_eq!(a.start_ns, 0);
+        assert_eq!(a.threads(), 65);
+        let e = builtin("parsec-mix:only=nonesuch", None).unwrap_err();
+        assert!(e.to_string().contains("only=nonesuch"), "{e}");
     }
 
     #[test]
