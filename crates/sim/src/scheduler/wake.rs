@@ -7,6 +7,10 @@ use crate::run::{NONE, Sim, St};
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
 
+/// `imbalance_pct` of the LLC's domain (MC), which `update_idle_cpu_scan` squares with the
+/// LLC's utilization.
+const LLC_IMBALANCE_PCT: f64 = 117.0;
+
 impl Sim {
     /// Thread `t`'s load now (0–1 task): its runnable average, decayed with PELT's 32 ms
     /// half-life (`LOAD_AVG_PERIOD`) towards 1 while it is runnable, towards 0 while it
@@ -195,8 +199,8 @@ impl Sim {
         for (l, cpus) in self.hw.llc_cpus.iter().enumerate() {
             let u = cpus.iter().map(|&c| util[c as usize].min(1.0)).sum::<f64>()
                 / cpus.len().max(1) as f64;
-            let pct = 117.0 / 100.0;
-            let y = (1.0 - (u * pct) * (u * pct)).max(0.0);
+            let x = u * (LLC_IMBALANCE_PCT / 100.0);
+            let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
             self.llc_scan[l] = Some((now, nr));
         }
