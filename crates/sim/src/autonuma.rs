@@ -25,7 +25,7 @@ use crate::queue::EventKind;
 use crate::run::{NONE, Sim, St};
 
 /// How often the model looks for threads whose scan is due, ns.
-pub(crate) const PASS_NS: u64 = 250_000_000;
+const PASS_NS: u64 = 250_000_000;
 /// `numa_balancing_scan_delay_ms` and `numa_balancing_scan_period_min_ms`, ns.
 const SCAN_MIN_NS: u64 = 1_000_000_000;
 /// `numa_balancing_scan_period_max_ms`, ns.
@@ -44,6 +44,8 @@ pub(crate) struct Scan {
     pub last_node: u32,
     /// CPU time of the thread at its last scan, ns.
     pub run_at_scan: u64,
+    /// CPU time of the thread at its application's last shared-data pass, ns.
+    pub run_at_shared_pass: u64,
 }
 
 impl Scan {
@@ -53,6 +55,7 @@ impl Scan {
             period: SCAN_MIN_NS,
             last_node: NONE,
             run_at_scan: 0,
+            run_at_shared_pass: 0,
         }
     }
 }
@@ -142,19 +145,15 @@ impl Sim {
             if !self.apps[app].shared_data || self.apps[app].scan.next > now {
                 continue;
             }
-            let a = &self.apps[app];
-            let (first, n) = (a.first, a.threads);
-            let owner = first;
+            let (first, n) = (self.apps[app].first, self.apps[app].threads);
             let mut per_node = vec![0u64; nnode];
-            for t in first..first + n {
-                if self.th[t].st == St::New {
+            for th in &mut self.th[first..first + n] {
+                if th.st == St::New {
                     continue;
                 }
-                let node = self.hw.node[self.th[t].cpu as usize] as usize;
-                let run = self.th[t].run;
-                let before = self.app_node_run[t];
-                per_node[node] += run - before;
-                self.app_node_run[t] = run;
+                let node = self.hw.node[th.cpu as usize] as usize;
+                per_node[node] += th.run - th.scan.run_at_shared_pass;
+                th.scan.run_at_shared_pass = th.run;
             }
             let total: u64 = per_node.iter().sum();
             let (best, &most) = per_node
@@ -163,12 +162,12 @@ impl Sim {
                 .max_by_key(|&(i, &r)| (r, std::cmp::Reverse(i)))
                 .unwrap_or((0, &0));
             let best = best as u32;
-            let home = self.th[owner].home;
+            let home = self.th[first].home;
             let majority = total > 0 && most * 2 > total;
             let s = self.apps[app].scan;
             let mut moved = false;
             if majority && home != NONE && home != best && s.last_node == best {
-                self.th[owner].home = best;
+                self.th[first].home = best;
                 let faulting: Vec<usize> = (first..first + n)
                     .filter(|&t| {
                         matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)

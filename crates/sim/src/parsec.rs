@@ -339,38 +339,14 @@ fn dedup(n: usize, items: u64) -> Program {
 /// Each thread allocates its own buffers (Table 2: by individual threads).
 fn ferret(threads: Option<usize>, items: u64) -> Program {
     let per = threads.map_or(2, |t| (t / 4).max(1));
-    let q = |queue: u16| Op::Put { queue };
-    let g = |queue: u16| Op::Get { queue };
-    let stage = |name: &str, input: u16, ms: f64, mem: f32| Group {
-        name: name.into(),
-        threads: per,
-        ops: vec![g(input), work(ms, 0.3, mem), q(input + 1)],
-        iterations: None,
-    };
+    let (groups, queues) = crate::workload::ferret_pipeline(per, items, 0.2);
     Program {
         name: "ferret",
         leader_touch: false,
         start_s: 2.5,
         setup_ms: 100.0,
-        groups: vec![
-            workers("load", 1, vec![work(0.05, 0.2, 0.2), q(0)], items),
-            stage("segment", 0, 0.2, 0.1),
-            stage("extract", 1, 0.1, 0.1),
-            stage("vector", 2, 1.1, 0.3),
-            stage("rank", 3, 3.6, 0.7),
-            Group {
-                name: "out".into(),
-                threads: 1,
-                ops: vec![g(4), work(0.02, 0.2, 0.1)],
-                iterations: None,
-            },
-        ],
-        queues: (0..5)
-            .map(|_| QueueSpec {
-                capacity: 4 * per,
-                lines: 64,
-            })
-            .collect(),
+        groups,
+        queues,
         memory_mb: 60,
         footprint_kb: 512,
         master_works: false,

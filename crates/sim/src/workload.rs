@@ -614,25 +614,40 @@ pub fn spinners(n: usize, work: u64) -> App {
 /// with per-item work in the ratio of Tumbler Table I (segment 2 : extract 1 : vector 11 :
 /// rank 36). Rank (similarity search over the image database) is memory-bound.
 pub fn ferret(n: usize, items: u64) -> App {
-    let per = (n / 4).max(1);
+    let (groups, queues) = ferret_pipeline((n / 4).max(1), items, 0.3);
+    let mut a = app("ferret", groups, queues);
+    a.footprint_kb = 512;
+    // The image database is loaded (first touched) by the main thread and read by all.
+    a.shared_data = true;
+    a
+}
+
+/// Ferret's six stages with `per` threads in each middle stage and `items` queries: the
+/// groups and the five bounded queues between them. Middle stages vary ±30 % per item;
+/// the load and out stages by `edge_spread`.
+pub(crate) fn ferret_pipeline(
+    per: usize,
+    items: u64,
+    edge_spread: f32,
+) -> (Vec<Group>, Vec<QueueSpec>) {
     let q = |i: u16| Op::Put { queue: i };
     let g = |i: u16| Op::Get { queue: i };
-    let work = |ms: f64, mem: f32| Op::Compute {
+    let work = |ms: f64, spread: f32, mem: f32| Op::Compute {
         ns: ns(ms * MS),
-        spread: 0.3,
+        spread,
         mem,
     };
     let stage = |name: &str, input: u16, ms: f64, mem: f32| Group {
         name: name.into(),
         threads: per,
-        ops: vec![g(input), work(ms, mem), q(input + 1)],
+        ops: vec![g(input), work(ms, 0.3, mem), q(input + 1)],
         iterations: None,
     };
     let groups = vec![
         Group {
             name: "load".into(),
             threads: 1,
-            ops: vec![work(0.05, 0.2), q(0)],
+            ops: vec![work(0.05, edge_spread, 0.2), q(0)],
             iterations: Some(items),
         },
         stage("segment", 0, 0.2, 0.1),
@@ -642,7 +657,7 @@ pub fn ferret(n: usize, items: u64) -> App {
         Group {
             name: "out".into(),
             threads: 1,
-            ops: vec![g(4), work(0.02, 0.1)],
+            ops: vec![g(4), work(0.02, edge_spread, 0.1)],
             iterations: None,
         },
     ];
@@ -652,11 +667,7 @@ pub fn ferret(n: usize, items: u64) -> App {
             lines: 64,
         })
         .collect();
-    let mut a = app("ferret", groups, queues);
-    a.footprint_kb = 512;
-    // The image database is loaded (first touched) by the main thread and read by all.
-    a.shared_data = true;
-    a
+    (groups, queues)
 }
 
 /// `streamcluster`: `n` threads, `phases` rounds of statically partitioned work whose cost

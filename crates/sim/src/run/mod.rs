@@ -108,9 +108,6 @@ pub struct Sim {
     pub(crate) memory_at: u64,
     /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
     pub(crate) llc_scan: Vec<Option<(u64, usize)>>,
-    /// Per thread, its CPU time when automatic NUMA balancing last scanned its
-    /// application's shared data, ns.
-    pub(crate) app_node_run: Vec<u64>,
 }
 
 impl Sim {
@@ -170,7 +167,6 @@ impl Sim {
             memory_every: opts.memory_every.0,
             memory_at: NEVER,
             llc_scan: Vec::new(),
-            app_node_run: Vec::new(),
         };
         sim.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();
@@ -317,7 +313,6 @@ impl Sim {
             });
         }
         sim.live = sim.th.len();
-        sim.app_node_run = vec![0; sim.th.len()];
         sim.q.push(sim.sample_every, EventKind::Sample, 0, 0);
         sim.autonuma_start();
         sim
