@@ -17,7 +17,9 @@
 //! ```
 //!
 //! A thread's *current domain* is the one the policy last assigned it ([`Placement`]), else
-//! the domain of the CPU it last ran on. Only threads whose domain changes get a move.
+//! the domain of the CPU it last ran on. Threads whose domain changes get a move, and so do
+//! threads not placed before, even if they already run in their new domain: the move
+//! confines them there, so that the placement recorded is the one the OS enforces.
 //!
 //! ```
 //! use threadbalance_policy::grouping::{contiguous_group, equal_size, wave_group};
@@ -377,6 +379,8 @@ pub struct Regroup {
     order: Vec<(u64, usize)>,
     group: Vec<usize>,
     current: Vec<Option<usize>>,
+    /// Whether `current` is a domain the policy assigned (the thread is confined to it).
+    placed: Vec<bool>,
     assignment: Assignment,
     moved: Vec<(usize, usize)>,
 }
@@ -391,7 +395,8 @@ impl Regroup {
     /// same order; ties by key), cuts them into one group per domain at `level` with
     /// `scheme`, matches groups to domains with [`Assignment::fewest_moves`], records every
     /// thread's new domain in `placement` (forgetting threads not in `threads`), and returns
-    /// the threads whose domain changed as `(index into threads, new domain)`, in key order.
+    /// the threads whose domain changed, or that were not placed before, as `(index into
+    /// threads, new domain)`, in key order.
     ///
     /// Beyond the paper, for [`Scheme::Wave`]: threads whose metric is below
     /// [`IDLE_METRIC`] (a main thread asleep in `join`, an idle pool thread) take no place in
@@ -442,6 +447,7 @@ impl Regroup {
         }
         placement.retain_alive(&threads[..n]);
         self.current.clear();
+        self.placed.clear();
         let mut j = 0;
         for t in &threads[..n] {
             let entries = &placement.entries;
@@ -449,6 +455,7 @@ impl Regroup {
                 j += 1;
             }
             let assigned = entries.get(j).filter(|e| e.0 == t.key).map(|e| e.1);
+            self.placed.push(assigned.is_some());
             self.current
                 .push(assigned.or_else(|| topo.domain_of(t.last_cpu, level)));
         }
@@ -457,7 +464,7 @@ impl Regroup {
         placement.entries.clear();
         for (i, t) in threads[..n].iter().enumerate() {
             let d = domain_of_group.get(self.group[i]).copied().unwrap_or(0);
-            if self.current[i] != Some(d) {
+            if !self.placed[i] || self.current[i] != Some(d) {
                 self.moved.push((i, d));
             }
             placement.entries.push((t.key, d));
@@ -751,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn regroup_moves_only_threads_whose_domain_changes() {
+    fn regroup_moves_threads_whose_domain_changes_and_confines_new_ones() {
         // 2 packages of 2 CPUs. Utilizations .9 .8 .2 .1 on CPUs 0 0 2 2: both busy threads
         // share package 0. The wave over .1 .2 .8 .9 gives g0 = {.1, .9}, g1 = {.2, .8}.
         let t = topo(2, 1, 2, 1);
@@ -778,9 +785,10 @@ mod tests {
             )
             .to_vec();
         // Both matchings keep 2 of 4 in place; the tie goes to g0 → package 0, so .8 (tid 2)
-        // goes to package 1 and .1 (tid 4) comes to package 0.
+        // goes to package 1 and .1 (tid 4) comes to package 0. Tids 1 and 3 stay in their
+        // package; placed for the first time, they get a move that confines them there.
         assert_eq!(r.groups(), [0, 1, 1, 0]);
-        assert_eq!(moved, [(1, 1), (3, 0)]);
+        assert_eq!(moved, [(0, 0), (1, 1), (2, 1), (3, 0)]);
         assert_eq!(p.get(&key(1, 1)), Some(0));
         assert_eq!(p.get(&key(1, 4)), Some(0));
         // Again with the same rates: nothing moves.

@@ -12,7 +12,8 @@
 //!                                                         K consecutive groups of equal size,
 //!                                                         groups → domains with fewest moves,
 //!                                                         Move { why: Shuffle } for threads
-//!                                                         whose domain changed
+//!                                                         whose domain changed (or that
+//!                                                         are placed for the first time)
 //! ```
 //!
 //! **Sampling and shuffling intervals** (§3.2): lock times are sampled every 200 ms and
@@ -369,7 +370,7 @@ mod tests {
         // 500: check. Lock times .30 .01 .29 .02 (same in every window); mean .155 > .05.
         // Sorted .01(2) .02(4) .29(3) .30(1): g0 = {2, 4}, g1 = {3, 1}. Package 0 holds 1, 2
         // and package 1 holds 3, 4: each group has one thread in each, a tie, so g0 → 0:
-        // thread 4 → 0 and thread 1 → 1.
+        // thread 4 → 0 and thread 1 → 1; threads 2 and 3 stay, confined where they run.
         let plan = p.decide(
             &t,
             &measured(
@@ -385,7 +386,7 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect();
-        assert_eq!(got, [(1, 1), (4, 0)]);
+        assert_eq!(got, [(1, 1), (2, 0), (3, 1), (4, 0)]);
         assert!(
             matches!(plan.moves[0].why, Reason::Shuffle { group: 1, lock } if (lock - 0.30).abs() < 1e-9)
         );
@@ -444,13 +445,20 @@ mod tests {
         let plan = p.decide(&t, &w);
         assert_eq!(p.stats().shuffles, 1);
         // Sorted .02 .04 | .06 .10: process 1 → g0, process 2 → g1. All on package 0:
-        // g0 → 0 (tie → identity), so process 2's threads move to package 1.
+        // g0 → 0 (tie → identity), so process 2's threads move to package 1 and process
+        // 1's are confined to package 0, where they run.
         let tids: Vec<(i32, i32)> = plan
             .moves
             .iter()
             .map(|m| (m.thread.pid.0, m.thread.tid.0))
             .collect();
-        assert_eq!(tids, [(2, 1), (2, 2)]);
+        assert_eq!(tids, [(1, 1), (1, 2), (2, 1), (2, 2)]);
+        let to: Vec<Target> = plan.moves.iter().map(|m| m.to).collect();
+        let pkg = |index| Target::Domain {
+            level: Level::Package,
+            index,
+        };
+        assert_eq!(to, [pkg(0), pkg(0), pkg(1), pkg(1)]);
         assert!(p.stats().last_lock.is_some_and(|l| (l - 0.08).abs() < 1e-9));
         // With every process at or below .09, nothing happens.
         let mut s = s.clone();

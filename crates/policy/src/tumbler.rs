@@ -11,7 +11,8 @@
 //!                                         │
 //!                   groups → domains so the fewest threads move (grouping::Assignment)
 //!                                         │
-//!                   Move { to: Domain, why: Regroup } for threads whose domain changed;
+//!                   Move { to: Domain, why: Regroup } for threads whose domain changed
+//!                   or that are placed for the first time (confined where they run);
 //!                   Linux balances inside each domain (§3.3).
 //! ```
 //!
@@ -57,7 +58,8 @@
 //! let plan = p.decide(&topo, &window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]));
 //! // Mean .5, σ ≈ .354, CV ≈ .71 ≥ .40: regroup, next look in 50 ms.
 //! assert_eq!(plan.next_in, Nanos::from_millis(50));
-//! assert_eq!(plan.moves.len(), 2); // one busy thread swaps with one idle thread
+//! // One busy thread swaps with one idle thread; the other two are confined where they run.
+//! assert_eq!(plan.moves.len(), 4);
 //! ```
 
 use crate::grouping::{Placement, Regroup, Scheme};
@@ -122,7 +124,8 @@ pub fn grouping_interval(cv: f64) -> Option<Nanos> {
 pub struct TumblerStats {
     /// Decisions that grouped threads (CV ≥ 0.05), whether or not a thread moved.
     pub regroupings: u64,
-    /// Threads moved to another domain, over all regroupings.
+    /// Threads moved to another domain or confined to theirs for the first time, over all
+    /// regroupings.
     pub moves: u64,
     /// Decisions that did no grouping because the CV was below 0.05.
     pub skipped: u64,
@@ -268,6 +271,24 @@ mod tests {
             .collect()
     }
 
+    /// The moves that take a thread to another package than its last CPU's in `w`; the
+    /// others confine a thread placed for the first time where it already runs.
+    fn crossing(plan: &Plan, t: &Topology, w: &Window) -> Vec<(i32, usize)> {
+        let home = |k: &threadbalance_model::ThreadKey| {
+            w.thread(k)
+                .and_then(|r| t.domain_of(r.last_cpu, Level::Package))
+        };
+        plan.moves
+            .iter()
+            .filter_map(|m| match m.to {
+                Target::Domain { index, .. } => {
+                    (home(&m.thread) != Some(index)).then_some((m.thread.tid.0, index))
+                }
+                other => panic!("unexpected target {other:?}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn grouping_interval_each_row_of_table_iv_at_its_boundaries() {
         let cases = [
@@ -323,7 +344,8 @@ mod tests {
         ];
         let cpus: Vec<u32> = (0..16).collect();
         let mut p = Tumbler::new(&Settings::new(Level::Package));
-        let plan = p.decide(&t, &window(100, &util, &cpus));
+        let w = window(100, &util, &cpus);
+        let plan = p.decide(&t, &w);
         // Mean .4875; CV ≈ .62 ≥ .40 → 50 ms.
         assert_eq!(plan.next_in, Nanos::from_millis(50));
         // Wave groups (by position in sorted order): g0 = {0, 7, 8, 15}, g1 = {1, 6, 9, 14},
@@ -347,17 +369,19 @@ mod tests {
         .iter()
         .map(|&(i, d)| (100 + i, d))
         .collect();
-        assert_eq!(moved(&plan), want);
-        // Threads 0, 6, 10, 12 (the diagonal: group g in package g) stay: 12 moves.
+        assert_eq!(crossing(&plan, &t, &w), want);
+        // Threads 0, 6, 10, 12 (the diagonal: group g in package g) stay in their package,
+        // confined there: 12 moves between packages, 16 in all.
+        assert_eq!(plan.moves.len(), 16);
         assert!(matches!(
-            plan.moves[0].why,
+            plan.moves[1].why,
             Reason::Regroup { group: 1, util, .. } if (util - 0.10).abs() < 1e-9
         ));
         // The same rates again, with threads now where they were sent: nothing moves.
         let plan = p.decide(&t, &window(50, &util, &cpus));
         assert!(plan.moves.is_empty());
         assert_eq!(p.stats().regroupings, 2);
-        assert_eq!(p.stats().moves, 12);
+        assert_eq!(p.stats().moves, 16);
     }
 
     #[test]
@@ -365,11 +389,14 @@ mod tests {
         // 2 packages × 2 CPUs; busy threads .9 and .1 on package 1, .7 and .2 on package 0
         // (.50 against .45: CV ≈ .053, not yet balanced). Sorted .1 .2 .7 .9: the wave
         // gives g0 = {.1, .9}, g1 = {.2, .7} — exactly the threads already together, but g0
-        // is on package 1. Group i → package i would move all four; ours moves none.
+        // is on package 1. Group i → package i would move all four; ours moves none to
+        // another package and confines each where it runs.
         let t = topo(2, 1, 2, 1);
         let mut p = Tumbler::new(&Settings::new(Level::Package));
-        let plan = p.decide(&t, &window(100, &[0.9, 0.7, 0.2, 0.1], &[2, 0, 1, 3]));
-        assert!(plan.moves.is_empty());
+        let w = window(100, &[0.9, 0.7, 0.2, 0.1], &[2, 0, 1, 3]);
+        let plan = p.decide(&t, &w);
+        assert!(crossing(&plan, &t, &w).is_empty());
+        assert_eq!(moved(&plan), [(100, 1), (101, 0), (102, 0), (103, 1)]);
         assert_eq!(p.stats().regroupings, 1);
     }
 
@@ -389,7 +416,10 @@ mod tests {
         );
         // Sorted .1(3) .1(4) .8(2) .9(1) → g0 = {3, 1}, g1 = {4, 2}; package 0 holds 1, 2
         // and package 1 holds 3, 4: every matching keeps 2, g0 → 0: tid 3 → 0, tid 2 → 1.
-        assert_eq!(moved(&p.decide(&t, &w1)), [(2, 1), (3, 0)]);
+        let plan = p.decide(&t, &w1);
+        assert_eq!(crossing(&plan, &t, &w1), [(2, 1), (3, 0)]);
+        // Threads 1 and 4 stay where they run, confined there.
+        assert_eq!(moved(&plan), [(1, 0), (2, 1), (3, 0), (4, 1)]);
         // Thread 4 exits; thread 5 (busy) starts on CPU 3, in package 1.
         let mut w2 = window_of(
             100,
@@ -404,7 +434,7 @@ mod tests {
         // Sorted .1(3) .8(2) .9(1) .9(5) → g0 = {3, 5}, g1 = {2, 1}. Current: 1 → 0, 3 → 0
         // (assigned), 2 → 1 (assigned), 5 → 1 (its CPU). g0 → 0, g1 → 1 keeps 1 + 1;
         // g0 → 1, g1 → 0 keeps 1 + 1 too: a tie, so identity. Thread 1 (in 0) moves to 1
-        // and thread 5 (in 1) moves to 0.
+        // and thread 5 (new, in 1) moves to 0.
         let plan = p.decide(&t, &w2);
         assert_eq!(moved(&plan), [(1, 1), (5, 0)]);
         // Thread 4 is forgotten: only the four live threads are placed.
@@ -428,6 +458,7 @@ mod tests {
         );
         // Sorted .1(2.1) .1(2.2) .9(1.1) .9(1.2) → g0 = {2.1, 1.2}, g1 = {2.2, 1.1}. All on
         // package 0, so each group keeps at most 2 there: g0 → 0 (tie → identity), g1 → 1.
+        // The two that stay in package 0 are confined there.
         let plan = p.decide(&t, &w);
         let got: Vec<(i32, i32, usize)> = plan
             .moves
@@ -437,7 +468,7 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect();
-        assert_eq!(got, [(1, 1, 1), (2, 2, 1)]);
+        assert_eq!(got, [(1, 1, 1), (1, 2, 0), (2, 1, 0), (2, 2, 1)]);
     }
 
     #[test]
@@ -447,9 +478,11 @@ mod tests {
         let utils: Vec<f64> = (0..17).map(|i| 0.05 + 0.05 * i as f64).collect();
         let cpus = vec![0; 17];
         let mut p = Tumbler::new(&Settings::new(Level::Package));
-        let plan = p.decide(&t, &window(100, &utils, &cpus));
-        // All start in package 0; 8 move to package 1, 9 stay.
-        assert_eq!(plan.moves.len(), 8);
+        let w = window(100, &utils, &cpus);
+        let plan = p.decide(&t, &w);
+        // All start in package 0; 8 move to package 1, 9 stay (confined there).
+        assert_eq!(crossing(&plan, &t, &w).len(), 8);
+        assert_eq!(plan.moves.len(), 17);
         let mut counts = [0; 2];
         p.placement.count_per_domain(&mut counts);
         assert_eq!(counts, [9, 8]);
@@ -481,9 +514,12 @@ mod tests {
         assert!(plan.moves.is_empty());
         assert_eq!(plan.next_in, Nanos::from_millis(200));
         assert_eq!((p.stats().balanced, p.stats().regroupings), (1, 0));
-        // The same threads bunched by utilization (.9 + .9 against .5 + .5): regroup.
-        let plan = p.decide(&t, &window(100, &[0.9, 0.9, 0.5, 0.5], &[0, 1, 2, 3]));
-        assert_eq!(plan.moves.len(), 2);
+        // The same threads bunched by utilization (.9 + .9 against .5 + .5): regroup, one
+        // busy thread swapping with one idle one (the other two are confined in place).
+        let w = window(100, &[0.9, 0.9, 0.5, 0.5], &[0, 1, 2, 3]);
+        let plan = p.decide(&t, &w);
+        assert_eq!(crossing(&plan, &t, &w).len(), 2);
+        assert_eq!(plan.moves.len(), 4);
         assert_eq!(p.stats().regroupings, 1);
     }
 
@@ -494,9 +530,10 @@ mod tests {
         s.interval = ms(250);
         let mut p = Tumbler::new(&s);
         // CV ≈ .71 would give 50 ms; the setting wins.
-        let plan = p.decide(&t, &window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]));
+        let w = window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]);
+        let plan = p.decide(&t, &w);
         assert_eq!(plan.next_in, Nanos::from_millis(250));
-        assert_eq!(plan.moves.len(), 2);
+        assert_eq!(crossing(&plan, &t, &w).len(), 2);
     }
 
     #[test]

@@ -429,7 +429,7 @@ const TUMBLER_PAIRS: [(&str, &str, &str, &str); 2] = [
         "parsec-mix:only=facesim+streamcluster",
         "facesim + streamcluster",
         "FS 11.3 %, SC 15.8 %",
-        "the pair already loads the sockets evenly under Linux (socket utilization CV 0.003: 128 busy threads on 64 cores), so Tumbler has nothing to balance; where it regrouped anyway (seeds 2 and 3, while threads started or streamcluster ended) it moved facesim threads off the pages they first touched (remote memory-bound work 26–27 % under none, 31–42 % under tumbler), and automatic NUMA balancing copies 40 MB back per thread two scans later. Seed 1 is the same run under both",
+        "the pair already loads the sockets evenly under Linux (socket utilization CV 0.003: 128 busy threads on 64 cores), so Tumbler has little to balance: it regroups once, while the threads start, confining them, and then finds the sockets balanced. Seed 1 is the same run under both; on seeds 2 and 3 the confinement halves the moves between sockets (750 → 390) but a few threads land off their first-touched pages (remote memory-bound work 26–27 % under none, 28–29 % under tumbler), and the two programs come out within 1 % of Linux either way",
     ),
 ];
 
