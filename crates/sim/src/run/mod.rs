@@ -350,7 +350,20 @@ impl Sim {
             if e.kind == EventKind::Policy {
                 return Some(e);
             }
+            #[cfg(debug_assertions)]
+            let (kind, target) = (e.kind, e.target);
             self.handle(e);
+            // Debug builds (the tests) check the model every 64 events, so a lost or doubled
+            // thread fails there instead of stalling a run until its horizon.
+            #[cfg(debug_assertions)]
+            if self.stats.events % 64 == 0 {
+                if let Err(why) = self.check_invariants() {
+                    panic!(
+                        "after a {kind:?} event for {target} at {} ns: {why}",
+                        self.now
+                    );
+                }
+            }
         }
         if self.now < until.0 && self.live > 0 {
             self.now = until.0.min(self.horizon);

@@ -172,7 +172,11 @@ impl Sim {
                     } else {
                         self.th[t].pc += 1;
                     }
+                    // Still mid-operation: a sleeper woken onto this CPU waits in its
+                    // queue instead of preempting a thread that is about to go on.
+                    self.cpus[c].in_advance = true;
                     self.release(lock as usize, t, c);
+                    self.cpus[c].in_advance = false;
                 }
             }
             Act::Spin { lock, .. } => {

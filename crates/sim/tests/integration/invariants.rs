@@ -109,3 +109,39 @@ fn invariants_barrier_releases_everyone_together() {
         }
     }
 }
+
+#[test]
+fn invariants_hold_when_an_unlock_wakes_a_sleeper_onto_the_unlocking_cpu() {
+    // One CPU, four threads that compute, then hold a mutex for 5 ms: the others spin out
+    // and sleep, and an unlock wakes a sleeper onto the unlocking CPU after the holder's
+    // slice ran out. The holder is still mid-operation there (it goes on to its next op,
+    // or, after its last unlock, exits): the woken thread must wait its turn, not take the
+    // CPU from under it (an exiting holder used to leave it running on no CPU).
+    let t = Topology::synthetic("package:1 core:1 pu:1").unwrap();
+    let m = machine("local", Some(t)).unwrap();
+    let mut app = spinners(4, 1);
+    app.groups[0].ops = vec![
+        Op::Compute {
+            ns: 1_000_000,
+            spread: 0.5,
+            mem: 0.0,
+        },
+        Op::Lock {
+            lock: 0,
+            hold_ns: 5_000_000,
+            lines: 1,
+        },
+    ];
+    app.groups[0].iterations = Some(40);
+    app.spin_ns = 10_000;
+    let w = Workload {
+        name: "lock".into(),
+        description: String::new(),
+        apps: vec![app],
+    };
+    for seed in 1..=3 {
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(seed));
+        check_all_along(&mut sim, Nanos::from_micros(200), Nanos::from_secs(5));
+        assert!(sim.finished(), "seed {seed}: the lock loop did not finish");
+    }
+}
