@@ -10,7 +10,7 @@ use crate::input_error;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use threadbalance_model::Level;
+use threadbalance_model::{Level, Nanos};
 use threadbalance_policy::Settings;
 
 /// Options of `threadbalance sim`.
@@ -43,6 +43,10 @@ pub struct SimArgs {
     /// [default: the widest level with more than one domain].
     #[arg(long)]
     level: Option<String>,
+    /// Fixed decision interval in milliseconds for every policy (overrides each policy's own
+    /// choice, as `run --interval` does).
+    #[arg(long, value_name = "MS")]
+    interval: Option<u64>,
     /// Print one JSON object with a `results` array instead of the table.
     #[arg(long)]
     json: bool,
@@ -89,8 +93,12 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         Some(l) => l.parse::<Level>().map_err(|e| input_error(e.to_string()))?,
         None => machine.topo.default_level(),
     };
+    if a.interval == Some(0) {
+        return Err(input_error("--interval must be at least 1 ms"));
+    }
     let mut settings = Settings::new(level);
     settings.seed = a.seed;
+    settings.interval = a.interval.map(Nanos::from_millis);
     let cmp = threadbalance_sim::compare(&machine, &workload, &a.policy, a.seed, &settings)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {

@@ -4,29 +4,33 @@
 //!
 //! Each application is a pthreads program: a main thread (the thread group leader, tid =
 //! pid) reads its input (a memory-bound setup phase: the first touch of the shared data),
-//! creates its workers, and sleeps in `pthread_join` until they exit. Table 2 of the paper
-//! says who first touches each program's memory:
+//! creates its workers, and sleeps in `pthread_join` until they exit. Every program has
+//! [`WORKERS`] (16) workers, the paper's analysed test case (`threads=N` sets 1–32), and a
+//! fixed input (PARSEC's "native" set) split among them: more workers, less work each.
+//! Table 2 of the paper says who first touches each program's memory:
 //!
-//! | program | Table 2 | workers | start | the model of one worker | memory |
+//! | program | Table 2 | start | the input, split among the workers | memory-bound | memory |
 //! |---|---|---|---|---|---|
-//! | blackscholes | leader | 16 | 0 s | 390 chunks of 8 ms of option pricing, 25 % memory-bound, no synchronization | 600 MB shared |
-//! | swaptions | leader | 32 | 0 s | 150 swaptions of 18 ms, compute-bound (5 % memory) | 50 MB shared |
-//! | canneal | leader | 4 | 0.5 s | 330 temperature steps of 10 ms of random netlist swaps, 85 % memory-bound, barrier | 900 MB shared |
-//! | streamcluster | leader | 16 | 1 s | 540 phases of 4 ms (±50 %), 60 % memory-bound, a shared-gain update under a mutex, barrier | 250 MB shared |
-//! | bodytrack | leader | 8 | 1.5 s | 540 frame steps: a particle taken under the work-queue mutex, 5 ms (±40 %) of likelihood, 30 % memory-bound, barrier | 150 MB shared |
-//! | raytrace | leader | 8 | 3 s | 1350 tiles taken under the task-queue mutex, 2 ms (±50 %), 40 % memory-bound (BVH) | 700 MB shared |
-//! | dedup | leader | 1 + 6 + 1 | 1 s | a pipeline: fragment (1) → compress (6, 1.2 ms, 40 % memory) → write (1), bounded queues | 700 MB shared |
-//! | facesim | thread | 8 | 2 s | 420 steps of 6 ms, 50 % memory-bound, barrier | 40 MB per thread |
-//! | fluidanimate | thread | 16 | 0 s | 750 steps of 3 ms, 50 % memory-bound, a cell mutex, barrier | 30 MB per thread |
-//! | ferret | thread | 1 + 4 × 2 + 1 | 2.5 s | Tumbler Table I's stages (segment, extract, vector, rank), rank 70 % memory-bound | 60 MB per thread |
-//! | freqmine | thread | 4 | 0.5 s | OpenMP: the leader works too; 300 steps of 10 ms, 50 % memory-bound, barrier | 100 MB per thread |
-//! | x264 | thread | 2 | 4 s | 180 frames of 15 ms, 30 % memory-bound, a frame-dependency mutex | 60 MB per thread |
+//! | blackscholes | leader | 0 s | 6 240 chunks of 8 ms of option pricing, no synchronization | 25 % | 600 MB shared |
+//! | swaptions | leader | 0 s | 4 800 swaptions of 18 ms | 5 % | 50 MB shared |
+//! | canneal | leader | 0.5 s | 330 temperature steps of 40 ms of random netlist swaps, barrier | 85 % | 900 MB shared |
+//! | streamcluster | leader | 1 s | 540 phases of 64 ms (±50 % per worker), a shared-gain update under a mutex, barrier | 60 % | 250 MB shared |
+//! | bodytrack | leader | 1.5 s | 540 frame steps: a particle taken under the work-queue mutex, 40 ms (±40 %) of likelihood, barrier | 30 % | 150 MB shared |
+//! | raytrace | leader | 3 s | 10 800 tiles of 2 ms (±50 %) taken under the task-queue mutex (BVH) | 40 % | 700 MB shared |
+//! | dedup | leader | 1 s | a pipeline of 7 200 chunks: fragment (1 thread) → compress (the workers, 1.2 ms) → write (1), bounded queues | 40 % | 700 MB shared |
+//! | facesim | thread | 2 s | 420 steps of 48 ms, barrier | 50 % | 40 MB per thread |
+//! | fluidanimate | thread | 0 s | 750 steps of 48 ms, a cell mutex, barrier | 50 % | 30 MB per thread |
+//! | ferret | thread | 2.5 s | 4 500 queries through Tumbler Table I's stages (segment, extract, vector, rank: a quarter of the workers each) | rank 70 % | 60 MB per thread |
+//! | freqmine | thread | 0.5 s | OpenMP, the leader works too: 300 steps of 40 ms, barrier | 50 % | 100 MB per thread |
+//! | x264 | thread | 4 s | 360 frames of 15 ms, a frame-dependency mutex | 30 % | 60 MB per thread |
 //!
-//! 142 threads on 32 CPUs, starting over 4 s and ending at different times: the run
-//! queues are long, the nodes' loads drift apart as programs start and finish, and the
-//! numa-* balancers have candidates to choose from. Durations are rough shapes of the
-//! programs (compute and memory phases, barriers, locks, pipelines), not measurements;
-//! `scale` multiplies every program's length (iterations or items).
+//! With the SPLASH-2x programs and `vips` of [`crate::splash2x`] that makes 27 programs, the
+//! paper's 29 but its network programs: 462 threads on 32 CPUs, starting over 4 s and
+//! ending at different times. The run queues are long, the nodes' loads drift apart as
+//! programs start, wait and finish, and the numa-* balancers have candidates to choose
+//! from. Durations are rough shapes of the programs (compute and memory phases, barriers,
+//! locks, pipelines), not measurements; `scale` multiplies every program's input (its
+//! items, or the work of each of its phases).
 //!
 //! Nothing here names an outcome: run times and remote fractions emerge from where the
 //! pages were first touched (and where automatic NUMA balancing moves them later), where
@@ -43,7 +47,7 @@ fn ns(x: f64) -> u64 {
     x.round() as u64
 }
 
-fn work(ms: f64, spread: f32, mem: f32) -> Op {
+pub(crate) fn work(ms: f64, spread: f32, mem: f32) -> Op {
     Op::Compute {
         ns: ns(ms * MS),
         spread,
@@ -51,7 +55,7 @@ fn work(ms: f64, spread: f32, mem: f32) -> Op {
     }
 }
 
-fn lock(lock: u16, us: f64, lines: u32) -> Op {
+pub(crate) fn lock(lock: u16, us: f64, lines: u32) -> Op {
     Op::Lock {
         lock,
         hold_ns: ns(us * US),
@@ -59,34 +63,34 @@ fn lock(lock: u16, us: f64, lines: u32) -> Op {
     }
 }
 
-fn barrier() -> Op {
+pub(crate) fn barrier() -> Op {
     Op::Barrier {
         barrier: 0,
         wait: Wait::Block,
     }
 }
 
-fn steps(n: f64, scale: f64) -> u64 {
+pub(crate) fn steps(n: f64, scale: f64) -> u64 {
     (n * scale).round().max(1.0) as u64
 }
 
 /// One PARSEC-like program: who first touches, when it starts, how long the main thread
 /// reads its input, its worker groups, queues and memory.
-struct Program {
-    name: &'static str,
-    leader_touch: bool,
-    start_s: f64,
-    setup_ms: f64,
-    groups: Vec<Group>,
-    queues: Vec<QueueSpec>,
-    memory_mb: u32,
-    footprint_kb: u32,
+pub(crate) struct Program {
+    pub name: &'static str,
+    pub leader_touch: bool,
+    pub start_s: f64,
+    pub setup_ms: f64,
+    pub groups: Vec<Group>,
+    pub queues: Vec<QueueSpec>,
+    pub memory_mb: u32,
+    pub footprint_kb: u32,
     /// OpenMP: the leader is the first worker (no separate main thread).
-    master_works: bool,
+    pub master_works: bool,
 }
 
 impl Program {
-    fn app(self) -> App {
+    pub(crate) fn app(self) -> App {
         let mut groups = Vec::with_capacity(self.groups.len() + 1);
         if !self.master_works {
             groups.push(Group {
@@ -111,7 +115,7 @@ impl Program {
     }
 }
 
-fn workers(name: &str, threads: usize, ops: Vec<Op>, iterations: u64) -> Group {
+pub(crate) fn workers(name: &str, threads: usize, ops: Vec<Op>, iterations: u64) -> Group {
     Group {
         name: name.into(),
         threads,
@@ -120,12 +124,23 @@ fn workers(name: &str, threads: usize, ops: Vec<Op>, iterations: u64) -> Group {
     }
 }
 
+/// Workers of each program unless `threads` says otherwise: the paper's 16-thread test case,
+/// the one its Figures 13 and 14 analyse ("a sufficient number of threads must be run
+/// simultaneously on the system").
+pub const WORKERS: usize = 16;
+
 /// The applications of `parsec-mix` (see the module docs); `threads` gives every program
-/// that many workers (the paper's test cases of 1–32 threads each), `scale` multiplies
-/// their lengths.
+/// that many workers (the paper's test cases of 1–32 threads each; [`WORKERS`] by default),
+/// `scale` multiplies their inputs.
 pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
-    let n = |default: usize| threads.unwrap_or(default).max(1);
+    let n = threads.unwrap_or(WORKERS).max(1);
+    // A program's input is fixed (PARSEC's "native" set, times `scale`) and split among its
+    // workers: `items(total)` independent items each, or `split(ms)` of each phase's work
+    // each, phases in lock step (`phases(k)`: as many whatever the input).
     let s = |x: f64| steps(x, scale);
+    let items = |total: f64| total / n as f64;
+    let split = |ms: f64| ms * scale / n as f64;
+    let phases = |k: f64| steps(k, 1.0);
     let mut programs = vec![
         Program {
             name: "blackscholes",
@@ -134,9 +149,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 300.0,
             groups: vec![workers(
                 "worker",
-                n(16),
+                n,
                 vec![work(8.0, 0.1, 0.25)],
-                s(390.0),
+                s(items(6240.0)),
             )],
             queues: vec![],
             memory_mb: 600,
@@ -150,9 +165,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 20.0,
             groups: vec![workers(
                 "worker",
-                n(32),
+                n,
                 vec![work(18.0, 0.05, 0.05)],
-                s(150.0),
+                s(items(4800.0)),
             )],
             queues: vec![],
             memory_mb: 50,
@@ -166,9 +181,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 600.0,
             groups: vec![workers(
                 "worker",
-                n(4),
-                vec![work(10.0, 0.1, 0.85), barrier()],
-                s(330.0),
+                n,
+                vec![work(split(40.0), 0.1, 0.85), barrier()],
+                phases(330.0),
             )],
             queues: vec![],
             memory_mb: 900,
@@ -182,9 +197,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 200.0,
             groups: vec![workers(
                 "worker",
-                n(16),
-                vec![work(4.0, 0.5, 0.6), lock(0, 2.0, 8), barrier()],
-                s(540.0),
+                n,
+                vec![work(split(64.0), 0.5, 0.6), lock(0, 2.0, 8), barrier()],
+                phases(540.0),
             )],
             queues: vec![],
             memory_mb: 250,
@@ -198,9 +213,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 150.0,
             groups: vec![workers(
                 "worker",
-                n(8),
-                vec![lock(0, 1.5, 16), work(5.0, 0.4, 0.3), barrier()],
-                s(540.0),
+                n,
+                vec![lock(0, 1.5, 16), work(split(40.0), 0.4, 0.3), barrier()],
+                phases(540.0),
             )],
             queues: vec![],
             memory_mb: 150,
@@ -214,16 +229,16 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 400.0,
             groups: vec![workers(
                 "worker",
-                n(8),
+                n,
                 vec![lock(0, 1.0, 4), work(2.0, 0.5, 0.4)],
-                s(1350.0),
+                s(items(10800.0)),
             )],
             queues: vec![],
             memory_mb: 700,
             footprint_kb: 512,
             master_works: false,
         },
-        dedup(n(6), s(7200.0)),
+        dedup(n, s(7200.0)),
         Program {
             name: "facesim",
             leader_touch: false,
@@ -231,9 +246,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 200.0,
             groups: vec![workers(
                 "worker",
-                n(8),
-                vec![work(6.0, 0.2, 0.5), barrier()],
-                s(420.0),
+                n,
+                vec![work(split(48.0), 0.2, 0.5), barrier()],
+                phases(420.0),
             )],
             queues: vec![],
             memory_mb: 40,
@@ -247,16 +262,16 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 150.0,
             groups: vec![workers(
                 "worker",
-                n(16),
-                vec![work(3.0, 0.1, 0.5), lock(0, 1.0, 4), barrier()],
-                s(750.0),
+                n,
+                vec![work(split(48.0), 0.1, 0.5), lock(0, 1.0, 4), barrier()],
+                phases(750.0),
             )],
             queues: vec![],
             memory_mb: 30,
             footprint_kb: 512,
             master_works: false,
         },
-        ferret(threads, s(4500.0)),
+        ferret(n, s(4500.0)),
         Program {
             name: "freqmine",
             leader_touch: false,
@@ -264,9 +279,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 0.0,
             groups: vec![workers(
                 "worker",
-                n(4),
-                vec![work(10.0, 0.2, 0.5), barrier()],
-                s(300.0),
+                n,
+                vec![work(split(40.0), 0.2, 0.5), barrier()],
+                phases(300.0),
             )],
             queues: vec![],
             memory_mb: 100,
@@ -280,9 +295,9 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             setup_ms: 50.0,
             groups: vec![workers(
                 "worker",
-                n(2),
+                n,
                 vec![work(15.0, 0.3, 0.3), lock(0, 2.0, 32)],
-                s(180.0),
+                s(items(360.0)),
             )],
             queues: vec![],
             memory_mb: 60,
@@ -290,6 +305,7 @@ pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
             master_works: false,
         },
     ];
+    programs.extend(crate::splash2x::programs(n, scale));
     programs.drain(..).map(Program::app).collect()
 }
 
@@ -335,10 +351,10 @@ fn dedup(n: usize, items: u64) -> Program {
 }
 
 /// ferret: load → segment → extract → vector → rank → out (Tumbler Table I's per-item work
-/// ratios), two threads per middle stage unless `threads` says otherwise; `items` queries.
+/// ratios), `threads / 4` threads per middle stage; `items` queries.
 /// Each thread allocates its own buffers (Table 2: by individual threads).
-fn ferret(threads: Option<usize>, items: u64) -> Program {
-    let per = threads.map_or(2, |t| (t / 4).max(1));
+fn ferret(threads: usize, items: u64) -> Program {
+    let per = (threads / 4).max(1);
     let (groups, queues) = crate::workload::ferret_pipeline(per, items, 0.2);
     Program {
         name: "ferret",

@@ -349,7 +349,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ),
     (
         "parsec-mix",
-        "Chiang & Su §4.2: 12 PARSEC programs at once (Table 2's first touch by leader or by thread), 1–32 workers each (threads sets them all), starting over 4 s; scale (1) multiplies their lengths; only=NAME runs one of them alone (e.g. only=facesim)",
+        "Chiang & Su §4.2: 27 PARSEC 3.0 programs at once (Table 2's first touch by leader or by thread), 16 workers each (threads sets them all, 1–32) splitting a fixed input, starting over 4 s; scale (1) multiplies their inputs; only=NAME runs one of them alone (e.g. only=facesim, only=splash2x.fft)",
     ),
 ];
 

@@ -109,9 +109,14 @@ use threadbalance_model::{
     Domain, Level, Move, Nanos, Pid, Plan, Reason, Target, ThreadKey, ThreadState, Topology, Window,
 };
 
-/// How often the balancer looks by default: 200 ms, between Linux's NUMA-domain balancing
-/// intervals and the rarer per-node memory samples.
-pub const NUMA_INTERVAL: Nanos = Nanos::from_millis(200);
+/// How often the balancer looks by default: 20 ms. Linux balances between NUMA nodes
+/// from a CPU that goes idle at once (newidle balancing) and from idle CPUs every
+/// `sd_weight` ms (32 ms on 32 CPUs). With every thread confined to its node the balancer
+/// stands in for both, so it looks more often than the periodic interval. A look costs
+/// 1–7 µs of sampling per thread (README, "Sampling a live process"): 0.2–1.4 ms for 200
+/// threads, at most 7 % of one CPU. Longer intervals leave the selection fewer moves to
+/// decide (sim README, parsec-mix: at 200 ms it barely matters which thread moves).
+pub const NUMA_INTERVAL: Nanos = Nanos::from_millis(20);
 
 /// Utilization (fraction of the window) from which a thread counts as runnable even if it
 /// was asleep at the instant of the sample.
@@ -122,6 +127,12 @@ pub const ACTIVE_UTIL: f64 = 0.05;
 /// every thread confined to its node, Linux can no longer pull a waiting thread onto an
 /// idle CPU of another node.
 pub const IDLE_NEXT_TO_QUEUE: f64 = 1.0;
+
+/// Ticks in a row on which the enhanced procedure may refuse every thread of an imbalanced
+/// node before the balancer moves one anyway ([`Selection::fallback`]): Linux's active
+/// balancing starts when `nr_balance_failed > cache_nice_tries + 2`, and NUMA domains have
+/// `cache_nice_tries = 2`, so on the fifth failed attempt.
+pub const REFUSALS_BEFORE_FORCE: u32 = 4;
 
 /// What a node's load counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -187,6 +198,8 @@ pub struct NumaTotals {
     pub leader_on_destination: u64,
     /// Selections that found no thread allowed to move.
     pub nothing_movable: u64,
+    /// Moves made by [`Selection::fallback`] after [`REFUSALS_BEFORE_FORCE`] refused ticks.
+    pub forced: u64,
     /// Candidates examined by the selections.
     pub examined: u64,
     /// Metric evaluations made by the selections.
@@ -204,6 +217,8 @@ pub struct NumaBalance {
     placed: BTreeMap<ThreadKey, usize>,
     said_one_node: bool,
     stuck: bool,
+    /// Ticks in a row on which a selection refused every thread of an imbalanced node.
+    refused: u32,
     totals: NumaTotals,
 }
 
@@ -247,6 +262,7 @@ impl NumaBalance {
             placed: BTreeMap::new(),
             said_one_node: false,
             stuck: false,
+            refused: 0,
             totals: NumaTotals::default(),
         })
     }
@@ -479,6 +495,10 @@ impl Policy for NumaBalance {
                 "numa selections without a movable thread".into(),
                 t.nothing_movable.to_string(),
             ),
+            (
+                "numa moves forced after refusals".into(),
+                t.forced.to_string(),
+            ),
             ("numa candidates examined".into(), t.examined.to_string()),
             ("numa metric evaluations".into(), t.evaluated.to_string()),
         ]
@@ -503,6 +523,7 @@ impl NumaBalance {
         let mut moves: Vec<Move> = Vec::new();
         let mut was_imbalanced = false;
         let mut stuck_on: Option<(usize, Counts)> = None;
+        let mut forced = false;
         while moves.len() < self.cfg.max_moves as usize {
             // Busiest among nodes that still have a thread to give; idlest overall. Ties go
             // to the lower node index.
@@ -535,12 +556,22 @@ impl NumaBalance {
                 candidates: &st.queues[b],
                 groups: &st.groups,
             };
-            let sel = self.selection.select(&rq);
+            let mut sel = self.selection.select(&rq);
+            if sel.choice.is_none() {
+                self.totals.nothing_movable += 1;
+                stuck_on = Some((b, sel.counts));
+                // Refused for long enough: one move a tick whatever the procedure prefers,
+                // as Linux's active balancing would make.
+                if !forced && self.refused >= REFUSALS_BEFORE_FORCE {
+                    let counts = sel.counts;
+                    sel = self.selection.fallback(&rq);
+                    sel.counts.examined += counts.examined;
+                    sel.counts.evaluated += counts.evaluated;
+                }
+            }
             self.totals.examined += u64::from(sel.counts.examined);
             self.totals.evaluated += u64::from(sel.counts.evaluated);
             let Some(choice) = sel.choice else {
-                self.totals.nothing_movable += 1;
-                stuck_on = Some((b, sel.counts));
                 exhausted[b] = true;
                 continue;
             };
@@ -567,8 +598,13 @@ impl NumaBalance {
                     g.leader_node = Some(i);
                 }
             }
-            if choice.why == Why::LeaderOnDestination {
-                self.totals.leader_on_destination += 1;
+            match choice.why {
+                Why::LeaderOnDestination => self.totals.leader_on_destination += 1,
+                Why::Forced => {
+                    self.totals.forced += 1;
+                    forced = true;
+                }
+                Why::FirstMovable | Why::Best(_) => {}
             }
             self.placed.insert(c.key, i);
             moves.push(Move {
@@ -585,6 +621,12 @@ impl NumaBalance {
         }
         if was_imbalanced {
             self.totals.imbalanced_ticks += 1;
+        }
+        // A forced move keeps the count, so a refusal that goes on forces one move a tick.
+        if stuck_on.is_none() {
+            self.refused = 0;
+        } else if !forced {
+            self.refused = self.refused.saturating_add(1);
         }
         self.totals.moves += moves.len() as u64;
         let mut plan = Plan::wait(self.interval);

@@ -140,6 +140,46 @@ impl Selection {
         Selected { choice, counts }
     }
 
+    /// Chooses a thread when the enhanced procedure refused every one and the imbalance has
+    /// lasted (Linux's active balancing, see [`crate::numa_select`]): the base policy's
+    /// metric (Eq. 7 for Excl, `MB_p` for MB+) over every thread that is not the leader of a
+    /// multithreaded group, or over the leaders when nothing else waits. The other
+    /// selections refuse only an empty queue, so for them this is [`Selection::select`].
+    pub fn fallback(self, rq: &RunQueue<'_>) -> Selected {
+        if !self.is_enhanced() {
+            return self.select(rq);
+        }
+        let mut counts = Counts::default();
+        let mut best: Option<(usize, Score)> = None;
+        for leaders in [false, true] {
+            for (i, c) in rq.candidates.iter().enumerate() {
+                let Some(g) = rq.groups.get(c.group) else {
+                    continue;
+                };
+                if (c.key.is_leader() && g.is_multithreaded()) != leaders {
+                    continue;
+                }
+                counts.examined += 1;
+                let Some(s) = self.score(g, rq.src, rq.dst) else {
+                    continue;
+                };
+                counts.evaluated += 1;
+                if best.as_ref().is_none_or(|(_, b)| s.better_than(b)) {
+                    best = Some((i, s));
+                }
+            }
+            if best.is_some() {
+                break;
+            }
+        }
+        let choice = best.map(|(index, _)| Choice {
+            index,
+            key: rq.candidates[index].key,
+            why: Why::Forced,
+        });
+        Selected { choice, counts }
+    }
+
     /// The metric of this selection for one group; `None` for First-Fit, which has none.
     pub fn score(self, group: &Group, src: usize, dst: usize) -> Option<Score> {
         match self {
@@ -462,6 +502,9 @@ pub enum Why {
     LeaderOnDestination,
     /// Its metric was the best (first of equals).
     Best(Score),
+    /// The enhanced procedure refused every thread for too long; [`Selection::fallback`]
+    /// chose it.
+    Forced,
 }
 
 /// The thread a selection chose.

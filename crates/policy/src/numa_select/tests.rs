@@ -232,6 +232,19 @@ fn numa_balance_enhanced_never_moves_a_leader_and_moves_threads_of_destination_l
         );
         // Said once, not on every tick.
         assert!(tick(&mut p, &t, &mut threads, true).note.is_none());
+        assert!(tick(&mut p, &t, &mut threads, true).moves.is_empty());
+        // The fifth tick in a row that refuses (the first refused after its two moves)
+        // moves a thread anyway, as Linux's active balancing would: one a tick, never a
+        // leader while another thread waits, until the nodes are balanced (4 vs 4).
+        let mut forced = Vec::new();
+        for _ in 0..3 {
+            let plan = tick(&mut p, &t, &mut threads, true);
+            forced.extend(balancing(&plan).iter().map(|m| m.thread.tid.0));
+        }
+        assert_eq!(forced, vec![2, 3], "{}", s.name());
+        assert_eq!(p.totals().forced, 2);
+        assert_eq!(per_node(&t, &threads), vec![4, 4]);
+        assert!(tick(&mut p, &t, &mut threads, true).moves.is_empty());
     }
     // First-Fit takes the first in key order: process 1's leader.
     let mut threads = base.clone();

@@ -395,3 +395,64 @@ fn selection_names_round_trip() {
     }
     assert_eq!(Selection::from_name("numa-nonesuch"), None);
 }
+
+#[test]
+fn selection_fallback_picks_by_the_base_metric_when_the_procedure_refuses() {
+    // Source node 0, destination 1. Process 1: leader and two threads on node 0, one on
+    // node 2 (Excl 3/4). Process 2: leader on node 0, one thread on each of nodes 0, 2, 3
+    // (Excl 2/4), with more memory on the destination. Every thread's leader is on the
+    // source, so the enhanced procedure refuses them all.
+    let groups = vec![
+        group(1, Some(0), &[3, 0, 1, 0], &[100, 0, 0, 0]),
+        group(2, Some(0), &[2, 0, 1, 1], &[10, 50, 0, 0]),
+    ];
+    let c = |pid: i32, tid: i32, g: usize| Candidate {
+        key: key(pid, tid),
+        group: g,
+    };
+    let candidates = vec![
+        c(1, 1, 0),
+        c(1, 11, 0),
+        c(1, 12, 0),
+        c(2, 2, 1),
+        c(2, 21, 1),
+    ];
+    let rq = RunQueue {
+        src: 0,
+        dst: 1,
+        candidates: &candidates,
+        groups: &groups,
+    };
+    for s in [Selection::Excl, Selection::MbPlus] {
+        assert_eq!(chosen_tid(s, &rq), None, "{}", s.name());
+        let f = s.fallback(&rq);
+        let choice = f.choice.unwrap();
+        // Never a leader while another thread waits: Excl's least exclusive group and
+        // MB's most benefit (50 − 10 pages against 0 − 100) are both process 2.
+        assert_eq!(choice.key.tid.0, 21, "{}", s.name());
+        assert_eq!(choice.why, Why::Forced);
+        // Three non-leaders evaluated (two of process 1, one of process 2).
+        assert_eq!(f.counts.evaluated, 3, "{}", s.name());
+    }
+    // Only leaders wait: one of them moves.
+    let leaders = vec![c(1, 1, 0), c(2, 2, 1)];
+    let rq = RunQueue {
+        candidates: &leaders,
+        ..rq
+    };
+    assert_eq!(Selection::Excl.fallback(&rq).choice.unwrap().key.tid.0, 2);
+    assert_eq!(Selection::MbPlus.fallback(&rq).choice.unwrap().key.tid.0, 2);
+    // The other selections refuse only an empty queue: their fallback is their choice.
+    for s in [
+        Selection::FirstFit,
+        Selection::ExclBase,
+        Selection::MostBenefit,
+    ] {
+        assert_eq!(s.fallback(&rq), s.select(&rq), "{}", s.name());
+    }
+    let empty = RunQueue {
+        candidates: &[],
+        ..rq
+    };
+    assert_eq!(Selection::Excl.fallback(&empty).choice, None);
+}
