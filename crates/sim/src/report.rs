@@ -260,6 +260,7 @@ impl Comparison {
                     "cross_socket_migrations": r.cross_socket_migrations,
                     "app_runtime_s": r.app_runtime_s.iter().map(|(n, s)| json!({"app": n, "runtime_s": round(*s)})).collect::<Vec<_>>(),
                     "policy_ticks": r.policy_ticks,
+                    "policy_summary": r.policy_summary.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<String, Value>>(),
                     "events": r.events,
                 })
             })

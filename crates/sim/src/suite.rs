@@ -522,6 +522,6 @@ fn numa_parsec_mix(cx: &mut Ctx) {
             remote[3] * 100.0
         ),
         reproduced,
-        "which thread moves matters only as much as there are moves to decide. Every managed thread is confined to its node when the balancer first sees it, so threads change node only when the balancer moves them: a few hundred moves a run when it looks every 20 ms, some 70 at 200 ms, against thousands of migrations between nodes under Linux. Between those moves, remote accesses are set by where fork placement put each program's threads against the node that first touched its pages; with few moves, or seeds that place the threads well from the start, first-fit, excl and mb-plus come out within the spread between seeds",
+        "which thread moves matters only as much as there are moves to decide. Every managed thread is confined to its node when the balancer first sees it, so threads change node only when the balancer moves them: 430–640 moves a run when it looks every 20 ms, 90–150 at 200 ms (`--interval 200`), against thousands of migrations between nodes under Linux. Between those moves, remote accesses are set by where fork placement put each program's threads against the node that first touched its pages; with few moves, or seeds that place the threads well from the start, first-fit, excl and mb-plus come out within the spread between seeds",
     );
 }

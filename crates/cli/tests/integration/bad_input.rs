@@ -62,6 +62,7 @@ fn bad_input_unreadable_sysfs_root_exits_2() {
 #[test]
 fn bad_input_zero_interval_exits_2() {
     assert_rejected(&["run", "--interval", "0", "--", "true"], "--interval");
+    assert_rejected(&["sim", "--interval", "0"], "--interval");
 }
 
 #[test]

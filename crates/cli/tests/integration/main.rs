@@ -8,5 +8,6 @@ mod bad_input;
 mod compare;
 mod live;
 mod numa;
+mod sim;
 mod support;
 mod thirdparty;
