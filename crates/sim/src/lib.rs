@@ -40,7 +40,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod scheduler;
-mod splash2x;
+pub mod splash2x;
 pub mod suite;
 pub mod workload;
 
