@@ -134,6 +134,10 @@ use threadbalance_model::{
 /// decide (sim README, parsec-mix: at 200 ms it barely matters which thread moves).
 pub const NUMA_INTERVAL: Nanos = Nanos::from_millis(20);
 
+/// How often the balancer looks on a machine with one NUMA node, where it has nothing to
+/// do: once a second.
+pub const ONE_NODE_INTERVAL: Nanos = Nanos::from_secs(1);
+
 /// Utilization (fraction of the window) from which a thread counts as runnable even if it
 /// was asleep at the instant of the sample.
 pub const ACTIVE_UTIL: f64 = 0.05;
@@ -449,7 +453,8 @@ impl Policy for NumaBalance {
     fn decide(&mut self, topo: &Topology, w: &Window) -> Plan {
         let domains = topo.domains(Level::Node);
         if domains.len() < 2 {
-            let mut plan = Plan::wait(self.interval);
+            // Nothing will ever need balancing here: look rarely.
+            let mut plan = Plan::wait(self.interval.max(ONE_NODE_INTERVAL));
             if !self.said_one_node {
                 self.said_one_node = true;
                 plan.note = Some(format!(

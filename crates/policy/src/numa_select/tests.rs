@@ -99,7 +99,7 @@ fn numa_balance_one_node_machine_says_nothing_to_balance_once() {
         assert!(note.contains("nothing to balance between nodes"), "{note}");
         let second = tick(&mut p, &t, &mut threads, true);
         assert!(second.moves.is_empty() && second.note.is_none());
-        assert_eq!(second.next_in, NUMA_INTERVAL);
+        assert_eq!(second.next_in, ONE_NODE_INTERVAL);
     }
 }
 
