@@ -150,28 +150,10 @@ impl Selection {
             return self.select(rq);
         }
         let mut counts = Counts::default();
-        let mut best: Option<(usize, Score)> = None;
-        for leaders in [false, true] {
-            for (i, c) in rq.candidates.iter().enumerate() {
-                let Some(g) = rq.groups.get(c.group) else {
-                    continue;
-                };
-                if (c.key.is_leader() && g.is_multithreaded()) != leaders {
-                    continue;
-                }
-                counts.examined += 1;
-                let Some(s) = self.score(g, rq.src, rq.dst) else {
-                    continue;
-                };
-                counts.evaluated += 1;
-                if best.as_ref().is_none_or(|(_, b)| s.better_than(b)) {
-                    best = Some((i, s));
-                }
-            }
-            if best.is_some() {
-                break;
-            }
-        }
+        let lead = |c: &Candidate, g: &Group| c.key.is_leader() && g.is_multithreaded();
+        let best = self
+            .best_where(rq, &mut counts, |c, g| !lead(c, g))
+            .or_else(|| self.best_where(rq, &mut counts, lead));
         let choice = best.map(|(index, _)| Choice {
             index,
             key: rq.candidates[index].key,
@@ -193,12 +175,23 @@ impl Selection {
 
     /// TM, MB, BCE and Excl_base: evaluate every thread, keep the first best.
     fn every_thread(self, rq: &RunQueue<'_>, counts: &mut Counts) -> Option<Choice> {
+        best_choice(rq, self.best_where(rq, counts, |_, _| true))
+    }
+
+    /// The first best-scoring candidate among those `keep` accepts, and its score; every
+    /// accepted candidate is examined and evaluated.
+    fn best_where(
+        self,
+        rq: &RunQueue<'_>,
+        counts: &mut Counts,
+        keep: impl Fn(&Candidate, &Group) -> bool,
+    ) -> Option<(usize, Score)> {
         let mut best: Option<(usize, Score)> = None;
         for (i, c) in rq.candidates.iter().enumerate() {
-            counts.examined += 1;
-            let Some(g) = rq.groups.get(c.group) else {
+            let Some(g) = rq.groups.get(c.group).filter(|g| keep(c, g)) else {
                 continue;
             };
+            counts.examined += 1;
             let Some(s) = self.score(g, rq.src, rq.dst) else {
                 continue;
             };
@@ -207,7 +200,7 @@ impl Selection {
                 best = Some((i, s));
             }
         }
-        best_choice(rq, best)
+        best
     }
 
     /// Excl and MB+: the enhanced procedure of §3.2 (see the module docs).
