@@ -83,31 +83,47 @@ pub fn to_json(t: &Topology) -> serde_json::Value {
     })
 }
 
+/// The domains of `child` level grouped under the domains of `parent` level: entry `p` lists
+/// the children contained in parent `p`, in index order. A child belongs to the parent that
+/// holds its lowest CPU, and is listed only if the parent holds all of its CPUs (an LLC wider
+/// than its node is not shown under the node). One pass over the children: linear.
+fn children(t: &Topology, parent: Level, child: Level) -> Vec<Vec<usize>> {
+    let parents = t.domains(parent);
+    let mut out = vec![Vec::new(); parents.len()];
+    for c in t.domains(child) {
+        let Some(p) = c.cpus.first().and_then(|cpu| t.domain_of(cpu, parent)) else {
+            continue;
+        };
+        if c.cpus.is_subset(&parents[p].cpus) {
+            out[p].push(c.index);
+        }
+    }
+    out
+}
+
 /// The topology as an indented tree, package → node → LLC → core → CPUs.
 pub fn to_tree(t: &Topology) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(out, "{}", t.describe());
     let _ = writeln!(out, "default level: {}", t.default_level());
+    let nodes_of = children(t, Level::Package, Level::Node);
+    let llcs_of = children(t, Level::Node, Level::Llc);
+    let cores_of = children(t, Level::Llc, Level::Core);
     for p in t.domains(Level::Package) {
         let _ = writeln!(out, "package {} (CPUs {})", p.index, p.cpus);
-        for n in t
-            .domains(Level::Node)
-            .iter()
-            .filter(|n| n.cpus.is_subset(&p.cpus))
-        {
+        for &ni in &nodes_of[p.index] {
+            let n = &t.domains(Level::Node)[ni];
             let _ = writeln!(out, "  node {} (CPUs {})", n.node, n.cpus);
-            for l in t
-                .domains(Level::Llc)
-                .iter()
-                .filter(|l| l.cpus.is_subset(&n.cpus))
-            {
+            for &li in &llcs_of[ni] {
+                let l = &t.domains(Level::Llc)[li];
                 let _ = writeln!(out, "    llc {} (CPUs {})", l.index, l.cpus);
-                let cores: Vec<String> = t
-                    .domains(Level::Core)
+                let cores: Vec<String> = cores_of[li]
                     .iter()
-                    .filter(|c| c.cpus.is_subset(&l.cpus))
-                    .map(|c| format!("{}:{}", c.index, c.cpus))
+                    .map(|&ci| {
+                        let c = &t.domains(Level::Core)[ci];
+                        format!("{}:{}", c.index, c.cpus)
+                    })
                     .collect();
                 let _ = writeln!(out, "      cores {}", cores.join(" "));
             }

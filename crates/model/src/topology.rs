@@ -118,6 +118,8 @@ pub struct Topology {
     /// Position of each CPU id in `cpus`, `u32::MAX` where the id is not online.
     pos: Vec<u32>,
     nodes: Vec<NodeId>,
+    /// Position of each node id in `nodes`, `u32::MAX` where the id is not a node.
+    node_pos: Vec<u32>,
     /// Row-major `nodes.len()²` distances, in `nodes` order.
     distance: Vec<u32>,
     domains: [Vec<Domain>; 4],
@@ -180,17 +182,28 @@ impl Topology {
         nodes.sort();
         nodes.dedup();
         let n = nodes.len();
-        // Each row lists distances in the order of the map's keys, as sysfs lists them in
-        // node id order.
-        let keys: Vec<NodeId> = distances.keys().copied().collect();
-        let mut distance = vec![0u32; n * n];
+        // Position of each node id in `nodes`, `u32::MAX` for an id that is not a node: one
+        // lookup per pair, so the matrix is built in n² steps, not n³.
+        let mut node_pos = vec![u32::MAX; nodes.last().map_or(0, |l| usize::from(l.0) + 1)];
         for (i, a) in nodes.iter().enumerate() {
-            for (j, b) in nodes.iter().enumerate() {
-                let given = distances.get(a).and_then(|row| {
-                    let k = keys.iter().position(|x| x == b)?;
-                    row.get(k).copied()
-                });
-                distance[i * n + j] = given.unwrap_or(if i == j { 10 } else { 20 });
+            node_pos[usize::from(a.0)] = i as u32;
+        }
+        let mut distance = vec![0u32; n * n];
+        for i in 0..n {
+            distance[i * n + i] = 10;
+            for j in 0..n {
+                if i != j {
+                    distance[i * n + j] = 20;
+                }
+            }
+        }
+        // Each row lists distances in the order of the map's keys, as sysfs lists them in
+        // node id order; entries past the last key are ignored, missing ones keep 10/20.
+        for (a, row) in &distances {
+            let i = node_pos[usize::from(a.0)] as usize;
+            for (b, &d) in distances.keys().zip(row) {
+                let j = node_pos[usize::from(b.0)] as usize;
+                distance[i * n + j] = d;
             }
         }
         let max_id = cpus.last().map_or(0, |c| c.id.0) as usize;
@@ -203,6 +216,7 @@ impl Topology {
             cpus,
             pos,
             nodes,
+            node_pos,
             distance,
             domains: Default::default(),
             of_cpu: Default::default(),
@@ -304,9 +318,14 @@ impl Topology {
 
     /// The distance from node `a` to node `b` (10 = local), or `None` for an unknown node.
     pub fn distance(&self, a: NodeId, b: NodeId) -> Option<u32> {
-        let i = self.nodes.iter().position(|&n| n == a)?;
-        let j = self.nodes.iter().position(|&n| n == b)?;
-        Some(self.distance[i * self.nodes.len() + j])
+        let i = *self.node_pos.get(usize::from(a.0))?;
+        let j = *self.node_pos.get(usize::from(b.0))?;
+        if i == u32::MAX || j == u32::MAX {
+            return None;
+        }
+        self.distance
+            .get(i as usize * self.nodes.len() + j as usize)
+            .copied()
     }
 
     /// The number of hardware threads of each core (SMT width) of the first core.
@@ -347,8 +366,13 @@ mod synthetic {
         Pu,
     }
 
-    /// Highest number of PUs a synthetic machine may have.
+    /// Highest number of PUs a synthetic machine may have (the kernel's `NR_CPUS` limit).
     const MAX_PUS: u64 = 8192;
+
+    /// Highest number of NUMA nodes a synthetic machine may have: Linux's `MAX_NUMNODES`
+    /// is at most 1024 (`NODES_SHIFT` ≤ 10). It also bounds the distance matrix, the one
+    /// part of a topology that grows with the square of a count, to 1024² entries.
+    const MAX_NODES: u64 = 1024;
 
     pub(super) fn parse(spec: &str) -> Result<Topology, ModelError> {
         let bad = |why: String| ModelError::Synthetic {
@@ -356,6 +380,9 @@ mod synthetic {
             why,
         };
         let mut levels: Vec<(Kind, u32)> = Vec::new();
+        // The number of objects at the level just parsed: the product of the counts so far,
+        // checked at every step so that no count, however large, can overflow it.
+        let mut objects: u64 = 1;
         for tok in spec.split_whitespace() {
             let (name, count) = tok
                 .split_once(':')
@@ -382,52 +409,59 @@ mod synthetic {
                     return Err(bad(format!("{name} must come before the levels above it")));
                 }
             }
+            objects = objects
+                .checked_mul(u64::from(count))
+                .filter(|&n| n <= MAX_PUS)
+                .ok_or_else(|| bad(format!("more than {MAX_PUS} objects at level {name}")))?;
+            if kind == Kind::Numa && objects > MAX_NODES {
+                return Err(bad(format!(
+                    "{objects} NUMA nodes is more than {MAX_NODES}"
+                )));
+            }
             levels.push((kind, count));
         }
         if levels.is_empty() {
             return Err(bad("empty".into()));
         }
-        let total: u64 = levels.iter().map(|&(_, c)| u64::from(c)).product();
-        if total > MAX_PUS {
-            return Err(bad(format!("{total} PUs is more than {MAX_PUS}")));
-        }
+        // Every level's product divides the next, so `total` is the largest and none is 0.
+        let total = objects;
         let has = |k: Kind| levels.iter().any(|&(x, _)| x == k);
         let llc_kind = [Kind::L3, Kind::L2, Kind::Numa, Kind::Die, Kind::Package]
             .into_iter()
             .find(|&k| has(k));
-        // For each PU, the flattened index of its ancestor at each kind: the product of the
-        // counts down to that kind, divided out of the PU index.
-        let prefix = |k: Kind| -> u64 {
-            levels
+        // For each kind, how many PUs each of its objects holds: the total divided by the
+        // number of objects of that kind (the product of the counts down to it). A PU's
+        // ancestor of that kind is then its index divided by that size. Computed once per
+        // kind, so building is linear in the number of PUs.
+        let span = |k: Kind| -> u64 {
+            let above: u64 = levels
                 .iter()
                 .take_while(|&&(x, _)| x <= k)
                 .map(|&(_, c)| u64::from(c))
-                .product()
-        };
-        let group = |k: Kind, pu: u64| -> u32 {
-            if !has(k) && k != Kind::Core {
-                return 0;
-            }
-            let above = prefix(k);
-            (pu / (total / above)) as u32
+                .product();
+            total / above.max(1)
         };
         let core_kind = if has(Kind::Core) {
             Kind::Core
         } else {
             Kind::Pu
         };
+        let size_of = |k: Kind| has(k).then(|| span(k));
+        let (core_size, llc_size) = (size_of(core_kind), llc_kind.and_then(size_of));
+        let (package_size, node_size) = (size_of(Kind::Package), size_of(Kind::Numa));
+        let group = |size: Option<u64>, pu: u64| size.map_or(0, |s| (pu / s) as u32);
         let mut cpus = Vec::with_capacity(total as usize);
         for pu in 0..total {
             cpus.push(Cpu {
                 id: CpuId(pu as u32),
-                core: CoreId(if has(core_kind) {
-                    group(core_kind, pu)
+                core: CoreId(if core_size.is_some() {
+                    group(core_size, pu)
                 } else {
                     pu as u32
                 }),
-                llc: LlcId(llc_kind.map_or(0, |k| group(k, pu))),
-                package: PackageId(group(Kind::Package, pu)),
-                node: NodeId(group(Kind::Numa, pu) as u16),
+                llc: LlcId(group(llc_size, pu)),
+                package: PackageId(group(package_size, pu)),
+                node: NodeId(group(node_size, pu) as u16),
             });
         }
         let nodes: Vec<(NodeId, PackageId)> = {
@@ -509,6 +543,45 @@ mod tests {
                 "{spec:?} should be rejected"
             );
         }
+    }
+
+    #[test]
+    fn synthetic_huge_counts_are_rejected_without_overflow() {
+        // See: issue 11, item 10. 4294967295³ overflows a u64: the product used to wrap
+        // (a panic in debug builds, a division by zero in release builds).
+        for spec in [
+            "package:4294967295 core:4294967295 pu:4294967295",
+            "package:65536 die:65536 numa:65536 l3:65536 l2:65536 core:65536 pu:65536",
+            "package:8193",
+            "package:4096 core:2 pu:2",
+        ] {
+            let err = Topology::synthetic(spec).unwrap_err().to_string();
+            assert!(err.contains("more than 8192"), "{spec:?}: {err}");
+        }
+        // 1025 nodes is one more than Linux's MAX_NUMNODES.
+        let err = Topology::synthetic("numa:1025 pu:1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1025 NUMA nodes is more than 1024"), "{err}");
+    }
+
+    #[test]
+    fn synthetic_largest_machine_builds_with_every_node_and_distance() {
+        // See: issue 11, item 10: 2048 nodes took 79 s in a debug build (the distance
+        // matrix looked each node up by a scan: n³ steps). The largest accepted machine:
+        // 1024 nodes × 8 PUs = 8192 PUs, 1024² distances.
+        let t = Topology::synthetic("package:2 numa:512 core:8 pu:1").unwrap();
+        assert_eq!(t.cpus().len(), 8192);
+        assert_eq!(t.nodes().len(), 1024);
+        assert_eq!(t.domains(Level::Node).len(), 1024);
+        // Nodes 0-511 are package 0, 512-1023 package 1.
+        assert_eq!(t.distance(NodeId(0), NodeId(511)), Some(16));
+        assert_eq!(t.distance(NodeId(511), NodeId(512)), Some(21));
+        assert_eq!(t.distance(NodeId(1023), NodeId(1023)), Some(10));
+        assert_eq!(t.distance(NodeId(1023), NodeId(1024)), None);
+        // CPU 8191 is the last core of node 1023.
+        assert_eq!(t.domain_of(CpuId(8191), Level::Node), Some(1023));
+        assert_eq!(t.domain_of(CpuId(8191), Level::Core), Some(8191));
     }
 
     #[test]

@@ -11,3 +11,4 @@ mod numa;
 mod sim;
 mod support;
 mod thirdparty;
+mod topo;

@@ -1,0 +1,118 @@
+//! `topo` on bad trees and bad specs: one line naming what was wrong, exit status 2, and
+//! never a hang or a panic.
+
+use crate::support::{bin, run};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Runs `topo` with `args`, killing it if it has not finished within 20 s (a blocked read
+/// shows up as a failed assertion, not a hung test). Returns (status, stdout, stderr).
+fn topo_bounded(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(bin())
+        .arg("topo")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = crate::support::wait_for(Duration::from_secs(20), || {
+        child.try_wait().unwrap().map(|_| ())
+    });
+    if done.is_none() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        panic!("topo {args:?} did not finish within 20 s");
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn fixture_copy(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/topo")
+        .join(name);
+    copy_tree(&from, dir.path());
+    dir
+}
+
+#[test]
+fn topo_synthetic_huge_counts_exit_2_with_one_line() {
+    // See: issue 11, item 10. The product of these counts overflows 64 bits; it used to
+    // panic (exit 101).
+    for spec in [
+        "package:4294967295 core:4294967295 pu:4294967295",
+        "package:65536 numa:65536 l3:65536 core:65536 pu:65536",
+        "numa:2048 pu:1",
+    ] {
+        let out = run(&["topo", "--synthetic", spec]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{spec}: {stderr}");
+        assert!(stderr.contains("more than"), "{spec}: {stderr}");
+        assert!(out.stdout.is_empty(), "{spec}");
+    }
+}
+
+#[test]
+fn topo_synthetic_largest_machine_prints_every_node() {
+    // See: issue 11, item 10: 1024 nodes of 8 PUs each, the largest machine accepted.
+    let (code, stdout, stderr) = topo_bounded(&["--synthetic", "numa:1024 core:8 pu:1"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("1 package, 1024 nodes, 1024 LLCs, 8192 cores, 8192 CPUs"));
+    assert_eq!(stdout.matches("\n  node ").count(), 1024);
+    assert!(
+        stdout.contains("  node 1023 (CPUs 8184-8191)"),
+        "{stdout:.400}"
+    );
+}
+
+#[test]
+fn topo_fifo_or_device_in_sysfs_root_exits_2_without_blocking() {
+    // See: issue 11, item 11. Opening a FIFO for reading blocks until a writer comes;
+    // reading a device file may block forever or never end.
+    for (file, kind) in [
+        ("sys/devices/system/cpu/online", "fifo"),
+        ("sys/devices/system/node/node0/distance", "fifo"),
+        (
+            "sys/devices/system/cpu/cpu1/topology/core_cpus_list",
+            "device",
+        ),
+    ] {
+        let dir = fixture_copy("offline-cpu");
+        let path = dir.path().join(file);
+        std::fs::remove_file(&path).unwrap();
+        if kind == "fifo" {
+            let st = Command::new("mkfifo").arg(&path).status().unwrap();
+            assert!(st.success());
+        } else {
+            // A character device stand-in that needs no privilege: a symlink to one.
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        }
+        let root = dir.path().to_str().unwrap();
+        let (code, stdout, stderr) = topo_bounded(&["--sysfs-root", root]);
+        assert_eq!(code, Some(2), "{file}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{file}: {stderr}");
+        assert!(stderr.contains(file), "{file}: {stderr}");
+        assert!(stderr.contains("not a regular file"), "{file}: {stderr}");
+        assert!(stdout.is_empty(), "{file}");
+    }
+}
