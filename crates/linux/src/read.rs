@@ -5,18 +5,48 @@
 //!  Root ─┬─ sys/devices/system/cpu/online                      which CPUs exist now
 //!        │  sys/devices/system/cpu/cpuN/online                  0 = offline (absent for cpu0)
 //!        │  sys/devices/system/cpu/cpuN/topology/…              package, core siblings
-//!        │  sys/devices/system/cpu/cpuN/cache/indexK/…          level, shared_cpu_list → LLC
-//!        │  sys/devices/system/node/{online,possible}           NUMA nodes
-//!        │  sys/devices/system/node/nodeN/{cpulist,distance}    their CPUs and SLIT row
+//!        │  sys/devices/system/cpu/cpuN/cache/indexK/…          level, shared CPUs → LLC
+//!        │  sys/devices/system/node/online, nodeN/              NUMA nodes
+//!        │  sys/devices/system/node/nodeN/{cpumap,distance}     their CPUs and SLIT row
 //!        ├─ proc/<pid>/task/<tid>/{stat,schedstat,status}       threads  → read_threads
 //!        ├─ proc/<pid>/numa_maps                                memory per node
 //!        └─ proc/sys/kernel/numa_balancing                      the kernel's own balancer
 //! ```
 //!
-//! Cores are identified by their sibling list (`core_cpus_list`, else
-//! `thread_siblings_list`, else `core_id`), the last-level cache by the `shared_cpu_list`
-//! of the highest cache level (the package when a CPU lists no cache), and a machine with
-//! no `node` directory is one node 0 holding every CPU.
+//! # How a topology is read
+//!
+//! Sysfs differs between kernels and architectures. [`read_topology`] reads it as hwloc's
+//! Linux discovery does (`hwloc/topology-linux.c`: `look_sysfscpu`, `look_sysfsnode`,
+//! `hwloc__read_path_as_cpumask`, `hwloc_parse_nodes_distances`), and where it differs the
+//! difference is intended and said below.
+//!
+//! | what | rule | as hwloc? |
+//! |---|---|---|
+//! | any file | only regular files are opened (type checked before opening, and again on the open file, which is opened non-blocking); the value ends at the first NUL byte, blanks around it do not count | hwloc opens what it finds (a FIFO blocks it); reads C strings, so the NUL rule is its own |
+//! | online CPUs | `cpu/online`; without it (older kernels) every `cpuN` directory; in both cases not those whose `cpuN/online` reads 0 | yes; hwloc reads `cpuN/online` only when `cpu/online` is missing |
+//! | CPU without `topology/physical_package_id` | error: the tree is incomplete | hwloc leaves the CPU out silently |
+//! | core | lowest CPU of `core_cpus`, else `thread_siblings` (the hex mask; the `_list` file when the mask is missing), online CPUs only, keeping only the siblings whose `core_id` is the CPU's own; without any sibling file, CPUs with the same (package, `die_id`, `cluster_id`, `core_id`) | yes, see *Bulldozer* below; the `core_id` fallback is ours (hwloc makes no core then) |
+//! | package | lowest CPU of `package_cpus`, else `core_siblings` (mask, then list); without either, `physical_package_id`; `-1` there (s390, POWER, some VMs) with no set: one package | yes: hwloc groups by the sets and takes the id only as a name, so `-1` is harmless |
+//! | LLC | the highest-level data or unified cache among all `cache/indexK`: its `shared_cpu_map` (else `shared_cpu_list`), online CPUs only; an empty set (ia64) stands for the core; an index without `level` is skipped; a CPU with no cache: its package | yes (hwloc looks at index0-9 only) |
+//! | NUMA nodes | `node/online`, else every `nodeN` directory; a node's CPUs from `cpumap`, else `cpulist`; no `node` directory: one node 0 holding every CPU | yes |
+//! | CPU in two nodes | error naming the second node's file | hwloc ignores the second node |
+//! | distances | `nodeN/distance` must hold one number per listed node; any other length, or a word that is not a number, is an error naming the file; a missing file means 10 to itself and 20 to others | hwloc drops the whole matrix silently: we refuse, because a row that does not match the node list was not written for it, and guessing which entry is which node could put a far node near |
+//! | die, cluster | `die_id` and `cluster_id` only tell cores apart when cores are known by `core_id` alone (`core_id` is unique per die on x86, per cluster on arm64); the model has no die or cluster level, so a die appears as the node or LLC it is | hwloc shows Die and Cluster objects |
+//!
+//! *Bulldozer.* On AMD families 15h and 16h (Bulldozer, Piledriver, Steamroller,
+//! Excavator) Linux lists the two integer cores of a compute module as `thread_siblings`,
+//! while giving each its own `core_id`. hwloc counts them as two cores; so do we. Each has
+//! its own integer scheduler, registers, L1 data cache and execution units and runs a
+//! thread at full speed; only the front end, the FPU and the L2 are shared. They are not
+//! two hardware threads of one core, and the papers' Opteron 6272 testbed is counted as 64
+//! cores. hwloc applies the rule only when `/proc/cpuinfo` names AMD family 21 or 22; we
+//! apply it wherever siblings have different `core_id`s, because a `--sysfs-root` tree has
+//! no `/proc/cpuinfo`, and on every other kernel the threads of one core share their
+//! `core_id`, so the rule changes nothing there.
+//!
+//! A file that cannot be read or does not parse is an error naming it
+//! ([`LinuxError::Io`], [`LinuxError::Parse`]); CPUs, caches and nodes that do not make a
+//! machine together are [`LinuxError::Topology`].
 //!
 //! ```
 //! use threadbalance_linux::{Root, read_topology};
@@ -25,17 +55,17 @@
 //! assert_eq!(topo.online().to_string(), "0-1,3");
 //! ```
 
+mod topology;
+
+pub use topology::read_topology;
+
 use crate::LinuxError;
 use crate::parse::{
     TaskStat, parse_numa_maps, parse_schedstat, parse_stat, parse_stat_comm, parse_status,
 };
-use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use threadbalance_model::{
-    CoreId, Cpu, CpuId, CpuSet, LlcId, NodeId, PackageId, Pid, ProcessMemory, Sample, ThreadKey,
-    Tid, Topology,
-};
+use threadbalance_model::{CpuSet, Pid, ProcessMemory, Sample, ThreadKey, Tid};
 
 /// The directory under which `proc/` and `sys/` are found: `/` on a live system, a fixture
 /// tree in tests.
@@ -122,11 +152,6 @@ pub(crate) fn is_gone(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
 }
 
-/// Reads a whole text file; errors name the path.
-fn read_text(path: &Path) -> Result<String, LinuxError> {
-    std::fs::read_to_string(path).map_err(|e| LinuxError::io(path, e))
-}
-
 /// Reads a whole text file, `None` when it does not exist (or its task has gone).
 fn read_text_opt(path: &Path) -> Result<Option<String>, LinuxError> {
     match std::fs::read_to_string(path) {
@@ -134,161 +159,6 @@ fn read_text_opt(path: &Path) -> Result<Option<String>, LinuxError> {
         Err(e) if is_gone(&e) => Ok(None),
         Err(e) => Err(LinuxError::io(path, e)),
     }
-}
-
-fn read_cpulist(path: &Path) -> Result<CpuSet, LinuxError> {
-    let text = read_text(path)?;
-    CpuSet::parse_list(&text).map_err(|e| LinuxError::parse(path, e))
-}
-
-fn read_cpulist_opt(path: &Path) -> Result<Option<CpuSet>, LinuxError> {
-    match read_text_opt(path)? {
-        None => Ok(None),
-        Some(text) => CpuSet::parse_list(&text)
-            .map(Some)
-            .map_err(|e| LinuxError::parse(path, e)),
-    }
-}
-
-/// A small signed integer file such as `physical_package_id` (which may be `-1`).
-fn read_int(path: &Path) -> Result<i64, LinuxError> {
-    let text = read_text(path)?;
-    text.trim()
-        .parse()
-        .map_err(|_| LinuxError::parse(path, format!("{:?} is not a number", text.trim())))
-}
-
-fn read_int_opt(path: &Path) -> Result<Option<i64>, LinuxError> {
-    match read_text_opt(path)? {
-        None => Ok(None),
-        Some(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| LinuxError::parse(path, format!("{:?} is not a number", text.trim()))),
-    }
-}
-
-/// The machine's online CPUs, their cores, last-level caches, packages and NUMA nodes, and
-/// the node distances, from `sys/devices/system/{cpu,node}` under `root`. Offline CPUs are
-/// left out; CPU-less and memoryless nodes are kept in [`Topology::nodes`].
-pub fn read_topology(root: &Root) -> Result<Topology, LinuxError> {
-    let cpu_dir = root.join("sys/devices/system/cpu");
-    let online = read_cpulist(&cpu_dir.join("online"))?;
-    let (node_of, distances) = read_nodes(root, &online)?;
-    let mut cpus = Vec::with_capacity(online.len());
-    for id in online.iter() {
-        let dir = cpu_dir.join(format!("cpu{id}"));
-        if read_int_opt(&dir.join("online"))? == Some(0) {
-            continue;
-        }
-        let topo = dir.join("topology");
-        let package = read_int(&topo.join("physical_package_id"))?;
-        // -1 means "unknown" (some virtual machines): one package.
-        let package = PackageId(u32::try_from(package).unwrap_or(0));
-        let core = match read_cpulist_opt(&topo.join("core_cpus_list"))? {
-            Some(s) if !s.is_empty() => s.first(),
-            _ => match read_cpulist_opt(&topo.join("thread_siblings_list"))? {
-                Some(s) if !s.is_empty() => s.first(),
-                _ => None,
-            },
-        };
-        let core = match core {
-            Some(first) => CoreId(first.0),
-            None => {
-                let path = topo.join("core_id");
-                let id = read_int(&path)?;
-                CoreId(u32::try_from(id).map_err(|_| LinuxError::parse(&path, "negative core id"))?)
-            }
-        };
-        let llc = read_llc(&dir.join("cache"))?.unwrap_or(LlcId(u32::MAX));
-        let node = node_of.get(&id).copied().unwrap_or(NodeId(0));
-        cpus.push(Cpu {
-            id,
-            core,
-            llc,
-            package,
-            node,
-        });
-    }
-    Topology::new(cpus, distances).map_err(|source| LinuxError::Topology {
-        root: root.path().to_path_buf(),
-        source,
-    })
-}
-
-/// The LLC of one CPU: the lowest CPU sharing its highest-level data or unified cache, or
-/// `None` when it lists no cache.
-fn read_llc(cache_dir: &Path) -> Result<Option<LlcId>, LinuxError> {
-    let mut best: Option<(i64, LlcId)> = None;
-    for k in 0.. {
-        let index = cache_dir.join(format!("index{k}"));
-        let Some(level) = read_int_opt(&index.join("level"))? else {
-            break;
-        };
-        if let Some(kind) = read_text_opt(&index.join("type"))? {
-            if kind.trim() == "Instruction" {
-                continue;
-            }
-        }
-        let Some(shared) = read_cpulist_opt(&index.join("shared_cpu_list"))? else {
-            continue;
-        };
-        let Some(first) = shared.first() else {
-            continue;
-        };
-        if best.is_none_or(|(l, _)| level > l) {
-            best = Some((level, LlcId(first.0)));
-        }
-    }
-    Ok(best.map(|(_, id)| id))
-}
-
-/// Which node each CPU is on, and each node's distance row.
-#[allow(clippy::type_complexity)]
-fn read_nodes(
-    root: &Root,
-    online: &CpuSet,
-) -> Result<(BTreeMap<CpuId, NodeId>, BTreeMap<NodeId, Vec<u32>>), LinuxError> {
-    let node_dir = root.join("sys/devices/system/node");
-    let mut node_of = BTreeMap::new();
-    let mut distances = BTreeMap::new();
-    if !node_dir.is_dir() {
-        for cpu in online.iter() {
-            node_of.insert(cpu, NodeId(0));
-        }
-        distances.insert(NodeId(0), vec![10]);
-        return Ok((node_of, distances));
-    }
-    let nodes = match read_cpulist_opt(&node_dir.join("online"))? {
-        Some(s) => s,
-        None => read_cpulist(&node_dir.join("possible"))?,
-    };
-    for n in nodes.iter() {
-        let node = NodeId(
-            u16::try_from(n.0)
-                .map_err(|_| LinuxError::parse(node_dir.join("online"), "node id too large"))?,
-        );
-        let dir = node_dir.join(format!("node{n}"));
-        if let Some(cpus) = read_cpulist_opt(&dir.join("cpulist"))? {
-            for cpu in cpus.iter() {
-                node_of.insert(cpu, node);
-            }
-        }
-        let path = dir.join("distance");
-        let row = match read_text_opt(&path)? {
-            None => Vec::new(),
-            Some(text) => text
-                .split_whitespace()
-                .map(|d| {
-                    d.parse::<u32>()
-                        .map_err(|_| LinuxError::parse(&path, format!("{d:?} is not a distance")))
-                })
-                .collect::<Result<Vec<u32>, LinuxError>>()?,
-        };
-        distances.insert(node, row);
-    }
-    Ok((node_of, distances))
 }
 
 /// The kernel's automatic NUMA balancing (`proc/sys/kernel/numa_balancing`): `Some(true)`

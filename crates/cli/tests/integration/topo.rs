@@ -9,22 +9,22 @@ use std::time::Duration;
 /// Runs `topo` with `args`, killing it if it has not finished within 20 s (a blocked read
 /// shows up as a failed assertion, not a hung test). Returns (status, stdout, stderr).
 fn topo_bounded(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .arg("topo")
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let done = crate::support::wait_for(Duration::from_secs(20), || {
-        child.try_wait().unwrap().map(|_| ())
-    });
-    if done.is_none() {
-        child.kill().unwrap();
-        child.wait().unwrap();
+    let pid = child.id();
+    // The output is collected on another thread so that a full pipe cannot stall the child.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let Ok(out) = rx.recv_timeout(Duration::from_secs(20)) else {
+        crate::support::signal(pid, libc::SIGKILL);
         panic!("topo {args:?} did not finish within 20 s");
-    }
-    let out = child.wait_with_output().unwrap();
+    };
+    let out = out.unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -11,6 +11,7 @@
 //! | `/proc/<pid>/task/<tid>/schedstat` | [`parse_schedstat`] | [`SchedStat`]: run and wait ns, timeslices |
 //! | `/proc/<pid>/task/<tid>/status` | [`parse_status`] | [`TaskStatus`]: ids, name, context switches, allowed CPUs |
 //! | `/proc/<pid>/numa_maps` | [`parse_numa_maps`] | [`threadbalance_model::ProcessMemory`]: bytes per node |
+//! | `/sys/…/cpuN/topology/*`, `cache/indexK/*`, `nodeN/*` | [`parse_cpumask`], [`parse_sysfs_int`], [`parse_distance_row`] | CPU sets, ids, distance rows ([`sysfs_value`]: the value before the first NUL) |
 //!
 //! CPU lists (`0-3,8`) are parsed by [`threadbalance_model::CpuSet::parse_list`].
 //!
@@ -25,11 +26,13 @@ mod numa_maps;
 mod schedstat;
 mod stat;
 mod status;
+mod sysfs;
 
 pub use numa_maps::parse_numa_maps;
 pub use schedstat::{SchedStat, parse_schedstat, parse_schedstat_bytes};
 pub use stat::{TaskStat, parse_stat, parse_stat_bytes, parse_stat_comm};
 pub use status::{TaskStatus, parse_status, parse_status_switches};
+pub use sysfs::{parse_cpumask, parse_distance_row, parse_sysfs_int, sysfs_value};
 
 /// Why a `/proc` text could not be parsed. The reader that knows the path turns it into
 /// [`crate::LinuxError::Parse`].
