@@ -2,6 +2,9 @@
 //!
 //! - `topo`: `read_topology` on every fixture tree under `fixtures/topo`, and on edge trees
 //!   made in temporary directories (no node directory, no caches, malformed files);
+//! - `topo_machines`: the sysfs of real kernels and architectures (issue 11): NUL-ended
+//!   files, no `online` lists, `physical_package_id` -1, masks only, Bulldozer modules,
+//!   dies and clusters, distance rows that do not match the node list, FIFOs;
 //! - `procfs`: `read_threads`, `read_process_memory` and the sampler on `fixtures/proc`;
 //! - `live`: the sampler and the actuator on this machine's own processes. They start
 //!   their own threads and child processes, stop them, and leave every mask as it was.
@@ -12,4 +15,5 @@
 mod live;
 mod procfs;
 mod topo;
+mod topo_machines;
 mod util;

@@ -27,6 +27,12 @@ fn topo_fixtures_have_expected_shapes() {
         ("opteron6272-4x16", 4, 8, 8, 64, 64, 1),
         ("2s-4n-32c-smt2", 2, 4, 4, 32, 64, 2),
         ("offline-cpu", 1, 1, 1, 3, 3, 1),
+        ("nul-terminated", 1, 2, 2, 4, 8, 2),
+        ("old-kernel-no-online", 2, 2, 2, 4, 7, 2),
+        ("power7-lpar", 4, 2, 4, 4, 16, 4),
+        ("s390-books", 4, 1, 4, 12, 12, 1),
+        ("maps-only", 1, 2, 2, 8, 16, 2),
+        ("die-cluster", 1, 2, 2, 8, 8, 1),
     ];
     for (name, p, n, l, c, cpus, smt) in table {
         let t = read_topology(&fixture_root(&format!("topo/{name}")))
