@@ -2,7 +2,7 @@
 //! did (`/proc`), and where threads may run (`sched_setaffinity`).
 //!
 //! ```text
-//!   parse/   &str → model, pure and panic-free     stat, schedstat, status, numa_maps
+//!   parse/   &str → model, pure and panic-free     stat, schedstat, status, numa_maps, sysfs
 //!   read     Root → model, I/O at the edge         read_topology, read_threads, …
 //!   sampler  the hot path                          pread on kept fds, Snapshot reuse
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
