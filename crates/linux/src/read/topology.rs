@@ -78,12 +78,6 @@ pub(crate) fn read_sys_opt(path: &Path) -> Result<Option<String>, LinuxError> {
         .map_err(|_| LinuxError::parse(path, "not text (bytes that are not UTF-8)"))
 }
 
-/// [`read_sys_opt`] for a file that must exist.
-fn read_sys(path: &Path) -> Result<String, LinuxError> {
-    read_sys_opt(path)?
-        .ok_or_else(|| LinuxError::io(path, io::Error::from(io::ErrorKind::NotFound)))
-}
-
 fn list_opt(path: &Path) -> Result<Option<CpuSet>, LinuxError> {
     match read_sys_opt(path)? {
         None => Ok(None),
@@ -171,21 +165,17 @@ pub fn read_topology(root: &Root) -> Result<Topology, LinuxError> {
             Some(set) => set.first().map_or(f.id.0, |c| c.0),
             None => u32::try_from(f.package_id).unwrap_or(0),
         };
-        let core = match &f.core_set {
-            Some(set) => core_of(f, set, &core_ids),
-            None => {
+        let core = match (&f.core_set, f.core_id) {
+            (Some(set), _) => core_of(f, set, &core_ids),
+            // Nothing about cores at all: each CPU is its own (hwloc makes no core).
+            (None, None) => f.id,
+            (None, Some(id)) if id < 0 => {
                 let path = f.dir.join("topology/core_id");
-                let id = match f.core_id {
-                    Some(id) => id,
-                    None => return Err(LinuxError::io(&path, io::ErrorKind::NotFound.into())),
-                };
-                if id < 0 {
-                    return Err(LinuxError::parse(&path, "negative core id"));
-                }
-                *by_key
-                    .entry((package, f.die_id, f.cluster_id, id))
-                    .or_insert(f.id)
+                return Err(LinuxError::parse(&path, "negative core id"));
             }
+            (None, Some(id)) => *by_key
+                .entry((package, f.die_id, f.cluster_id, id))
+                .or_insert(f.id),
         };
         let llc = f
             .llc_set
@@ -243,7 +233,15 @@ fn online_cpus(cpu_dir: &Path) -> Result<CpuSet, LinuxError> {
     };
     let mut online = CpuSet::new();
     for id in listed.iter() {
-        if int_opt(&cpu_dir.join(format!("cpu{id}/online")))? != Some(0) {
+        // An empty file says nothing: the CPU counts as online, as in hwloc.
+        let path = cpu_dir.join(format!("cpu{id}/online"));
+        let off = match read_sys_opt(&path)? {
+            Some(t) if !sysfs_value(&t).is_empty() => {
+                parse_sysfs_int(&t).map_err(|e| LinuxError::parse(&path, e))? == 0
+            }
+            _ => false,
+        };
+        if !off {
             online.insert(id);
         }
     }
@@ -277,11 +275,17 @@ fn numbered_dirs(dir: &Path, prefix: &str) -> Result<CpuSet, LinuxError> {
 fn read_cpu_files(cpu_dir: &Path, id: CpuId, online: &CpuSet) -> Result<CpuFiles, LinuxError> {
     let dir = cpu_dir.join(format!("cpu{id}"));
     let topo = dir.join("topology");
-    // Every kernel with a topology directory writes physical_package_id: its absence means
-    // the directory is missing or incomplete.
+    // An online CPU without a topology directory is a tree cut short: name the first file
+    // every kernel with that directory writes (hwloc leaves such a CPU out silently).
     let package_path = topo.join("physical_package_id");
-    let package_id = parse_sysfs_int(&read_sys(&package_path)?)
-        .map_err(|e| LinuxError::parse(&package_path, e))?;
+    if !topo.is_dir() {
+        return Err(LinuxError::io(
+            &package_path,
+            io::ErrorKind::NotFound.into(),
+        ));
+    }
+    // The PS3's kernel writes no physical_package_id: -1, unknown.
+    let package_id = int_opt(&package_path)?.unwrap_or(-1);
     let online_only = |s: Option<CpuSet>| s.map(|s| s.intersection(online));
     let core_set = online_only(set_opt(
         &topo,
@@ -392,26 +396,16 @@ fn read_nodes(
         None => numbered_dirs(&node_dir, "node")?,
     };
     let count = nodes.len();
-    for n in nodes.iter() {
+    // (node, its CPUs, its row), in node order; a node whose CPUs overlap an earlier node's
+    // is left out (a buggy BIOS can give every node every CPU), as hwloc leaves it out.
+    let mut kept: Vec<(usize, NodeId, Vec<u32>)> = Vec::with_capacity(count);
+    let mut claimed = CpuSet::new();
+    for (position, n) in nodes.iter().enumerate() {
         let node = NodeId(
             u16::try_from(n.0).map_err(|_| LinuxError::parse(&list_path, "node id too large"))?,
         );
         let dir = node_dir.join(format!("node{n}"));
-        if let Some(cpus) = set_opt(&dir, &["cpumap", "cpulist"])? {
-            for cpu in cpus.iter() {
-                if let Some(other) = node_of.insert(cpu, node) {
-                    let file = if dir.join("cpumap").exists() {
-                        "cpumap"
-                    } else {
-                        "cpulist"
-                    };
-                    return Err(LinuxError::parse(
-                        dir.join(file),
-                        format!("CPU {cpu} is also in node {other}"),
-                    ));
-                }
-            }
-        }
+        let cpus = set_opt(&dir, &["cpumap", "cpulist"])?.unwrap_or_default();
         let path = dir.join("distance");
         let row = match read_sys_opt(&path)? {
             None => Vec::new(),
@@ -419,7 +413,23 @@ fn read_nodes(
                 parse_distance_row(&text, count).map_err(|e| LinuxError::parse(&path, e.why))?
             }
         };
-        distances.insert(node, row);
+        if cpus.intersects(&claimed) {
+            continue;
+        }
+        claimed = claimed.union(&cpus);
+        for cpu in cpus.iter() {
+            node_of.insert(cpu, node);
+        }
+        kept.push((position, node, row));
+    }
+    // Each row has one entry per listed node; keep those of the nodes kept.
+    for (_, node, row) in &kept {
+        let row = if row.is_empty() {
+            Vec::new()
+        } else {
+            kept.iter().map(|&(j, _, _)| row[j]).collect()
+        };
+        distances.insert(*node, row);
     }
     Ok((node_of, distances))
 }

@@ -231,7 +231,9 @@ fn topo_distance_row_that_does_not_match_the_node_list_is_an_error() {
 }
 
 #[test]
-fn topo_cpu_in_two_nodes_is_an_error_naming_the_second() {
+fn topo_node_overlapping_an_earlier_node_is_left_out() {
+    // A buggy BIOS can give several nodes the same CPUs; hwloc keeps the first and leaves
+    // the others out, and so do we: node 1 (CPUs 1-3, CPU 1 already in node 0) is no node.
     let dir = fixture_copy("topo/distance-mismatch");
     write(
         dir.path(),
@@ -239,10 +241,47 @@ fn topo_cpu_in_two_nodes_is_an_error_naming_the_second() {
         "20 10\n",
     );
     write(dir.path(), "sys/devices/system/node/node1/cpulist", "1-3\n");
-    let err = read_topology(&Root::new(dir.path())).unwrap_err();
-    let msg = err.to_string();
-    assert!(msg.contains("node1/cpulist"), "{msg}");
-    assert!(msg.contains("CPU 1 is also in node 0"), "{msg}");
+    let t = read_topology(&Root::new(dir.path())).unwrap();
+    assert_eq!(t.nodes(), &[NodeId(0)]);
+    assert_eq!(cpus_of(&t, Level::Node), ["0-3"]);
+    // Its column is gone from node 0's row: 10 to itself, nothing else.
+    assert_eq!(t.distance(NodeId(0), NodeId(0)), Some(10));
+    assert_eq!(t.distance(NodeId(0), NodeId(1)), None);
+}
+
+#[test]
+fn topo_overlapping_nodes_keep_the_distances_of_the_others() {
+    // Three nodes, the last a copy of the first: nodes 0 and 1 keep their distances (10,
+    // 21), read from the first two columns of three.
+    let dir = fixture_copy("topo/distance-mismatch");
+    let node = "sys/devices/system/node";
+    write(dir.path(), &format!("{node}/online"), "0-2\n");
+    write(dir.path(), &format!("{node}/node0/distance"), "10 21 10\n");
+    write(dir.path(), &format!("{node}/node1/distance"), "21 10 21\n");
+    write(dir.path(), &format!("{node}/node2/distance"), "10 21 10\n");
+    write(dir.path(), &format!("{node}/node2/cpulist"), "0-1\n");
+    let t = read_topology(&Root::new(dir.path())).unwrap();
+    assert_eq!(t.nodes(), &[NodeId(0), NodeId(1)]);
+    assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(21));
+    assert_eq!(t.distance(NodeId(1), NodeId(1)), Some(10));
+}
+
+#[test]
+fn topo_sparse_kernels_files_are_optional_as_in_hwloc() {
+    // The PS3's kernel writes no physical_package_id and no core_id; some ia64 dumps have
+    // empty cpuN/online files. Each CPU is then online, in one package, its own core
+    // unless thread_siblings says otherwise.
+    let dir = fixture_copy("topo/old-kernel-no-online");
+    remove_topology_files(
+        dir.path(),
+        &["physical_package_id", "core_siblings", "core_id"],
+    );
+    write(dir.path(), "sys/devices/system/cpu/cpu1/online", "");
+    let t = read_topology(&Root::new(dir.path())).unwrap();
+    assert!(t.cpu(CpuId(1)).is_some());
+    assert!(t.cpu(CpuId(5)).is_none());
+    assert_eq!(t.domains(Level::Package).len(), 1);
+    assert_eq!(cpus_of(&t, Level::Core)[0], "0,4");
 }
 
 #[test]
