@@ -226,7 +226,10 @@ fn online_cpus(cpu_dir: &Path) -> Result<CpuSet, LinuxError> {
             if !cpu_dir.is_dir() {
                 // Not a sysfs tree at all: name the first file every kernel since 2.6.29
                 // writes.
-                return Err(LinuxError::io(&online_path, io::ErrorKind::NotFound.into()));
+                return Err(LinuxError::io(
+                    &online_path,
+                    io::Error::from_raw_os_error(libc::ENOENT),
+                ));
             }
             numbered_dirs(cpu_dir, "cpu")?
         }
@@ -281,7 +284,7 @@ fn read_cpu_files(cpu_dir: &Path, id: CpuId, online: &CpuSet) -> Result<CpuFiles
     if !topo.is_dir() {
         return Err(LinuxError::io(
             &package_path,
-            io::ErrorKind::NotFound.into(),
+            io::Error::from_raw_os_error(libc::ENOENT),
         ));
     }
     // The PS3's kernel writes no physical_package_id: -1, unknown.
