@@ -101,23 +101,59 @@ fn children(t: &Topology, parent: Level, child: Level) -> Vec<Vec<usize>> {
     out
 }
 
-/// The topology as an indented tree, package → node → LLC → core → CPUs.
+/// Whether every domain of `child` level lies within one domain of `parent` level.
+fn nests(t: &Topology, parent: Level, child: Level) -> bool {
+    children(t, parent, child)
+        .iter()
+        .map(Vec::len)
+        .sum::<usize>()
+        == t.domains(child).len()
+}
+
+/// The order in which the package, node and LLC levels nest on this machine, widest first:
+/// package → node → LLC on most machines; node → package → LLC where a node holds several
+/// packages (POWER, where each core is its own package); the usual order, with the
+/// children that do not nest left out, when no order nests.
+fn nesting(t: &Topology) -> [Level; 3] {
+    use Level::{Llc, Node, Package};
+    let orders = [
+        [Package, Node, Llc],
+        [Package, Llc, Node],
+        [Node, Package, Llc],
+        [Node, Llc, Package],
+        [Llc, Package, Node],
+        [Llc, Node, Package],
+    ];
+    orders
+        .into_iter()
+        .find(|[a, b, c]| nests(t, *a, *b) && nests(t, *b, *c))
+        .unwrap_or(orders[0])
+}
+
+/// The topology as an indented tree, package → node → LLC → core → CPUs (or in the order
+/// the levels nest on this machine, see [`nesting`]).
 pub fn to_tree(t: &Topology) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(out, "{}", t.describe());
     let _ = writeln!(out, "default level: {}", t.default_level());
-    let nodes_of = children(t, Level::Package, Level::Node);
-    let llcs_of = children(t, Level::Node, Level::Llc);
-    let cores_of = children(t, Level::Llc, Level::Core);
-    for p in t.domains(Level::Package) {
-        let _ = writeln!(out, "package {} (CPUs {})", p.index, p.cpus);
-        for &ni in &nodes_of[p.index] {
-            let n = &t.domains(Level::Node)[ni];
-            let _ = writeln!(out, "  node {} (CPUs {})", n.node, n.cpus);
-            for &li in &llcs_of[ni] {
-                let l = &t.domains(Level::Llc)[li];
-                let _ = writeln!(out, "    llc {} (CPUs {})", l.index, l.cpus);
+    let [top, mid, low] = nesting(t);
+    let label = |level: Level, i: usize| {
+        let d = &t.domains(level)[i];
+        match level {
+            Level::Node => format!("node {} (CPUs {})", d.node, d.cpus),
+            _ => format!("{level} {} (CPUs {})", d.index, d.cpus),
+        }
+    };
+    let mids_of = children(t, top, mid);
+    let lows_of = children(t, mid, low);
+    let cores_of = children(t, low, Level::Core);
+    for (ti, mids) in mids_of.iter().enumerate() {
+        let _ = writeln!(out, "{}", label(top, ti));
+        for &mi in mids {
+            let _ = writeln!(out, "  {}", label(mid, mi));
+            for &li in &lows_of[mi] {
+                let _ = writeln!(out, "    {}", label(low, li));
                 let cores: Vec<String> = cores_of[li]
                     .iter()
                     .map(|&ci| {

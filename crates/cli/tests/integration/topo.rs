@@ -116,3 +116,40 @@ fn topo_fifo_or_device_in_sysfs_root_exits_2_without_blocking() {
         assert!(stdout.is_empty(), "{file}");
     }
 }
+
+#[test]
+fn topo_unreadable_real_machine_tree_exits_2_naming_the_file() {
+    // See: issue 11, "Topologies of real machines": node1/distance holds 3 distances for
+    // 2 nodes.
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/topo/distance-mismatch"
+    );
+    let (code, stdout, stderr) = topo_bounded(&["--sysfs-root", root]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("node1/distance"), "{stderr}");
+    assert!(stderr.contains("3 distances for 2 nodes"), "{stderr}");
+    assert!(stdout.is_empty());
+}
+
+#[test]
+fn topo_power7_tree_shows_nodes_above_their_packages() {
+    // physical_package_id -1 and no online lists: read as hwloc reads it.
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/topo/power7-lpar"
+    );
+    let (code, stdout, stderr) = topo_bounded(&["--sysfs-root", root]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with("4 packages, 2 nodes, 4 LLCs, 4 cores, 16 CPUs"),
+        "{stdout}"
+    );
+    // Each node holds two packages, so the tree shows nodes above packages (the package →
+    // node order used to hide every node, and everything below, on this machine).
+    assert!(
+        stdout.contains("\nnode 4 (CPUs 8-15)\n  package 2 (CPUs 8-11)\n    llc 2 (CPUs 8-11)\n"),
+        "{stdout}"
+    );
+}
