@@ -303,11 +303,15 @@ impl Topology {
             .map(|&d| d as usize)
     }
 
-    /// The widest level with more than one domain; `Core` if every level has one.
+    /// The widest level with more than one domain: the one with the fewest domains, the
+    /// earlier in [`Level::ALL`] on a tie; `Core` if every level has one. On most machines
+    /// that is the first level of [`Level::ALL`] with more than one domain; where a node
+    /// holds several packages (POWER, where Linux makes each core a package) it is the node.
     pub fn default_level(&self) -> Level {
         Level::ALL
             .into_iter()
-            .find(|&l| self.domains(l).len() > 1)
+            .filter(|&l| self.domains(l).len() > 1)
+            .min_by_key(|&l| (self.domains(l).len(), l.index()))
             .unwrap_or(Level::Core)
     }
 
@@ -590,6 +594,26 @@ mod tests {
         assert_eq!(t.default_level(), Level::Core);
         let t = Topology::synthetic("pu:1").unwrap();
         assert_eq!(t.default_level(), Level::Core);
+    }
+
+    #[test]
+    fn default_level_is_the_node_when_nodes_hold_several_packages() {
+        // Four one-core packages in two nodes (a POWER7 LPAR read as hwloc reads it):
+        // 4 packages, 2 nodes; the node is the wider level.
+        let cpu = |id: u32| Cpu {
+            id: CpuId(id),
+            core: CoreId(id),
+            llc: LlcId(id),
+            package: PackageId(id),
+            node: NodeId((id / 2) as u16),
+        };
+        let t = Topology::new((0..4).map(cpu).collect(), BTreeMap::new()).unwrap();
+        assert_eq!(t.domains(Level::Package).len(), 4);
+        assert_eq!(t.domains(Level::Node).len(), 2);
+        assert_eq!(t.default_level(), Level::Node);
+        // The usual nesting is unchanged: 2 packages of 2 nodes each → package.
+        let t = Topology::synthetic("package:2 numa:2 core:2").unwrap();
+        assert_eq!(t.default_level(), Level::Package);
     }
 
     #[test]

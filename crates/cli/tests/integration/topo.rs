@@ -143,7 +143,7 @@ fn topo_power7_tree_shows_nodes_above_their_packages() {
     let (code, stdout, stderr) = topo_bounded(&["--sysfs-root", root]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
-        stdout.starts_with("4 packages, 2 nodes, 4 LLCs, 4 cores, 16 CPUs"),
+        stdout.starts_with("4 packages, 2 nodes, 4 LLCs, 4 cores, 16 CPUs\ndefault level: node\n"),
         "{stdout}"
     );
     // Each node holds two packages, so the tree shows nodes above packages (the package →

@@ -78,6 +78,8 @@ fn topo_power7_package_id_minus_one_takes_packages_from_core_siblings() {
     // The L3 is per core, from shared_cpu_map alone.
     assert_eq!(cpus_of(&t, Level::Llc), ["0-3", "4-7", "8-11", "12-15"]);
     assert_eq!(t.smt_width(), 4);
+    // Nodes hold packages here: the node is the widest level, and the default.
+    assert_eq!(t.default_level(), Level::Node);
 }
 
 #[test]
