@@ -569,7 +569,7 @@ const TUMBLER_PAIRS: [(&str, &str, &str, &str); 2] = [
         "parsec-mix:only=facesim,scale=8+streamcluster",
         "facesim + streamcluster",
         "FS 11.3 %, SC 15.8 %",
-        "the pair already loads the sockets evenly under Linux (socket utilization CV 0.003: 128 busy threads on 64 cores), so Tumbler has little to balance: it regroups once, while the threads start, confining them, and then finds the sockets balanced. Seed 1 is the same run under both; on seeds 2 and 3 the confinement halves the moves between sockets (750 → 390) but a few threads land off their first-touched pages (remote memory-bound work 25–27 % under none, 28–29 % under tumbler), and the two programs come out within 1 % of Linux either way",
+        "the pair already loads the sockets evenly under Linux (socket utilization CV 0.002–0.006: 128 busy threads on 64 cores), so Tumbler has little to balance: it regroups once, while the threads start, confining them, and then finds the sockets balanced. On seeds 1 and 2 the confinement halves the moves between sockets (about 650 → 370–390), but threads land off their first-touched pages (remote memory-bound work 25–27 % under none, 29–42 % under tumbler): streamcluster comes out within 5 % of Linux and facesim 0–12 % slower",
     ),
 ];
 
