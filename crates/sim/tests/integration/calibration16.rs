@@ -87,7 +87,8 @@ fn calibration_sixteen_cores_spinners_get_unequal_shares() {
     assert!((94.0..96.01).contains(&total), "{total}");
     let lo = r.thread_cpu_s.iter().copied().fold(f64::MAX, f64::min);
     let hi = r.thread_cpu_s.iter().copied().fold(0.0, f64::max);
-    assert!(lo >= 2.7 && hi <= 5.8, "{:?}", r.thread_cpu_s);
+    // Within 0.3 s of the measured range, 3.0–5.3 s.
+    assert!(lo >= 2.7 && hi <= 5.6, "{:?}", r.thread_cpu_s);
     assert!((lo / hi - 0.56).abs() <= 0.1, "min/max {:.2}", lo / hi);
     let per_thread = r.migrations as f64 / 24.0;
     assert!((1.0..=5.0).contains(&per_thread), "{per_thread}");
