@@ -30,6 +30,8 @@
 
 use crate::LinuxError;
 use crate::actuate::Actuator;
+use crate::ledger::RestoreReport;
+use crate::state::Journal;
 use crate::read::{Root, read_start_time};
 use crate::sampler::{Sampler, SamplerConfig};
 use nix::time::{ClockId, clock_gettime};
@@ -55,6 +57,8 @@ pub struct LinuxHost {
     topo: Topology,
     sampler: Sampler,
     actuator: Actuator,
+    /// A descriptor kept to be closed just before restoring.
+    reserve: Option<std::fs::File>,
 }
 
 impl LinuxHost {
@@ -68,8 +72,23 @@ impl LinuxHost {
         pids: &[Pid],
         cfg: SamplerConfig,
     ) -> Result<LinuxHost, LinuxError> {
+        LinuxHost::with_journal(root, topo, pids, cfg, None)
+    }
+
+    /// [`LinuxHost::new`], writing every change to `journal` before making it (see
+    /// [`crate::state`]).
+    pub fn with_journal(
+        root: Root,
+        topo: Topology,
+        pids: &[Pid],
+        cfg: SamplerConfig,
+        journal: Option<Journal>,
+    ) -> Result<LinuxHost, LinuxError> {
         let sampler = Sampler::new(root.clone(), pids, cfg)?;
         let mut actuator = Actuator::new(root.clone());
+        if let Some(j) = journal {
+            actuator.set_journal(j);
+        }
         // Threads that start from now on may inherit masks we set: management began no
         // earlier than this process did, and the managed processes' mask is their leader's.
         let me = Pid(std::process::id() as i32);
@@ -80,7 +99,13 @@ impl LinuxHost {
                 actuator.inherit_from(since, base);
             }
         }
+        for &pid in pids {
+            actuator.manage_process(pid);
+        }
+        // One descriptor held back for the end: restoring must not fail for want of one.
+        let reserve = std::fs::File::open("/dev/null").ok();
         Ok(LinuxHost {
+            reserve,
             actuator,
             root,
             topo,
@@ -105,13 +130,14 @@ impl LinuxHost {
         self.actuator.apply(&self.topo, plan)
     }
 
-    /// Restores every mask changed so far, and widens back the threads that inherited a
-    /// mask of ours without ever being moved; see [`Actuator::restore_all`] and
-    /// [`Actuator::restore_inherited`].
-    pub fn restore_all(&mut self) -> ApplyReport {
-        let mut report = self.actuator.restore_all();
-        report.add(&self.actuator.restore_inherited(&self.sampler.pids()));
-        report
+    /// Restores every mask changed so far, and widens back the threads and processes that
+    /// inherited a mask of ours without ever being moved; see [`Actuator::restore_all`].
+    /// The sampler's kept files and a reserved descriptor are closed first, so restoring
+    /// never fails for want of a file descriptor.
+    pub fn restore_all(&mut self) -> RestoreReport {
+        self.reserve = None;
+        self.sampler.close_files();
+        self.actuator.restore_all()
     }
 
     /// Whether any of the processes given to [`LinuxHost::new`] is still running (exists and

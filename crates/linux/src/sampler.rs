@@ -327,6 +327,15 @@ impl Sampler {
         self.threads.len()
     }
 
+    /// Closes every kept file (they are opened again by the next sample).
+    pub fn close_files(&mut self) {
+        self.threads.clear();
+        for p in &mut self.procs {
+            p.dir = None;
+            p.nlink = None;
+        }
+    }
+
     /// The configuration.
     pub fn config(&self) -> &SamplerConfig {
         &self.cfg

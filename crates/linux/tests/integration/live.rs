@@ -381,7 +381,7 @@ fn live_actuator_pins_child_thread_and_restores_it() {
     assert_eq!(act.changed().count(), 1);
 
     let r = act.restore_all();
-    assert_eq!(r.done, 1, "{r:?}");
+    assert_eq!(r.restored, 1, "{r:?}");
     assert_eq!(allowed(key.pid, key.tid), before);
     assert_eq!(act.changed().count(), 0);
     h.stop();
@@ -428,7 +428,7 @@ fn live_host_threads_inheriting_our_mask_may_use_every_allowed_cpu_and_are_widen
     // Restoring puts every thread back on the process's mask, including the new thread
     // that was never moved.
     let r = host.restore_all();
-    assert_eq!(r.done as usize, before.len() + 2, "{r:?}");
+    assert_eq!(r.restored as usize, before.len() + 2, "{r:?}");
     for k in before.iter().chain(&born) {
         assert_eq!(allowed(k.pid, k.tid), online, "{k:?}");
     }
@@ -509,7 +509,7 @@ fn live_actuator_exited_thread_is_vanished_and_skipped_on_restore() {
     assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
     h.stop();
     let r = act.restore_all();
-    assert_eq!((r.vanished, r.done), (1, 0), "{r:?}");
+    assert_eq!((r.vanished, r.restored), (1, 0), "{r:?}");
 }
 
 #[test]
