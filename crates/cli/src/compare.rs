@@ -312,9 +312,9 @@ impl Comparison {
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let c = compare(args)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        outln!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        print!("{}", c.to_table());
+        out!("{}", c.to_table());
     }
     Ok(0)
 }
@@ -339,8 +339,8 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
     let threads = (cores + cores.div_ceil(2)).max(3);
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
-    println!("machine: {}", topo.describe());
-    println!(
+    outln!("machine: {}", topo.describe());
+    outln!(
         "workload: spmd, {threads} threads on {cores} CPUs, barrier after every 10 ms of compute, {} ms of compute per thread",
         args.work_ms
     );
@@ -365,8 +365,8 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
         ],
     };
     let c = compare(&cmp)?;
-    print!("{}", c.to_table());
-    println!("{}", verdict(&c));
+    out!("{}", c.to_table());
+    outln!("{}", verdict(&c));
     Ok(0)
 }
 

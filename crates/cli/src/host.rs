@@ -3,9 +3,9 @@
 //! the moment it exits), forwarding signals, and dry runs.
 
 use crate::input_error;
+use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::state::Journal;
 use anyhow::Result;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid as NixPid;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use threadbalance_linux::{HostFacts, LinuxError, LinuxHost, Root, SamplerConfig};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
@@ -25,10 +25,12 @@ pub enum Target {
         /// Also manage the processes it starts.
         follow_children: bool,
     },
-    /// A process that was already running (`attach`).
+    /// A process that was already running (`attach`), and optionally its descendants.
     Attached {
         /// Its pid.
         pid: Pid,
+        /// Also manage the processes it starts.
+        follow_children: bool,
     },
 }
 
@@ -49,13 +51,17 @@ impl LinuxAdapter {
         target: Target,
         dry_run: bool,
         stat_max_age: Option<Nanos>,
+        journal: Option<Journal>,
     ) -> Result<LinuxAdapter> {
         let (pid, follow) = match target {
             Target::Child {
                 pid,
                 follow_children,
+            }
+            | Target::Attached {
+                pid,
+                follow_children,
             } => (pid, follow_children),
-            Target::Attached { pid } => (pid, false),
         };
         let facts = HostFacts::system()?;
         let mut cfg = SamplerConfig::new(facts);
@@ -63,18 +69,13 @@ impl LinuxAdapter {
         if let Some(age) = stat_max_age {
             cfg.stat_max_age = age;
         }
-        let host =
-            LinuxHost::new(Root::system(), topo.clone(), &[pid], cfg).map_err(|e| match e {
+        let host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)
+            .map_err(|e| match e {
                 LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
                     input_error(e.to_string())
                 }
                 other => other.into(),
             })?;
-        if let Target::Attached { pid } = target {
-            // Changing another user's threads needs CAP_SYS_NICE; find out now, not at the
-            // first move, so a refused attach changes nothing.
-            check_may_set_affinity(pid)?;
-        }
         Ok(LinuxAdapter {
             host,
             target: pid,
@@ -84,9 +85,9 @@ impl LinuxAdapter {
         })
     }
 
-    /// Sends `sig` to the target.
-    pub fn forward(&self, sig: Signal) {
-        let _ = kill(NixPid::from_raw(self.target.0), sig);
+    /// Sends signal `sig` to the target.
+    pub fn forward(&self, sig: i32) {
+        let _ = threadbalance_linux::signal::send(self.target, sig);
     }
 
     /// Whether the target has exited.
@@ -121,9 +122,9 @@ impl LinuxAdapter {
         }
     }
 
-    /// Restores every mask changed; returns how many were put back.
-    pub fn restore_all(&mut self) -> u64 {
-        u64::from(self.host.restore_all().done)
+    /// Restores every mask changed; see [`LinuxHost::restore_all`].
+    pub fn restore_all(&mut self) -> RestoreReport {
+        self.host.restore_all()
     }
 }
 
@@ -164,14 +165,4 @@ fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> bool {
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
     let timeout = PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::MAX);
     matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
-}
-
-/// Fails with an input error when we may not change the affinity of `pid`'s threads: we
-/// set its leader's mask to what it already is.
-fn check_may_set_affinity(pid: Pid) -> Result<()> {
-    let tid = threadbalance_model::Tid(pid.0);
-    let mask = threadbalance_linux::affinity_of(tid)
-        .map_err(|e| input_error(format!("process {pid}: cannot read its affinity: {e}")))?;
-    threadbalance_linux::set_affinity(tid, &mask)
-        .map_err(|e| input_error(format!("process {pid}: may not change its affinity: {e}")))
 }

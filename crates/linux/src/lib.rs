@@ -8,6 +8,7 @@
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   ledger   journal records, replay rules     what to put back, after any stop
 //!   state    journals and locks on disk      StateDir, Journal, SystemWorld
+//!   permit   may we manage it? (no writes)    refusal, may_set_affinity
 //!   signal   every catchable fatal signal    a flag the control loop reads
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
 //! ```
@@ -30,6 +31,7 @@ mod error;
 pub mod host;
 pub mod ledger;
 pub mod parse;
+pub mod permit;
 pub mod read;
 pub mod sampler;
 pub mod signal;

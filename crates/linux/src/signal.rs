@@ -74,6 +74,16 @@ pub fn take_signal() -> Option<i32> {
     }
 }
 
+/// Sends signal `sig` (any number, real-time ones included) to process `pid`.
+pub fn send(pid: threadbalance_model::Pid, sig: i32) -> std::io::Result<()> {
+    // SAFETY: kill takes two integers and shares no memory.
+    if unsafe { libc::kill(pid.0, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// The signal's name (`SIGTERM`, `SIGRTMIN+3`).
 pub fn signal_name(sig: i32) -> String {
     if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {

@@ -112,6 +112,12 @@ impl StateDir {
             .open(&path)
             .map_err(|e| LinuxError::io(&path, e))?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            // A stale lock file removed by `restore_stale` between our open and our lock:
+            // the lock we hold is on a file nobody else will open. Take a fresh one.
+            Ok(f) if !same_file(&f, &path) => {
+                drop(f);
+                self.lock_process(pid, start)
+            }
             Ok(mut f) => {
                 let _ = f.set_len(0);
                 let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
@@ -148,6 +154,7 @@ impl StateDir {
             })
             .collect();
         paths.sort();
+        self.remove_stale_locks();
         for path in paths {
             let file = match OpenOptions::new().read(true).write(true).open(&path) {
                 Ok(f) => f,
@@ -170,6 +177,39 @@ impl StateDir {
             }
         }
         Ok((report, count))
+    }
+}
+
+impl StateDir {
+    /// Removes the lock files nobody holds (left by instances that died).
+    fn remove_stale_locks(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.path) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let is_lock = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("lock."));
+            if !is_lock {
+                continue;
+            }
+            if let Ok(f) = File::open(e.path()) {
+                if let Ok(held) = Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+                    let _ = std::fs::remove_file(e.path());
+                    drop(held);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the open file `f` is still the file at `path`.
+fn same_file(f: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
