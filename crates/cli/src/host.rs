@@ -3,10 +3,10 @@
 //! the moment it exits), forwarding signals, and dry runs.
 
 use crate::input_error;
-use threadbalance_linux::ledger::RestoreReport;
-use threadbalance_linux::state::Journal;
 use anyhow::Result;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::state::Journal;
 use threadbalance_linux::{HostFacts, LinuxError, LinuxHost, Root, SamplerConfig};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
 use threadbalance_policy::Host;

@@ -89,6 +89,9 @@ pub struct ManageArgs {
     /// $XDG_RUNTIME_DIR/threadbalance otherwise].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// For tests of crash recovery: panic after this many ticks.
+    #[arg(long, hide = true, value_name = "TICKS")]
+    pub fault_panic_after: Option<u64>,
 }
 
 #[derive(Debug, Args)]

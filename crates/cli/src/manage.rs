@@ -23,9 +23,9 @@ use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
 use threadbalance_linux::Root;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
-use std::process::Command;
 use threadbalance_model::{Level, Nanos, Pid, Topology};
 use threadbalance_policy::{Engine, Host, Policy, Settings};
 
@@ -299,6 +299,9 @@ fn control_loop(
                         }
                     }
                     summary.record(topo, engine.window(), &tick);
+                    if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
+                        panic!("--fault-panic-after {} ticks", summary.ticks);
+                    }
                     next = now + tick.next_in.max(MIN_TICK);
                 }
                 Err(e) => {

@@ -31,9 +31,9 @@
 use crate::LinuxError;
 use crate::actuate::Actuator;
 use crate::ledger::RestoreReport;
-use crate::state::Journal;
 use crate::read::{Root, read_start_time};
 use crate::sampler::{Sampler, SamplerConfig};
+use crate::state::Journal;
 use nix::time::{ClockId, clock_gettime};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Tid, Topology};
 

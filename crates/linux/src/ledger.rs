@@ -224,7 +224,9 @@ impl Ledger {
 
     /// Whether `mask` was set by us on thread `key` (any time).
     pub fn set_on(&self, key: &ThreadKey, mask: &CpuSet) -> bool {
-        self.threads.get(key).is_some_and(|e| e.masks.contains(mask))
+        self.threads
+            .get(key)
+            .is_some_and(|e| e.masks.contains(mask))
     }
 }
 
@@ -290,7 +292,11 @@ impl RestoreReport {
 /// When it does not (the thread exited and its tid was reused between the check and the
 /// call), the stranger is given what it most likely had: the mask of its creator's
 /// leader, read now. Returns whether the write reached the thread meant.
-pub fn set_checked<W: World + ?Sized>(w: &mut W, key: ThreadKey, want: &CpuSet) -> io::Result<bool> {
+pub fn set_checked<W: World + ?Sized>(
+    w: &mut W,
+    key: ThreadKey,
+    want: &CpuSet,
+) -> io::Result<bool> {
     w.set_affinity(key.tid, want)?;
     if w.start_time(key.pid, key.tid) == Some(key.start_time) {
         return Ok(true);
@@ -390,7 +396,9 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
                 continue;
             }
             // Only processes born after management began can carry a mask of ours.
-            if w.start_time(child, Tid(child.0)).is_some_and(|s| s >= since) {
+            if w.start_time(child, Tid(child.0))
+                .is_some_and(|s| s >= since)
+            {
                 seen.push(child);
                 queue.push((child, base.clone()));
             }

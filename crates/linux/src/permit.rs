@@ -118,7 +118,8 @@ mod tests {
 
     #[test]
     fn parse_creds_reads_uids_and_effective_caps() {
-        let status = "Name:\tx\nUid:\t1000\t1001\t1002\t1003\nCapInh:\t0\nCapEff:\t0000000000800000\n";
+        let status =
+            "Name:\tx\nUid:\t1000\t1001\t1002\t1003\nCapInh:\t0\nCapEff:\t0000000000800000\n";
         assert_eq!(parse_creds(status), Some(creds(1000, 1001, 1 << 23)));
         assert_eq!(parse_creds("Name:\tx\n"), None);
     }
@@ -138,8 +139,18 @@ mod tests {
     #[test]
     fn refusal_pid_one_and_ourselves_without_reading() {
         let root = Root::new("/nonexistent");
-        assert!(refusal(&root, Pid(1), Pid(9)).unwrap().unwrap().contains("init"));
-        assert!(refusal(&root, Pid(9), Pid(9)).unwrap().unwrap().contains("itself"));
+        assert!(
+            refusal(&root, Pid(1), Pid(9))
+                .unwrap()
+                .unwrap()
+                .contains("init")
+        );
+        assert!(
+            refusal(&root, Pid(9), Pid(9))
+                .unwrap()
+                .unwrap()
+                .contains("itself")
+        );
     }
 
     #[test]

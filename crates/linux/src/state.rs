@@ -13,10 +13,10 @@
 //! and removes it. The directory is always a parameter; only
 //! [`StateDir::default_path`] knows where it lives on a real system.
 
+use crate::LinuxError;
 use crate::actuate::{affinity_of, set_affinity};
 use crate::ledger::{Ledger, Record, RestoreReport, World, replay};
 use crate::read::{Root, read_start_time};
-use crate::LinuxError;
 use nix::fcntl::{Flock, FlockArg};
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
@@ -99,7 +99,11 @@ impl StateDir {
 
     /// Takes the lock on process `pid` (started at `start`): `Err(Busy)` when another live
     /// instance holds it. The lock lasts as long as the returned file.
-    pub fn lock_process(&self, pid: Pid, start: u64) -> Result<Result<ProcessLock, Busy>, LinuxError> {
+    pub fn lock_process(
+        &self,
+        pid: Pid,
+        start: u64,
+    ) -> Result<Result<ProcessLock, Busy>, LinuxError> {
         self.create()?;
         let path = self.path.join(format!("lock.{}.{start}", pid.0));
         let file = OpenOptions::new()
@@ -167,6 +171,11 @@ impl StateDir {
             let mut text = String::new();
             file.read_to_string(&mut text)
                 .map_err(|e| LinuxError::io(&path, e))?;
+            if !text.contains('\n') {
+                // Killed before its header was written whole: nothing was changed yet.
+                std::fs::remove_file(&path).map_err(|e| LinuxError::io(&path, e))?;
+                continue;
+            }
             let ledger = Ledger::parse(&text).map_err(|why| LinuxError::parse(&path, why))?;
             let r = replay(&ledger, &mut SystemWorld::new(root.clone()));
             let clean = r.failures().next().is_none();
@@ -311,12 +320,18 @@ impl World for SystemWorld {
             let path = self.root.task_dir(pid, tid).join("children");
             if let Ok(text) = std::fs::read_to_string(path) {
                 had_file = true;
-                out.extend(text.split_whitespace().filter_map(|w| w.parse().ok()).map(Pid));
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|w| w.parse().ok())
+                        .map(Pid),
+                );
             }
         }
         if !had_file {
             // No `children` files (CONFIG_PROC_CHILDREN off): every process's parent.
-            let procs = std::fs::read_dir(self.root.join("proc")).into_iter().flatten();
+            let procs = std::fs::read_dir(self.root.join("proc"))
+                .into_iter()
+                .flatten();
             for e in procs.flatten() {
                 if let Some(p) = e.file_name().to_str().and_then(|n| n.parse().ok()) {
                     if self.parent(Pid(p)) == Some(pid) {
@@ -382,7 +397,11 @@ mod tests {
             format!("{}\nset 999999999 999999999 1 0 0\n", crate::ledger::MAGIC),
         )
         .unwrap();
+        // One killed before its header was written whole: nothing to replay, removed.
+        let cut = dir.path().join("journal.999999998.1");
+        std::fs::write(&cut, "threadbalance-jour").unwrap();
         let (report, count) = state.restore_stale(&root).unwrap();
+        assert!(!cut.exists());
         assert_eq!(count, 1);
         assert_eq!(report.vanished, 1);
         assert!(!dead.exists());

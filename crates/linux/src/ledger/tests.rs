@@ -198,10 +198,7 @@ fn replay_program_choice_is_never_overwritten() {
 fn replay_released_thread_is_not_touched() {
     let mut w = Fake::default();
     w.add(5, 6, 10, "0-3");
-    let l = ledger(&[
-        set(5, 6, 10, "0-7", "0-3"),
-        Record::Release(key(5, 6, 10)),
-    ]);
+    let l = ledger(&[set(5, 6, 10, "0-7", "0-3"), Record::Release(key(5, 6, 10))]);
     replay(&l, &mut w);
     assert_eq!((w.mask(6).as_str(), w.writes), ("0-3", 0));
 }

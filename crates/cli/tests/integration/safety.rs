@@ -1,0 +1,341 @@
+//! Never leave a stranger pinned: every kind of stop, then the masks read back from
+//! `/proc`. See: issue 11.
+//!
+//! The target is `threadbalance workload uneven` (four workers and a main thread) started
+//! by the test; every instance under test gets a state directory of its own (a temporary
+//! directory), so nothing here touches `/run/threadbalance`.
+
+use crate::support::*;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A long-running workload whose five threads have started; killed when dropped.
+struct Target {
+    child: Child,
+    before: Vec<(i32, String, String)>,
+}
+
+impl Target {
+    fn start() -> Target {
+        let child = Command::new(bin())
+            .args(["workload", "uneven", "--duty", "1,1,0.5,0.25"])
+            .args(["--period-ms", "10", "--periods", "100000"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Each worker names itself once it runs: wait for all four names, so that a name
+        // set later never reads as a change.
+        let before = wait_for(LIMIT, || {
+            Some(masks(pid)).filter(|m| m.len() == 5 && worker_masks(pid, "uneven").len() == 4)
+        })
+        .expect("workload threads started");
+        Target { child, before }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether some worker's mask differs from what it was at the start.
+    fn changed(&self) -> bool {
+        masks(self.pid()) != self.before
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn attach(pid: u32, state: &Path, extra: &[&str]) -> Child {
+    let pid = pid.to_string();
+    let mut args = vec![
+        "attach",
+        "--pid",
+        &pid,
+        "--policy",
+        "pbind",
+        "--level",
+        "core",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    spawn(&args)
+}
+
+/// Waits until the instance using `state` has journaled a change (so it is past
+/// installing its signal handlers) and the target's masks show it.
+fn wait_managed(t: &Target, state: &Path) -> bool {
+    wait_for(LIMIT, || {
+        let journaled = std::fs::read_dir(state)
+            .ok()?
+            .flatten()
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|text| text.contains("\nset ")));
+        (journaled && t.changed()).then_some(())
+    })
+    .is_some()
+}
+
+fn restore(state: &Path) -> std::process::Output {
+    run(&["restore", "--state-dir", state.to_str().unwrap()])
+}
+
+/// A small deterministic generator for the kill points (xorshift64).
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn live_sigkill_at_random_points_then_restore_leaves_no_mask_changed() {
+    // 100 runs: SIGKILL anywhere from the first instant (before any journal exists) to
+    // 150 ms in (many moves made), then `restore`. After each, every mask must be as found.
+    let t = Target::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Xorshift(0x9E37_79B9_7F4A_7C15);
+    let mut changed_before_kill = 0;
+    for round in 0..100 {
+        let interval = ["1", "5", "20"][round % 3];
+        let mut tb = attach(t.pid(), dir.path(), &["--interval", interval]);
+        std::thread::sleep(Duration::from_millis(rng.next() % 150));
+        changed_before_kill += usize::from(t.changed());
+        signal(tb.id(), libc::SIGKILL);
+        let _ = tb.wait();
+        let out = restore(dir.path());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            masks(t.pid()),
+            t.before,
+            "round {round}: every mask restored"
+        );
+    }
+    // The kill points must have caught management in the act, not only before it began.
+    assert!(changed_before_kill >= 20, "{changed_before_kill} of 100");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no journal left"
+    );
+}
+
+#[test]
+fn live_new_instance_restores_a_stale_journal_before_it_starts() {
+    let t = Target::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut tb = attach(t.pid(), dir.path(), &[]);
+    assert!(wait_managed(&t, dir.path()));
+    signal(tb.id(), libc::SIGKILL);
+    let _ = tb.wait();
+    assert!(t.changed(), "SIGKILL left the masks as set");
+    // A dry run changes nothing itself, but first replays what the dead one left.
+    let mut dry = attach(t.pid(), dir.path(), &["--dry-run"]);
+    let restored = wait_for(LIMIT, || (!t.changed()).then_some(()));
+    signal(dry.id(), libc::SIGINT);
+    assert_eq!(finish(&mut dry, LIMIT), 0);
+    assert!(restored.is_some(), "the stale journal was replayed");
+    assert_eq!(masks(t.pid()), t.before);
+}
+
+/// Attach, wait until masks changed, send `sig`, and expect a clean stop with every mask
+/// back.
+fn signal_restores(sig: i32) {
+    let t = Target::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut tb = attach(t.pid(), dir.path(), &[]);
+    let changed = wait_managed(&t, dir.path()).then_some(());
+    signal(tb.id(), sig);
+    let code = finish(&mut tb, LIMIT);
+    assert!(changed.is_some(), "signal {sig}: masks were changed first");
+    assert_eq!(code, 0, "signal {sig}: a clean stop");
+    assert_eq!(
+        masks(t.pid()),
+        t.before,
+        "signal {sig}: every mask restored"
+    );
+}
+
+#[test]
+fn live_every_catchable_fatal_signal_restores_like_sigterm() {
+    for sig in [
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGHUP,
+        libc::SIGRTMIN() + 2,
+    ] {
+        signal_restores(sig);
+    }
+}
+
+#[test]
+fn live_panic_in_the_loop_restores_every_mask() {
+    let t = Target::start();
+    let dir = tempfile::tempdir().unwrap();
+    // pbind pins on its first tick; the panic comes on the third.
+    let mut tb = attach(
+        t.pid(),
+        dir.path(),
+        &["--interval", "50", "--fault-panic-after", "3"],
+    );
+    let code = finish(&mut tb, LIMIT);
+    let mut stderr = String::new();
+    use std::io::Read;
+    tb.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("internal error (panic"), "{stderr}");
+    assert_eq!(masks(t.pid()), t.before);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn live_second_instance_on_the_same_process_is_refused_with_exit_2() {
+    let t = Target::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = attach(t.pid(), dir.path(), &[]);
+    assert!(wait_managed(&t, dir.path()));
+    let pid = t.pid().to_string();
+    let out = run(&[
+        "attach",
+        "--pid",
+        &pid,
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    signal(first.id(), libc::SIGINT);
+    assert_eq!(finish(&mut first, LIMIT), 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("already managed"), "{stderr}");
+    assert_eq!(masks(t.pid()), t.before);
+}
+
+fn refused(pid: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "attach",
+        "--pid",
+        pid,
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{pid}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{pid}: {stderr}");
+    stderr
+}
+
+#[test]
+fn live_attach_refuses_init_kernel_threads_zombies_and_itself() {
+    assert!(refused("1").contains("init"));
+    // kthreadd is pid 2 on every Linux system.
+    assert!(refused("2").contains("kernel thread"));
+    let mut zombie = Command::new("true").spawn().unwrap();
+    let zpid = zombie.id();
+    assert!(
+        wait_for(LIMIT, || {
+            let stat = std::fs::read_to_string(format!("/proc/{zpid}/stat")).ok()?;
+            stat.contains(") Z ").then_some(())
+        })
+        .is_some()
+    );
+    let text = refused(&zpid.to_string());
+    let _ = zombie.wait();
+    assert!(text.contains("zombie"), "{text}");
+    assert!(!text.contains("% of one core"), "{text}");
+    // Itself: a shell that execs threadbalance with its own pid.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} attach --pid $$ --state-dir {}",
+            bin().display(),
+            dir.path().display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("itself"), "{stderr}");
+}
+
+#[test]
+fn live_closed_or_full_output_never_panics_and_keeps_the_status() {
+    // Closed pipes: the reading ends are dropped before the tool writes anything.
+    let mut tb = Command::new(bin())
+        .args([
+            "run",
+            "--policy",
+            "tumbler",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.2; exit 7",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(tb.stdout.take());
+    drop(tb.stderr.take());
+    assert_eq!(finish(&mut tb, LIMIT), 7);
+    // Full: every write fails with ENOSPC.
+    let full = || Stdio::from(std::fs::File::create("/dev/full").unwrap());
+    let out = Command::new(bin())
+        .args(["run", "--policy", "tumbler", "--", "sh", "-c", "exit 5"])
+        .stdout(full())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(out.code(), Some(5));
+    // Other commands too: a listing into a closed pipe.
+    let mut topo = Command::new(bin())
+        .args(["topo"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(topo.stdout.take());
+    assert_eq!(finish(&mut topo, LIMIT), 0);
+}
+
+#[test]
+fn live_run_json_unwritable_is_refused_before_the_command_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let out = run(&[
+        "run",
+        "--json",
+        "/nonexistent-dir/summary.json",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--json"), "{stderr}");
+    assert!(!marker.exists(), "the command never started");
+}
