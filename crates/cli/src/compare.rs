@@ -130,6 +130,20 @@ pub struct Comparison {
     pub fair_share_wall_s: Option<f64>,
 }
 
+/// Whether `program` names an executable file: as a path when it holds a `/`, else in
+/// one of `PATH`'s directories (as `execvp` looks for it).
+fn executable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exe = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return is_exe(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| is_exe(&d.join(program))))
+}
+
 /// Runs the comparison.
 pub fn compare(args: &CompareArgs) -> Result<Comparison> {
     if args.repeat == 0 {
@@ -137,6 +151,16 @@ pub fn compare(args: &CompareArgs) -> Result<Comparison> {
     }
     if args.policies.is_empty() {
         return Err(input_error("--policies needs at least one policy"));
+    }
+    if args.interval == Some(0) {
+        return Err(input_error("--interval must be at least 1 ms"));
+    }
+    if let Some(program) = args.command.first() {
+        if !executable(program) {
+            return Err(input_error(format!(
+                "cannot execute {program:?}: not an executable file here or in PATH"
+            )));
+        }
     }
     let topo = crate::topo::read_system()?;
     for p in &args.policies {

@@ -261,3 +261,19 @@ fn own_cpu_seconds() -> f64 {
         t(u.user_time()) + t(u.system_time())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_finish_right_after_start_reports_no_cpu_share() {
+        // Attaching to a process that had already exited used to print "70086 % of one
+        // core": start-up CPU time (topology reading) over a wall time of microseconds.
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new("none", &topo, Level::Core, false, Nanos(1_000));
+        s.finish(Nanos(21_000), Vec::new(), "process exited".into());
+        assert_eq!(s.tool_cpu_pct, 0.0);
+        assert!(s.to_text().contains("(0.00 % of one core)"));
+    }
+}

@@ -339,3 +339,29 @@ fn live_run_json_unwritable_is_refused_before_the_command_starts() {
     assert!(stderr.contains("--json"), "{stderr}");
     assert!(!marker.exists(), "the command never started");
 }
+
+#[test]
+fn compare_bad_input_exits_2_like_run_and_sim() {
+    for args in [
+        &[
+            "compare",
+            "--policies",
+            "none",
+            "--",
+            "/nonexistent-program",
+        ][..],
+        &[
+            "compare",
+            "--policies",
+            "none",
+            "--",
+            "no-such-program-in-path",
+        ][..],
+        &["compare", "--interval", "0", "--", "true"][..],
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
