@@ -365,3 +365,64 @@ fn compare_bad_input_exits_2_like_run_and_sim() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+/// A cgroup-v1 cpuset holding one `sleep`; both removed when dropped.
+struct Cpuset {
+    dir: std::path::PathBuf,
+    sleeper: Child,
+}
+
+impl Cpuset {
+    fn new(cpus: &str) -> Cpuset {
+        let dir = Path::new("/sys/fs/cgroup/cpuset").join(format!("tb-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).expect("a cgroup-v1 cpuset hierarchy (this test needs root)");
+        let mems = std::fs::read_to_string("/sys/fs/cgroup/cpuset/cpuset.mems").unwrap();
+        std::fs::write(dir.join("cpuset.mems"), mems.trim()).unwrap();
+        std::fs::write(dir.join("cpuset.cpus"), cpus).unwrap();
+        let sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+        let set = Cpuset { dir, sleeper };
+        std::fs::write(set.dir.join("cgroup.procs"), set.sleeper.id().to_string()).unwrap();
+        set
+    }
+
+    fn set_cpus(&self, cpus: &str) {
+        std::fs::write(self.dir.join("cpuset.cpus"), cpus).unwrap();
+    }
+
+    fn mask(&self) -> String {
+        masks(self.sleeper.id())[0].2.clone()
+    }
+}
+
+impl Drop for Cpuset {
+    fn drop(&mut self) {
+        let _ = self.sleeper.kill();
+        let _ = self.sleeper.wait();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn live_dry_run_attach_writes_no_mask_even_under_a_narrowed_cpuset() {
+    // The permission check used to set the leader's mask to its current value. The kernel
+    // keeps any sched_setaffinity as the user's request: a leader whose cpuset is narrow
+    // at that moment stays narrow when the cpuset widens again.
+    let all = online();
+    assert!(all.contains('-'), "this test needs two CPUs, have {all}");
+    let set = Cpuset::new(&all);
+    set.set_cpus("0");
+    assert_eq!(set.mask(), "0");
+    let dir = tempfile::tempdir().unwrap();
+    let mut tb = attach(set.sleeper.id(), dir.path(), &["--dry-run"]);
+    // Past every check once the lock is taken; one more tick of the loop for good measure.
+    let locked = wait_for(LIMIT, || {
+        let mut e = std::fs::read_dir(dir.path()).ok()?.flatten();
+        e.any(|e| e.file_name().to_string_lossy().starts_with("lock.")).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    signal(tb.id(), libc::SIGINT);
+    assert_eq!(finish(&mut tb, LIMIT), 0);
+    assert!(locked.is_some());
+    set.set_cpus(&all);
+    assert_eq!(set.mask(), all, "the leader follows its cpuset back out");
+}
