@@ -144,6 +144,8 @@ pub struct Actuator {
     journal: Option<Journal>,
     /// Threads that chose a mask of their own after we moved them: hands off from then on.
     decided: BTreeMap<ThreadKey, CpuSet>,
+    /// Threads born after management began that [`Actuator::adopt_born`] has looked at.
+    born_seen: std::collections::HashSet<ThreadKey>,
     /// Management began at this start time (clock ticks since boot), with the managed
     /// processes allowed on this mask.
     inherit: Option<(u64, CpuSet)>,
@@ -159,6 +161,7 @@ impl Actuator {
             ledger: Ledger::default(),
             journal: None,
             decided: BTreeMap::new(),
+            born_seen: std::collections::HashSet::new(),
             inherit: None,
         }
     }
@@ -219,13 +222,46 @@ impl Actuator {
         if key.start_time < since || *current == base {
             return current.clone();
         }
-        let mut inherited = self.ledger.holds(key.pid, current);
+        let mut inherited = self.ledger.held(key.pid).contains(current);
         if !inherited && key.is_leader() {
             if let Some(parent) = self.world.parent(key.pid) {
-                inherited = self.ledger.holds(parent, current);
+                inherited = self.ledger.held(parent).contains(current);
             }
         }
         if inherited { base } else { current.clone() }
+    }
+
+    /// Looks once at each thread born after management began, as it is first seen: one
+    /// that inherited a mask of ours is recorded (journal first) as carrying it, with the
+    /// processes' mask as its original, so it is restored even if its creator moves on
+    /// or we die. Costs one `sched_getaffinity` per new thread, none for others.
+    pub fn adopt_born(&mut self, keys: impl Iterator<Item = ThreadKey>) {
+        let Some((since, _)) = &self.inherit else {
+            return;
+        };
+        let since = *since;
+        if self.ledger.threads.is_empty() {
+            return; // nothing of ours to inherit yet
+        }
+        for key in keys {
+            if key.start_time < since || !self.born_seen.insert(key) {
+                continue;
+            }
+            if self.ledger.threads.contains_key(&key) {
+                continue;
+            }
+            let Ok(current) = affinity_of(key.tid) else {
+                continue;
+            };
+            let original = self.original_of(key, &current);
+            if original != current {
+                let _ = self.note(&Record::Set {
+                    key,
+                    original,
+                    mask: current,
+                });
+            }
+        }
     }
 
     /// Carries out every move of `plan`, counting each outcome; see the module docs.

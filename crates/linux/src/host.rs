@@ -122,7 +122,9 @@ impl LinuxHost {
     /// buffers; see [`Sampler::sample`].
     pub fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
         let now = self.now();
-        self.sampler.sample(now, into)
+        self.sampler.sample(now, into)?;
+        self.actuator.adopt_born(into.threads.iter().map(|t| t.key));
+        Ok(())
     }
 
     /// Carries out a plan's moves; each outcome is counted, none is an error.

@@ -20,10 +20,13 @@
 //!
 //! Threads and processes born of managed threads after `since` start with the mask of
 //! their creator, which may be ours. A thread of a managed process or of one of its
-//! descendants (born after `since`) that was never moved, and whose mask is one we set on
-//! its process's or its parent process's threads, gets its managed ancestor's mask back.
-//! A program that pins such a thread itself to exactly such a mask cannot be told from
-//! inheritance after the fact, and is widened too: the one case these rules get wrong.
+//! descendants (born after `since`) that was never moved, and whose mask is one we hold
+//! now on a thread of its process or of an ancestor process, gets its managed ancestor's
+//! mask back. The live actuator records such threads as it first sees them
+//! (`Actuator::adopt_born`), so one whose creator moved on since is still restored. A
+//! program that pins such a thread itself to exactly a mask we hold on another of its
+//! threads cannot be told from inheritance (the kernel does not say which thread created
+//! which), and is widened too: the one case these rules get wrong.
 //!
 //! The rules are pure over a [`World`] (start times, masks, thread and child lists), so
 //! they are tested here against a fake one; `state::SystemWorld` is the real one.
@@ -210,16 +213,18 @@ impl Ledger {
         Ok(ledger)
     }
 
-    /// Whether `mask` is the latest mask we set on a thread of process `pid`, not released.
-    pub fn holds(&self, pid: Pid, mask: &CpuSet) -> bool {
-        self.threads
+    /// The masks we hold now on threads of process `pid` (the latest set on each, not
+    /// released).
+    pub fn held(&self, pid: Pid) -> Vec<CpuSet> {
+        let mut v: Vec<CpuSet> = self
+            .threads
             .iter()
-            .any(|(k, e)| k.pid == pid && !e.released && e.masks.last() == Some(mask))
-    }
-
-    /// Whether we ever set `mask` on any thread.
-    pub fn ever_set(&self, mask: &CpuSet) -> bool {
-        self.threads.values().any(|e| e.masks.contains(mask))
+            .filter(|(k, e)| k.pid == pid && !e.released)
+            .filter_map(|(_, e)| e.masks.last().cloned())
+            .collect();
+        v.sort_by(|a, b| a.as_words().cmp(b.as_words()));
+        v.dedup();
+        v
     }
 
     /// Whether `mask` was set by us on thread `key` (any time).
@@ -357,15 +362,21 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
     let Some(since) = ledger.since else {
         return;
     };
-    // (process, the base to give back)
-    let mut queue: Vec<(Pid, CpuSet)> = Vec::new();
+    // (process, the base to give back, the masks its creator may have passed on)
+    let mut queue: Vec<(Pid, CpuSet, Vec<CpuSet>)> = Vec::new();
     for (&pid, (start, base)) in &ledger.processes {
         if w.start_time(pid, Tid(pid.0)) == Some(*start) {
-            queue.push((pid, base.clone()));
+            queue.push((pid, base.clone(), ledger.held(pid)));
         }
     }
     let mut seen: Vec<Pid> = queue.iter().map(|q| q.0).collect();
-    while let Some((pid, base)) = queue.pop() {
+    while let Some((pid, base, held)) = queue.pop() {
+        let mut held = held;
+        for m in ledger.held(pid) {
+            if !held.contains(&m) {
+                held.push(m);
+            }
+        }
         for tid in w.threads(pid) {
             let Some(start) = w.start_time(pid, tid) else {
                 continue;
@@ -381,7 +392,7 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
             let Ok(cur) = w.affinity(tid) else {
                 continue;
             };
-            let ours = ledger.ever_set(&cur);
+            let ours = held.contains(&cur);
             if !ours || cur == base {
                 continue;
             }
@@ -400,7 +411,7 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
                 .is_some_and(|s| s >= since)
             {
                 seen.push(child);
-                queue.push((child, base.clone()));
+                queue.push((child, base.clone(), held.clone()));
             }
         }
     }

@@ -374,7 +374,8 @@ struct Cpuset {
 
 impl Cpuset {
     fn new(cpus: &str) -> Cpuset {
-        let dir = Path::new("/sys/fs/cgroup/cpuset").join(format!("tb-test-{}", std::process::id()));
+        let dir =
+            Path::new("/sys/fs/cgroup/cpuset").join(format!("tb-test-{}", std::process::id()));
         std::fs::create_dir(&dir).expect("a cgroup-v1 cpuset hierarchy (this test needs root)");
         let mems = std::fs::read_to_string("/sys/fs/cgroup/cpuset/cpuset.mems").unwrap();
         std::fs::write(dir.join("cpuset.mems"), mems.trim()).unwrap();
@@ -417,7 +418,8 @@ fn live_dry_run_attach_writes_no_mask_even_under_a_narrowed_cpuset() {
     // Past every check once the lock is taken; one more tick of the loop for good measure.
     let locked = wait_for(LIMIT, || {
         let mut e = std::fs::read_dir(dir.path()).ok()?.flatten();
-        e.any(|e| e.file_name().to_string_lossy().starts_with("lock.")).then_some(())
+        e.any(|e| e.file_name().to_string_lossy().starts_with("lock."))
+            .then_some(())
     });
     std::thread::sleep(Duration::from_millis(200));
     signal(tb.id(), libc::SIGINT);

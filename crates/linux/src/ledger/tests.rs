@@ -309,3 +309,26 @@ fn replay_forked_grandchild_with_our_mask_is_widened() {
     assert_eq!(w.mask(500), "0-7");
     assert_eq!(w.mask(51), "0-3");
 }
+
+#[test]
+fn replay_thread_born_with_a_mask_we_no_longer_hold_is_the_programs() {
+    // Thread 6 went to 4-7, then to 0-3: we hold only 0-3 now. Thread 7, born at tick 40,
+    // is on 4-7: no thread of ours had 4-7 when it was born, so it pinned itself.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-7");
+    w.add(5, 6, 10, "0-3");
+    w.add(5, 7, 40, "4-7");
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "4-7"),
+        set(5, 6, 10, "0-7", "0-3"),
+    ]);
+    replay(&l, &mut w);
+    assert_eq!(w.mask(7), "4-7");
+    assert_eq!(w.mask(6), "0-7");
+}

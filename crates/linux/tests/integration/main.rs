@@ -11,5 +11,6 @@
 
 mod live;
 mod procfs;
+mod safety;
 mod topo;
 mod util;

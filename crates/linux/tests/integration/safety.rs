@@ -1,0 +1,100 @@
+//! Live: the program's own affinity wins, and forks of confined threads are restored.
+//! See: issue 11 (items 1 and 3). Each test runs against the helper process of `live`,
+//! stops it, and leaves every mask it changed as it found it.
+
+use crate::live::{Helper, allowed, facts, helper_thread, mv};
+use threadbalance_linux::ledger::Kept;
+use threadbalance_linux::{Actuator, LinuxHost, Root, SamplerConfig, read_topology};
+use threadbalance_model::{CpuId, CpuSet, Pid, Snapshot, Target, ThreadKey, Tid};
+
+#[test]
+fn live_actuator_thread_that_sets_its_own_mask_is_left_alone_and_never_restored_over() {
+    let topo = read_topology(&Root::system()).unwrap();
+    assert!(topo.cpus().len() >= 2, "this test needs two CPUs");
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = allowed(key.pid, key.tid);
+    let mut act = Actuator::new(Root::system());
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+    // The program now confines the thread to CPU 1 itself.
+    threadbalance_linux::set_affinity(key.tid, &CpuSet::single(CpuId(1))).unwrap();
+    // The next move is refused: the program decided.
+    let r = act.apply(&topo, &mv(key, Target::Cpu(CpuId(0))));
+    assert_eq!((r.done, r.denied), (0, 1), "{r:?}");
+    assert_eq!(allowed(key.pid, key.tid), CpuSet::single(CpuId(1)));
+    assert_eq!(act.decided().count(), 1);
+    // At the end its choice stands, and is reported.
+    let r = act.restore_all();
+    assert_eq!(allowed(key.pid, key.tid), CpuSet::single(CpuId(1)));
+    assert_eq!(
+        r.kept,
+        vec![(key, Kept::ProgramChoice(CpuSet::single(CpuId(1))))]
+    );
+    threadbalance_linux::set_affinity(key.tid, &before).unwrap();
+    h.stop();
+}
+
+fn host_of(h: &Helper) -> (LinuxHost, Vec<ThreadKey>) {
+    let topo = read_topology(&Root::system()).unwrap();
+    let mut host = LinuxHost::new(
+        Root::system(),
+        topo,
+        &[h.pid()],
+        SamplerConfig::new(facts()),
+    )
+    .unwrap();
+    let mut snap = Snapshot::default();
+    host.sample(&mut snap).unwrap();
+    let keys = snap.threads.iter().map(|t| t.key).collect();
+    (host, keys)
+}
+
+#[test]
+fn live_host_thread_born_pinning_itself_to_a_mask_we_once_used_is_not_widened() {
+    // Thread A goes to CPU 1 and then to CPU 0, so {1} is a mask we applied but no thread
+    // of ours holds it any more. A thread then born pinning itself to {1} (an OpenMP
+    // worker) made that choice itself: it must keep it after we restore.
+    let mut h = Helper::start();
+    let online = read_topology(&Root::system()).unwrap().online().clone();
+    assert!(online.len() >= 2, "this test needs two CPUs");
+    let (mut host, keys) = host_of(&h);
+    let a = keys.iter().copied().find(|k| !k.is_leader()).unwrap();
+    assert_eq!(host.apply(&mv(a, Target::Cpu(CpuId(1)))).done, 1);
+    for &k in &keys {
+        host.apply(&mv(k, Target::Cpu(CpuId(0))));
+    }
+    let line = h.ask("spawn-pinned 1", "pinned");
+    let tid = Tid(line.rsplit(' ').next().unwrap().parse().unwrap());
+    assert_eq!(allowed(h.pid(), tid), CpuSet::single(CpuId(1)));
+    let r = host.restore_all();
+    assert_eq!(allowed(h.pid(), tid), CpuSet::single(CpuId(1)), "{r:?}");
+    for k in &keys {
+        assert_eq!(allowed(k.pid, k.tid), online, "{k:?}");
+    }
+    h.stop();
+}
+
+#[test]
+fn live_host_process_forked_by_a_confined_thread_is_restored_though_not_managed() {
+    // Only the helper is managed (no children followed). Its threads are confined to
+    // CPU 0, then one of them starts a process: the child inherits {0}, and must get the
+    // helper's mask back at the end all the same.
+    let mut h = Helper::start();
+    let online = read_topology(&Root::system()).unwrap().online().clone();
+    let (mut host, keys) = host_of(&h);
+    for &k in &keys {
+        assert_eq!(host.apply(&mv(k, Target::Cpu(CpuId(0)))).done, 1);
+    }
+    let line = h.ask("fork", "forked");
+    let child = Pid(line.rsplit(' ').next().unwrap().parse().unwrap());
+    assert_eq!(allowed(child, Tid(child.0)), CpuSet::single(CpuId(0)));
+    let r = host.restore_all();
+    let after = allowed(child, Tid(child.0));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.0),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert_eq!(after, online, "{r:?}");
+    assert_eq!(r.restored as usize, keys.len() + 1, "{r:?}");
+    h.stop();
+}
