@@ -428,3 +428,103 @@ fn live_dry_run_attach_writes_no_mask_even_under_a_narrowed_cpuset() {
     set.set_cpus(&all);
     assert_eq!(set.mask(), all, "the leader follows its cpuset back out");
 }
+
+/// The helper process of the fd test: starts `THREADBALANCE_MANY_THREADS` sleeping threads
+/// in batches of 500, 50 ms apart, prints "grown", and lives until its stdin closes.
+#[test]
+#[ignore = "helper process of the fd test; runs only when started by it"]
+fn helper_process_growing_many_threads() {
+    let Some(n) = std::env::var_os("THREADBALANCE_MANY_THREADS") else {
+        return;
+    };
+    let n: usize = n.to_str().unwrap().parse().unwrap();
+    for i in 0..n {
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(|| {
+                loop {
+                    std::thread::park();
+                }
+            })
+            .unwrap();
+        if i % 500 == 499 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    println!("grown");
+    use std::io::Write;
+    std::io::stdout().flush().unwrap();
+    let _ = std::io::Read::read(&mut std::io::stdin(), &mut [0u8; 1]);
+}
+
+#[test]
+fn live_attach_to_a_process_growing_to_5000_threads_under_ulimit_1024() {
+    // Two kept files per thread used to hit EMFILE at about 500 threads: management
+    // stopped with exit 1 and the restore failed. Now threads past the budget are read by
+    // open/read/close, and every mask is restored.
+    use std::io::BufRead;
+    let mut helper = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "safety::helper_process_growing_many_threads",
+        ])
+        .args(["--nocapture", "--test-threads=1"])
+        .env("THREADBALANCE_MANY_THREADS", "5000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hpid = helper.id();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("summary.json");
+    let state = dir.path().join("state");
+    // Attach while the helper is still small, so it grows under management.
+    let mut tb = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 1024 && exec {} attach --pid {hpid} --policy tumbler --level core \
+             --interval 100 --json {} --state-dir {}",
+            bin().display(),
+            json.display(),
+            state.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = std::io::BufReader::new(helper.stdout.take().unwrap());
+    let grown = out
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("grown"));
+    // A few more ticks once all 5000 threads exist (each tick reads every thread; most by
+    // open/read/close, so ticks are slow on a busy machine).
+    std::thread::sleep(Duration::from_millis(4000));
+    signal(tb.id(), libc::SIGINT);
+    let code = finish(&mut tb, Duration::from_secs(120));
+    let mut stderr = String::new();
+    use std::io::Read;
+    tb.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let all = online();
+    let wrong = masks(hpid)
+        .into_iter()
+        .filter(|(_, _, m)| *m != all)
+        .count();
+    drop(helper.stdin.take());
+    let _ = helper.kill();
+    let _ = helper.wait();
+    assert!(grown, "the helper started its threads");
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Far past the ~500 threads at which two kept files per thread exhausted 1024 fds.
+    assert!(v["threads_peak"].as_u64().unwrap() > 2048, "{v}");
+    assert_eq!(v["unrestored"], 0, "{v}");
+    assert_eq!(wrong, 0, "every mask restored");
+}
