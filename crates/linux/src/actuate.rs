@@ -199,12 +199,18 @@ impl Actuator {
     /// Records a managed process (its start time and mask now), so that its descendants'
     /// inherited masks are restored even after a crash.
     pub fn manage_process(&mut self, pid: threadbalance_model::Pid) {
+        if self.ledger.processes.contains_key(&pid) {
+            return;
+        }
         let Ok(Some(start)) = read_start_time(&self.root, pid, Tid(pid.0)) else {
             return;
         };
+        // A process born after management began was born of a managed one: its base is
+        // the managed processes' mask. One that already ran (a target, or a child that
+        // existed when we attached) keeps its own.
         let base = match &self.inherit {
-            Some((_, b)) => b.clone(),
-            None => match affinity_of(Tid(pid.0)) {
+            Some((since, b)) if start >= *since => b.clone(),
+            _ => match affinity_of(Tid(pid.0)) {
                 Ok(m) => m,
                 Err(_) => return,
             },

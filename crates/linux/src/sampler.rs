@@ -361,6 +361,11 @@ impl Sampler {
         self.procs.iter().map(|p| p.pid).collect()
     }
 
+    /// The processes managed now, as [`Sampler::pids`] lists them, without allocating.
+    pub fn managed(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.procs.iter().map(|p| p.pid)
+    }
+
     /// How many threads are tracked (those seen in the last sample).
     pub fn tracked_threads(&self) -> usize {
         self.threads.len()

@@ -528,3 +528,41 @@ fn live_attach_to_a_process_growing_to_5000_threads_under_ulimit_1024() {
     assert_eq!(v["unrestored"], 0, "{v}");
     assert_eq!(wrong, 0, "every mask restored");
 }
+
+#[test]
+fn live_attach_follows_children_as_run_does_unless_told_not_to() {
+    // A shell whose child is the workload: attach to the shell. By default the child's
+    // workers are placed (and restored); with --no-children they are never touched.
+    for follow in [true, false] {
+        let mut sh = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{} workload uneven --duty 1,1,0.5,0.25 --period-ms 10 --periods 100000 & wait",
+                bin().display()
+            ))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let work = wait_for(LIMIT, || {
+            let c = child_of(sh.id())?;
+            (worker_masks(c, "uneven").len() == 4).then_some(c)
+        })
+        .expect("the workload started");
+        let before = masks(work);
+        let dir = tempfile::tempdir().unwrap();
+        let extra: &[&str] = if follow { &[] } else { &["--no-children"] };
+        let mut tb = attach(sh.id(), dir.path(), extra);
+        let moved = wait_for(Duration::from_secs(3), || {
+            (masks(work) != before).then_some(())
+        });
+        signal(tb.id(), libc::SIGINT);
+        let code = finish(&mut tb, LIMIT);
+        let after = masks(work);
+        signal(work, libc::SIGKILL);
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert_eq!(code, 0);
+        assert_eq!(moved.is_some(), follow, "follow children: {follow}");
+        assert_eq!(after, before, "every mask restored");
+    }
+}
