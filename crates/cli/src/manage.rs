@@ -70,6 +70,11 @@ fn prepare(args: &ManageArgs) -> Result<Prepared> {
         None => None,
     };
     let state = recover::state_dir(args.state_dir.as_ref())?;
+    state
+        .create()
+        .map_err(|e| input_error(format!("state directory: {e}")))?;
+    // What instances that died left changed is put back before anything else happens.
+    recover::restore_stale(&state)?;
     if args.policy.starts_with("numa-")
         && threadbalance_linux::read_numa_balancing(&Root::system()) == Some(true)
     {
@@ -89,10 +94,9 @@ fn prepare(args: &ManageArgs) -> Result<Prepared> {
     })
 }
 
-/// Replays stale journals, takes the lock on `pid`, and opens our journal (none in a dry
+/// Takes the lock on `pid` and opens our journal (none in a dry
 /// run: it changes nothing). A process another live instance manages is an input error.
 fn claim(p: &Prepared, pid: Pid, dry_run: bool) -> Result<(ProcessLock, Option<Journal>)> {
-    recover::restore_stale(&p.state)?;
     let root = Root::system();
     let start = threadbalance_linux::read_start_time(&root, pid, threadbalance_model::Tid(pid.0))?
         .ok_or_else(|| input_error(format!("no process with pid {pid}")))?;

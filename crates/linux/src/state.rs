@@ -62,7 +62,8 @@ impl StateDir {
         &self.path
     }
 
-    fn create(&self) -> Result<(), LinuxError> {
+    /// Creates the directory (mode 0700) if it does not exist.
+    pub fn create(&self) -> Result<(), LinuxError> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
