@@ -10,8 +10,9 @@
 //! ```
 //!
 //! Exit status: `run` exits with the command's status (128 + signal if it was killed);
-//! every command exits 2 on bad input (unknown policy, bad pid, bad spec) having changed
-//! nothing, and 1 on any other failure.
+//! every command exits 2 on bad input (unknown policy, bad pid, bad spec, a process that is
+//! not a user program or is already managed) having changed nothing, and 1 on any other
+//! failure, a mask that could not be restored among them.
 
 #[macro_use]
 mod say;

@@ -137,6 +137,48 @@ fn live_sigkill_at_random_points_then_restore_leaves_no_mask_changed() {
 }
 
 #[test]
+fn live_sigkill_of_run_at_random_points_then_restore_leaves_no_mask_changed() {
+    // `run` killed with its command still starting threads: the command lives on,
+    // orphaned, and `restore` must put back its threads' masks, the ones moved and the
+    // ones born of moved threads alike. Each command is killed afterwards.
+    let dir = tempfile::tempdir().unwrap();
+    let all = online();
+    let mut rng = Xorshift(0x2545_F491_4F6C_DD1D);
+    for round in 0..20 {
+        let mut tb = spawn(&[
+            "run",
+            "--policy",
+            "pbind",
+            "--level",
+            "core",
+            "--state-dir",
+            dir.path().to_str().unwrap(),
+            "--",
+            bin().to_str().unwrap(),
+            "workload",
+            "uneven",
+            "--periods",
+            "100000",
+        ]);
+        let child = wait_for(LIMIT, || child_of(tb.id())).expect("the command started");
+        std::thread::sleep(Duration::from_millis(rng.next() % 100));
+        signal(tb.id(), libc::SIGKILL);
+        let _ = tb.wait();
+        let out = restore(dir.path());
+        let after = masks(child);
+        signal(child, libc::SIGKILL);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let wrong: Vec<_> = after.iter().filter(|(_, _, m)| *m != all).collect();
+        assert!(wrong.is_empty(), "round {round}: {wrong:?}");
+    }
+}
+
+#[test]
 fn live_new_instance_restores_a_stale_journal_before_it_starts() {
     let t = Target::start();
     let dir = tempfile::tempdir().unwrap();
