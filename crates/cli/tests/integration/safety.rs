@@ -83,6 +83,16 @@ fn wait_managed(t: &Target, state: &Path) -> bool {
     .is_some()
 }
 
+/// Waits until an instance holds a lock under `state`.
+fn wait_locked(state: &Path) -> bool {
+    wait_for(LIMIT, || {
+        let mut e = std::fs::read_dir(state).ok()?.flatten();
+        e.any(|e| e.file_name().to_string_lossy().starts_with("lock."))
+            .then_some(())
+    })
+    .is_some()
+}
+
 fn restore(state: &Path) -> std::process::Output {
     run(&["restore", "--state-dir", state.to_str().unwrap()])
 }
@@ -190,6 +200,8 @@ fn live_new_instance_restores_a_stale_journal_before_it_starts() {
     // A dry run changes nothing itself, but first replays what the dead one left.
     let mut dry = attach(t.pid(), dir.path(), &["--dry-run"]);
     let restored = wait_for(LIMIT, || (!t.changed()).then_some(()));
+    // Its lock is taken after its signal handlers are installed.
+    assert!(wait_locked(dir.path()));
     signal(dry.id(), libc::SIGINT);
     assert_eq!(finish(&mut dry, LIMIT), 0);
     assert!(restored.is_some(), "the stale journal was replayed");
