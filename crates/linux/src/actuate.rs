@@ -144,8 +144,6 @@ pub struct Actuator {
     journal: Option<Journal>,
     /// Threads that chose a mask of their own after we moved them: hands off from then on.
     decided: BTreeMap<ThreadKey, CpuSet>,
-    /// Threads born after management began that [`Actuator::adopt_born`] has looked at.
-    born_seen: std::collections::HashSet<ThreadKey>,
     /// Management began at this start time (clock ticks since boot), with the managed
     /// processes allowed on this mask.
     inherit: Option<(u64, CpuSet)>,
@@ -161,7 +159,6 @@ impl Actuator {
             ledger: Ledger::default(),
             journal: None,
             decided: BTreeMap::new(),
-            born_seen: std::collections::HashSet::new(),
             inherit: None,
         }
     }
@@ -237,10 +234,10 @@ impl Actuator {
         if inherited { base } else { current.clone() }
     }
 
-    /// Looks once at each thread born after management began, as it is first seen: one
-    /// that inherited a mask of ours is recorded (journal first) as carrying it, with the
-    /// processes' mask as its original, so it is restored even if its creator moves on
-    /// or we die. Costs one `sched_getaffinity` per new thread, none for others.
+    /// Looks at threads `keys` as they are first seen (the sampler's fresh ones): one
+    /// born after management began that inherited a mask of ours is recorded (journal
+    /// first) as carrying it, with the processes' mask as its original, so it is restored
+    /// even if its creator moves on or we die. Costs one `sched_getaffinity` per new thread, none for others.
     pub fn adopt_born(&mut self, keys: impl Iterator<Item = ThreadKey>) {
         let Some((since, _)) = &self.inherit else {
             return;
@@ -250,10 +247,7 @@ impl Actuator {
             return; // nothing of ours to inherit yet
         }
         for key in keys {
-            if key.start_time < since || !self.born_seen.insert(key) {
-                continue;
-            }
-            if self.ledger.threads.contains_key(&key) {
+            if key.start_time < since || self.ledger.threads.contains_key(&key) {
                 continue;
             }
             let Ok(current) = affinity_of(key.tid) else {

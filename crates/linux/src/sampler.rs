@@ -213,6 +213,8 @@ pub struct Sampler {
     keep_budget: usize,
     /// Threads keeping their files open now.
     kept: usize,
+    /// Threads sampled for the first time in the last sample.
+    fresh: Vec<ThreadKey>,
 }
 
 /// What happened when a thread's file was read.
@@ -346,6 +348,7 @@ impl Sampler {
             has_children_files,
             keep_budget: keep_budget(&cfg_files(has_schedstat, has_children_files, &cfg)),
             kept: 0,
+            fresh: Vec::new(),
             cfg,
         })
     }
@@ -364,6 +367,11 @@ impl Sampler {
     /// The processes managed now, as [`Sampler::pids`] lists them, without allocating.
     pub fn managed(&self) -> impl Iterator<Item = Pid> + '_ {
         self.procs.iter().map(|p| p.pid)
+    }
+
+    /// The threads sampled for the first time by the last [`Sampler::sample`].
+    pub fn fresh(&self) -> &[ThreadKey] {
+        &self.fresh
     }
 
     /// How many threads are tracked (those seen in the last sample).
@@ -398,6 +406,7 @@ impl Sampler {
     /// exited; a process that exits while others live is simply dropped.
     pub fn sample(&mut self, now: Nanos, into: &mut Snapshot) -> Result<(), LinuxError> {
         self.generation += 1;
+        self.fresh.clear();
         self.now = now;
         into.clear();
         into.at = now;
@@ -660,6 +669,9 @@ impl Sampler {
         if gone {
             self.threads.remove(&tid);
             return Ok(false);
+        }
+        if t.seen == 0 {
+            self.fresh.push(sample.key);
         }
         t.seen = generation;
         t.last = sample;

@@ -98,3 +98,20 @@ fn live_host_process_forked_by_a_confined_thread_is_restored_though_not_managed(
     assert_eq!(r.restored as usize, keys.len() + 1, "{r:?}");
     h.stop();
 }
+
+#[test]
+fn live_sampler_fresh_lists_threads_only_on_their_first_sample() {
+    let mut h = Helper::start();
+    let mut s =
+        threadbalance_linux::Sampler::new(Root::system(), &[h.pid()], SamplerConfig::new(facts()))
+            .unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(threadbalance_model::Nanos(1), &mut snap).unwrap();
+    assert_eq!(s.fresh().len(), snap.threads.len());
+    s.sample(threadbalance_model::Nanos(2), &mut snap).unwrap();
+    assert!(s.fresh().is_empty(), "{:?}", s.fresh());
+    h.spawn_two();
+    s.sample(threadbalance_model::Nanos(3), &mut snap).unwrap();
+    assert_eq!(s.fresh().len(), 2);
+    h.stop();
+}
