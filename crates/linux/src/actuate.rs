@@ -386,6 +386,31 @@ impl Actuator {
         report
     }
 
+    /// Forgets the threads that have gone (their tid no longer names them), and compacts
+    /// the journal once it holds more than twice what is still to be restored. Call now
+    /// and then (the host does every few seconds): it reads one `stat` per thread changed.
+    pub fn maintain(&mut self) {
+        let gone: Vec<ThreadKey> = self
+            .ledger
+            .threads
+            .keys()
+            .chain(self.decided.keys())
+            .copied()
+            .filter(|&k| self.same_thread(k) == Some(false))
+            .collect();
+        for k in &gone {
+            self.ledger.threads.remove(k);
+            self.decided.remove(k);
+        }
+        self.ledger.threads.retain(|_, e| !e.released);
+        if let Some(j) = self.journal.as_mut() {
+            let records = self.ledger.to_records();
+            if j.lines() > 2 * records.len() + 64 {
+                let _ = j.rewrite(&records);
+            }
+        }
+    }
+
     /// The threads whose masks are changed now, with their original masks.
     pub fn changed(&self) -> impl Iterator<Item = (ThreadKey, &CpuSet)> {
         self.ledger

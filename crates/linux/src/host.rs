@@ -59,7 +59,12 @@ pub struct LinuxHost {
     actuator: Actuator,
     /// A descriptor kept to be closed just before restoring.
     reserve: Option<std::fs::File>,
+    /// When the actuator last forgot gone threads and compacted its journal.
+    maintained: Nanos,
 }
+
+/// How often the actuator forgets threads that have gone and compacts its journal.
+const MAINTAIN_EVERY: Nanos = Nanos::from_secs(10);
 
 impl LinuxHost {
     /// A host managing processes `pids` (and their descendants if `cfg.follow_children`)
@@ -105,6 +110,7 @@ impl LinuxHost {
         // One descriptor held back for the end: restoring must not fail for want of one.
         let reserve = std::fs::File::open("/dev/null").ok();
         Ok(LinuxHost {
+            maintained: monotonic_now(),
             reserve,
             actuator,
             root,
@@ -123,7 +129,15 @@ impl LinuxHost {
     pub fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
         let now = self.now();
         self.sampler.sample(now, into)?;
-        self.actuator.adopt_born(into.threads.iter().map(|t| t.key));
+        for pid in self.sampler.managed() {
+            self.actuator.manage_process(pid);
+        }
+        self.actuator
+            .adopt_born(self.sampler.fresh().iter().copied());
+        if now.saturating_sub(self.maintained) >= MAINTAIN_EVERY {
+            self.maintained = now;
+            self.actuator.maintain();
+        }
         Ok(())
     }
 

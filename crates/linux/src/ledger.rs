@@ -213,6 +213,35 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// The records that rebuild this ledger, released threads left out: what a
+    /// compacted journal holds.
+    pub fn to_records(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        if let Some((pid, start)) = self.owner {
+            out.push(Record::Owner { pid, start });
+        }
+        if let Some(t) = self.since {
+            out.push(Record::Since(t));
+        }
+        for (&pid, (start, base)) in &self.processes {
+            out.push(Record::Process {
+                pid,
+                start: *start,
+                base: base.clone(),
+            });
+        }
+        for (key, e) in self.threads.iter().filter(|(_, e)| !e.released) {
+            for mask in &e.masks {
+                out.push(Record::Set {
+                    key: *key,
+                    original: e.original.clone(),
+                    mask: mask.clone(),
+                });
+            }
+        }
+        out
+    }
+
     /// The masks we hold now on threads of process `pid` (the latest set on each, not
     /// released).
     pub fn held(&self, pid: Pid) -> Vec<CpuSet> {

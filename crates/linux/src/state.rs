@@ -89,7 +89,11 @@ impl StateDir {
         let file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| LinuxError::io(&path, io::Error::from(e)))?;
         let _ = file.set_len(0);
-        let mut j = Journal { file, path };
+        let mut j = Journal {
+            file,
+            path,
+            lines: 2,
+        };
         let mut head = format!("{}\n", crate::ledger::MAGIC);
         head.push_str(&Record::Owner { pid: me, start }.to_line());
         j.file
@@ -243,13 +247,60 @@ impl Drop for ProcessLock {
 pub struct Journal {
     file: Flock<File>,
     path: PathBuf,
+    /// Lines written to the file.
+    lines: usize,
 }
 
 impl Journal {
     /// Appends `r`. With `O_APPEND`, one write of a short line lands whole or not at all
     /// as far as a killed writer is concerned; a cut line is ignored when read.
     pub fn append(&mut self, r: &Record) -> io::Result<()> {
-        self.file.write_all(r.to_line().as_bytes())
+        self.file.write_all(r.to_line().as_bytes())?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Lines written to the file so far.
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// Replaces the file by one holding only `records` (a ledger's
+    /// [`Ledger::to_records`]), so a long run does not grow it without end. The new file
+    /// is written beside the old one and locked before it is renamed over it, so the path
+    /// always names a locked journal: another instance never takes us for dead.
+    pub fn rewrite(&mut self, records: &[Record]) -> io::Result<()> {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = self.path.with_file_name(format!("compact.{name}"));
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&tmp)?;
+        let mut file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| io::Error::from(e))?;
+        file.set_len(0)?;
+        let mut text = format!("{}\n", crate::ledger::MAGIC);
+        for r in records {
+            text.push_str(&r.to_line());
+        }
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // The old file, unlinked now, is unlocked as it is dropped.
+        self.file = file;
+        self.lines = records.len() + 1;
+        Ok(())
     }
 
     /// The file.
@@ -401,12 +452,19 @@ mod tests {
         // One killed before its header was written whole: nothing to replay, removed.
         let cut = dir.path().join("journal.999999998.1");
         std::fs::write(&cut, "threadbalance-jour").unwrap();
+        // Compacting keeps the path locked and the contents given.
+        live.rewrite(&[Record::Since(7)]).unwrap();
+        assert_eq!(live.lines(), 2);
         let (report, count) = state.restore_stale(&root).unwrap();
         assert!(!cut.exists());
         assert_eq!(count, 1);
         assert_eq!(report.vanished, 1);
         assert!(!dead.exists());
         assert!(live.path().exists());
-        assert!(live.read_back().unwrap().starts_with(crate::ledger::MAGIC));
+        assert_eq!(
+            live.read_back().unwrap(),
+            format!("{}\nsince 7\n", crate::ledger::MAGIC)
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -332,3 +332,32 @@ fn replay_thread_born_with_a_mask_we_no_longer_hold_is_the_programs() {
     assert_eq!(w.mask(7), "4-7");
     assert_eq!(w.mask(6), "0-7");
 }
+
+#[test]
+fn ledger_to_records_rebuilds_it_without_released_threads() {
+    let l = ledger(&[
+        Record::Owner {
+            pid: Pid(9),
+            start: 1,
+        },
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "4-7"),
+        set(5, 6, 10, "0-7", "0-3"),
+        set(5, 7, 11, "0-7", "0-3"),
+        Record::Release(key(5, 7, 11)),
+    ]);
+    let again = ledger(&l.to_records());
+    let mut expected = l.clone();
+    expected.threads.remove(&key(5, 7, 11));
+    assert_eq!(again, expected);
+    // Both masks of thread 6 survive, in order: either may be the one it has if we die.
+    assert_eq!(
+        again.threads[&key(5, 6, 10)].masks,
+        vec![m("4-7"), m("0-3")]
+    );
+}

@@ -115,3 +115,41 @@ fn live_sampler_fresh_lists_threads_only_on_their_first_sample() {
     assert_eq!(s.fresh().len(), 2);
     h.stop();
 }
+
+#[test]
+fn live_host_maintain_forgets_gone_threads_and_compacts_the_journal() {
+    // 80 threads are started and moved (80 `set` lines), then all exit. Maintenance
+    // forgets them and rewrites the journal down to its header and managed process.
+    let dir = tempfile::tempdir().unwrap();
+    let state = threadbalance_linux::state::StateDir::new(dir.path());
+    let mut journal = state.open_journal(&Root::system()).unwrap();
+    let mut h = Helper::start();
+    let topo = read_topology(&Root::system()).unwrap();
+    for _ in 0..40 {
+        h.spawn_two();
+    }
+    let threads = threadbalance_linux::read_threads(&Root::system(), h.pid(), &facts()).unwrap();
+    let mut act = Actuator::new(Root::system());
+    // The journal is read back through a second handle: the actuator owns the first.
+    let path = journal.path().to_path_buf();
+    journal
+        .append(&threadbalance_linux::ledger::Record::Since(0))
+        .unwrap();
+    act.set_journal(journal);
+    let mut moved = 0;
+    for t in &threads {
+        let r = act.apply(&topo, &mv(t.sample.key, Target::Cpu(CpuId(0))));
+        moved += r.done;
+    }
+    assert!(moved >= 80, "{moved}");
+    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+    assert!(lines as u32 >= moved + 2, "{lines}");
+    h.stop();
+    act.maintain();
+    assert_eq!(act.changed().count(), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.lines().count() <= 3, "{text}");
+    assert!(!text.contains("\nset "), "{text}");
+    // Still the journal of a live instance: its lock is held.
+    assert_eq!(state.restore_stale(&Root::system()).unwrap().1, 0);
+}
