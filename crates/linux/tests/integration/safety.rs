@@ -153,3 +153,38 @@ fn live_host_maintain_forgets_gone_threads_and_compacts_the_journal() {
     // Still the journal of a live instance: its lock is held.
     assert_eq!(state.restore_stale(&Root::system()).unwrap().1, 0);
 }
+
+#[test]
+fn live_host_inherited_thread_is_restored_after_its_creator_moved_on() {
+    // Every thread goes to CPU 0; two threads are born there (inheriting {0}) and are
+    // sampled; then every old thread moves to CPU 1, so no thread of ours holds {0} any
+    // more. The two were recorded as inheriting when first seen, and are widened back.
+    let mut h = Helper::start();
+    let online = read_topology(&Root::system()).unwrap().online().clone();
+    assert!(online.len() >= 2, "this test needs two CPUs");
+    let (mut host, keys) = host_of(&h);
+    for &k in &keys {
+        assert_eq!(host.apply(&mv(k, Target::Cpu(CpuId(0)))).done, 1);
+    }
+    h.spawn_two();
+    let mut snap = Snapshot::default();
+    host.sample(&mut snap).unwrap();
+    let born: Vec<ThreadKey> = snap
+        .threads
+        .iter()
+        .map(|t| t.key)
+        .filter(|k| !keys.contains(k))
+        .collect();
+    assert_eq!(born.len(), 2);
+    for &k in &keys {
+        assert_eq!(host.apply(&mv(k, Target::Cpu(CpuId(1)))).done, 1);
+    }
+    for k in &born {
+        assert_eq!(allowed(k.pid, k.tid), CpuSet::single(CpuId(0)));
+    }
+    host.restore_all();
+    for k in keys.iter().chain(&born) {
+        assert_eq!(allowed(k.pid, k.tid), online, "{k:?}");
+    }
+    h.stop();
+}
