@@ -54,7 +54,7 @@ pub fn restore_stale(state: &StateDir) -> Result<bool> {
         );
     }
     print_kept(&report);
-    Ok(report.failures().next().is_none())
+    Ok(report.failures().next().is_none() && report.unreadable.is_empty())
 }
 
 /// `threadbalance restore`.
@@ -68,11 +68,13 @@ pub fn restore(args: &RestoreArgs) -> Result<u8> {
         describe(&report)
     );
     print_kept(&report);
-    Ok(if report.failures().next().is_none() {
-        0
-    } else {
-        1
-    })
+    Ok(
+        if report.failures().next().is_none() && report.unreadable.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
 }
 
 /// One line: how many masks were put back, were back already, had gone, were kept.
@@ -108,5 +110,8 @@ pub fn kept_lines(r: &RestoreReport) -> Vec<String> {
 fn print_kept(r: &RestoreReport) {
     for line in kept_lines(r) {
         errln!("threadbalance: {line}");
+    }
+    for why in &r.unreadable {
+        errln!("threadbalance: journal left as it is: {why}");
     }
 }

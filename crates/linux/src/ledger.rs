@@ -302,6 +302,8 @@ pub struct RestoreReport {
     pub vanished: u32,
     /// Threads left as they are, with the reason.
     pub kept: Vec<(ThreadKey, Kept)>,
+    /// Journals that could not be read (why, with the path), left where they are.
+    pub unreadable: Vec<String>,
 }
 
 impl RestoreReport {
@@ -319,6 +321,7 @@ impl RestoreReport {
         self.already += other.already;
         self.vanished += other.vanished;
         self.kept.extend(other.kept);
+        self.unreadable.extend(other.unreadable);
     }
 }
 

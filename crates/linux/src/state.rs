@@ -143,8 +143,9 @@ impl StateDir {
     }
 
     /// Replays and removes every journal whose owner has died (its lock can be taken);
-    /// journals of live instances are left alone. Returns what was done, and how many
-    /// journals were replayed.
+    /// journals of live instances are left alone, and journals that cannot be read are
+    /// listed in [`RestoreReport::unreadable`] and left too. Returns what was done, and
+    /// how many journals were replayed.
     pub fn restore_stale(&self, root: &Root) -> Result<(RestoreReport, usize), LinuxError> {
         let mut report = RestoreReport::default();
         let mut count = 0;
@@ -165,29 +166,15 @@ impl StateDir {
         paths.sort();
         self.remove_stale_locks();
         for path in paths {
-            let file = match OpenOptions::new().read(true).write(true).open(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(LinuxError::io(&path, e)),
-            };
-            let Ok(mut file) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
-                continue; // its owner lives
-            };
-            let mut text = String::new();
-            file.read_to_string(&mut text)
-                .map_err(|e| LinuxError::io(&path, e))?;
-            if !text.contains('\n') {
-                // Killed before its header was written whole: nothing was changed yet.
-                std::fs::remove_file(&path).map_err(|e| LinuxError::io(&path, e))?;
-                continue;
-            }
-            let ledger = Ledger::parse(&text).map_err(|why| LinuxError::parse(&path, why))?;
-            let r = replay(&ledger, &mut SystemWorld::new(root.clone()));
-            let clean = r.failures().next().is_none();
-            report.add(r);
-            count += 1;
-            if clean {
-                std::fs::remove_file(&path).map_err(|e| LinuxError::io(&path, e))?;
+            match self.restore_one(&path, root) {
+                Ok(Some(r)) => {
+                    report.add(r);
+                    count += 1;
+                }
+                Ok(None) => {}
+                // One unreadable journal must not keep the others, or a new instance,
+                // from running: it is reported and left where it is.
+                Err(e) => report.unreadable.push(e.to_string()),
             }
         }
         Ok((report, count))
@@ -195,6 +182,38 @@ impl StateDir {
 }
 
 impl StateDir {
+    /// Replays the journal at `path` if its owner has died, and removes it when every
+    /// mask was handled; `None` when it belongs to a live instance or had nothing in it.
+    fn restore_one(&self, path: &Path, root: &Root) -> Result<Option<RestoreReport>, LinuxError> {
+        let file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LinuxError::io(path, e)),
+        };
+        let Ok(mut file) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
+            return Ok(None); // its owner lives
+        };
+        if !same_file(&file, path) {
+            // Compacted by its live owner between our open and our lock: what we hold is
+            // the old, unlinked file, not a dead instance's journal.
+            return Ok(None);
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| LinuxError::io(path, e))?;
+        if !text.contains('\n') {
+            // Killed before its header was written whole: nothing was changed yet.
+            std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+            return Ok(None);
+        }
+        let ledger = Ledger::parse(&text).map_err(|why| LinuxError::parse(path, why))?;
+        let r = replay(&ledger, &mut SystemWorld::new(root.clone()));
+        if r.failures().next().is_none() {
+            std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+        }
+        Ok(Some(r))
+    }
+
     /// Removes the lock files nobody holds (left by instances that died).
     fn remove_stale_locks(&self) {
         let Ok(entries) = std::fs::read_dir(&self.path) else {
@@ -455,7 +474,13 @@ mod tests {
         // Compacting keeps the path locked and the contents given.
         live.rewrite(&[Record::Since(7)]).unwrap();
         assert_eq!(live.lines(), 2);
+        // And one that is not a journal at all: reported, left alone, the others replayed.
+        let junk = dir.path().join("journal.junk");
+        std::fs::write(&junk, "hello\nworld\n").unwrap();
         let (report, count) = state.restore_stale(&root).unwrap();
+        assert_eq!(report.unreadable.len(), 1, "{report:?}");
+        assert!(report.unreadable[0].contains("not a journal"), "{report:?}");
+        assert!(junk.exists());
         assert!(!cut.exists());
         assert_eq!(count, 1);
         assert_eq!(report.vanished, 1);
@@ -465,6 +490,6 @@ mod tests {
             live.read_back().unwrap(),
             format!("{}\nsince 7\n", crate::ledger::MAGIC)
         );
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }
