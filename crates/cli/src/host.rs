@@ -4,6 +4,7 @@
 
 use crate::input_error;
 use anyhow::Result;
+use nix::unistd::Pid as NixPid;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::state::Journal;
@@ -41,6 +42,8 @@ pub struct LinuxAdapter {
     pidfd: Option<OwnedFd>,
     dry_run: bool,
     exited: bool,
+    /// When orphans were last reaped.
+    reaped: Nanos,
 }
 
 impl LinuxAdapter {
@@ -82,7 +85,41 @@ impl LinuxAdapter {
             pidfd: pidfd_open(pid),
             dry_run,
             exited: false,
+            reaped: Nanos::ZERO,
         })
+    }
+
+    /// Makes the orphans of the command hang under us (we are its subreaper, set before it
+    /// started), so that those born of confined threads are restored at the end.
+    pub fn restore_orphans(&mut self) {
+        self.host.restore_under(Pid(std::process::id() as i32));
+    }
+
+    /// Reaps the orphans of the command that have exited (as a subreaper we inherit them);
+    /// the command itself is left for `run` to wait for. At most once a second.
+    pub fn reap_orphans(&mut self) {
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        let now = self.host.now();
+        if now.saturating_sub(self.reaped) < Nanos::from_secs(1) {
+            return;
+        }
+        self.reaped = now;
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|w| w.parse::<i32>().ok())
+            {
+                if child != self.target.0 {
+                    let _ = waitpid(NixPid::from_raw(child), Some(WaitPidFlag::WNOHANG));
+                }
+            }
+        }
     }
 
     /// Sends signal `sig` to the target.

@@ -144,6 +144,9 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     };
     signals::install().context("installing signal handlers")?;
     raise_fd_limit();
+    // The command's orphans (a process it started, then exited) become ours, so that one
+    // born of a thread we confined is found and restored at the end.
+    nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
     let mut child = Command::new(program)
         .args(rest)
         .spawn()
@@ -172,6 +175,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             return Err(e);
         }
     };
+    host.restore_orphans();
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -283,6 +287,9 @@ fn control_loop(
     let mut engine = Engine::new();
     let mut next = host.now();
     loop {
+        if forward {
+            host.reap_orphans();
+        }
         if let Some(sig) = signals::take() {
             if forward {
                 host.forward(sig);

@@ -141,6 +141,13 @@ impl LinuxHost {
         Ok(())
     }
 
+    /// Also walks process `pid`'s descendants born after management began when
+    /// restoring (see [`crate::ledger`]). `run` gives its own pid: it is the command's
+    /// subreaper, so the command's orphans hang under it.
+    pub fn restore_under(&mut self, pid: Pid) {
+        self.actuator.manage_process(pid);
+    }
+
     /// Carries out a plan's moves; each outcome is counted, none is an error.
     pub fn apply(&mut self, plan: &Plan) -> ApplyReport {
         self.actuator.apply(&self.topo, plan)

@@ -9,6 +9,7 @@
 //!    process 5000 912345 0-7        a managed process, its start time, its mask then
 //!    set 5000 5003 912399 0-7 0-3   thread, start time, original mask, mask about to be set
 //!    release 5000 5003 912399       put back, or the program chose its own mask: hands off
+//!    applied 0-3                    a mask we set (kept when a journal is compacted)
 //! ```
 //!
 //! Replaying (`replay`) restores a thread only when all of these hold:
@@ -71,6 +72,8 @@ pub enum Record {
     },
     /// The thread is not ours to restore any more (put back, or the program decided).
     Release(ThreadKey),
+    /// A mask we set on some thread (what a compacted journal keeps of released ones).
+    Applied(CpuSet),
 }
 
 impl Record {
@@ -95,6 +98,7 @@ impl Record {
             Record::Release(key) => {
                 writeln!(s, "release {} {} {}", key.pid.0, key.tid.0, key.start_time)
             }
+            Record::Applied(mask) => writeln!(s, "applied {mask}"),
         };
         s
     }
@@ -133,6 +137,7 @@ impl Record {
                 mask: mask(5)?,
             }),
             ("release", 4) => Some(Record::Release(key(1)?)),
+            ("applied", 2) => Some(Record::Applied(mask(1)?)),
             _ => None,
         }
     }
@@ -160,6 +165,8 @@ pub struct Ledger {
     pub processes: BTreeMap<Pid, (u64, CpuSet)>,
     /// Threads we changed.
     pub threads: BTreeMap<ThreadKey, Entry>,
+    /// Every distinct mask we set, on any thread, released or not.
+    pub applied: Vec<CpuSet>,
 }
 
 impl Ledger {
@@ -184,10 +191,18 @@ impl Ledger {
                 e.released = false;
                 e.masks.retain(|m| m != mask);
                 e.masks.push(mask.clone());
+                if !self.applied.contains(mask) {
+                    self.applied.push(mask.clone());
+                }
             }
             Record::Release(key) => {
                 if let Some(e) = self.threads.get_mut(key) {
                     e.released = true;
+                }
+            }
+            Record::Applied(mask) => {
+                if !self.applied.contains(mask) {
+                    self.applied.push(mask.clone());
                 }
             }
         }
@@ -229,6 +244,9 @@ impl Ledger {
                 start: *start,
                 base: base.clone(),
             });
+        }
+        for mask in &self.applied {
+            out.push(Record::Applied(mask.clone()));
         }
         for (key, e) in self.threads.iter().filter(|(_, e)| !e.released) {
             for mask in &e.masks {
@@ -396,9 +414,28 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
     };
     // (process, the base to give back, the masks its creator may have passed on)
     let mut queue: Vec<(Pid, CpuSet, Vec<CpuSet>)> = Vec::new();
+    // A managed process born after `since` was born of a managed thread, of some
+    // process: it may carry any mask we hold now. An orphan found under us, its parent
+    // gone, may carry any mask we ever set.
+    let mut held_now: Vec<CpuSet> = Vec::new();
+    for m in ledger.threads.values().filter(|e| !e.released) {
+        if let Some(last) = m.masks.last() {
+            if !held_now.contains(last) {
+                held_now.push(last.clone());
+            }
+        }
+    }
+    let owner = ledger.owner.map(|(pid, _)| pid);
     for (&pid, (start, base)) in &ledger.processes {
         if w.start_time(pid, Tid(pid.0)) == Some(*start) {
-            queue.push((pid, base.clone(), ledger.held(pid)));
+            let held = if Some(pid) == owner {
+                ledger.applied.clone()
+            } else if *start >= since {
+                held_now.clone()
+            } else {
+                ledger.held(pid)
+            };
+            queue.push((pid, base.clone(), held));
         }
     }
     let mut seen: Vec<Pid> = queue.iter().map(|q| q.0).collect();
@@ -409,7 +446,14 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
                 held.push(m);
             }
         }
-        for tid in w.threads(pid) {
+        // Our own process is listed (by `run`, a subreaper) only for its children: the
+        // orphans of the command. Its own threads are never ours to change.
+        let threads = if Some(pid) == owner {
+            Vec::new()
+        } else {
+            w.threads(pid)
+        };
+        for tid in threads {
             let Some(start) = w.start_time(pid, tid) else {
                 continue;
             };

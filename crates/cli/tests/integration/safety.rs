@@ -631,3 +631,73 @@ fn live_attach_follows_children_as_run_does_unless_told_not_to() {
         assert_eq!(after, before, "every mask restored");
     }
 }
+
+#[test]
+fn live_run_no_children_orphan_forked_by_a_confined_thread_is_restored() {
+    // The command (a shell) is confined by pbind, starts `sleep` in the background (it
+    // inherits the confinement) and exits. The sleep, never managed (--no-children) and
+    // orphaned, must still get the shell's original mask back when `run` ends.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args([
+            "run",
+            "--policy",
+            "pbind",
+            "--level",
+            "core",
+            "--no-children",
+        ])
+        .args(["--state-dir", dir.path().to_str().unwrap(), "--"])
+        .args([
+            "sh",
+            "-c",
+            "sleep 0.5; sleep 30 >/dev/null 2>&1 & echo $!; exit 0",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let after = masks(sleeper);
+    signal(sleeper, libc::SIGKILL);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].2, online(), "the orphan's mask restored");
+}
+
+#[test]
+fn live_run_reaps_the_orphans_it_inherits_as_subreaper() {
+    // Two background sleeps are orphaned at once (their subshells exit) and hang under
+    // `run`; once they exit, `run` must reap them, or a long command would fill the
+    // process table with zombies.
+    let mut tb = spawn(&[
+        "run",
+        "--policy",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "(sleep 0.1 &); (sleep 0.1 &); sleep 5",
+    ]);
+    let children = |pid: u32| -> Vec<u32> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|t| {
+                std::fs::read_to_string(t.path().join("children"))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|w| w.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect()
+    };
+    let orphaned = wait_for(LIMIT, || (children(tb.id()).len() >= 2).then_some(()));
+    let reaped = wait_for(LIMIT, || (children(tb.id()).len() == 1).then_some(()));
+    signal(tb.id(), libc::SIGTERM);
+    let code = finish(&mut tb, LIMIT);
+    assert!(orphaned.is_some(), "the sleeps hung under run");
+    assert!(reaped.is_some(), "only the command is left");
+    assert_eq!(code, 128 + 15);
+}

@@ -122,6 +122,7 @@ fn record_every_kind_round_trips_through_its_line() {
         },
         set(5, 6, 10, "0-7", "0-3"),
         Record::Release(key(5, 6, 10)),
+        Record::Applied(m("2")),
     ] {
         let line = r.to_line();
         assert!(line.ends_with('\n'));
@@ -360,4 +361,38 @@ fn ledger_to_records_rebuilds_it_without_released_threads() {
         again.threads[&key(5, 6, 10)].masks,
         vec![m("4-7"), m("0-3")]
     );
+}
+
+#[test]
+fn replay_orphan_under_the_owner_gets_the_base_and_the_owner_is_untouched() {
+    // `run` (pid 9, a subreaper) ran command 5; 5 forked 50 from confined thread 6 and
+    // exited, so 50 now hangs under 9. Our own thread 9 happens to be on 0-3 too: never
+    // touched.
+    let mut w = Fake::default();
+    w.add(9, 9, 29, "0-3");
+    w.add(50, 50, 40, "0-3");
+    w.parent.insert(50, 9);
+    let l = ledger(&[
+        Record::Owner {
+            pid: Pid(9),
+            start: 29,
+        },
+        Record::Since(29),
+        Record::Process {
+            pid: Pid(9),
+            start: 29,
+            base: m("0-7"),
+        },
+        Record::Process {
+            pid: Pid(5),
+            start: 31,
+            base: m("0-7"),
+        },
+        set(5, 6, 35, "0-7", "0-3"),
+        // Thread 6 was released when it exited: its mask still counts for orphans.
+        Record::Release(key(5, 6, 35)),
+    ]);
+    replay(&l, &mut w);
+    assert_eq!(w.mask(50), "0-7");
+    assert_eq!(w.mask(9), "0-3");
 }
