@@ -5,7 +5,7 @@
 use crate::input_error;
 use anyhow::Result;
 use nix::unistd::Pid as NixPid;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::state::Journal;
 use threadbalance_linux::{HostFacts, LinuxError, LinuxHost, Root, SamplerConfig};
@@ -82,7 +82,7 @@ impl LinuxAdapter {
         Ok(LinuxAdapter {
             host,
             target: pid,
-            pidfd: pidfd_open(pid),
+            pidfd: threadbalance_linux::host::pidfd_open(pid),
             dry_run,
             exited: false,
             reaped: Nanos::ZERO,
@@ -182,17 +182,6 @@ impl Host for LinuxAdapter {
         }
         self.host.apply(plan)
     }
-}
-
-/// A pidfd for `pid` (Linux 5.3+); `None` where the kernel has none.
-fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is shared.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.0, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
-    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Whether `fd` becomes readable within `timeout_ms` (a pidfd is readable once the process

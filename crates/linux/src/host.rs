@@ -37,6 +37,19 @@ use crate::state::Journal;
 use nix::time::{ClockId, clock_gettime};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Tid, Topology};
 
+/// A pidfd for `pid` (Linux 5.3+): readable once the process has exited. `None` where
+/// the kernel has none.
+pub fn pidfd_open(pid: Pid) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is shared.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.0, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
 /// The current time on `CLOCK_MONOTONIC` (nanoseconds since boot, not counting suspend).
 pub fn monotonic_now() -> Nanos {
     match clock_gettime(ClockId::CLOCK_MONOTONIC) {
