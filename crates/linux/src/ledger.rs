@@ -5,6 +5,7 @@
 //!  journal file (one line per record, appended before the change it announces)
 //!    threadbalance-journal 1
 //!    owner 4242 987654              our pid and start time
+//!    boot 3f1c…                     the boot it belongs to (kernel/random/boot_id)
 //!    since 987650                   management began (clock ticks since boot)
 //!    process 5000 912345 0-7        a managed process, its start time, its mask then
 //!    set 5000 5003 912399 0-7 0-3   thread, start time, original mask, mask about to be set
@@ -74,6 +75,9 @@ pub enum Record {
     Release(ThreadKey),
     /// A mask we set on some thread (what a compacted journal keeps of released ones).
     Applied(CpuSet),
+    /// The boot the journal was written in (`/proc/sys/kernel/random/boot_id`): tids and
+    /// start times mean nothing in another.
+    Boot(String),
 }
 
 impl Record {
@@ -99,6 +103,7 @@ impl Record {
                 writeln!(s, "release {} {} {}", key.pid.0, key.tid.0, key.start_time)
             }
             Record::Applied(mask) => writeln!(s, "applied {mask}"),
+            Record::Boot(id) => writeln!(s, "boot {id}"),
         };
         s
     }
@@ -138,6 +143,7 @@ impl Record {
             }),
             ("release", 4) => Some(Record::Release(key(1)?)),
             ("applied", 2) => Some(Record::Applied(mask(1)?)),
+            ("boot", 2) => Some(Record::Boot(w[1].to_string())),
             _ => None,
         }
     }
@@ -167,6 +173,8 @@ pub struct Ledger {
     pub threads: BTreeMap<ThreadKey, Entry>,
     /// Every distinct mask we set, on any thread, released or not.
     pub applied: Vec<CpuSet>,
+    /// The boot it was written in.
+    pub boot: Option<String>,
 }
 
 impl Ledger {
@@ -205,6 +213,7 @@ impl Ledger {
                     self.applied.push(mask.clone());
                 }
             }
+            Record::Boot(id) => self.boot = Some(id.clone()),
         }
     }
 
@@ -234,6 +243,9 @@ impl Ledger {
         let mut out = Vec::new();
         if let Some((pid, start)) = self.owner {
             out.push(Record::Owner { pid, start });
+        }
+        if let Some(id) = &self.boot {
+            out.push(Record::Boot(id.clone()));
         }
         if let Some(t) = self.since {
             out.push(Record::Since(t));

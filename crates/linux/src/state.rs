@@ -96,6 +96,9 @@ impl StateDir {
         };
         let mut head = format!("{}\n", crate::ledger::MAGIC);
         head.push_str(&Record::Owner { pid: me, start }.to_line());
+        if let Some(id) = boot_id(root) {
+            head.push_str(&Record::Boot(id).to_line());
+        }
         j.file
             .write_all(head.as_bytes())
             .map_err(|e| LinuxError::io(&j.path, e))?;
@@ -207,6 +210,14 @@ impl StateDir {
             return Ok(None);
         }
         let ledger = Ledger::parse(&text).map_err(|why| LinuxError::parse(path, why))?;
+        if let (Some(then), Some(now)) = (&ledger.boot, boot_id(root)) {
+            if *then != now {
+                // Written before a reboot (a state directory on disk): every thread it
+                // names is gone, and its tids and start times may name new ones.
+                std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+                return Ok(None);
+            }
+        }
         let r = replay(&ledger, &mut SystemWorld::new(root.clone()));
         if r.failures().next().is_none() {
             std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
@@ -235,6 +246,13 @@ impl StateDir {
             }
         }
     }
+}
+
+/// This boot's id (`proc/sys/kernel/random/boot_id` under `root`).
+fn boot_id(root: &Root) -> Option<String> {
+    let id = std::fs::read_to_string(root.join("proc/sys/kernel/random/boot_id")).ok()?;
+    let id = id.trim();
+    (!id.is_empty() && !id.contains(' ')).then(|| id.to_string())
 }
 
 /// Whether the open file `f` is still the file at `path`.
@@ -474,6 +492,21 @@ mod tests {
         // Compacting keeps the path locked and the contents given.
         live.rewrite(&[Record::Since(7)]).unwrap();
         assert_eq!(live.lines(), 2);
+        // One from an earlier boot, naming a thread that exists now (ourselves, tid and
+        // start time alike): removed unreplayed. (Its original is the current mask, so
+        // even a wrong replay would change nothing; it would count as `already`.)
+        let me = std::process::id() as i32;
+        let my_start = read_start_time(&root, Pid(me), Tid(me)).unwrap().unwrap();
+        let my_mask = affinity_of(Tid(me)).unwrap();
+        let old = dir.path().join("journal.999999997.1");
+        std::fs::write(
+            &old,
+            format!(
+                "{}\nboot 00000000-0000-0000-0000-000000000000\nset {me} {me} {my_start} {my_mask} {my_mask}\n",
+                crate::ledger::MAGIC
+            ),
+        )
+        .unwrap();
         // And one that is not a journal at all: reported, left alone, the others replayed.
         let junk = dir.path().join("journal.junk");
         std::fs::write(&junk, "hello\nworld\n").unwrap();
@@ -482,6 +515,8 @@ mod tests {
         assert!(report.unreadable[0].contains("not a journal"), "{report:?}");
         assert!(junk.exists());
         assert!(!cut.exists());
+        assert!(!old.exists());
+        assert_eq!(report.already, 0, "never replayed: {report:?}");
         assert_eq!(count, 1);
         assert_eq!(report.vanished, 1);
         assert!(!dead.exists());

@@ -123,6 +123,7 @@ fn record_every_kind_round_trips_through_its_line() {
         set(5, 6, 10, "0-7", "0-3"),
         Record::Release(key(5, 6, 10)),
         Record::Applied(m("2")),
+        Record::Boot("5b2a-77".into()),
     ] {
         let line = r.to_line();
         assert!(line.ends_with('\n'));
@@ -341,6 +342,7 @@ fn ledger_to_records_rebuilds_it_without_released_threads() {
             pid: Pid(9),
             start: 1,
         },
+        Record::Boot("b".into()),
         Record::Since(30),
         Record::Process {
             pid: Pid(5),
