@@ -539,7 +539,7 @@ fn live_attach_to_a_process_growing_to_5000_threads_under_ulimit_1024() {
         .arg("-c")
         .arg(format!(
             "ulimit -n 1024 && exec {} attach --pid {hpid} --policy pbind --level core \
-             --interval 100 --json {} --state-dir {}",
+             --interval 500 --json {} --state-dir {}",
             bin().display(),
             json.display(),
             state.display()
