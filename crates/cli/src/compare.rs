@@ -130,6 +130,20 @@ pub struct Comparison {
     pub fair_share_wall_s: Option<f64>,
 }
 
+/// Whether `program` names an executable file: as a path when it holds a `/`, else in
+/// one of `PATH`'s directories (as `execvp` looks for it).
+fn executable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exe = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return is_exe(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| is_exe(&d.join(program))))
+}
+
 /// Runs the comparison.
 pub fn compare(args: &CompareArgs) -> Result<Comparison> {
     if args.repeat == 0 {
@@ -137,6 +151,16 @@ pub fn compare(args: &CompareArgs) -> Result<Comparison> {
     }
     if args.policies.is_empty() {
         return Err(input_error("--policies needs at least one policy"));
+    }
+    if args.interval == Some(0) {
+        return Err(input_error("--interval must be at least 1 ms"));
+    }
+    if let Some(program) = args.command.first() {
+        if !executable(program) {
+            return Err(input_error(format!(
+                "cannot execute {program:?}: not an executable file here or in PATH"
+            )));
+        }
     }
     let topo = crate::topo::read_system()?;
     for p in &args.policies {
@@ -312,9 +336,9 @@ impl Comparison {
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let c = compare(args)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        outln!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        print!("{}", c.to_table());
+        out!("{}", c.to_table());
     }
     Ok(0)
 }
@@ -339,8 +363,8 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
     let threads = (cores + cores.div_ceil(2)).max(3);
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
-    println!("machine: {}", topo.describe());
-    println!(
+    outln!("machine: {}", topo.describe());
+    outln!(
         "workload: spmd, {threads} threads on {cores} CPUs, barrier after every 10 ms of compute, {} ms of compute per thread",
         args.work_ms
     );
@@ -365,8 +389,8 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
         ],
     };
     let c = compare(&cmp)?;
-    print!("{}", c.to_table());
-    println!("{}", verdict(&c));
+    out!("{}", c.to_table());
+    outln!("{}", verdict(&c));
     Ok(0)
 }
 

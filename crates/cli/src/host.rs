@@ -4,9 +4,10 @@
 
 use crate::input_error;
 use anyhow::Result;
-use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid as NixPid;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
+use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::state::Journal;
 use threadbalance_linux::{HostFacts, LinuxError, LinuxHost, Root, SamplerConfig};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
 use threadbalance_policy::Host;
@@ -25,10 +26,12 @@ pub enum Target {
         /// Also manage the processes it starts.
         follow_children: bool,
     },
-    /// A process that was already running (`attach`).
+    /// A process that was already running (`attach`), and optionally its descendants.
     Attached {
         /// Its pid.
         pid: Pid,
+        /// Also manage the processes it starts.
+        follow_children: bool,
     },
 }
 
@@ -39,6 +42,8 @@ pub struct LinuxAdapter {
     pidfd: Option<OwnedFd>,
     dry_run: bool,
     exited: bool,
+    /// When orphans were last reaped.
+    reaped: Nanos,
 }
 
 impl LinuxAdapter {
@@ -49,13 +54,17 @@ impl LinuxAdapter {
         target: Target,
         dry_run: bool,
         stat_max_age: Option<Nanos>,
+        journal: Option<Journal>,
     ) -> Result<LinuxAdapter> {
         let (pid, follow) = match target {
             Target::Child {
                 pid,
                 follow_children,
+            }
+            | Target::Attached {
+                pid,
+                follow_children,
             } => (pid, follow_children),
-            Target::Attached { pid } => (pid, false),
         };
         let facts = HostFacts::system()?;
         let mut cfg = SamplerConfig::new(facts);
@@ -63,30 +72,59 @@ impl LinuxAdapter {
         if let Some(age) = stat_max_age {
             cfg.stat_max_age = age;
         }
-        let host =
-            LinuxHost::new(Root::system(), topo.clone(), &[pid], cfg).map_err(|e| match e {
+        let host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)
+            .map_err(|e| match e {
                 LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
                     input_error(e.to_string())
                 }
                 other => other.into(),
             })?;
-        if let Target::Attached { pid } = target {
-            // Changing another user's threads needs CAP_SYS_NICE; find out now, not at the
-            // first move, so a refused attach changes nothing.
-            check_may_set_affinity(pid)?;
-        }
         Ok(LinuxAdapter {
             host,
             target: pid,
-            pidfd: pidfd_open(pid),
+            pidfd: threadbalance_linux::host::pidfd_open(pid),
             dry_run,
             exited: false,
+            reaped: Nanos::ZERO,
         })
     }
 
-    /// Sends `sig` to the target.
-    pub fn forward(&self, sig: Signal) {
-        let _ = kill(NixPid::from_raw(self.target.0), sig);
+    /// Makes the orphans of the command hang under us (we are its subreaper, set before it
+    /// started), so that those born of confined threads are restored at the end.
+    pub fn restore_orphans(&mut self) {
+        self.host.restore_under(Pid(std::process::id() as i32));
+    }
+
+    /// Reaps the orphans of the command that have exited (as a subreaper we inherit them);
+    /// the command itself is left for `run` to wait for. At most once a second.
+    pub fn reap_orphans(&mut self) {
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        let now = self.host.now();
+        if now.saturating_sub(self.reaped) < Nanos::from_secs(1) {
+            return;
+        }
+        self.reaped = now;
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|w| w.parse::<i32>().ok())
+            {
+                if child != self.target.0 {
+                    let _ = waitpid(NixPid::from_raw(child), Some(WaitPidFlag::WNOHANG));
+                }
+            }
+        }
+    }
+
+    /// Sends signal `sig` to the target.
+    pub fn forward(&self, sig: i32) {
+        let _ = threadbalance_linux::signal::send(self.target, sig);
     }
 
     /// Whether the target has exited.
@@ -121,9 +159,9 @@ impl LinuxAdapter {
         }
     }
 
-    /// Restores every mask changed; returns how many were put back.
-    pub fn restore_all(&mut self) -> u64 {
-        u64::from(self.host.restore_all().done)
+    /// Restores every mask changed; see [`LinuxHost::restore_all`].
+    pub fn restore_all(&mut self) -> RestoreReport {
+        self.host.restore_all()
     }
 }
 
@@ -146,17 +184,6 @@ impl Host for LinuxAdapter {
     }
 }
 
-/// A pidfd for `pid` (Linux 5.3+); `None` where the kernel has none.
-fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is shared.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.0, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
-    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Whether `fd` becomes readable within `timeout_ms` (a pidfd is readable once the process
 /// has exited). A signal ends the wait early, which is what the loop wants.
 fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> bool {
@@ -164,14 +191,4 @@ fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> bool {
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
     let timeout = PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::MAX);
     matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
-}
-
-/// Fails with an input error when we may not change the affinity of `pid`'s threads: we
-/// set its leader's mask to what it already is.
-fn check_may_set_affinity(pid: Pid) -> Result<()> {
-    let tid = threadbalance_model::Tid(pid.0);
-    let mask = threadbalance_linux::affinity_of(tid)
-        .map_err(|e| input_error(format!("process {pid}: cannot read its affinity: {e}")))?;
-    threadbalance_linux::set_affinity(tid, &mask)
-        .map_err(|e| input_error(format!("process {pid}: may not change its affinity: {e}")))
 }

@@ -3,18 +3,23 @@
 //!
 //! ```text
 //! threadbalance run [--policy P] [--level L] [--interval MS] [--dry-run] [--json FILE] -- CMD…
-//! threadbalance attach --pid PID [same options]
+//! threadbalance attach --pid PID [--no-children] [same options]
+//! threadbalance restore [--state-dir DIR]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! ```
 //!
 //! Exit status: `run` exits with the command's status (128 + signal if it was killed);
-//! every command exits 2 on bad input (unknown policy, bad pid, bad spec) having changed
-//! nothing, and 1 on any other failure.
+//! every command exits 2 on bad input (unknown policy, bad pid, bad spec, a process that is
+//! not a user program or is already managed) having changed nothing, and 1 on any other
+//! failure, a mask that could not be restored among them.
 
+#[macro_use]
+mod say;
 mod compare;
 mod host;
 mod manage;
+mod recover;
 mod signals;
 mod sim;
 mod summary;
@@ -44,6 +49,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Show on this machine what balancing does for a bundled workload (under a minute).
     Demo(compare::DemoArgs),
+    /// Put back the masks left changed by instances that died (SIGKILL, OOM, a crash).
+    Restore(recover::RestoreArgs),
     /// Simulate policies side by side on a modeled machine, or run the papers' claims.
     Sim(sim::SimArgs),
     /// Run a built-in multithreaded workload and print its score as one JSON line.
@@ -79,6 +86,13 @@ pub struct ManageArgs {
     /// Print each decision the policy explains, as it happens.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Directory of journals and locks [default: /run/threadbalance for root,
+    /// $XDG_RUNTIME_DIR/threadbalance otherwise].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// For tests of crash recovery: panic after this many ticks.
+    #[arg(long, hide = true, value_name = "TICKS")]
+    pub fault_panic_after: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +112,9 @@ struct AttachArgs {
     /// The process to manage.
     #[arg(long)]
     pid: i32,
+    /// Manage only the process's own threads, not those of processes it starts.
+    #[arg(long)]
+    no_children: bool,
     #[command(flatten)]
     manage: ManageArgs,
 }
@@ -125,7 +142,7 @@ fn workload(scenario: &threadbalance_workload::Scenario) -> anyhow::Result<u8> {
         threadbalance_workload::WorkloadError::Invalid { .. } => input_error(e.to_string()),
         other => other.into(),
     })?;
-    println!("{}", score.to_json_line());
+    outln!("{}", score.to_json_line());
     Ok(0)
 }
 
@@ -133,7 +150,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => manage::run(&a.manage, &a.command, !a.no_children),
-        Command::Attach(a) => manage::attach(&a.manage, a.pid),
+        Command::Attach(a) => manage::attach(&a.manage, a.pid, !a.no_children),
+        Command::Restore(a) => recover::restore(&a),
         Command::Topo(a) => topo::topo(&a).map(|()| 0),
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),
@@ -143,7 +161,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("threadbalance: {e:#}");
+            errln!("threadbalance: {e:#}");
             if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) {
                 ExitCode::from(2)
             } else {

@@ -9,15 +9,23 @@
 //!  } ─► restore every mask changed ─► summary ─► exit with CMD's status
 //! ```
 //!
-//! Everything that can be rejected (policy, level, interval, pid) is checked before the
-//! command starts or the first affinity changes, so bad input leaves nothing changed.
+//! Everything that can be rejected (policy, level, interval, `--json` file, pid, a process
+//! already managed) is checked before the command starts or the first affinity changes,
+//! so bad input leaves nothing changed. Before the first change, journals left by
+//! instances that died are replayed and this instance's journal is opened (see
+//! `recover`); a panic in the loop is caught, and the masks are restored as after any
+//! other stop.
 
 use crate::host::{LinuxAdapter, Target};
 use crate::summary::Summary;
-use crate::{ManageArgs, input_error, signals};
+use crate::{ManageArgs, input_error, recover, signals};
 use anyhow::{Context, Result};
+use std::fs::File;
+use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
+use threadbalance_linux::Root;
+use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
 use threadbalance_model::{Level, Nanos, Pid, Topology};
 use threadbalance_policy::{Engine, Host, Policy, Settings};
 
@@ -29,6 +37,9 @@ struct Prepared {
     topo: Topology,
     level: Level,
     policy: Box<dyn Policy>,
+    state: StateDir,
+    /// The `--json` file, opened (not truncated) before the command starts.
+    json: Option<File>,
 }
 
 fn prepare(args: &ManageArgs) -> Result<Prepared> {
@@ -45,11 +56,29 @@ fn prepare(args: &ManageArgs) -> Result<Prepared> {
     settings.seed = args.seed;
     let policy = threadbalance_policy::build(&args.policy, &settings, &topo)
         .map_err(|e| input_error(e.to_string()))?;
+    let json = match &args.json {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| {
+                    input_error(format!("--json {}: cannot write it: {e}", path.display()))
+                })?,
+        ),
+        None => None,
+    };
+    let state = recover::state_dir(args.state_dir.as_ref())?;
+    state
+        .create()
+        .map_err(|e| input_error(format!("state directory: {e}")))?;
+    // What instances that died left changed is put back before anything else happens.
+    recover::restore_stale(&state)?;
     if args.policy.starts_with("numa-")
-        && threadbalance_linux::read_numa_balancing(&threadbalance_linux::Root::system())
-            == Some(true)
+        && threadbalance_linux::read_numa_balancing(&Root::system()) == Some(true)
     {
-        eprintln!(
+        errln!(
             "threadbalance: warning: the kernel's automatic NUMA balancing is on \
              (/proc/sys/kernel/numa_balancing = 1); it moves threads and pages too and will \
              compete with {}; `sysctl kernel.numa_balancing=0` turns it off",
@@ -60,7 +89,51 @@ fn prepare(args: &ManageArgs) -> Result<Prepared> {
         topo,
         level,
         policy,
+        state,
+        json,
     })
+}
+
+/// Takes the lock on `pid` and opens our journal (none in a dry
+/// run: it changes nothing). A process another live instance manages is an input error.
+fn claim(p: &Prepared, pid: Pid, dry_run: bool) -> Result<(ProcessLock, Option<Journal>)> {
+    let root = Root::system();
+    let start = threadbalance_linux::read_start_time(&root, pid, threadbalance_model::Tid(pid.0))?
+        .ok_or_else(|| input_error(format!("no process with pid {pid}")))?;
+    let lock = p.state.lock_process(pid, start)?.map_err(|busy| {
+        let by = busy
+            .holder
+            .map_or(String::new(), |h| format!(" (threadbalance pid {h})"));
+        input_error(format!(
+            "process {pid} is already managed by another threadbalance{by}"
+        ))
+    })?;
+    let journal = if dry_run {
+        None
+    } else {
+        Some(p.state.open_journal(&root)?)
+    };
+    Ok((lock, journal))
+}
+
+/// Raises the soft limit on open files to the hard limit: the sampler keeps two files
+/// open per thread.
+fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+}
+
+/// The exit status for a command that ended with `status`.
+fn status_code(status: std::process::ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.clamp(0, 255) as u8,
+        (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
+        _ => 1,
+    }
 }
 
 /// `threadbalance run`: launch `command`, manage it, exit with its status.
@@ -70,6 +143,10 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         return Err(input_error("no command given"));
     };
     signals::install().context("installing signal handlers")?;
+    raise_fd_limit();
+    // The command's orphans (a process it started, then exited) become ours, so that one
+    // born of a thread we confined is found and restored at the end.
+    nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
     let mut child = Command::new(program)
         .args(rest)
         .spawn()
@@ -79,7 +156,17 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         pid,
         follow_children,
     };
-    let mut host = match LinuxAdapter::new(&p.topo, target, args.dry_run, p.policy.stat_max_age()) {
+    let host = claim(&p, pid, args.dry_run).and_then(|(lock, journal)| {
+        LinuxAdapter::new(
+            &p.topo,
+            target,
+            args.dry_run,
+            p.policy.stat_max_age(),
+            journal,
+        )
+        .map(|h| (lock, h))
+    });
+    let (_lock, mut host) = match host {
         Ok(h) => h,
         Err(e) => {
             // We cannot manage it: do not leave it running unmanaged behind our error.
@@ -88,9 +175,10 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             return Err(e);
         }
     };
+    host.restore_orphans();
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
-        eprintln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
+        errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
     }
     let status = child.wait().context("waiting for the command")?;
     let ended = match (status.code(), status.signal()) {
@@ -99,60 +187,93 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         _ => "ended".to_string(),
     };
     summary.finish(host.now(), p.policy.summary(), ended);
-    report(&summary, args)?;
+    report(&summary, &mut p.json, args);
+    if summary.unrestored > 0 {
+        errln!("threadbalance: some masks could not be restored (listed above); exit status 1");
+        return Ok(1);
+    }
     looped?;
-    Ok(match (status.code(), status.signal()) {
-        (Some(c), _) => c.clamp(0, 255) as u8,
-        (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
-        _ => 1,
-    })
+    Ok(status_code(status))
 }
 
 /// `threadbalance attach`: manage a running process until it exits or we are interrupted.
-pub fn attach(args: &ManageArgs, pid: i32) -> Result<u8> {
-    let mut p = prepare(args)?;
+pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> {
     if pid <= 0 {
         return Err(input_error(format!("--pid {pid}: not a process id")));
     }
+    let mut p = prepare(args)?;
+    let pid = Pid(pid);
+    let root = Root::system();
+    let me = Pid(std::process::id() as i32);
+    let refusal = threadbalance_linux::permit::refusal(&root, pid, me).map_err(|e| match e {
+        threadbalance_linux::LinuxError::NoSuchProcess { .. }
+        | threadbalance_linux::LinuxError::PermissionDenied { .. } => input_error(e.to_string()),
+        other => other.into(),
+    })?;
+    if let Some(why) = refusal {
+        return Err(input_error(format!("{why}; not managed")));
+    }
+    // Changing another user's threads needs CAP_SYS_NICE: found out now, without
+    // writing, so a refused attach (or a dry run) changes nothing.
+    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
     signals::install().context("installing signal handlers")?;
+    raise_fd_limit();
+    let (_lock, journal) = claim(&p, pid, args.dry_run)?;
     let mut host = LinuxAdapter::new(
         &p.topo,
-        Target::Attached { pid: Pid(pid) },
+        Target::Attached {
+            pid,
+            follow_children,
+        },
         args.dry_run,
         p.policy.stat_max_age(),
+        journal,
     )?;
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
-        Ok(Some(sig)) => format!("interrupted by {sig}"),
+        Ok(Some(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
         Ok(None) => format!("process {pid} exited"),
         Err(e) => format!("stopped: {e:#}"),
     };
     summary.finish(host.now(), p.policy.summary(), ended);
-    report(&summary, args)?;
+    report(&summary, &mut p.json, args);
+    if summary.unrestored > 0 {
+        errln!("threadbalance: some masks could not be restored (listed above); exit status 1");
+        return Ok(1);
+    }
     looped.map(|_| 0)
 }
 
 /// Runs the control loop, then restores every mask changed (before anything else, so an
-/// error or a command that lingers never leaves threads pinned).
+/// error, a panic or a command that lingers never leaves threads pinned).
 fn manage(
     host: &mut LinuxAdapter,
     p: &mut Prepared,
     args: &ManageArgs,
     forward: bool,
-) -> (Summary, Result<Option<nix::sys::signal::Signal>>) {
+) -> (Summary, Result<Option<i32>>) {
     let mut summary = Summary::new(&args.policy, &p.topo, p.level, args.dry_run, host.now());
-    let looped = control_loop(
-        host,
-        &p.topo,
-        p.policy.as_mut(),
-        &mut summary,
-        args,
-        forward,
-    );
-    summary.restored = host.restore_all();
+    let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        control_loop(
+            host,
+            &p.topo,
+            p.policy.as_mut(),
+            &mut summary,
+            args,
+            forward,
+        )
+    }))
+    .unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(anyhow::anyhow!("internal error (panic: {what})"))
+    });
+    summary.set_restored(&host.restore_all());
     (summary, looped)
 }
-
 /// Ticks until the target exits (`Ok(None)`) or, when not forwarding, until a signal
 /// arrives (`Ok(Some(signal))`). With `forward`, signals go to the target instead.
 fn control_loop(
@@ -162,10 +283,13 @@ fn control_loop(
     summary: &mut Summary,
     args: &ManageArgs,
     forward: bool,
-) -> Result<Option<nix::sys::signal::Signal>> {
+) -> Result<Option<i32>> {
     let mut engine = Engine::new();
     let mut next = host.now();
     loop {
+        if forward {
+            host.reap_orphans();
+        }
         if let Some(sig) = signals::take() {
             if forward {
                 host.forward(sig);
@@ -182,10 +306,13 @@ fn control_loop(
                 Ok(tick) => {
                     if args.verbose {
                         if let Some(note) = &tick.note {
-                            eprintln!("threadbalance: {note}");
+                            errln!("threadbalance: {note}");
                         }
                     }
                     summary.record(topo, engine.window(), &tick);
+                    if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
+                        panic!("--fault-panic-after {} ticks", summary.ticks);
+                    }
                     next = now + tick.next_in.max(MIN_TICK);
                 }
                 Err(e) => {
@@ -200,11 +327,20 @@ fn control_loop(
     }
 }
 
-fn report(summary: &Summary, args: &ManageArgs) -> Result<()> {
-    eprint!("{}", summary.to_text());
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(summary)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+/// Prints the summary, and writes it to the `--json` file opened at the start. A file that
+/// cannot be written now is reported, and the command's status is kept.
+fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
+    err!("{}", summary.to_text());
+    let (Some(file), Some(path)) = (json.as_mut(), &args.json) else {
+        return;
+    };
+    let written = serde_json::to_string_pretty(summary)
+        .map_err(std::io::Error::other)
+        .and_then(|text| {
+            file.set_len(0)?;
+            file.write_all((text + "\n").as_bytes())
+        });
+    if let Err(e) = written {
+        errln!("threadbalance: writing {}: {e}", path.display());
     }
-    Ok(())
 }

@@ -74,9 +74,9 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         }
         let report = threadbalance_sim::suite_papers(&a.seeds);
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+            outln!("{}", serde_json::to_string_pretty(&report.to_json())?);
         } else {
-            print!("{}", report.to_table());
+            out!("{}", report.to_table());
         }
         return Ok(0);
     }
@@ -102,9 +102,9 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let cmp = threadbalance_sim::compare(&machine, &workload, &a.policy, a.seed, &settings)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&cmp.to_json())?);
+        outln!("{}", serde_json::to_string_pretty(&cmp.to_json())?);
     } else {
-        print!("{}", cmp.to_table());
+        out!("{}", cmp.to_table());
     }
     if let Some(path) = &a.report {
         std::fs::write(path, cmp.to_svg())

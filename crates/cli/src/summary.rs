@@ -7,6 +7,9 @@ use threadbalance_model::{
 };
 use threadbalance_policy::TickReport;
 
+/// The shortest management, in seconds, over which the tool's CPU share is reported.
+const MIN_WALL_FOR_PCT: f64 = 0.01;
+
 /// How many of the policy's explanations the summary keeps (the last ones).
 const NOTES_KEPT: usize = 8;
 
@@ -35,6 +38,13 @@ pub struct Summary {
     pub applied: ApplyReport,
     /// Affinities put back at the end.
     pub restored: u64,
+    /// Masks that could not be put back at the end (the kernel refused); each is listed in
+    /// `left`, and the exit status is 1.
+    pub unrestored: u64,
+    /// Threads that chose a mask of their own after we moved them: left as they are.
+    pub program_chose: u64,
+    /// One line per mask not put back, with the reason.
+    pub left: Vec<String>,
     /// CPU time threadbalance itself used (user + system, its own process only), seconds.
     pub tool_cpu_s: f64,
     /// `tool_cpu_s` over the wall time: the share of one core the management cost.
@@ -55,6 +65,8 @@ pub struct Summary {
     pub ended: String,
     #[serde(skip)]
     start: Nanos,
+    #[serde(skip)]
+    cpu_at_start: f64,
     #[serde(skip)]
     busy: Vec<f64>,
     #[serde(skip)]
@@ -87,6 +99,9 @@ impl Summary {
             moves_decided: 0,
             applied: ApplyReport::default(),
             restored: 0,
+            unrestored: 0,
+            program_chose: 0,
+            left: Vec::new(),
             tool_cpu_s: 0.0,
             tool_cpu_pct: 0.0,
             domain_util: vec![0.0; domains],
@@ -97,6 +112,7 @@ impl Summary {
             notes: Vec::new(),
             ended: String::new(),
             start,
+            cpu_at_start: own_cpu_seconds(),
             busy: vec![0.0; domains],
             cv_weighted: 0.0,
             weight: 0.0,
@@ -132,11 +148,25 @@ impl Summary {
         }
     }
 
+    /// Records what restoring at the end did.
+    pub fn set_restored(&mut self, r: &threadbalance_linux::ledger::RestoreReport) {
+        self.restored = u64::from(r.restored);
+        self.unrestored = r.failures().count() as u64;
+        self.program_chose = (r.kept.len() as u64).saturating_sub(self.unrestored);
+        self.left = crate::recover::kept_lines(r);
+    }
+
     /// Closes the summary at `end`.
     pub fn finish(&mut self, end: Nanos, policy_summary: Vec<(String, String)>, ended: String) {
         self.wall_s = end.saturating_sub(self.start).as_secs_f64();
-        self.tool_cpu_s = own_cpu_seconds();
-        self.tool_cpu_pct = 100.0 * self.tool_cpu_s / self.wall_s.max(1e-9);
+        // Over the same span as the wall time (not counting start-up), and not at all over
+        // a span too short to mean anything (a target that had already exited).
+        self.tool_cpu_s = (own_cpu_seconds() - self.cpu_at_start).max(0.0);
+        self.tool_cpu_pct = if self.wall_s >= MIN_WALL_FOR_PCT {
+            100.0 * self.tool_cpu_s / self.wall_s
+        } else {
+            0.0
+        };
         if self.weight > 0.0 {
             self.domain_util = self.busy.iter().map(|b| b / self.weight).collect();
             self.domain_util_cv = self.cv_weighted / self.weight;
@@ -183,6 +213,16 @@ impl Summary {
                 a.done, self.moves_decided, a.unchanged, a.vanished, a.denied, self.restored
             );
         }
+        if self.program_chose > 0 || self.unrestored > 0 {
+            let _ = writeln!(
+                s,
+                "   {:>12}    left as their program set them, {} NOT restored",
+                self.program_chose, self.unrestored
+            );
+            for line in &self.left {
+                let _ = writeln!(s, "     {line}");
+            }
+        }
         let per: Vec<String> = self
             .domain_util
             .iter()
@@ -220,4 +260,20 @@ fn own_cpu_seconds() -> f64 {
         let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
         t(u.user_time()) + t(u.system_time())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_finish_right_after_start_reports_no_cpu_share() {
+        // Attaching to a process that had already exited used to print "70086 % of one
+        // core": start-up CPU time (topology reading) over a wall time of microseconds.
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new("none", &topo, Level::Core, false, Nanos(1_000));
+        s.finish(Nanos(21_000), Vec::new(), "process exited".into());
+        assert_eq!(s.tool_cpu_pct, 0.0);
+        assert!(s.to_text().contains("(0.00 % of one core)"));
+    }
 }

@@ -42,9 +42,9 @@ fn load(root: Option<&PathBuf>, synthetic: Option<&str>) -> Result<Topology> {
 pub fn topo(args: &TopoArgs) -> Result<()> {
     let t = load(args.sysfs_root.as_ref(), args.synthetic.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&t))?);
+        outln!("{}", serde_json::to_string_pretty(&to_json(&t))?);
     } else {
-        print!("{}", to_tree(&t));
+        out!("{}", to_tree(&t));
     }
     Ok(())
 }

@@ -3,31 +3,47 @@
 //! ```text
 //!  Move { thread: (pid, tid, start_time), to } ─► stat start time still the same? ── no ─► Vanished
 //!                                                   │ yes
-//!       current = sched_getaffinity(tid); first touch: original = current
+//!       current = sched_getaffinity(tid)
+//!       moved before, and current is neither its original nor a mask of ours?
+//!           ─► the program chose it: hands off from now on (Denied), never restored over
+//!       first touch: original = current (or the processes' mask, if inherited; below)
 //!       want = cpus(to) ∩ original ── empty ─► Denied      want == current ─► Unchanged
+//!       journal "set pid tid start original want" ── cannot write ─► Denied, nothing changed
 //!       sched_setaffinity(tid, want) ── ESRCH ─► Vanished  EPERM/EINVAL ─► Denied
-//!       start time re-checked: if the tid changed hands meanwhile, its mask is put back
+//!       start time re-checked: if the tid changed hands meanwhile, the stranger is given
+//!       its creator's mask (ledger::set_checked) ─► Vanished
 //! ```
 //!
 //! A thread is never given a CPU outside the mask it had before we first touched it, a tid
-//! whose start time differs from the plan's is never touched, and every changed mask is
-//! restored by [`Actuator::restore_all`], which `Drop` also calls as a safety net.
+//! whose start time differs from the plan's is never touched on purpose, and every changed
+//! mask is restored by [`Actuator::restore_all`] (which `Drop` also calls) under the
+//! rules of [`crate::ledger`]: only masks still ours are put back.
 //!
 //! **Inherited masks.** A thread starts with its creator's mask, so a thread created by
 //! a thread we confined carries a mask we chose, not one the program chose. Once told
 //! when management began and what the managed processes' masks were then
 //! ([`Actuator::inherit_from`]), the actuator treats a thread that started after that
-//! instant and whose mask is exactly one it applied as having inherited it: its original
-//! is the process's mask from the start (so later moves may use every CPU the program
-//! allowed), and [`Actuator::restore_inherited`] widens it back at the end even if no move
-//! ever named it. A program that itself sets a thread to exactly a mask we applied is
-//! indistinguishable from this and is widened too; that is the one case this rule gets
-//! wrong.
+//! instant, whose mask is the one we hold on some thread of its creator (its own process;
+//! for a new process, its parent), as having inherited it: its original is the process's
+//! mask from the start (so later moves may use every CPU the program allowed), and
+//! [`Actuator::restore_all`] widens it back at the end even if no move ever named it. The
+//! kernel does not say which thread created a thread, so a program that pins a new thread
+//! itself to exactly a mask we hold on another of its threads is taken for inheritance:
+//! that is the one case this rule gets wrong.
+//!
+//! **Reused tids.** The start time is checked before and after each write. What remains
+//! is the window between the check and the system call (a few microseconds): the thread
+//! must exit, be reaped, and its tid be handed to a new thread within it, which needs the
+//! kernel to cycle through every other free pid (`pid_max`, 4 194 304 by default on
+//! 64-bit) first. The check after the call detects it, and the stranger is given the mask
+//! of its creator's leader, which is what it was most likely born with.
 //!
 //! Masks of any size are supported: the fixed 1024-CPU set of the C library is used while
 //! it can hold the mask, and the raw system calls with a larger buffer beyond that.
 
+use crate::ledger::{Kept, Ledger, Record, RestoreReport, World, replay, set_checked};
 use crate::read::{Root, read_start_time};
+use crate::state::{Journal, SystemWorld};
 use std::collections::BTreeMap;
 use std::io;
 use threadbalance_model::{
@@ -118,24 +134,18 @@ fn outcome_of(e: &io::Error) -> MoveOutcome {
     }
 }
 
-/// A thread whose mask we changed.
-#[derive(Debug, Clone)]
-struct Touched {
-    /// Which thread (the start time guards against tid reuse).
-    key: ThreadKey,
-    /// Its mask before we first touched it.
-    original: CpuSet,
-}
-
-/// Applies plans with `sched_setaffinity` and remembers what to restore.
+/// Applies plans with `sched_setaffinity`, writing each change to the ledger (and the
+/// journal, when there is one) before making it.
 #[derive(Debug)]
 pub struct Actuator {
+    world: SystemWorld,
     root: Root,
-    touched: BTreeMap<Tid, Touched>,
-    /// Every distinct mask this actuator has set (there are as many as domains used).
-    applied: Vec<CpuSet>,
-    /// Start time (clock ticks since boot) from which a thread may have inherited a mask
-    /// of ours, and the managed processes' mask at that time.
+    ledger: Ledger,
+    journal: Option<Journal>,
+    /// Threads that chose a mask of their own after we moved them: hands off from then on.
+    decided: BTreeMap<ThreadKey, CpuSet>,
+    /// Management began at this start time (clock ticks since boot), with the managed
+    /// processes allowed on this mask.
     inherit: Option<(u64, CpuSet)>,
 }
 
@@ -144,28 +154,113 @@ impl Actuator {
     /// [`Root::system`] on a live system).
     pub fn new(root: Root) -> Actuator {
         Actuator {
+            world: SystemWorld::new(root.clone()),
             root,
-            touched: BTreeMap::new(),
-            applied: Vec::new(),
+            ledger: Ledger::default(),
+            journal: None,
+            decided: BTreeMap::new(),
             inherit: None,
         }
     }
 
+    /// Writes every change to `journal` before making it, so that `threadbalance restore`
+    /// can put it back if we die without restoring.
+    pub fn set_journal(&mut self, journal: Journal) {
+        self.journal = Some(journal);
+    }
+
+    /// Writes `r` to the journal (first) and the ledger.
+    fn note(&mut self, r: &Record) -> io::Result<()> {
+        let redundant = match r {
+            Record::Set { key, mask, .. } => {
+                self.ledger.threads.get(key).is_some_and(|e| !e.released)
+                    && self.ledger.set_on(key, mask)
+            }
+            _ => false,
+        };
+        if let (Some(j), false) = (self.journal.as_mut(), redundant) {
+            j.append(r)?;
+        }
+        self.ledger.apply(r);
+        Ok(())
+    }
+
     /// Declares that management began at `since` (clock ticks since boot, as thread start
-    /// times are counted) with the managed processes allowed on `base`; see the module docs
-    /// on inherited masks.
+    /// times are counted) with the managed processes `pids` allowed on `base`; see the
+    /// module docs on inherited masks.
     pub fn inherit_from(&mut self, since: u64, base: CpuSet) {
-        self.inherit = Some((since, base));
+        self.inherit = Some((since, base.clone()));
+        let _ = self.note(&Record::Since(since));
+    }
+
+    /// Records a managed process (its start time and mask now), so that its descendants'
+    /// inherited masks are restored even after a crash.
+    pub fn manage_process(&mut self, pid: threadbalance_model::Pid) {
+        if self.ledger.processes.contains_key(&pid) {
+            return;
+        }
+        let Ok(Some(start)) = read_start_time(&self.root, pid, Tid(pid.0)) else {
+            return;
+        };
+        // A process born after management began was born of a managed one: its base is
+        // the managed processes' mask. One that already ran (a target, or a child that
+        // existed when we attached) keeps its own.
+        let base = match &self.inherit {
+            Some((since, b)) if start >= *since => b.clone(),
+            _ => match affinity_of(Tid(pid.0)) {
+                Ok(m) => m,
+                Err(_) => return,
+            },
+        };
+        let _ = self.note(&Record::Process { pid, start, base });
     }
 
     /// The mask `key` had before we touched it: its current mask, or the processes' base
-    /// mask when it started after management began with a mask of ours.
-    fn original_of(&self, key: ThreadKey, current: &CpuSet) -> CpuSet {
-        match &self.inherit {
-            Some((since, base)) if key.start_time >= *since && self.applied.contains(current) => {
-                base.clone()
+    /// mask when it started after management began with a mask we hold on a thread of its
+    /// creator (its own process, or for a new process's leader, its parent).
+    fn original_of(&mut self, key: ThreadKey, current: &CpuSet) -> CpuSet {
+        let Some((since, base)) = self.inherit.clone() else {
+            return current.clone();
+        };
+        if key.start_time < since || *current == base {
+            return current.clone();
+        }
+        let mut inherited = self.ledger.held(key.pid).contains(current);
+        if !inherited && key.is_leader() {
+            if let Some(parent) = self.world.parent(key.pid) {
+                inherited = self.ledger.held(parent).contains(current);
             }
-            _ => current.clone(),
+        }
+        if inherited { base } else { current.clone() }
+    }
+
+    /// Looks at threads `keys` as they are first seen (the sampler's fresh ones): one
+    /// born after management began that inherited a mask of ours is recorded (journal
+    /// first) as carrying it, with the processes' mask as its original, so it is restored
+    /// even if its creator moves on or we die. Costs one `sched_getaffinity` per new thread, none for others.
+    pub fn adopt_born(&mut self, keys: impl Iterator<Item = ThreadKey>) {
+        let Some((since, _)) = &self.inherit else {
+            return;
+        };
+        let since = *since;
+        if self.ledger.threads.is_empty() {
+            return; // nothing of ours to inherit yet
+        }
+        for key in keys {
+            if key.start_time < since || self.ledger.threads.contains_key(&key) {
+                continue;
+            }
+            let Ok(current) = affinity_of(key.tid) else {
+                continue;
+            };
+            let original = self.original_of(key, &current);
+            if original != current {
+                let _ = self.note(&Record::Set {
+                    key,
+                    original,
+                    mask: current,
+                });
+            }
         }
     }
 
@@ -181,24 +276,40 @@ impl Actuator {
     /// Carries out one move.
     pub fn apply_move(&mut self, topo: &Topology, mv: &Move) -> MoveOutcome {
         let key = mv.thread;
+        if self.decided.contains_key(&key) {
+            return MoveOutcome::Denied;
+        }
         match self.same_thread(key) {
             Some(true) => {}
             Some(false) => {
-                // The tid is gone or names another thread; forget what we knew of it.
-                self.touched.remove(&key.tid);
+                // Gone: nothing of it to restore any more.
+                if self.ledger.threads.contains_key(&key) {
+                    let _ = self.note(&Record::Release(key));
+                }
                 return MoveOutcome::Vanished;
             }
             None => return MoveOutcome::Denied,
-        }
-        if self.touched.get(&key.tid).is_some_and(|t| t.key != key) {
-            self.touched.remove(&key.tid);
         }
         let current = match affinity_of(key.tid) {
             Ok(c) => c,
             Err(e) => return outcome_of(&e),
         };
-        let original = match self.touched.get(&key.tid) {
-            Some(t) => t.original.clone(),
+        let entry = self
+            .ledger
+            .threads
+            .get(&key)
+            .filter(|e| !e.released)
+            .cloned();
+        let original = match &entry {
+            Some(e) => {
+                if current != e.original && !e.masks.contains(&current) {
+                    // Neither its original nor a mask of ours: the program chose it.
+                    self.decided.insert(key, current);
+                    let _ = self.note(&Record::Release(key));
+                    return MoveOutcome::Denied;
+                }
+                e.original.clone()
+            }
             None => self.original_of(key, &current),
         };
         let want = match mv.to {
@@ -218,30 +329,28 @@ impl Actuator {
             return MoveOutcome::Denied;
         }
         if want == current {
-            if mv.to == Target::Original {
-                self.touched.remove(&key.tid);
+            if mv.to == Target::Original && entry.is_some() {
+                let _ = self.note(&Record::Release(key));
             }
             return MoveOutcome::Unchanged;
         }
-        if let Err(e) = set_affinity(key.tid, &want) {
-            return outcome_of(&e);
+        let set = Record::Set {
+            key,
+            original: original.clone(),
+            mask: want.clone(),
+        };
+        if self.note(&set).is_err() {
+            // Not journaled, not changed: a change we could not put back after a crash is
+            // one we do not make.
+            return MoveOutcome::Denied;
         }
-        if !self.applied.contains(&want) {
-            self.applied.push(want.clone());
-        }
-        if self.same_thread(key) != Some(true) {
-            // The thread exited and its tid was reused between the check and the call: put
-            // the stranger's mask back (best effort) and leave it alone.
-            let _ = set_affinity(key.tid, &current);
-            self.touched.remove(&key.tid);
-            return MoveOutcome::Vanished;
+        match set_checked(&mut self.world, key, &want) {
+            Ok(true) => {}
+            Ok(false) => return MoveOutcome::Vanished,
+            Err(e) => return outcome_of(&e),
         }
         if mv.to == Target::Original {
-            self.touched.remove(&key.tid);
-        } else {
-            self.touched
-                .entry(key.tid)
-                .or_insert(Touched { key, original });
+            let _ = self.note(&Record::Release(key));
         }
         MoveOutcome::Done
     }
@@ -256,90 +365,71 @@ impl Actuator {
         }
     }
 
-    /// Restores the original mask of every thread whose mask was changed, skipping those
-    /// that vanished or whose tid now names another thread, and forgets them all. `done`
-    /// counts masks restored, `unchanged` those already back, `vanished` and `denied` the
-    /// rest.
-    pub fn restore_all(&mut self) -> ApplyReport {
-        let mut report = ApplyReport::default();
-        for (tid, t) in std::mem::take(&mut self.touched) {
-            let outcome = match self.same_thread(t.key) {
-                Some(true) => match affinity_of(tid) {
-                    Ok(current) if current == t.original => MoveOutcome::Unchanged,
-                    Ok(_) => match set_affinity(tid, &t.original) {
-                        Ok(()) => MoveOutcome::Done,
-                        Err(e) => outcome_of(&e),
-                    },
-                    Err(e) => outcome_of(&e),
-                },
-                Some(false) => MoveOutcome::Vanished,
-                None => MoveOutcome::Denied,
-            };
-            report.count(outcome);
+    /// Puts back every mask we set that is still ours, and widens the threads and
+    /// processes born of managed threads that inherited one (see [`crate::ledger`]), then
+    /// forgets them all. Threads whose program chose its own mask meanwhile are left as
+    /// they are and listed in the report; so are masks the kernel refused to restore,
+    /// with the reason. When everything was put back the journal is removed.
+    pub fn restore_all(&mut self) -> RestoreReport {
+        let mut report = replay(&self.ledger, &mut self.world);
+        for (key, mask) in std::mem::take(&mut self.decided) {
+            report.kept.push((key, Kept::ProgramChoice(mask)));
         }
-        report
-    }
-
-    /// Widens back the threads of `pids` that inherited a mask of ours and were never moved
-    /// (see the module docs): each thread that started after management began and whose
-    /// mask is one we applied gets the processes' base mask. Call after
-    /// [`Actuator::restore_all`]. Counts as `restore_all` does.
-    pub fn restore_inherited(&mut self, pids: &[threadbalance_model::Pid]) -> ApplyReport {
-        let mut report = ApplyReport::default();
-        let Some((since, base)) = self.inherit.clone() else {
-            return report;
-        };
-        if self.applied.is_empty() {
-            return report;
-        }
-        for &pid in pids {
-            let dir = self.root.proc_dir(pid).join("task");
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                    continue;
-                };
-                let tid = Tid(tid);
-                let Ok(Some(start)) = read_start_time(&self.root, pid, tid) else {
-                    continue;
-                };
-                if start < since {
-                    continue;
-                }
-                let key = ThreadKey {
-                    pid,
-                    tid,
-                    start_time: start,
-                };
-                let outcome = match affinity_of(tid) {
-                    Ok(current) if self.applied.contains(&current) && current != base => {
-                        match set_affinity(tid, &base) {
-                            Ok(()) if self.same_thread(key) == Some(true) => MoveOutcome::Done,
-                            Ok(()) => MoveOutcome::Vanished,
-                            Err(e) => outcome_of(&e),
-                        }
-                    }
-                    Ok(_) => continue,
-                    Err(e) => outcome_of(&e),
-                };
-                report.count(outcome);
+        report.kept.sort_by_key(|(k, _)| *k);
+        report.kept.dedup_by_key(|(k, _)| *k);
+        self.ledger.threads.clear();
+        if report.failures().next().is_none() {
+            if let Some(j) = self.journal.take() {
+                j.remove();
             }
         }
         report
     }
 
+    /// Forgets the threads that have gone (their tid no longer names them), and compacts
+    /// the journal once it holds more than twice what is still to be restored. Call now
+    /// and then (the host does every few seconds): it reads one `stat` per thread changed.
+    pub fn maintain(&mut self) {
+        let gone: Vec<ThreadKey> = self
+            .ledger
+            .threads
+            .keys()
+            .chain(self.decided.keys())
+            .copied()
+            .filter(|&k| self.same_thread(k) == Some(false))
+            .collect();
+        for k in &gone {
+            self.ledger.threads.remove(k);
+            self.decided.remove(k);
+        }
+        self.ledger.threads.retain(|_, e| !e.released);
+        if let Some(j) = self.journal.as_mut() {
+            let records = self.ledger.to_records();
+            if j.lines() > 2 * records.len() + 64 {
+                let _ = j.rewrite(&records);
+            }
+        }
+    }
+
     /// The threads whose masks are changed now, with their original masks.
     pub fn changed(&self) -> impl Iterator<Item = (ThreadKey, &CpuSet)> {
-        self.touched.values().map(|t| (t.key, &t.original))
+        self.ledger
+            .threads
+            .iter()
+            .filter(|(_, e)| !e.released)
+            .map(|(k, e)| (*k, &e.original))
+    }
+
+    /// Threads that set a mask of their own after we moved them, with that mask.
+    pub fn decided(&self) -> impl Iterator<Item = (&ThreadKey, &CpuSet)> {
+        self.decided.iter()
     }
 }
 
 impl Drop for Actuator {
     /// Restores every changed mask, so an early return or a panic never leaves threads pinned.
     fn drop(&mut self) {
-        if !self.touched.is_empty() {
+        if self.changed().next().is_some() {
             let _ = self.restore_all();
         }
     }

@@ -30,10 +30,25 @@
 
 use crate::LinuxError;
 use crate::actuate::Actuator;
+use crate::ledger::RestoreReport;
 use crate::read::{Root, read_start_time};
 use crate::sampler::{Sampler, SamplerConfig};
+use crate::state::Journal;
 use nix::time::{ClockId, clock_gettime};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Tid, Topology};
+
+/// A pidfd for `pid` (Linux 5.3+): readable once the process has exited. `None` where
+/// the kernel has none.
+pub fn pidfd_open(pid: Pid) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is shared.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.0, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
 
 /// The current time on `CLOCK_MONOTONIC` (nanoseconds since boot, not counting suspend).
 pub fn monotonic_now() -> Nanos {
@@ -55,7 +70,14 @@ pub struct LinuxHost {
     topo: Topology,
     sampler: Sampler,
     actuator: Actuator,
+    /// A descriptor kept to be closed just before restoring.
+    reserve: Option<std::fs::File>,
+    /// When the actuator last forgot gone threads and compacted its journal.
+    maintained: Nanos,
 }
+
+/// How often the actuator forgets threads that have gone and compacts its journal.
+const MAINTAIN_EVERY: Nanos = Nanos::from_secs(10);
 
 impl LinuxHost {
     /// A host managing processes `pids` (and their descendants if `cfg.follow_children`)
@@ -68,8 +90,23 @@ impl LinuxHost {
         pids: &[Pid],
         cfg: SamplerConfig,
     ) -> Result<LinuxHost, LinuxError> {
+        LinuxHost::with_journal(root, topo, pids, cfg, None)
+    }
+
+    /// [`LinuxHost::new`], writing every change to `journal` before making it (see
+    /// [`crate::state`]).
+    pub fn with_journal(
+        root: Root,
+        topo: Topology,
+        pids: &[Pid],
+        cfg: SamplerConfig,
+        journal: Option<Journal>,
+    ) -> Result<LinuxHost, LinuxError> {
         let sampler = Sampler::new(root.clone(), pids, cfg)?;
         let mut actuator = Actuator::new(root.clone());
+        if let Some(j) = journal {
+            actuator.set_journal(j);
+        }
         // Threads that start from now on may inherit masks we set: management began no
         // earlier than this process did, and the managed processes' mask is their leader's.
         let me = Pid(std::process::id() as i32);
@@ -80,7 +117,14 @@ impl LinuxHost {
                 actuator.inherit_from(since, base);
             }
         }
+        for &pid in pids {
+            actuator.manage_process(pid);
+        }
+        // One descriptor held back for the end: restoring must not fail for want of one.
+        let reserve = std::fs::File::open("/dev/null").ok();
         Ok(LinuxHost {
+            maintained: monotonic_now(),
+            reserve,
             actuator,
             root,
             topo,
@@ -97,7 +141,24 @@ impl LinuxHost {
     /// buffers; see [`Sampler::sample`].
     pub fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
         let now = self.now();
-        self.sampler.sample(now, into)
+        self.sampler.sample(now, into)?;
+        for pid in self.sampler.managed() {
+            self.actuator.manage_process(pid);
+        }
+        self.actuator
+            .adopt_born(self.sampler.fresh().iter().copied());
+        if now.saturating_sub(self.maintained) >= MAINTAIN_EVERY {
+            self.maintained = now;
+            self.actuator.maintain();
+        }
+        Ok(())
+    }
+
+    /// Also walks process `pid`'s descendants born after management began when
+    /// restoring (see [`crate::ledger`]). `run` gives its own pid: it is the command's
+    /// subreaper, so the command's orphans hang under it.
+    pub fn restore_under(&mut self, pid: Pid) {
+        self.actuator.manage_process(pid);
     }
 
     /// Carries out a plan's moves; each outcome is counted, none is an error.
@@ -105,13 +166,14 @@ impl LinuxHost {
         self.actuator.apply(&self.topo, plan)
     }
 
-    /// Restores every mask changed so far, and widens back the threads that inherited a
-    /// mask of ours without ever being moved; see [`Actuator::restore_all`] and
-    /// [`Actuator::restore_inherited`].
-    pub fn restore_all(&mut self) -> ApplyReport {
-        let mut report = self.actuator.restore_all();
-        report.add(&self.actuator.restore_inherited(&self.sampler.pids()));
-        report
+    /// Restores every mask changed so far, and widens back the threads and processes that
+    /// inherited a mask of ours without ever being moved; see [`Actuator::restore_all`].
+    /// The sampler's kept files and a reserved descriptor are closed first, so restoring
+    /// never fails for want of a file descriptor.
+    pub fn restore_all(&mut self) -> RestoreReport {
+        self.reserve = None;
+        self.sampler.close_files();
+        self.actuator.restore_all()
     }
 
     /// Whether any of the processes given to [`LinuxHost::new`] is still running (exists and

@@ -6,6 +6,10 @@
 //!   read     Root → model, I/O at the edge         read_topology, read_threads, …
 //!   sampler  the hot path                          pread on kept fds, Snapshot reuse
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
+//!   ledger   journal records, replay rules     what to put back, after any stop
+//!   state    journals and locks on disk      StateDir, Journal, SystemWorld
+//!   permit   may we manage it? (no writes)    refusal, may_set_affinity
+//!   signal   every catchable fatal signal    a flag the control loop reads
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
 //! ```
 //!
@@ -25,9 +29,13 @@
 pub mod actuate;
 mod error;
 pub mod host;
+pub mod ledger;
 pub mod parse;
+pub mod permit;
 pub mod read;
 pub mod sampler;
+pub mod signal;
+pub mod state;
 
 pub use actuate::{Actuator, affinity_of, set_affinity};
 pub use error::LinuxError;

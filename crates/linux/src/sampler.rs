@@ -15,6 +15,9 @@
 //!                                                   └─► pread(stat fd, 0) ──► Sample
 //!        new tid, or its start time changed (tid reused) ──► open the files, then as above
 //!        read fails with ENOENT/ESRCH ──► the thread vanished: left out, not an error
+//!        open fails with EMFILE/ENFILE ──► left out of this sample, tried again next
+//!    (files stay open for as many threads as RLIMIT_NOFILE allows, less a reserve of
+//!     128; threads beyond that are read by open/read/close on every sample)
 //!    close the files of tids no longer listed
 //!    every `memory_every`: proc/<pid>/numa_maps ──► Snapshot::memory
 //! ```
@@ -129,6 +132,8 @@ struct Tracked {
     last: Sample,
     /// When its `stat` was last read.
     stat_at: Nanos,
+    /// Whether its files stay open between samples.
+    keep: bool,
 }
 
 impl Tracked {
@@ -146,6 +151,7 @@ impl Tracked {
             seen: 0,
             last: Sample::default(),
             stat_at: Nanos::ZERO,
+            keep: false,
         }
     }
 
@@ -202,6 +208,13 @@ pub struct Sampler {
     has_schedstat: bool,
     /// Whether `task/<tid>/children` files exist.
     has_children_files: bool,
+    /// How many threads may keep their files open: what the open-file limit allows,
+    /// less a reserve for everything else.
+    keep_budget: usize,
+    /// Threads keeping their files open now.
+    kept: usize,
+    /// Threads sampled for the first time in the last sample.
+    fresh: Vec<ThreadKey>,
 }
 
 /// What happened when a thread's file was read.
@@ -247,7 +260,9 @@ fn pread_slot(
         file.write_path(scratch_path);
         match File::open(scratch_path.as_str()) {
             Ok(f) => *slot = Some(f),
-            Err(e) if is_gone(&e) => return Ok(Read::Gone),
+            // Out of descriptors (something else holds more than the reserve): the thread
+            // is left out of this sample and tried again in the next, never an error.
+            Err(e) if is_gone(&e) || fd_short(&e) => return Ok(Read::Gone),
             Err(e) => return Err(LinuxError::io(file.path(), e)),
         }
     }
@@ -268,6 +283,30 @@ fn pread_slot(
             Err(e) => return Err(LinuxError::io(file.path(), e)),
         }
     }
+}
+
+/// Whether `e` says the process or the system has run out of file descriptors.
+fn fd_short(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Descriptors held back from the sampler's budget, for the task directories, the
+/// actuator's start-time checks, the journal, `numa_maps` and the standard streams.
+const FD_RESERVE: u64 = 128;
+
+/// How many files one thread keeps open under `cfg`.
+fn cfg_files(has_schedstat: bool, has_children: bool, cfg: &SamplerConfig) -> u64 {
+    1 + u64::from(has_schedstat)
+        + u64::from(cfg.read_status)
+        + u64::from(cfg.follow_children && has_children)
+}
+
+/// How many threads may keep `per_thread` files open each under the soft open-file limit.
+fn keep_budget(per_thread: &u64) -> usize {
+    use nix::sys::resource::{Resource, getrlimit};
+    let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
+    let n = soft.saturating_sub(FD_RESERVE) / (*per_thread).max(1);
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 impl Sampler {
@@ -294,7 +333,6 @@ impl Sampler {
             .is_some_and(|&pid| root.task_dir(pid, Tid(pid.0)).join("children").exists());
         Ok(Sampler {
             root,
-            cfg,
             targets: pids.to_vec(),
             procs,
             threads: HashMap::default(),
@@ -308,6 +346,10 @@ impl Sampler {
             last_memory: None,
             has_schedstat,
             has_children_files,
+            keep_budget: keep_budget(&cfg_files(has_schedstat, has_children_files, &cfg)),
+            kept: 0,
+            fresh: Vec::new(),
+            cfg,
         })
     }
 
@@ -322,9 +364,35 @@ impl Sampler {
         self.procs.iter().map(|p| p.pid).collect()
     }
 
-    /// How many threads have files open (those seen in the last sample).
+    /// The processes managed now, as [`Sampler::pids`] lists them, without allocating.
+    pub fn managed(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.procs.iter().map(|p| p.pid)
+    }
+
+    /// The threads sampled for the first time by the last [`Sampler::sample`].
+    pub fn fresh(&self) -> &[ThreadKey] {
+        &self.fresh
+    }
+
+    /// How many threads are tracked (those seen in the last sample).
     pub fn tracked_threads(&self) -> usize {
         self.threads.len()
+    }
+
+    /// How many threads keep their files open between samples; the others, beyond what
+    /// the open-file limit allows, are read by open/read/close.
+    pub fn kept_threads(&self) -> usize {
+        self.kept
+    }
+
+    /// Closes every kept file (they are opened again by the next sample).
+    pub fn close_files(&mut self) {
+        self.threads.clear();
+        self.kept = 0;
+        for p in &mut self.procs {
+            p.dir = None;
+            p.nlink = None;
+        }
     }
 
     /// The configuration.
@@ -338,6 +406,7 @@ impl Sampler {
     /// exited; a process that exits while others live is simply dropped.
     pub fn sample(&mut self, now: Nanos, into: &mut Snapshot) -> Result<(), LinuxError> {
         self.generation += 1;
+        self.fresh.clear();
         self.now = now;
         into.clear();
         into.at = now;
@@ -360,6 +429,7 @@ impl Sampler {
         self.procs.sort_by_key(|p| p.pid);
         let generation = self.generation;
         self.threads.retain(|_, t| t.seen == generation);
+        self.kept = self.threads.values().filter(|t| t.keep).count();
         if self.procs.is_empty() {
             let pid = self.targets.first().copied().unwrap_or_default();
             return Err(LinuxError::NoSuchProcess { pid });
@@ -448,6 +518,8 @@ impl Sampler {
                 self.procs[i].alive = false;
                 Ok(())
             }
+            // Out of descriptors: listed again next sample.
+            Err(e) if fd_short(&e) => Ok(()),
             Err(e) => Err(process_error(pid, Path::new(&self.procs[i].task_prefix), e)),
         };
         self.procs[i].tids = tids;
@@ -470,9 +542,7 @@ impl Sampler {
         let pid = proc_.pid;
         let generation = self.generation;
         let tps = self.cfg.facts.ticks_per_sec;
-        let keep = self.cfg.keep_files_open;
         let has_schedstat = self.has_schedstat;
-        let carry_idle = keep && has_schedstat && !self.cfg.stat_every_sample;
         let scratch = &mut self.scratch;
         let t = self
             .threads
@@ -482,6 +552,14 @@ impl Sampler {
             // The tid now belongs to another process: a different thread.
             *t = Tracked::new(pid, tid);
         }
+        if t.seen == 0 {
+            // A thread seen for the first time keeps its files only while the budget of
+            // descriptors allows; past it, it is read by open/read/close.
+            t.keep = self.cfg.keep_files_open && self.kept < self.keep_budget;
+            self.kept += usize::from(t.keep);
+        }
+        let keep = t.keep;
+        let carry_idle = keep && has_schedstat && !self.cfg.stat_every_sample;
         let file = |name: &'static str| TaskFile {
             prefix: &proc_.task_prefix,
             tid,
@@ -591,6 +669,9 @@ impl Sampler {
         if gone {
             self.threads.remove(&tid);
             return Ok(false);
+        }
+        if t.seen == 0 {
+            self.fresh.push(sample.key);
         }
         t.seen = generation;
         t.last = sample;

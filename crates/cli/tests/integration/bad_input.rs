@@ -67,8 +67,8 @@ fn bad_input_zero_interval_exits_2() {
 
 #[test]
 fn bad_input_process_we_may_not_touch_exits_2() {
-    // Even root may not change the affinity of per-CPU kernel threads (the kernel marks
-    // them PF_NO_SETAFFINITY): `migration/0` exists on every SMP kernel.
+    // Kernel threads are not user programs (and even root may not change the affinity of
+    // per-CPU ones, PF_NO_SETAFFINITY): `migration/0` exists on every SMP kernel.
     let pid = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -81,6 +81,6 @@ fn bad_input_process_we_may_not_touch_exits_2() {
     let pid = pid.to_string();
     assert_rejected(
         &["attach", "--pid", &pid, "--policy", "none"],
-        "may not change",
+        "is a kernel thread",
     );
 }

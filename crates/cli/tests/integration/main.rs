@@ -8,6 +8,7 @@ mod bad_input;
 mod compare;
 mod live;
 mod numa;
+mod safety;
 mod sim;
 mod support;
 mod thirdparty;

@@ -18,7 +18,7 @@ use threadbalance_model::{
 /// A pid above the kernel's maximum (`pid_max` is at most 2^22).
 const NO_PID: Pid = Pid(1 << 30);
 
-fn facts() -> HostFacts {
+pub(crate) fn facts() -> HostFacts {
     HostFacts::system().unwrap()
 }
 
@@ -27,7 +27,7 @@ fn gettid() -> Tid {
 }
 
 /// `Cpus_allowed_list` of a thread, read back from its `status`.
-fn allowed(pid: Pid, tid: Tid) -> CpuSet {
+pub(crate) fn allowed(pid: Pid, tid: Tid) -> CpuSet {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
     let line = text
         .lines()
@@ -77,15 +77,15 @@ impl Spinners {
 
 /// A child process (this test binary, running the helper below) with `HELPER_THREADS`
 /// sleeping threads; killed and reaped on drop.
-struct Helper {
+pub(crate) struct Helper {
     child: Child,
     out: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
-const HELPER_THREADS: usize = 3;
+pub(crate) const HELPER_THREADS: usize = 3;
 
 impl Helper {
-    fn start() -> Helper {
+    pub(crate) fn start() -> Helper {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--ignored",
@@ -110,29 +110,35 @@ impl Helper {
     }
 
     /// Reads the helper's output until a line ends with `what`.
-    fn wait_for(&mut self, what: &str) {
+    fn wait_for(&mut self, what: &str) -> String {
         loop {
             let line = self.out.next().expect("helper ended early").unwrap();
-            if line.ends_with(what) {
-                return;
+            if line.contains(what) {
+                return line;
             }
         }
     }
 
-    /// Makes the helper's main thread start two more threads, and waits until it has.
-    fn spawn_two(&mut self) {
+    /// Sends one command line to the helper and returns its answer, the line holding
+    /// `answer`.
+    pub(crate) fn ask(&mut self, command: &str, answer: &str) -> String {
         let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(b"spawn\n").unwrap();
+        stdin.write_all(format!("{command}\n").as_bytes()).unwrap();
         stdin.flush().unwrap();
-        self.wait_for("spawned");
+        self.wait_for(answer)
     }
 
-    fn pid(&self) -> Pid {
+    /// Makes the helper's main thread start two more threads, and waits until it has.
+    pub(crate) fn spawn_two(&mut self) {
+        self.ask("spawn", "spawned");
+    }
+
+    pub(crate) fn pid(&self) -> Pid {
         Pid(self.child.id() as i32)
     }
 
     /// Stops the helper and waits for it.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.kill();
     }
 
@@ -170,11 +176,35 @@ fn live_helper_process_with_threads() {
     });
     println!("helper ready");
     std::io::stdout().flush().unwrap();
-    // "spawn" starts two more threads from this (the main) thread; anything else, or the
-    // end of input, ends the helper.
+    // "spawn" starts two more threads from this (the main) thread; "spawn-pinned C" one
+    // that confines itself to CPU C as it starts (the thread-pool pattern); "fork" a
+    // child process (`sleep`) from this thread; anything else, or the end of input, ends
+    // the helper.
     loop {
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);
+        if let Some(cpu) = line.trim().strip_prefix("spawn-pinned ") {
+            let cpu = threadbalance_model::CpuId(cpu.parse().unwrap());
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let me = threadbalance_model::Tid(nix::unistd::gettid().as_raw());
+                threadbalance_linux::set_affinity(me, &CpuSet::single(cpu)).unwrap();
+                tx.send(me.0).unwrap();
+                loop {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+            println!("pinned {}", rx.recv().unwrap());
+            std::io::stdout().flush().unwrap();
+            continue;
+        }
+        if line.trim() == "fork" {
+            let child = Command::new("sleep").arg("60").spawn().unwrap();
+            println!("forked {}", child.id());
+            std::io::stdout().flush().unwrap();
+            std::mem::forget(child);
+            continue;
+        }
         if line.trim() != "spawn" {
             std::process::exit(0);
         }
@@ -190,7 +220,7 @@ fn live_helper_process_with_threads() {
     }
 }
 
-fn mv(key: ThreadKey, to: Target) -> Plan {
+pub(crate) fn mv(key: ThreadKey, to: Target) -> Plan {
     Plan {
         moves: vec![Move {
             thread: key,
@@ -202,7 +232,7 @@ fn mv(key: ThreadKey, to: Target) -> Plan {
 }
 
 /// A non-leader thread of the helper.
-fn helper_thread(h: &Helper) -> ThreadKey {
+pub(crate) fn helper_thread(h: &Helper) -> ThreadKey {
     let threads = read_threads(&Root::system(), h.pid(), &facts()).unwrap();
     assert!(threads.len() > HELPER_THREADS, "{} threads", threads.len());
     threads
@@ -381,7 +411,7 @@ fn live_actuator_pins_child_thread_and_restores_it() {
     assert_eq!(act.changed().count(), 1);
 
     let r = act.restore_all();
-    assert_eq!(r.done, 1, "{r:?}");
+    assert_eq!(r.restored, 1, "{r:?}");
     assert_eq!(allowed(key.pid, key.tid), before);
     assert_eq!(act.changed().count(), 0);
     h.stop();
@@ -428,7 +458,7 @@ fn live_host_threads_inheriting_our_mask_may_use_every_allowed_cpu_and_are_widen
     // Restoring puts every thread back on the process's mask, including the new thread
     // that was never moved.
     let r = host.restore_all();
-    assert_eq!(r.done as usize, before.len() + 2, "{r:?}");
+    assert_eq!(r.restored as usize, before.len() + 2, "{r:?}");
     for k in before.iter().chain(&born) {
         assert_eq!(allowed(k.pid, k.tid), online, "{k:?}");
     }
@@ -509,7 +539,7 @@ fn live_actuator_exited_thread_is_vanished_and_skipped_on_restore() {
     assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
     h.stop();
     let r = act.restore_all();
-    assert_eq!((r.vanished, r.done), (1, 0), "{r:?}");
+    assert_eq!((r.vanished, r.restored), (1, 0), "{r:?}");
 }
 
 #[test]

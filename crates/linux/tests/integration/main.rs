@@ -14,6 +14,7 @@
 
 mod live;
 mod procfs;
+mod safety;
 mod topo;
 mod topo_machines;
 mod util;

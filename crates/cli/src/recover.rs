@@ -1,0 +1,117 @@
+//! Crash recovery in the CLI: where the state directory is, `threadbalance restore`, and
+//! the replay of stale journals every instance does before it changes anything.
+//!
+//! ```text
+//!  threadbalance restore ─► for each journal whose owner died (its flock can be taken):
+//!      replay (threadbalance_linux::ledger) ─► one line per mask left or not restored
+//!      exit 0 when every mask that was still ours is back, 1 when one could not be
+//! ```
+
+use crate::input_error;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use threadbalance_linux::Root;
+use threadbalance_linux::ledger::{Kept, RestoreReport};
+use threadbalance_linux::state::StateDir;
+
+/// Options of `threadbalance restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Directory of journals and locks [default: /run/threadbalance for root,
+    /// $XDG_RUNTIME_DIR/threadbalance otherwise].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The state directory: `dir` when given, else the default for this user.
+pub fn state_dir(dir: Option<&PathBuf>) -> Result<StateDir> {
+    if let Some(d) = dir {
+        return Ok(StateDir::new(d));
+    }
+    let is_root = threadbalance_linux::permit::we_are_root(&Root::system());
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR");
+    StateDir::default_path(is_root, runtime.as_deref())
+        .map(StateDir::new)
+        .ok_or_else(|| {
+            input_error(
+                "no state directory for the crash journal: XDG_RUNTIME_DIR is not set; \
+                 pass --state-dir DIR",
+            )
+        })
+}
+
+/// Replays the journals of dead instances under `state`; prints what was done when there
+/// was anything. Returns whether every mask could be handled.
+pub fn restore_stale(state: &StateDir) -> Result<bool> {
+    let (report, journals) = state.restore_stale(&Root::system())?;
+    if journals > 0 {
+        errln!(
+            "threadbalance: {} journal(s) left by instances that died under {}: {}",
+            journals,
+            state.path().display(),
+            describe(&report)
+        );
+    }
+    print_kept(&report);
+    Ok(report.failures().next().is_none() && report.unreadable.is_empty())
+}
+
+/// `threadbalance restore`.
+pub fn restore(args: &RestoreArgs) -> Result<u8> {
+    let state = state_dir(args.state_dir.as_ref())?;
+    let (report, journals) = state.restore_stale(&Root::system())?;
+    errln!(
+        "threadbalance: {} journal(s) replayed from {}: {}",
+        journals,
+        state.path().display(),
+        describe(&report)
+    );
+    print_kept(&report);
+    Ok(
+        if report.failures().next().is_none() && report.unreadable.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
+}
+
+/// One line: how many masks were put back, were back already, had gone, were kept.
+pub fn describe(r: &RestoreReport) -> String {
+    let failed = r.failures().count();
+    format!(
+        "{} restored, {} already back, {} gone, {} left as the program set them, {} could not be restored",
+        r.restored,
+        r.already,
+        r.vanished,
+        r.kept.len() - failed,
+        failed
+    )
+}
+
+/// One line per mask not put back, with the reason.
+pub fn kept_lines(r: &RestoreReport) -> Vec<String> {
+    r.kept
+        .iter()
+        .map(|(k, why)| match why {
+            Kept::ProgramChoice(m) => format!(
+                "thread {} of process {}: left on {m}, the mask its program chose",
+                k.tid.0, k.pid.0
+            ),
+            Kept::Failed(e) => format!(
+                "thread {} of process {}: NOT restored: {e}",
+                k.tid.0, k.pid.0
+            ),
+        })
+        .collect()
+}
+
+fn print_kept(r: &RestoreReport) {
+    for line in kept_lines(r) {
+        errln!("threadbalance: {line}");
+    }
+    for why in &r.unreadable {
+        errln!("threadbalance: journal left as it is: {why}");
+    }
+}

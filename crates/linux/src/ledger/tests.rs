@@ -1,0 +1,400 @@
+//! The replay rules against a fake world: one test per rule, in the order the module docs
+//! give them.
+
+use super::*;
+
+/// A world of processes and threads held in memory.
+#[derive(Default)]
+struct Fake {
+    /// tid → (pid, start time, mask)
+    threads: BTreeMap<i32, (i32, u64, CpuSet)>,
+    /// pid → parent pid
+    parent: BTreeMap<i32, i32>,
+    /// tids the kernel refuses to change
+    refuse: Vec<i32>,
+    /// set on the first `set_affinity`: the tid is reused by another process right then
+    reuse_on_set: Option<(i32, u64)>,
+    writes: u32,
+}
+
+impl Fake {
+    fn add(&mut self, pid: i32, tid: i32, start: u64, mask: &str) {
+        self.threads.insert(tid, (pid, start, m(mask)));
+    }
+    fn mask(&self, tid: i32) -> String {
+        self.threads[&tid].2.to_string()
+    }
+}
+
+impl World for Fake {
+    fn start_time(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
+        self.threads
+            .get(&tid.0)
+            .filter(|t| t.0 == pid.0)
+            .map(|t| t.1)
+    }
+    fn affinity(&mut self, tid: Tid) -> io::Result<CpuSet> {
+        self.threads
+            .get(&tid.0)
+            .map(|t| t.2.clone())
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
+    }
+    fn set_affinity(&mut self, tid: Tid, mask: &CpuSet) -> io::Result<()> {
+        if self.refuse.contains(&tid.0) {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        self.writes += 1;
+        if let Some((pid, start)) = self.reuse_on_set.take() {
+            // The thread meant exits; a new process takes its tid before the write lands.
+            let leader_mask = self.threads.get(&pid).map(|t| t.2.clone());
+            self.threads
+                .insert(tid.0, (pid, start, leader_mask.unwrap_or_default()));
+        }
+        let t = self
+            .threads
+            .get_mut(&tid.0)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        t.2 = mask.clone();
+        Ok(())
+    }
+    fn threads(&mut self, pid: Pid) -> Vec<Tid> {
+        self.threads
+            .iter()
+            .filter(|(_, t)| t.0 == pid.0)
+            .map(|(&tid, _)| Tid(tid))
+            .collect()
+    }
+    fn children(&mut self, pid: Pid) -> Vec<Pid> {
+        self.parent
+            .iter()
+            .filter(|(_, p)| **p == pid.0)
+            .map(|(&c, _)| Pid(c))
+            .collect()
+    }
+    fn process_of(&mut self, tid: Tid) -> Option<Pid> {
+        self.threads.get(&tid.0).map(|t| Pid(t.0))
+    }
+    fn parent(&mut self, pid: Pid) -> Option<Pid> {
+        self.parent.get(&pid.0).map(|&p| Pid(p))
+    }
+}
+
+fn m(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+fn key(pid: i32, tid: i32, start: u64) -> ThreadKey {
+    ThreadKey {
+        pid: Pid(pid),
+        tid: Tid(tid),
+        start_time: start,
+    }
+}
+
+fn set(pid: i32, tid: i32, start: u64, original: &str, mask: &str) -> Record {
+    Record::Set {
+        key: key(pid, tid, start),
+        original: m(original),
+        mask: m(mask),
+    }
+}
+
+fn ledger(records: &[Record]) -> Ledger {
+    let mut text = format!("{MAGIC}\n");
+    for r in records {
+        text.push_str(&r.to_line());
+    }
+    Ledger::parse(&text).unwrap()
+}
+
+#[test]
+fn record_every_kind_round_trips_through_its_line() {
+    for r in [
+        Record::Owner {
+            pid: Pid(42),
+            start: 7,
+        },
+        Record::Since(99),
+        Record::Process {
+            pid: Pid(5),
+            start: 3,
+            base: m("0-3,8"),
+        },
+        set(5, 6, 10, "0-7", "0-3"),
+        Record::Release(key(5, 6, 10)),
+        Record::Applied(m("2")),
+        Record::Boot("5b2a-77".into()),
+    ] {
+        let line = r.to_line();
+        assert!(line.ends_with('\n'));
+        assert_eq!(Record::parse_line(line.trim_end()), Some(r), "{line}");
+    }
+}
+
+#[test]
+fn ledger_parse_without_magic_is_refused() {
+    assert!(Ledger::parse("set 1 2 3 0 1\n").is_err());
+    assert!(Ledger::parse("").is_err());
+}
+
+#[test]
+fn ledger_parse_last_line_cut_short_is_ignored() {
+    // A crash in the middle of a write leaves "set 5 6 10 0-7 0-" without its newline:
+    // its mask would read as "0", a mask never set. It must not count.
+    let text = format!("{MAGIC}\nset 5 6 10 0-7 0-3\nset 5 7 10 0-7 0-");
+    let l = Ledger::parse(&text).unwrap();
+    assert_eq!(l.threads.len(), 1);
+    assert!(l.threads.contains_key(&key(5, 6, 10)));
+}
+
+#[test]
+fn replay_thread_still_on_our_mask_gets_its_original_back() {
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-3");
+    let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    assert_eq!(w.mask(6), "0-7");
+    assert_eq!(r.restored, 1);
+}
+
+#[test]
+fn replay_any_earlier_mask_of_ours_counts_as_ours() {
+    // Killed after journaling the move to 4-7 but before making it: the thread still has
+    // 0-3, the mask of the move before. It is still ours.
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-3");
+    let l = ledger(&[set(5, 6, 10, "0-7", "0-3"), set(5, 6, 10, "0-7", "4-7")]);
+    let r = replay(&l, &mut w);
+    assert_eq!(w.mask(6), "0-7");
+    assert_eq!(r.restored, 1);
+}
+
+#[test]
+fn replay_killed_before_the_first_set_changes_nothing() {
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-7");
+    let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    assert_eq!(w.writes, 0);
+    assert_eq!(r.already, 1);
+}
+
+#[test]
+fn replay_reused_tid_is_left_alone() {
+    // Tid 6 now belongs to a thread that started at tick 20, not 10.
+    let mut w = Fake::default();
+    w.add(5, 6, 20, "0-3");
+    let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    assert_eq!(w.mask(6), "0-3");
+    assert_eq!((r.vanished, w.writes), (1, 0));
+}
+
+#[test]
+fn replay_program_choice_is_never_overwritten() {
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "2");
+    let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    assert_eq!(w.mask(6), "2");
+    assert_eq!(r.kept, vec![(key(5, 6, 10), Kept::ProgramChoice(m("2")))]);
+}
+
+#[test]
+fn replay_released_thread_is_not_touched() {
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-3");
+    let l = ledger(&[set(5, 6, 10, "0-7", "0-3"), Record::Release(key(5, 6, 10))]);
+    replay(&l, &mut w);
+    assert_eq!((w.mask(6).as_str(), w.writes), ("0-3", 0));
+}
+
+#[test]
+fn replay_refused_write_is_reported_with_its_reason() {
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-3");
+    w.refuse.push(6);
+    let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    let failures: Vec<_> = r.failures().collect();
+    assert_eq!(failures.len(), 1);
+    assert!(failures[0].1.contains("not permitted"), "{failures:?}");
+}
+
+#[test]
+fn replay_tid_reused_by_a_thread_during_the_write_gives_it_its_leaders_mask() {
+    // Thread 6 exits and a new thread of process 60 (whose leader is on 4-5) takes tid 6
+    // between the check and the write. The write lands on the stranger; the check after
+    // it sees start time 30, not 10, and the stranger gets its leader's mask.
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-3");
+    w.add(60, 60, 25, "4-5");
+    w.reuse_on_set = Some((60, 30));
+    let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    assert_eq!((r.vanished, r.restored), (1, 0));
+    assert_eq!(w.threads[&6], (60, 30, m("4-5")));
+}
+
+#[test]
+fn replay_tid_reused_by_a_new_process_during_the_write_gives_it_its_parents_mask() {
+    // This time tid 6 becomes a new process (pid 6) forked by process 60 on 4-5.
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0-3");
+    w.add(60, 60, 25, "4-5");
+    w.parent.insert(6, 60);
+    w.reuse_on_set = Some((6, 30));
+    replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
+    assert_eq!(w.threads[&6], (6, 30, m("4-5")));
+}
+
+#[test]
+fn replay_thread_born_after_since_with_our_mask_is_widened() {
+    // Process 5 was on 0-7; we moved thread 6 to 0-3; thread 7, born at tick 40 (after
+    // management began at 30), inherited 0-3 and was never moved.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-7");
+    w.add(5, 6, 10, "0-3");
+    w.add(5, 7, 40, "0-3");
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "0-3"),
+    ]);
+    let r = replay(&l, &mut w);
+    assert_eq!((w.mask(6), w.mask(7)), ("0-7".into(), "0-7".into()));
+    assert_eq!(r.restored, 2);
+}
+
+#[test]
+fn replay_old_thread_with_our_mask_by_chance_is_left_alone() {
+    // Thread 8 started at tick 2, before management: its 0-3 is its own.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-7");
+    w.add(5, 6, 10, "0-3");
+    w.add(5, 8, 2, "0-3");
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "0-3"),
+    ]);
+    replay(&l, &mut w);
+    assert_eq!(w.mask(8), "0-3");
+}
+
+#[test]
+fn replay_forked_grandchild_with_our_mask_is_widened() {
+    // 5 forks 50 (tick 40) which forks 500 (tick 50); both inherited 0-3 from thread 6.
+    // 51 is a child born before management (tick 3): never ours, nor its children.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-7");
+    w.add(5, 6, 10, "0-3");
+    w.add(50, 50, 40, "0-3");
+    w.add(500, 500, 50, "0-3");
+    w.add(51, 51, 3, "0-3");
+    w.parent.insert(50, 5);
+    w.parent.insert(500, 50);
+    w.parent.insert(51, 5);
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "0-3"),
+    ]);
+    replay(&l, &mut w);
+    assert_eq!(w.mask(50), "0-7");
+    assert_eq!(w.mask(500), "0-7");
+    assert_eq!(w.mask(51), "0-3");
+}
+
+#[test]
+fn replay_thread_born_with_a_mask_we_no_longer_hold_is_the_programs() {
+    // Thread 6 went to 4-7, then to 0-3: we hold only 0-3 now. Thread 7, born at tick 40,
+    // is on 4-7: no thread of ours had 4-7 when it was born, so it pinned itself.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-7");
+    w.add(5, 6, 10, "0-3");
+    w.add(5, 7, 40, "4-7");
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "4-7"),
+        set(5, 6, 10, "0-7", "0-3"),
+    ]);
+    replay(&l, &mut w);
+    assert_eq!(w.mask(7), "4-7");
+    assert_eq!(w.mask(6), "0-7");
+}
+
+#[test]
+fn ledger_to_records_rebuilds_it_without_released_threads() {
+    let l = ledger(&[
+        Record::Owner {
+            pid: Pid(9),
+            start: 1,
+        },
+        Record::Boot("b".into()),
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-7"),
+        },
+        set(5, 6, 10, "0-7", "4-7"),
+        set(5, 6, 10, "0-7", "0-3"),
+        set(5, 7, 11, "0-7", "0-3"),
+        Record::Release(key(5, 7, 11)),
+    ]);
+    let again = ledger(&l.to_records());
+    let mut expected = l.clone();
+    expected.threads.remove(&key(5, 7, 11));
+    assert_eq!(again, expected);
+    // Both masks of thread 6 survive, in order: either may be the one it has if we die.
+    assert_eq!(
+        again.threads[&key(5, 6, 10)].masks,
+        vec![m("4-7"), m("0-3")]
+    );
+}
+
+#[test]
+fn replay_orphan_under_the_owner_gets_the_base_and_the_owner_is_untouched() {
+    // `run` (pid 9, a subreaper) ran command 5; 5 forked 50 from confined thread 6 and
+    // exited, so 50 now hangs under 9. Our own thread 9 happens to be on 0-3 too: never
+    // touched.
+    let mut w = Fake::default();
+    w.add(9, 9, 29, "0-3");
+    w.add(50, 50, 40, "0-3");
+    w.parent.insert(50, 9);
+    let l = ledger(&[
+        Record::Owner {
+            pid: Pid(9),
+            start: 29,
+        },
+        Record::Since(29),
+        Record::Process {
+            pid: Pid(9),
+            start: 29,
+            base: m("0-7"),
+        },
+        Record::Process {
+            pid: Pid(5),
+            start: 31,
+            base: m("0-7"),
+        },
+        set(5, 6, 35, "0-7", "0-3"),
+        // Thread 6 was released when it exited: its mask still counts for orphans.
+        Record::Release(key(5, 6, 35)),
+    ]);
+    replay(&l, &mut w);
+    assert_eq!(w.mask(50), "0-7");
+    assert_eq!(w.mask(9), "0-3");
+}

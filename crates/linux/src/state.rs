@@ -1,0 +1,530 @@
+//! The state directory: each running instance's journal, and one lock per managed
+//! process, so that a crash leaves enough behind to put every mask back.
+//!
+//! ```text
+//!  <state dir>/                /run/threadbalance for root, $XDG_RUNTIME_DIR/threadbalance
+//!    journal.<pid>.<start>     our ledger records (see `ledger`), flock'd while we live
+//!    lock.<pid>.<start time>   flock'd while an instance manages that process
+//! ```
+//!
+//! Liveness is the lock, not the pid: the kernel drops a `flock` when its holder dies,
+//! however it dies, and a reused pid cannot hold a lock it never took. So a journal whose
+//! lock can be taken is stale — its owner is dead — and [`StateDir::restore_stale`] replays
+//! and removes it. The directory is always a parameter; only
+//! [`StateDir::default_path`] knows where it lives on a real system.
+
+use crate::LinuxError;
+use crate::actuate::{affinity_of, set_affinity};
+use crate::ledger::{Ledger, Record, RestoreReport, World, replay};
+use crate::read::{Root, read_start_time};
+use nix::fcntl::{Flock, FlockArg};
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use threadbalance_model::{CpuSet, Pid, Tid};
+
+/// The directory of journals and locks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDir {
+    path: PathBuf,
+}
+
+/// A process already managed by another live instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busy {
+    /// The process.
+    pub pid: Pid,
+    /// The other instance's pid, when its lock file names it.
+    pub holder: Option<Pid>,
+}
+
+impl StateDir {
+    /// A state directory at `path` (created when first used).
+    pub fn new(path: impl Into<PathBuf>) -> StateDir {
+        StateDir { path: path.into() }
+    }
+
+    /// Where the state lives: `/run/threadbalance` for root, else `threadbalance` under
+    /// `$XDG_RUNTIME_DIR` (passed in as `runtime_dir`); `None` when neither applies.
+    pub fn default_path(is_root: bool, runtime_dir: Option<&OsStr>) -> Option<PathBuf> {
+        if is_root {
+            return Some(PathBuf::from("/run/threadbalance"));
+        }
+        runtime_dir
+            .filter(|d| !d.is_empty())
+            .map(|d| Path::new(d).join("threadbalance"))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the directory (mode 0700) if it does not exist.
+    pub fn create(&self) -> Result<(), LinuxError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.path)
+            .map_err(|e| LinuxError::io(&self.path, e))
+    }
+
+    /// Opens a fresh journal for this process, locked, with its header (the magic line
+    /// and the owner) written.
+    pub fn open_journal(&self, root: &Root) -> Result<Journal, LinuxError> {
+        self.create()?;
+        let me = Pid(std::process::id() as i32);
+        let start = read_start_time(root, me, Tid(me.0))?.unwrap_or(0);
+        let path = self.path.join(format!("journal.{}.{start}", me.0));
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| LinuxError::io(&path, e))?;
+        let file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| LinuxError::io(&path, io::Error::from(e)))?;
+        let _ = file.set_len(0);
+        let mut j = Journal {
+            file,
+            path,
+            lines: 2,
+        };
+        let mut head = format!("{}\n", crate::ledger::MAGIC);
+        head.push_str(&Record::Owner { pid: me, start }.to_line());
+        if let Some(id) = boot_id(root) {
+            head.push_str(&Record::Boot(id).to_line());
+        }
+        j.file
+            .write_all(head.as_bytes())
+            .map_err(|e| LinuxError::io(&j.path, e))?;
+        Ok(j)
+    }
+
+    /// Takes the lock on process `pid` (started at `start`): `Err(Busy)` when another live
+    /// instance holds it. The lock lasts as long as the returned file.
+    pub fn lock_process(
+        &self,
+        pid: Pid,
+        start: u64,
+    ) -> Result<Result<ProcessLock, Busy>, LinuxError> {
+        self.create()?;
+        let path = self.path.join(format!("lock.{}.{start}", pid.0));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| LinuxError::io(&path, e))?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            // A stale lock file removed by `restore_stale` between our open and our lock:
+            // the lock we hold is on a file nobody else will open. Take a fresh one.
+            Ok(f) if !same_file(&f, &path) => {
+                drop(f);
+                self.lock_process(pid, start)
+            }
+            Ok(mut f) => {
+                let _ = f.set_len(0);
+                let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
+                Ok(Ok(ProcessLock { _file: f, path }))
+            }
+            Err((mut f, nix::errno::Errno::EWOULDBLOCK)) => {
+                let mut text = String::new();
+                let _ = f.read_to_string(&mut text);
+                let holder = text.trim().parse().ok().map(Pid);
+                Ok(Err(Busy { pid, holder }))
+            }
+            Err((_, e)) => Err(LinuxError::io(&path, io::Error::from(e))),
+        }
+    }
+
+    /// Replays and removes every journal whose owner has died (its lock can be taken);
+    /// journals of live instances are left alone, and journals that cannot be read are
+    /// listed in [`RestoreReport::unreadable`] and left too. Returns what was done, and
+    /// how many journals were replayed.
+    pub fn restore_stale(&self, root: &Root) -> Result<(RestoreReport, usize), LinuxError> {
+        let mut report = RestoreReport::default();
+        let mut count = 0;
+        let entries = match std::fs::read_dir(&self.path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((report, 0)),
+            Err(e) => return Err(LinuxError::io(&self.path, e)),
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(OsStr::to_str)
+                    .is_some_and(|n| n.starts_with("journal."))
+            })
+            .collect();
+        paths.sort();
+        self.remove_stale_locks();
+        for path in paths {
+            match self.restore_one(&path, root) {
+                Ok(Some(r)) => {
+                    report.add(r);
+                    count += 1;
+                }
+                Ok(None) => {}
+                // One unreadable journal must not keep the others, or a new instance,
+                // from running: it is reported and left where it is.
+                Err(e) => report.unreadable.push(e.to_string()),
+            }
+        }
+        Ok((report, count))
+    }
+}
+
+impl StateDir {
+    /// Replays the journal at `path` if its owner has died, and removes it when every
+    /// mask was handled; `None` when it belongs to a live instance or had nothing in it.
+    fn restore_one(&self, path: &Path, root: &Root) -> Result<Option<RestoreReport>, LinuxError> {
+        let file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LinuxError::io(path, e)),
+        };
+        let Ok(mut file) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
+            return Ok(None); // its owner lives
+        };
+        if !same_file(&file, path) {
+            // Compacted by its live owner between our open and our lock: what we hold is
+            // the old, unlinked file, not a dead instance's journal.
+            return Ok(None);
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| LinuxError::io(path, e))?;
+        if !text.contains('\n') {
+            // Killed before its header was written whole: nothing was changed yet.
+            std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+            return Ok(None);
+        }
+        let ledger = Ledger::parse(&text).map_err(|why| LinuxError::parse(path, why))?;
+        if let (Some(then), Some(now)) = (&ledger.boot, boot_id(root)) {
+            if *then != now {
+                // Written before a reboot (a state directory on disk): every thread it
+                // names is gone, and its tids and start times may name new ones.
+                std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+                return Ok(None);
+            }
+        }
+        let r = replay(&ledger, &mut SystemWorld::new(root.clone()));
+        if r.failures().next().is_none() {
+            std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+        }
+        Ok(Some(r))
+    }
+
+    /// Removes the lock files nobody holds (left by instances that died).
+    fn remove_stale_locks(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.path) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let is_lock = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("lock."));
+            if !is_lock {
+                continue;
+            }
+            if let Ok(f) = File::open(e.path()) {
+                if let Ok(held) = Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+                    let _ = std::fs::remove_file(e.path());
+                    drop(held);
+                }
+            }
+        }
+    }
+}
+
+/// This boot's id (`proc/sys/kernel/random/boot_id` under `root`).
+fn boot_id(root: &Root) -> Option<String> {
+    let id = std::fs::read_to_string(root.join("proc/sys/kernel/random/boot_id")).ok()?;
+    let id = id.trim();
+    (!id.is_empty() && !id.contains(' ')).then(|| id.to_string())
+}
+
+/// Whether the open file `f` is still the file at `path`.
+fn same_file(f: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// The lock on one managed process; released (and its file removed) when dropped.
+#[derive(Debug)]
+pub struct ProcessLock {
+    _file: Flock<File>,
+    path: PathBuf,
+}
+
+impl Drop for ProcessLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// This instance's journal: records are appended, one `write` each, before the change
+/// they announce; the file stays open (and locked) from start to finish, so writing a
+/// record never needs a new file descriptor.
+#[derive(Debug)]
+pub struct Journal {
+    file: Flock<File>,
+    path: PathBuf,
+    /// Lines written to the file.
+    lines: usize,
+}
+
+impl Journal {
+    /// Appends `r`. With `O_APPEND`, one write of a short line lands whole or not at all
+    /// as far as a killed writer is concerned; a cut line is ignored when read.
+    pub fn append(&mut self, r: &Record) -> io::Result<()> {
+        self.file.write_all(r.to_line().as_bytes())?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Lines written to the file so far.
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// Replaces the file by one holding only `records` (a ledger's
+    /// [`Ledger::to_records`]), so a long run does not grow it without end. The new file
+    /// is written beside the old one and locked before it is renamed over it, so the path
+    /// always names a locked journal: another instance never takes us for dead.
+    pub fn rewrite(&mut self, records: &[Record]) -> io::Result<()> {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = self.path.with_file_name(format!("compact.{name}"));
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&tmp)?;
+        let mut file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| io::Error::from(e))?;
+        file.set_len(0)?;
+        let mut text = format!("{}\n", crate::ledger::MAGIC);
+        for r in records {
+            text.push_str(&r.to_line());
+        }
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // The old file, unlinked now, is unlocked as it is dropped.
+        self.file = file;
+        self.lines = records.len() + 1;
+        Ok(())
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the journal: everything it listed has been put back.
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    /// Reads the journal back from its own open file.
+    pub fn read_back(&mut self) -> io::Result<String> {
+        let mut f = self.file.try_clone()?;
+        f.rewind()?;
+        let mut s = String::new();
+        f.read_to_string(&mut s)?;
+        Ok(s)
+    }
+}
+
+/// The real system as the replay rules see it: `/proc` under a root, and the affinity
+/// system calls.
+#[derive(Debug, Clone)]
+pub struct SystemWorld {
+    root: Root,
+}
+
+impl SystemWorld {
+    /// The system whose `/proc` is under `root`.
+    pub fn new(root: Root) -> SystemWorld {
+        SystemWorld { root }
+    }
+
+    fn stat_field(&self, pid: Pid, field: &str) -> Option<i32> {
+        let text = std::fs::read_to_string(self.root.proc_dir(pid).join("status")).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().parse().ok())
+    }
+}
+
+impl World for SystemWorld {
+    fn start_time(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
+        read_start_time(&self.root, pid, tid).ok().flatten()
+    }
+    fn affinity(&mut self, tid: Tid) -> io::Result<CpuSet> {
+        affinity_of(tid)
+    }
+    fn set_affinity(&mut self, tid: Tid, mask: &CpuSet) -> io::Result<()> {
+        set_affinity(tid, mask)
+    }
+    fn threads(&mut self, pid: Pid) -> Vec<Tid> {
+        let dir = self.root.proc_dir(pid).join("task");
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok().map(Tid))
+            .collect()
+    }
+    fn children(&mut self, pid: Pid) -> Vec<Pid> {
+        let mut out = Vec::new();
+        let tids = self.threads(pid);
+        let mut had_file = false;
+        for tid in tids {
+            let path = self.root.task_dir(pid, tid).join("children");
+            if let Ok(text) = std::fs::read_to_string(path) {
+                had_file = true;
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|w| w.parse().ok())
+                        .map(Pid),
+                );
+            }
+        }
+        if !had_file {
+            // No `children` files (CONFIG_PROC_CHILDREN off): every process's parent.
+            let procs = std::fs::read_dir(self.root.join("proc"))
+                .into_iter()
+                .flatten();
+            for e in procs.flatten() {
+                if let Some(p) = e.file_name().to_str().and_then(|n| n.parse().ok()) {
+                    if self.parent(Pid(p)) == Some(pid) {
+                        out.push(Pid(p));
+                    }
+                }
+            }
+        }
+        out
+    }
+    fn process_of(&mut self, tid: Tid) -> Option<Pid> {
+        // `proc/<tid>` exists for every thread, though only leaders are listed.
+        self.stat_field(Pid(tid.0), "Tgid:").map(Pid)
+    }
+    fn parent(&mut self, pid: Pid) -> Option<Pid> {
+        self.stat_field(pid, "PPid:").map(Pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_path_root_uses_run_and_users_their_runtime_dir() {
+        assert_eq!(
+            StateDir::default_path(true, Some(OsStr::new("/x"))),
+            Some(PathBuf::from("/run/threadbalance"))
+        );
+        assert_eq!(
+            StateDir::default_path(false, Some(OsStr::new("/run/user/1000"))),
+            Some(PathBuf::from("/run/user/1000/threadbalance"))
+        );
+        assert_eq!(StateDir::default_path(false, None), None);
+        assert_eq!(StateDir::default_path(false, Some(OsStr::new(""))), None);
+    }
+
+    #[test]
+    fn lock_process_second_taker_is_told_who_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let first = state.lock_process(Pid(77), 5).unwrap().unwrap();
+        // flock locks belong to the open file, so a second open in this same process
+        // conflicts exactly as another instance's would.
+        let busy = state.lock_process(Pid(77), 5).unwrap().unwrap_err();
+        assert_eq!(busy.pid, Pid(77));
+        assert_eq!(busy.holder, Some(Pid(std::process::id() as i32)));
+        drop(first);
+        assert!(state.lock_process(Pid(77), 5).unwrap().is_ok());
+    }
+
+    #[test]
+    fn restore_stale_skips_a_live_journal_and_replays_a_dead_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let root = Root::system();
+        let mut live = state.open_journal(&root).unwrap();
+        live.append(&Record::Since(0)).unwrap();
+        // A journal nobody holds: its owner died. It names a thread that does not exist.
+        let dead = dir.path().join("journal.999999999");
+        std::fs::write(
+            &dead,
+            format!("{}\nset 999999999 999999999 1 0 0\n", crate::ledger::MAGIC),
+        )
+        .unwrap();
+        // One killed before its header was written whole: nothing to replay, removed.
+        let cut = dir.path().join("journal.999999998.1");
+        std::fs::write(&cut, "threadbalance-jour").unwrap();
+        // Compacting keeps the path locked and the contents given.
+        live.rewrite(&[Record::Since(7)]).unwrap();
+        assert_eq!(live.lines(), 2);
+        // One from an earlier boot, naming a thread that exists now (ourselves, tid and
+        // start time alike): removed unreplayed. (Its original is the current mask, so
+        // even a wrong replay would change nothing; it would count as `already`.)
+        let me = std::process::id() as i32;
+        let my_start = read_start_time(&root, Pid(me), Tid(me)).unwrap().unwrap();
+        let my_mask = affinity_of(Tid(me)).unwrap();
+        let old = dir.path().join("journal.999999997.1");
+        std::fs::write(
+            &old,
+            format!(
+                "{}\nboot 00000000-0000-0000-0000-000000000000\nset {me} {me} {my_start} {my_mask} {my_mask}\n",
+                crate::ledger::MAGIC
+            ),
+        )
+        .unwrap();
+        // And one that is not a journal at all: reported, left alone, the others replayed.
+        let junk = dir.path().join("journal.junk");
+        std::fs::write(&junk, "hello\nworld\n").unwrap();
+        let (report, count) = state.restore_stale(&root).unwrap();
+        assert_eq!(report.unreadable.len(), 1, "{report:?}");
+        assert!(report.unreadable[0].contains("not a journal"), "{report:?}");
+        assert!(junk.exists());
+        assert!(!cut.exists());
+        assert!(!old.exists());
+        assert_eq!(report.already, 0, "never replayed: {report:?}");
+        assert_eq!(count, 1);
+        assert_eq!(report.vanished, 1);
+        assert!(!dead.exists());
+        assert!(live.path().exists());
+        assert_eq!(
+            live.read_back().unwrap(),
+            format!("{}\nsince 7\n", crate::ledger::MAGIC)
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+}
