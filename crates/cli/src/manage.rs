@@ -9,6 +9,10 @@
 //!  } ─► restore every mask changed ─► summary ─► exit with CMD's status
 //! ```
 //!
+//! `run` places threads only on the CPUs it may use itself (`taskset`, a cpuset): the
+//! command it launches inherits that mask, and a policy that counted CPUs outside it would
+//! plan moves the kernel refuses. `attach` sees the whole machine.
+//!
 //! Everything that can be rejected (policy, level, interval, pid) is checked before the
 //! command starts or the first affinity changes, so bad input leaves nothing changed.
 
@@ -31,8 +35,16 @@ struct Prepared {
     policy: Box<dyn Policy>,
 }
 
-fn prepare(args: &ManageArgs) -> Result<Prepared> {
-    let topo = crate::topo::read_system()?;
+/// Checks the options and builds the policy. With `confine`, the policy sees only the CPUs
+/// this process may use (its own affinity, inherited by the command it launches: see
+/// [`crate::topo::read_usable`]), so `taskset -c 0-8 threadbalance run …` balances over
+/// those nine CPUs as a container's cpuset would.
+fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
+    let topo = if confine {
+        crate::topo::read_usable()?
+    } else {
+        crate::topo::read_system()?
+    };
     let level = match &args.level {
         None => topo.default_level(),
         Some(l) => l.parse::<Level>().map_err(|e| input_error(e.to_string()))?,
@@ -65,7 +77,7 @@ fn prepare(args: &ManageArgs) -> Result<Prepared> {
 
 /// `threadbalance run`: launch `command`, manage it, exit with its status.
 pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Result<u8> {
-    let mut p = prepare(args)?;
+    let mut p = prepare(args, true)?;
     let Some((program, rest)) = command.split_first() else {
         return Err(input_error("no command given"));
     };
@@ -110,7 +122,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
 
 /// `threadbalance attach`: manage a running process until it exits or we are interrupted.
 pub fn attach(args: &ManageArgs, pid: i32) -> Result<u8> {
-    let mut p = prepare(args)?;
+    let mut p = prepare(args, false)?;
     if pid <= 0 {
         return Err(input_error(format!("--pid {pid}: not a process id")));
     }
