@@ -5,6 +5,7 @@
 //! threadbalance run [--policy P] [--level L] [--interval MS] [--dry-run] [--json FILE] -- CMD…
 //! threadbalance attach --pid PID [same options]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
+//! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! ```
 //!
@@ -12,6 +13,7 @@
 //! every command exits 2 on bad input (unknown policy, bad pid, bad spec) having changed
 //! nothing, and 1 on any other failure.
 
+mod bench;
 mod compare;
 mod host;
 mod manage;
@@ -44,6 +46,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Show on this machine what balancing does for a bundled workload (under a minute).
     Demo(compare::DemoArgs),
+    /// The many-core benchmark: thread counts from M to 2M on the M CPUs it may use, an
+    /// OpenMP program, and fixed thread counts on fewer CPUs, under several policies.
+    Bench(bench::BenchArgs),
     /// Simulate policies side by side on a modeled machine, or run the papers' claims.
     Sim(sim::SimArgs),
     /// Run a built-in multithreaded workload and print its score as one JSON line.
@@ -138,6 +143,7 @@ fn main() -> ExitCode {
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),
         Command::Demo(a) => compare::demo(&a),
+        Command::Bench(a) => bench::run(&a),
         Command::Sim(a) => sim::run(&a),
     };
     match result {

@@ -4,9 +4,9 @@ use crate::input_error;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use threadbalance_linux::Root;
-use std::collections::BTreeMap;
 use threadbalance_model::{Cpu, CpuSet, Level, NodeId, Topology};
 
 /// Options of `topo`.
