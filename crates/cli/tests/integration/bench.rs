@@ -252,3 +252,54 @@ fn bench_run_under_taskset_balances_only_over_the_cpus_it_may_use() {
     assert_eq!(score["cores"], 1);
     assert!((score["fair_share_wall_s"].as_f64().unwrap() - 0.08).abs() < 1e-9);
 }
+
+#[test]
+fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cost.json");
+    let m = count(&own_cpu_list());
+    let out = run(&[
+        "bench",
+        "--cost",
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("tool CPU % of one core"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cpus"], m);
+    let rows = v["management"].as_array().unwrap();
+    let threads: Vec<u64> = rows
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, vec![64, 256, 1024]);
+    for r in rows {
+        // One run each (--quick): min = median = max, and the tool did tick.
+        let p = &r["tool_cpu_pct"];
+        assert_eq!(p["min"], p["max"]);
+        assert!(r["ticks_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        // Half of the M CPUs busy: T · duty = M / 2 (duty printed to 6 decimals).
+        let busy = r["threads"].as_f64().unwrap() * r["duty"].as_f64().unwrap();
+        assert!((busy - (m as f64 / 2.0).min(r["threads"].as_f64().unwrap())).abs() < 0.01);
+    }
+    let sets: Vec<u64> = v["migration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["working_set"].as_u64().unwrap())
+        .collect();
+    if m >= 2 {
+        assert_eq!(sets, vec![64 << 10, 1 << 20, 8 << 20]);
+    } else {
+        assert!(sets.is_empty());
+    }
+}
