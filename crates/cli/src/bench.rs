@@ -536,7 +536,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn thread_counts_on_2_16_and_64_cpus() {
+    fn thread_counts_on_2_16_and_64_cpus_are_m_to_2m() {
         // M = 2: 2, 3, 2.5 → 3, 3, 4.
         assert_eq!(thread_counts(2), vec![2, 3, 4]);
         // M = 16: 16, 17, 20, 24, 32.
@@ -556,7 +556,7 @@ mod tests {
     }
 
     #[test]
-    fn openmp_thread_counts_on_2_and_16_cpus() {
+    fn openmp_thread_counts_on_2_and_16_cpus_are_m_m_plus_1_and_1_5m() {
         // M = 2: 2, 3, 3 → {2, 3}. M = 16: 16, 17, 24.
         assert_eq!(openmp_thread_counts(2), vec![2, 3]);
         assert_eq!(openmp_thread_counts(16), vec![16, 17, 24]);
