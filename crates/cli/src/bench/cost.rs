@@ -10,18 +10,21 @@
 //! its CPU share would then measure the starvation, not the cost.
 //!
 //! **One migration, to the moved thread.** A thread updates a working set of W bytes over
-//! and over (a fixed number of passes); another thread either moves it between two CPUs
-//! every millisecond or sets it to the CPU it is already on (same system calls, no
-//! migration). The moved thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`, so time it
-//! spends preempted or in flight does not count) minus the pinned run's, over the number
-//! of migrations, is what one migration costs it: mostly refilling its caches on the new
-//! CPU. The wall-time difference, which also holds the move itself, is given alongside.
-//! Pinned and moved runs alternate, and each pair gives one estimate.
+//! and over, in units of 512 KiB of updates, and times each unit with its own CPU clock
+//! (`CLOCK_THREAD_CPUTIME_ID`, so time it spends preempted or in flight does not count).
+//! Every millisecond another thread changes its mask: to the other CPU (a migration), or,
+//! in the control run, to the CPU it is already on (the same system call, no migration).
+//! The cost of a move is what the units around it cost: the sum over a window of units
+//! (about 0.6 ms) that starts one unit before the worker saw the change. One migration's
+//! cost is the median window after a migration minus the median window after a same-CPU
+//! change: mostly refilling the caches on the new CPU. Medians, so a unit slowed by another
+//! program sharing the CPU weighs little; moved and control runs alternate, and each pair
+//! gives one estimate.
 //!
 //! ```text
-//!  worker: pin to CPU a, one warm pass ─► t0 ─► P passes over W bytes ─► t1 (CPU, wall)
-//!  mover:  every 1 ms: set worker → other CPU (moved)  |  → same CPU (pinned)
-//!  extra per migration = (CPU_moved − CPU_pinned) / migrations
+//!  worker: pin to CPU a, warm W ─► unit, unit, unit, …  (CPU ns each; "changed since?")
+//!  mover:  every 1 ms: mask → other CPU (moved run)  |  → same CPU (control run)
+//!  extra per migration = median Σ(window after a move) − median Σ(window after a no-op)
 //! ```
 
 use crate::compare::Spread;
@@ -30,8 +33,8 @@ use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 use threadbalance_model::{CpuId, CpuSet, Tid};
 use threadbalance_workload::compute::thread_cpu_ns;
 
@@ -65,18 +68,19 @@ pub struct ManagementRow {
 pub struct MigrationRow {
     /// Working set, bytes.
     pub working_set: usize,
-    /// Passes over it in each run.
-    pub passes: u64,
+    /// CPU time of one unit of work (512 KiB of updates), ns, measured pinned.
+    pub unit_ns: f64,
+    /// Units in the window summed after each move.
+    pub window_units: usize,
     /// CPU time of the pinned runs, ms (median).
     pub pinned_cpu_ms: f64,
     /// CPU time of the moved runs, ms (median).
     pub moved_cpu_ms: f64,
     /// Migrations per moved run (median).
     pub migrations: f64,
-    /// Extra CPU time of the moved thread per migration, ns, pair by pair.
+    /// Extra CPU time of the moved thread per migration, ns: per pair of runs, the median
+    /// window after a move minus the median window after a same-CPU mask change.
     pub extra_cpu_ns: Spread,
-    /// Extra wall time per migration, ns, pair by pair.
-    pub extra_wall_ns: Spread,
 }
 
 /// The cost report, as `--json` writes it.
@@ -207,22 +211,67 @@ fn management_row(
     })
 }
 
-/// One pass over the working set: a multiply-add per 8 bytes, read and written back.
-fn pass(buf: &mut [u64]) {
-    for x in buf.iter_mut() {
+/// Words updated per unit of work: 512 KiB of traffic, tens of microseconds.
+const UNIT_WORDS: usize = 1 << 16;
+/// The window after a move over which its cost is summed, ns of CPU time (it must be
+/// longer than a refill of the largest working set and shorter than `MOVE_EVERY`).
+const WINDOW_NS: f64 = 600_000.0;
+
+/// One unit of work: the next `UNIT_WORDS` words of the working set, cyclically (so the
+/// thread goes over its whole working set again and again), a multiply-add per word.
+fn unit(buf: &mut [u64], at: &mut usize) {
+    let n = buf.len();
+    for _ in 0..UNIT_WORDS {
+        let x = &mut buf[*at];
         *x = x
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
+        *at += 1;
+        if *at == n {
+            *at = 0;
+        }
     }
     std::hint::black_box(&buf[0]);
 }
 
-/// One run: CPU ns and wall ns of the worker's passes, and the migrations made.
-fn migration_run(cpus: [CpuId; 2], words: usize, passes: u64, moving: bool) -> Result<[u64; 3]> {
+/// One run of the migration benchmark.
+struct MigrationRun {
+    /// CPU time of each unit, ns, and whether the mover had acted since the unit before.
+    units: Vec<(u64, bool)>,
+    /// Moves that changed the worker's CPU.
+    migrations: u64,
+}
+
+impl MigrationRun {
+    fn cpu_ns(&self) -> u64 {
+        self.units.iter().map(|u| u.0).sum()
+    }
+
+    /// The CPU time of the `k` units that start one unit before each mover action (the
+    /// action lands somewhere in the unit it is seen after, or the one before).
+    fn windows(&self, k: usize) -> Vec<f64> {
+        let t: Vec<u64> = self.units.iter().map(|u| u.0).collect();
+        (1..t.len())
+            .filter(|&i| self.units[i].1 && i + k <= t.len() + 1)
+            .map(|i| t[i - 1..(i - 1 + k).min(t.len())].iter().sum::<u64>() as f64)
+            .collect()
+    }
+}
+
+/// One run: the worker does `units` units pinned to `cpus[0]`; every `MOVE_EVERY` the
+/// mover sets its mask to the other CPU (`moving`) or to the same one (not moving: the
+/// same system call, no migration), and counts each action so the worker can see it.
+fn migration_run(
+    cpus: [CpuId; 2],
+    words: usize,
+    units: usize,
+    moving: bool,
+) -> Result<MigrationRun> {
     let done = AtomicBool::new(false);
+    let acted = AtomicU64::new(0);
     let (tx, rx) = std::sync::mpsc::channel::<Option<Tid>>();
     std::thread::scope(|s| {
-        let done = &done;
+        let (done, acted) = (&done, &acted);
         let worker = s.spawn(move || {
             let tid = Tid(nix::unistd::gettid().as_raw());
             if threadbalance_linux::set_affinity(tid, &CpuSet::single(cpus[0])).is_err() {
@@ -230,19 +279,26 @@ fn migration_run(cpus: [CpuId; 2], words: usize, passes: u64, moving: bool) -> R
                 return None;
             }
             let mut buf = vec![1u64; words];
-            pass(&mut buf);
-            let _ = tx.send(Some(tid));
-            let (c0, w0) = (thread_cpu_ns(), Instant::now());
-            for _ in 0..passes {
-                pass(&mut buf);
+            let mut at = 0;
+            for _ in 0..words.div_ceil(UNIT_WORDS) {
+                unit(&mut buf, &mut at);
             }
-            let cpu = thread_cpu_ns().saturating_sub(c0);
-            let wall = w0.elapsed().as_nanos() as u64;
+            let _ = tx.send(Some(tid));
+            let mut out = Vec::with_capacity(units);
+            let mut seen = acted.load(Ordering::SeqCst);
+            for _ in 0..units {
+                let t0 = thread_cpu_ns();
+                unit(&mut buf, &mut at);
+                let t = thread_cpu_ns().saturating_sub(t0);
+                let now = acted.load(Ordering::SeqCst);
+                out.push((t, now != seen));
+                seen = now;
+            }
             done.store(true, Ordering::SeqCst);
-            Some((cpu, wall))
+            Some(out)
         });
         let tid = rx.recv().ok().flatten();
-        let mut moves = 0u64;
+        let mut migrations = 0u64;
         let mut on = 0;
         if let Some(tid) = tid {
             while !done.load(Ordering::SeqCst) {
@@ -253,15 +309,16 @@ fn migration_run(cpus: [CpuId; 2], words: usize, passes: u64, moving: bool) -> R
                 if moving {
                     on ^= 1;
                 }
-                if threadbalance_linux::set_affinity(tid, &CpuSet::single(cpus[on])).is_ok()
-                    && moving
-                {
-                    moves += 1;
+                if threadbalance_linux::set_affinity(tid, &CpuSet::single(cpus[on])).is_ok() {
+                    acted.fetch_add(1, Ordering::SeqCst);
+                    if moving {
+                        migrations += 1;
+                    }
                 }
             }
         }
         match worker.join() {
-            Ok(Some((cpu, wall))) => Ok([cpu, wall, moves]),
+            Ok(Some(units)) => Ok(MigrationRun { units, migrations }),
             _ => Err(anyhow!(
                 "the migration worker could not be pinned to CPU {}",
                 cpus[0]
@@ -277,31 +334,32 @@ fn migration_row(
     pairs: usize,
 ) -> Result<MigrationRow> {
     let words = bytes / 8;
-    // Size the runs: passes for `target` of CPU time, from one pinned run of 8 passes.
-    let [cpu, ..] = migration_run(cpus, words, 8, false)?;
-    let passes = ((target.as_nanos() as f64 / (cpu.max(1) as f64 / 8.0)).round() as u64).max(8);
+    // Size the runs: units for `target` of CPU time, from a pinned run of 64 units.
+    let probe = migration_run(cpus, words, 64, false)?;
+    let per_unit = (probe.cpu_ns() as f64 / 64.0).max(1.0);
+    let units = ((target.as_nanos() as f64 / per_unit).round() as usize).max(64);
+    let k = ((WINDOW_NS / per_unit).round() as usize).clamp(1, units / 4);
     let (mut pinned, mut moved, mut migrations) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut extra_cpu, mut extra_wall) = (Vec::new(), Vec::new());
+    let mut extra = Vec::new();
     for _ in 0..pairs {
-        let p = migration_run(cpus, words, passes, false)?;
-        let q = migration_run(cpus, words, passes, true)?;
-        let n = q[2].max(1) as f64;
-        pinned.push(p[0] as f64 / 1e6);
-        moved.push(q[0] as f64 / 1e6);
-        migrations.push(q[2] as f64);
-        extra_cpu.push((q[0] as f64 - p[0] as f64) / n);
-        extra_wall.push((q[1] as f64 - p[1] as f64) / n);
+        let p = migration_run(cpus, words, units, false)?;
+        let q = migration_run(cpus, words, units, true)?;
+        pinned.push(p.cpu_ns() as f64 / 1e6);
+        moved.push(q.cpu_ns() as f64 / 1e6);
+        migrations.push(q.migrations as f64);
+        if let (Some(a), Some(b)) = (Spread::of(&q.windows(k)), Spread::of(&p.windows(k))) {
+            extra.push(a.median - b.median);
+        }
     }
     let median = |v: &[f64]| Spread::of(v).map_or(0.0, |s| s.median);
-    let spread = |v: &[f64]| Spread::of(v).ok_or_else(|| anyhow!("no pair"));
     Ok(MigrationRow {
         working_set: bytes,
-        passes,
+        unit_ns: per_unit,
+        window_units: k,
         pinned_cpu_ms: median(&pinned),
         moved_cpu_ms: median(&moved),
         migrations: median(&migrations),
-        extra_cpu_ns: spread(&extra_cpu)?,
-        extra_wall_ns: spread(&extra_wall)?,
+        extra_cpu_ns: Spread::of(&extra).ok_or_else(|| anyhow!("no move was seen"))?,
     })
 }
 
@@ -339,32 +397,39 @@ pub fn to_table(r: &CostReport) -> String {
     }
     let _ = writeln!(
         s,
-        "migration cost: a thread updating a working set, moved between CPUs {} every {} ms, \
-         against the same thread left in place (pairs of runs; medians, extra = min / med / max)",
-        r.migration_cpus,
-        MOVE_EVERY.as_millis()
+        "migration cost: a thread updating a working set, its mask changed every {} ms, \
+         to the other of CPUs {} or to the same CPU (pairs of runs; medians)",
+        MOVE_EVERY.as_millis(),
+        r.migration_cpus
     );
     let _ = writeln!(
         s,
-        "{:>11} {:>10} {:>9} {:>10} {:>30} {:>30}",
+        "{:>11} {:>9} {:>7} {:>10} {:>9} {:>10} {:>36}",
         "working set",
+        "unit µs",
+        "window",
         "pinned ms",
         "moved ms",
         "migrations",
-        "extra CPU ns per migration",
-        "extra wall ns per migration"
+        "extra CPU µs per migration min/med/max"
     );
     for row in &r.migration {
-        let show = |x: Spread| format!("{:.0} / {:.0} / {:.0}", x.min, x.median, x.max);
+        let x = row.extra_cpu_ns;
         let _ = writeln!(
             s,
-            "{:>7} KiB {:>10.1} {:>9.1} {:>10.0} {:>30} {:>30}",
+            "{:>7} KiB {:>9.1} {:>7} {:>10.1} {:>9.1} {:>10.0} {:>36}",
             row.working_set >> 10,
+            row.unit_ns / 1e3,
+            row.window_units,
             row.pinned_cpu_ms,
             row.moved_cpu_ms,
             row.migrations,
-            show(row.extra_cpu_ns),
-            show(row.extra_wall_ns)
+            format!(
+                "{:.1} / {:.1} / {:.1}",
+                x.min / 1e3,
+                x.median / 1e3,
+                x.max / 1e3
+            )
         );
     }
     s
@@ -372,7 +437,31 @@ pub fn to_table(r: &CostReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::duty;
+    use super::{MigrationRun, duty};
+
+    #[test]
+    fn windows_start_one_unit_before_each_seen_change() {
+        // Units of 10 ns; the change is seen after units 2 and 5, so with k = 3 the
+        // windows are units 1..=3 (10 + 10 + 40) and 4..=6 (10 + 30 + 20).
+        let run = MigrationRun {
+            units: vec![
+                (10, false),
+                (10, false),
+                (10, true),
+                (40, false),
+                (10, false),
+                (30, true),
+                (20, false),
+                (10, false),
+            ],
+            migrations: 2,
+        };
+        assert_eq!(run.windows(3), vec![60.0, 60.0]);
+        assert_eq!(run.cpu_ns(), 140);
+        // With k = 5 the first window is units 1..=5 (10 + 10 + 40 + 10 + 30); the second
+        // would need units 4..=8, one past the last, and is left out.
+        assert_eq!(run.windows(5), vec![100.0]);
+    }
 
     #[test]
     fn duty_keeps_half_the_cpus_busy() {
