@@ -271,7 +271,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     if args.cost {
         return cost::run(repeat, quick, args.json.as_deref());
     }
-    let topo = crate::topo::read_usable()?;
+    let topo = crate::usable::read_usable()?;
     let online = crate::topo::read_system()?.cpus().len();
     let allowed: Vec<_> = topo.cpus().iter().map(|c| c.id).collect();
     let m = allowed.len();

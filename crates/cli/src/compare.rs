@@ -355,7 +355,7 @@ pub struct DemoArgs {
 /// one doubled-up CPU gates every phase and balancing helps most; under `none` and under
 /// `speed`, side by side with the fair-share bound; then the verdict, whichever way it goes.
 pub fn demo(args: &DemoArgs) -> Result<u8> {
-    let topo = crate::topo::read_usable()?;
+    let topo = crate::usable::read_usable()?;
     let cores = topo.cpus().len();
     let threads = cores + 1;
     let exe = std::env::current_exe().context("finding this program")?;

@@ -21,6 +21,7 @@ mod signals;
 mod sim;
 mod summary;
 mod topo;
+mod usable;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

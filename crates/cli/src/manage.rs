@@ -37,11 +37,11 @@ struct Prepared {
 
 /// Checks the options and builds the policy. With `confine`, the policy sees only the CPUs
 /// this process may use (its own affinity, inherited by the command it launches: see
-/// [`crate::topo::read_usable`]), so `taskset -c 0-8 threadbalance run …` balances over
+/// [`crate::usable::read_usable`]), so `taskset -c 0-8 threadbalance run …` balances over
 /// those nine CPUs as a container's cpuset would.
 fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
     let topo = if confine {
-        crate::topo::read_usable()?
+        crate::usable::read_usable()?
     } else {
         crate::topo::read_system()?
     };

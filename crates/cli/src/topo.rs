@@ -4,10 +4,9 @@ use crate::input_error;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use threadbalance_linux::Root;
-use threadbalance_model::{Cpu, CpuSet, Level, NodeId, Topology};
+use threadbalance_model::{Level, Topology};
 
 /// Options of `topo`.
 #[derive(Debug, Args)]
@@ -26,45 +25,6 @@ pub struct TopoArgs {
 /// Reads the machine's topology from `/`, or fails with an input error naming the path.
 pub fn read_system() -> Result<Topology> {
     load(None, None)
-}
-
-/// The machine's topology cut down to the CPUs this thread may run on, as a program
-/// started under `taskset -c 0-8` or inside a container's cpuset sees its machine: the
-/// kernel lists every CPU as online there, but only these can run the program's threads.
-/// With every online CPU allowed (or the mask unreadable), the whole machine.
-pub fn read_usable() -> Result<Topology> {
-    let topo = read_system()?;
-    match threadbalance_linux::affinity_of(threadbalance_model::Tid(0)) {
-        Ok(allowed) => restrict(&topo, &allowed),
-        Err(_) => Ok(topo),
-    }
-}
-
-/// `topo` with only the CPUs in `allowed` (domains renumbered from 0 at each level, CPU
-/// ids kept). Unchanged when `allowed` holds every CPU of `topo` or none of them.
-pub fn restrict(topo: &Topology, allowed: &CpuSet) -> Result<Topology> {
-    let kept: Vec<Cpu> = topo
-        .cpus()
-        .iter()
-        .filter(|c| allowed.contains(c.id))
-        .copied()
-        .collect();
-    if kept.is_empty() || kept.len() == topo.cpus().len() {
-        return Ok(topo.clone());
-    }
-    let distances: BTreeMap<NodeId, Vec<u32>> = topo
-        .nodes()
-        .iter()
-        .map(|&a| {
-            let row = topo
-                .nodes()
-                .iter()
-                .map(|&b| topo.distance(a, b).unwrap_or(if a == b { 10 } else { 20 }))
-                .collect();
-            (a, row)
-        })
-        .collect();
-    Ok(Topology::new(kept, distances)?)
 }
 
 fn load(root: Option<&PathBuf>, synthetic: Option<&str>) -> Result<Topology> {
@@ -165,45 +125,4 @@ pub fn to_tree(t: &Topology) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::restrict;
-    use threadbalance_model::{CpuSet, Level, Topology};
-
-    #[test]
-    fn restrict_to_nine_of_sixteen_cpus_keeps_nine_cores() {
-        // `taskset -c 0-8` on a 16-core machine: cores 0..=8 remain, numbered 0..=8.
-        let t = Topology::synthetic("package:1 core:16 pu:1").unwrap();
-        let allowed = CpuSet::parse_list("0-8").unwrap();
-        let r = restrict(&t, &allowed).unwrap();
-        assert_eq!(r.cpus().len(), 9);
-        assert_eq!(r.domains(Level::Core).len(), 9);
-        assert_eq!(r.online().to_string(), "0-8");
-    }
-
-    #[test]
-    fn restrict_keeps_cpu_ids_and_drops_emptied_packages() {
-        // Two packages of two cores; CPUs 1 and 3 allowed: one core in each package.
-        let t = Topology::synthetic("package:2 core:2 pu:1").unwrap();
-        let allowed = CpuSet::parse_list("1,3").unwrap();
-        let r = restrict(&t, &allowed).unwrap();
-        assert_eq!(r.domains(Level::Package).len(), 2);
-        assert_eq!(r.online().to_string(), "1,3");
-        // Only CPUs 2 and 3 (package 1): one package left.
-        let r = restrict(&t, &CpuSet::parse_list("2-3").unwrap()).unwrap();
-        assert_eq!(r.domains(Level::Package).len(), 1);
-        assert_eq!(r.domains(Level::Core).len(), 2);
-    }
-
-    #[test]
-    fn restrict_to_every_cpu_or_none_is_the_whole_machine() {
-        let t = Topology::synthetic("package:1 core:4 pu:2").unwrap();
-        assert_eq!(restrict(&t, t.online()).unwrap(), t);
-        assert_eq!(restrict(&t, &CpuSet::new()).unwrap(), t);
-        // Larger than the machine: still the whole machine.
-        let wide = CpuSet::parse_list("0-63").unwrap();
-        assert_eq!(restrict(&t, &wide).unwrap(), t);
-    }
 }

@@ -100,7 +100,7 @@ pub struct CostReport {
 
 /// `bench --cost`.
 pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
-    let topo = crate::topo::read_usable()?;
+    let topo = crate::usable::read_usable()?;
     let cpus: Vec<CpuId> = topo.cpus().iter().map(|c| c.id).collect();
     let m = cpus.len();
     let load_before = super::load_average();
