@@ -17,9 +17,10 @@
 //! The cost of a move is what the units around it cost: the sum over a window of units
 //! (about 0.6 ms) that starts one unit before the worker saw the change. One migration's
 //! cost is the median window after a migration minus the median window after a same-CPU
-//! change: mostly refilling the caches on the new CPU. Medians, so a unit slowed by another
-//! program sharing the CPU weighs little; moved and control runs alternate, and each pair
-//! gives one estimate.
+//! change: mostly refilling the caches on the new CPU. A window in which the worker was
+//! off its CPU for more than 50 µs at a time is left out (another program ran there and may
+//! have evicted its caches: not the move's doing), and the medians make what is left robust
+//! to the rest; moved and control runs alternate, and each pair gives one estimate.
 //!
 //! ```text
 //!  worker: pin to CPU a, warm W ─► unit, unit, unit, …  (CPU ns each; "changed since?")
@@ -78,6 +79,8 @@ pub struct MigrationRow {
     pub moved_cpu_ms: f64,
     /// Migrations per moved run (median).
     pub migrations: f64,
+    /// Share of the migrations whose window stayed on its CPU and was counted (median).
+    pub windows_kept: f64,
     /// Extra CPU time of the moved thread per migration, ns: per pair of runs, the median
     /// window after a move minus the median window after a same-CPU mask change.
     pub extra_cpu_ns: Spread,
@@ -234,26 +237,45 @@ fn unit(buf: &mut [u64], at: &mut usize) {
     std::hint::black_box(&buf[0]);
 }
 
+/// Longest a unit may spend off its CPU (wall − CPU time) and still count: longer means
+/// another program ran there meanwhile and may have evicted the worker's caches, which is
+/// not the migration's doing. A move itself stops the thread for a few microseconds.
+const MAX_OFF_CPU_NS: u64 = 50_000;
+
+/// One unit of the worker's work as it went.
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    /// CPU time, ns.
+    cpu_ns: u64,
+    /// Wall time minus CPU time, ns: how long it was off its CPU.
+    off_cpu_ns: u64,
+    /// Whether the mover had acted since the unit before.
+    acted: bool,
+}
+
 /// One run of the migration benchmark.
 struct MigrationRun {
-    /// CPU time of each unit, ns, and whether the mover had acted since the unit before.
-    units: Vec<(u64, bool)>,
+    /// Every unit, in order.
+    units: Vec<Unit>,
     /// Moves that changed the worker's CPU.
     migrations: u64,
 }
 
 impl MigrationRun {
     fn cpu_ns(&self) -> u64 {
-        self.units.iter().map(|u| u.0).sum()
+        self.units.iter().map(|u| u.cpu_ns).sum()
     }
 
     /// The CPU time of the `k` units that start one unit before each mover action (the
-    /// action lands somewhere in the unit it is seen after, or the one before).
+    /// action lands somewhere in the unit it is seen after, or the one before), for each
+    /// window whose units all stayed on their CPU (see [`MAX_OFF_CPU_NS`]).
     fn windows(&self, k: usize) -> Vec<f64> {
-        let t: Vec<u64> = self.units.iter().map(|u| u.0).collect();
-        (1..t.len())
-            .filter(|&i| self.units[i].1 && i + k <= t.len() + 1)
-            .map(|i| t[i - 1..(i - 1 + k).min(t.len())].iter().sum::<u64>() as f64)
+        let u = &self.units;
+        (1..u.len())
+            .filter(|&i| u[i].acted && i - 1 + k <= u.len())
+            .map(|i| &u[i - 1..i - 1 + k])
+            .filter(|w| w.iter().all(|x| x.off_cpu_ns <= MAX_OFF_CPU_NS))
+            .map(|w| w.iter().map(|x| x.cpu_ns).sum::<u64>() as f64)
             .collect()
     }
 }
@@ -287,11 +309,16 @@ fn migration_run(
             let mut out = Vec::with_capacity(units);
             let mut seen = acted.load(Ordering::SeqCst);
             for _ in 0..units {
-                let t0 = thread_cpu_ns();
+                let (t0, w0) = (thread_cpu_ns(), std::time::Instant::now());
                 unit(&mut buf, &mut at);
-                let t = thread_cpu_ns().saturating_sub(t0);
+                let cpu_ns = thread_cpu_ns().saturating_sub(t0);
+                let wall_ns = w0.elapsed().as_nanos() as u64;
                 let now = acted.load(Ordering::SeqCst);
-                out.push((t, now != seen));
+                out.push(Unit {
+                    cpu_ns,
+                    off_cpu_ns: wall_ns.saturating_sub(cpu_ns),
+                    acted: now != seen,
+                });
                 seen = now;
             }
             done.store(true, Ordering::SeqCst);
@@ -340,14 +367,16 @@ fn migration_row(
     let units = ((target.as_nanos() as f64 / per_unit).round() as usize).max(64);
     let k = ((WINDOW_NS / per_unit).round() as usize).clamp(1, units / 4);
     let (mut pinned, mut moved, mut migrations) = (Vec::new(), Vec::new(), Vec::new());
-    let mut extra = Vec::new();
+    let (mut extra, mut kept) = (Vec::new(), Vec::new());
     for _ in 0..pairs {
         let p = migration_run(cpus, words, units, false)?;
         let q = migration_run(cpus, words, units, true)?;
         pinned.push(p.cpu_ns() as f64 / 1e6);
         moved.push(q.cpu_ns() as f64 / 1e6);
         migrations.push(q.migrations as f64);
-        if let (Some(a), Some(b)) = (Spread::of(&q.windows(k)), Spread::of(&p.windows(k))) {
+        let (wq, wp) = (q.windows(k), p.windows(k));
+        kept.push(wq.len() as f64 / (q.migrations.max(1) as f64));
+        if let (Some(a), Some(b)) = (Spread::of(&wq), Spread::of(&wp)) {
             extra.push(a.median - b.median);
         }
     }
@@ -359,6 +388,7 @@ fn migration_row(
         pinned_cpu_ms: median(&pinned),
         moved_cpu_ms: median(&moved),
         migrations: median(&migrations),
+        windows_kept: median(&kept),
         extra_cpu_ns: Spread::of(&extra).ok_or_else(|| anyhow!("no move was seen"))?,
     })
 }
@@ -404,26 +434,28 @@ pub fn to_table(r: &CostReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>11} {:>9} {:>7} {:>10} {:>9} {:>10} {:>36}",
+        "{:>11} {:>9} {:>7} {:>10} {:>9} {:>10} {:>7} {:>36}",
         "working set",
         "unit µs",
         "window",
         "pinned ms",
         "moved ms",
         "migrations",
+        "counted",
         "extra CPU µs per migration min/med/max"
     );
     for row in &r.migration {
         let x = row.extra_cpu_ns;
         let _ = writeln!(
             s,
-            "{:>7} KiB {:>9.1} {:>7} {:>10.1} {:>9.1} {:>10.0} {:>36}",
+            "{:>7} KiB {:>9.1} {:>7} {:>10.1} {:>9.1} {:>10.0} {:>6.0}% {:>36}",
             row.working_set >> 10,
             row.unit_ns / 1e3,
             row.window_units,
             row.pinned_cpu_ms,
             row.moved_cpu_ms,
             row.migrations,
+            row.windows_kept * 100.0,
             format!(
                 "{:.1} / {:.1} / {:.1}",
                 x.min / 1e3,
@@ -437,22 +469,27 @@ pub fn to_table(r: &CostReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MigrationRun, duty};
+    use super::{MigrationRun, Unit, duty};
 
     #[test]
     fn windows_start_one_unit_before_each_seen_change() {
         // Units of 10 ns; the change is seen after units 2 and 5, so with k = 3 the
         // windows are units 1..=3 (10 + 10 + 40) and 4..=6 (10 + 30 + 20).
-        let run = MigrationRun {
+        let unit = |cpu_ns, acted| Unit {
+            cpu_ns,
+            off_cpu_ns: 0,
+            acted,
+        };
+        let mut run = MigrationRun {
             units: vec![
-                (10, false),
-                (10, false),
-                (10, true),
-                (40, false),
-                (10, false),
-                (30, true),
-                (20, false),
-                (10, false),
+                unit(10, false),
+                unit(10, false),
+                unit(10, true),
+                unit(40, false),
+                unit(10, false),
+                unit(30, true),
+                unit(20, false),
+                unit(10, false),
             ],
             migrations: 2,
         };
@@ -461,6 +498,10 @@ mod tests {
         // With k = 5 the first window is units 1..=5 (10 + 10 + 40 + 10 + 30); the second
         // would need units 4..=8, one past the last, and is left out.
         assert_eq!(run.windows(5), vec![100.0]);
+        // Unit 5 spent 60 µs off its CPU (another program ran there): the second window
+        // (units 4..=6) is left out, the first (1..=3) stays.
+        run.units[5].off_cpu_ns = 60_000;
+        assert_eq!(run.windows(3), vec![60.0]);
     }
 
     #[test]
