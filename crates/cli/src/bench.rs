@@ -30,7 +30,8 @@
 //! The benchmark changes one affinity of its own: to confine a Figure 3 cell it narrows
 //! the mask of its own thread, which the runs it starts inherit, and it puts the mask back
 //! when the cell ends (the report shows the mask before and after). Every run restores the
-//! masks it changed, as `run` always does.
+//! masks it changed, as `run` always does. Interrupted (SIGINT, SIGTERM, SIGHUP), it lets
+//! the run under way finish and stops before the next cell, removing what it built.
 
 mod cost;
 mod omp;
@@ -306,7 +307,13 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let exe = exe.to_string_lossy().to_string();
     let total = cells.len();
     let mut results = Vec::with_capacity(total);
+    // SIGINT, SIGTERM, SIGHUP: finish the run under way, then stop before the next cell
+    // (the temporary directory is removed and the mask put back on the way out).
+    crate::signals::install().context("installing signal handlers")?;
     for (i, cell) in cells.into_iter().enumerate() {
+        if let Some(sig) = crate::signals::take() {
+            anyhow::bail!("interrupted by {sig} after {i} of {total} cells");
+        }
         let cpus: CpuSet = allowed.iter().take(cell.cpus).copied().collect();
         let (command, env) = match (cell.group, &stencil, &openmp) {
             (Group::Openmp, Ok(s), Ok(sizing)) => (
