@@ -38,6 +38,10 @@ pub struct CompareArgs {
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+    /// Environment variables set for every run of the command (`OMP_NUM_THREADS`, …); not
+    /// a command-line option: callers such as `bench` fill it.
+    #[arg(skip)]
+    pub env: Vec<(String, String)>,
 }
 
 /// One run of one policy.
@@ -144,18 +148,26 @@ fn executable(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| is_exe(&d.join(program))))
 }
 
-/// Runs the comparison.
-pub fn compare(args: &CompareArgs) -> Result<Comparison> {
-    if args.repeat == 0 {
+/// Rejects, before anything runs, a repeat count of 0, an empty policy list, an interval of
+/// 0, a command that cannot be executed, an unknown level or a policy that cannot be built
+/// on this machine.
+pub fn check(
+    policies: &[String],
+    repeat: usize,
+    level: Option<&str>,
+    interval: Option<u64>,
+    command: &[String],
+) -> Result<()> {
+    if repeat == 0 {
         return Err(input_error("--repeat must be at least 1"));
     }
-    if args.policies.is_empty() {
+    if policies.is_empty() {
         return Err(input_error("--policies needs at least one policy"));
     }
-    if args.interval == Some(0) {
+    if interval == Some(0) {
         return Err(input_error("--interval must be at least 1 ms"));
     }
-    if let Some(program) = args.command.first() {
+    if let Some(program) = command.first() {
         if !executable(program) {
             return Err(input_error(format!(
                 "cannot execute {program:?}: not an executable file here or in PATH"
@@ -163,10 +175,8 @@ pub fn compare(args: &CompareArgs) -> Result<Comparison> {
         }
     }
     let topo = crate::topo::read_system()?;
-    for p in &args.policies {
-        let level = args
-            .level
-            .as_deref()
+    for p in policies {
+        let level = level
             .map(str::parse)
             .transpose()
             .map_err(|e: threadbalance_model::ModelError| input_error(e.to_string()))?
@@ -174,11 +184,33 @@ pub fn compare(args: &CompareArgs) -> Result<Comparison> {
         threadbalance_policy::build(p, &threadbalance_policy::Settings::new(level), &topo)
             .map_err(|e| input_error(e.to_string()))?;
     }
+    Ok(())
+}
+
+/// Runs the comparison.
+pub fn compare(args: &CompareArgs) -> Result<Comparison> {
+    compare_with_progress(args, &mut |_, _| {})
+}
+
+/// Runs the comparison, calling `progress(round, policy)` before each run (rounds count
+/// from 0), so a long caller such as `bench` can say what it is doing.
+pub fn compare_with_progress(
+    args: &CompareArgs,
+    progress: &mut dyn FnMut(usize, &str),
+) -> Result<Comparison> {
+    check(
+        &args.policies,
+        args.repeat,
+        args.level.as_deref(),
+        args.interval,
+        &args.command,
+    )?;
     let exe = std::env::current_exe().context("finding this program")?;
     let dir = std::env::temp_dir();
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); args.policies.len()];
     for round in 0..args.repeat {
         for (i, policy) in args.policies.iter().enumerate() {
+            progress(round, policy);
             let json = dir.join(format!(
                 "threadbalance-compare-{}-{round}-{i}.json",
                 std::process::id()
@@ -192,6 +224,7 @@ pub fn compare(args: &CompareArgs) -> Result<Comparison> {
                 cmd.arg("--interval").arg(ms.to_string());
             }
             cmd.arg("--json").arg(&json).arg("--").args(&args.command);
+            cmd.envs(args.env.iter().map(|(k, v)| (k, v)));
             let out = cmd
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -354,13 +387,14 @@ pub struct DemoArgs {
     pub work_ms: u64,
 }
 
-/// `demo`: the embedded default. On this machine, threads that synchronize every 10 ms, one
-/// and a half per core (3 on 2 cores), under `none` and under `speed`, side by side with
-/// the fair-share bound; then the verdict, whichever way it goes.
+/// `demo`: the embedded default. On this machine, threads that synchronize every 10 ms,
+/// one more than the CPUs it may use (N = M + 1: 3 on 2 CPUs, 17 on 16), the case where
+/// one doubled-up CPU gates every phase and balancing helps most; under `none` and under
+/// `speed`, side by side with the fair-share bound; then the verdict, whichever way it goes.
 pub fn demo(args: &DemoArgs) -> Result<u8> {
-    let topo = crate::topo::read_system()?;
+    let topo = crate::usable::read_usable()?;
     let cores = topo.cpus().len();
-    let threads = (cores + cores.div_ceil(2)).max(3);
+    let threads = cores + 1;
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
     outln!("machine: {}", topo.describe());
@@ -386,7 +420,10 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
             args.work_ms.to_string(),
             "--barrier".into(),
             "yield".into(),
+            "--cores".into(),
+            cores.to_string(),
         ],
+        env: Vec::new(),
     };
     let c = compare(&cmp)?;
     out!("{}", c.to_table());

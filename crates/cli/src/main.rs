@@ -6,6 +6,7 @@
 //! threadbalance attach --pid PID [--no-children] [same options]
 //! threadbalance restore [--state-dir DIR]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
+//! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! ```
 //!
@@ -16,6 +17,7 @@
 
 #[macro_use]
 mod say;
+mod bench;
 mod compare;
 mod host;
 mod manage;
@@ -24,6 +26,7 @@ mod signals;
 mod sim;
 mod summary;
 mod topo;
+mod usable;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -51,6 +54,9 @@ enum Command {
     Demo(compare::DemoArgs),
     /// Put back the masks left changed by instances that died (SIGKILL, OOM, a crash).
     Restore(recover::RestoreArgs),
+    /// The many-core benchmark: thread counts from M to 2M on the M CPUs it may use, an
+    /// OpenMP program, and fixed thread counts on fewer CPUs, under several policies.
+    Bench(bench::BenchArgs),
     /// Simulate policies side by side on a modeled machine, or run the papers' claims.
     Sim(sim::SimArgs),
     /// Run a built-in multithreaded workload and print its score as one JSON line.
@@ -156,6 +162,7 @@ fn main() -> ExitCode {
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),
         Command::Demo(a) => compare::demo(&a),
+        Command::Bench(a) => bench::run(&a),
         Command::Sim(a) => sim::run(&a),
     };
     match result {

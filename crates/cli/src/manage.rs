@@ -9,6 +9,10 @@
 //!  } ─► restore every mask changed ─► summary ─► exit with CMD's status
 //! ```
 //!
+//! `run` places threads only on the CPUs it may use itself (`taskset`, a cpuset): the
+//! command it launches inherits that mask, and a policy that counted CPUs outside it would
+//! plan moves the kernel refuses. `attach` sees the whole machine.
+//!
 //! Everything that can be rejected (policy, level, interval, `--json` file, pid, a process
 //! already managed) is checked before the command starts or the first affinity changes,
 //! so bad input leaves nothing changed. Before the first change, journals left by
@@ -42,8 +46,16 @@ struct Prepared {
     json: Option<File>,
 }
 
-fn prepare(args: &ManageArgs) -> Result<Prepared> {
-    let topo = crate::topo::read_system()?;
+/// Checks the options and builds the policy. With `confine`, the policy sees only the CPUs
+/// this process may use (its own affinity, inherited by the command it launches: see
+/// [`crate::usable::read_usable`]), so `taskset -c 0-8 threadbalance run …` balances over
+/// those nine CPUs as a container's cpuset would.
+fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
+    let topo = if confine {
+        crate::usable::read_usable()?
+    } else {
+        crate::topo::read_system()?
+    };
     let level = match &args.level {
         None => topo.default_level(),
         Some(l) => l.parse::<Level>().map_err(|e| input_error(e.to_string()))?,
@@ -138,7 +150,7 @@ fn status_code(status: std::process::ExitStatus) -> u8 {
 
 /// `threadbalance run`: launch `command`, manage it, exit with its status.
 pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Result<u8> {
-    let mut p = prepare(args)?;
+    let mut p = prepare(args, true)?;
     let Some((program, rest)) = command.split_first() else {
         return Err(input_error("no command given"));
     };
@@ -201,7 +213,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     if pid <= 0 {
         return Err(input_error(format!("--pid {pid}: not a process id")));
     }
-    let mut p = prepare(args)?;
+    let mut p = prepare(args, false)?;
     let pid = Pid(pid);
     let root = Root::system();
     let me = Pid(std::process::id() as i32);

@@ -22,6 +22,7 @@
 //! use threadbalance_workload::{run, BarrierKind, Scenario, SpmdOpts};
 //! let s = Scenario::Spmd(SpmdOpts {
 //!     threads: 2, phase_ms: 0.2, work_ms: 1.0, phases: None, barrier: BarrierKind::Block,
+//!     cores: None,
 //! });
 //! let score = run(&s).unwrap();
 //! assert_eq!(score.scenario, "spmd");

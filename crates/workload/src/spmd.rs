@@ -4,7 +4,9 @@
 //! Fair share: each thread has W = K·S of work. On C cores no placement can finish before
 //! W (each thread needs its own work) nor before N·W/C (the cores' total), so the fair-share
 //! wall time is `max(W, N·W/C)`. With 3 threads on 2 cores and S = 10 ms, a static 2+1
-//! split needs 2·S per phase instead of 1.5·S: 75 % of the fair share.
+//! split needs 2·S per phase instead of 1.5·S: 75 % of the fair share. C is the machine's
+//! online CPUs unless `--cores` says otherwise (a program confined by `taskset -c 0-8` to 9
+//! of 16 CPUs is judged against 9).
 
 use crate::{PhaseBarrier, Score, WorkloadError, barrier::BarrierKind, compute, ms_to_ns};
 use serde::Serialize;
@@ -27,6 +29,11 @@ pub struct SpmdOpts {
     /// How threads wait at the barrier.
     #[arg(long, value_enum, default_value_t = BarrierKind::Yield)]
     pub barrier: BarrierKind,
+    /// CPUs the fair share is computed for [default: the machine's online CPUs]; give the
+    /// size of the CPU set when the program is confined to fewer (`taskset`, a cpuset).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
 }
 
 impl SpmdOpts {
@@ -38,10 +45,10 @@ impl SpmdOpts {
 }
 
 pub(crate) fn run(o: &SpmdOpts) -> Result<Score, WorkloadError> {
-    if o.threads == 0 || o.phase_ms <= 0.0 {
+    if o.threads == 0 || o.phase_ms <= 0.0 || o.cores == Some(0) {
         return Err(WorkloadError::Invalid {
             scenario: "spmd",
-            why: "--threads and --phase-ms must be positive".into(),
+            why: "--threads, --phase-ms and --cores must be positive".into(),
         });
     }
     let k = o.phase_count();
@@ -56,6 +63,9 @@ pub(crate) fn run(o: &SpmdOpts) -> Result<Score, WorkloadError> {
     })?;
     let params = serde_json::to_value(o).unwrap_or_default();
     let mut score = Score::new("spmd", params, wall, &work);
+    if let Some(c) = o.cores {
+        score.cores = c as usize;
+    }
     let per_thread = f64::from(k) * phase_ns as f64 / 1e9;
     let fair = per_thread.max(f64::from(o.threads) * per_thread / score.cores as f64);
     score.ops_per_s = Some(f64::from(k) / wall.max(1e-9));

@@ -33,6 +33,7 @@ fn spmd_each_barrier_kind_scores_its_phases() {
             work_ms: 1.0,
             phases: None,
             barrier,
+            cores: None,
         };
         // 1.0 ms / 0.2 ms = 5 phases of 0.2 ms: 1 ms of work per thread.
         assert_eq!(o.phase_count(), 5);
@@ -54,6 +55,39 @@ fn spmd_zero_threads_is_invalid() {
         work_ms: 1.0,
         phases: None,
         barrier: BarrierKind::Yield,
+        cores: None,
+    };
+    assert!(run(&Scenario::Spmd(o)).is_err());
+}
+
+#[test]
+fn spmd_with_cores_given_judges_against_that_many_cpus() {
+    let o = SpmdOpts {
+        threads: 3,
+        phase_ms: 0.5,
+        work_ms: 1.0,
+        phases: None,
+        barrier: BarrierKind::Block,
+        cores: Some(1),
+    };
+    let s = run(&Scenario::Spmd(o)).unwrap();
+    assert_sane(&s, 3);
+    assert_eq!(s.cores, 1);
+    // 1 ms of work per thread, 3 threads on 1 CPU: max(1 ms, 3 · 1 ms / 1) = 3 ms.
+    assert!((s.fair_share_wall_s.unwrap() - 3e-3).abs() < 1e-12);
+    let v: serde_json::Value = serde_json::from_str(&s.to_json_line()).unwrap();
+    assert_eq!(v["params"]["cores"], 1);
+}
+
+#[test]
+fn spmd_zero_cores_is_invalid() {
+    let o = SpmdOpts {
+        threads: 2,
+        phase_ms: 1.0,
+        work_ms: 1.0,
+        phases: None,
+        barrier: BarrierKind::Yield,
+        cores: Some(0),
     };
     assert!(run(&Scenario::Spmd(o)).is_err());
 }

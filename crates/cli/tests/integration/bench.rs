@@ -1,0 +1,305 @@
+//! `bench` end to end with a tiny matrix, the OpenMP stencil on its own, and `run` confined
+//! by `taskset` as the benchmark's Figure 3 cells are. No timing is asserted: only the
+//! shape of what is printed and written, and that every mask is as it was.
+
+use crate::support::{bin, run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The CPU list this test process may use (`Cpus_allowed_list` of its main thread); the
+/// benchmark it starts inherits it.
+fn own_cpu_list() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The number of CPUs in a kernel CPU list such as `0-3,8`.
+fn count(list: &str) -> usize {
+    list.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+#[test]
+fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let before = own_cpu_list();
+    let m = count(&before);
+    let out = run(&[
+        "bench",
+        "--quick",
+        "--work-ms",
+        "40",
+        "--policies",
+        "none,pbind",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // Progress on stderr, numbered.
+    assert!(err.contains("cell 1/"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cpus"], m);
+    assert_eq!(v["repeat"], 1);
+    assert_eq!(v["quick"], true);
+    // The benchmark narrowed its own mask for the Figure 3 cells and put it back.
+    assert_eq!(v["affinity_before"], before.as_str());
+    assert_eq!(v["affinity_after"], before.as_str());
+    assert_eq!(own_cpu_list(), before);
+    let cells = v["cells"].as_array().unwrap();
+    let group = |g: &'static str| cells.iter().filter(move |c| c["cell"]["group"] == g);
+    // Quick: N ∈ {M, M+1} × {yield, block} at 10 ms.
+    let matrix: Vec<(u64, String)> = group("matrix")
+        .map(|c| {
+            assert_eq!(c["cell"]["phase_ms"], 10.0);
+            (
+                c["cell"]["threads"].as_u64().unwrap(),
+                c["cell"]["barrier"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let m64 = m as u64;
+    assert_eq!(
+        matrix,
+        vec![
+            (m64, "yield".to_string()),
+            (m64, "block".to_string()),
+            (m64 + 1, "yield".to_string()),
+            (m64 + 1, "block".to_string()),
+        ]
+    );
+    // The OpenMP program at M + 1 (.ci/run installs the compiler it needs).
+    assert!(v["openmp_left_out"].is_null(), "{}", v["openmp_left_out"]);
+    let omp: Vec<_> = group("openmp").collect();
+    assert_eq!(omp.len(), 1);
+    assert_eq!(omp[0]["cell"]["threads"], m64 + 1);
+    // Figure 3: a fixed T on the smallest and the largest k (one cell if they coincide).
+    let (t, ks) = if m >= 16 {
+        (16, vec![9, 16])
+    } else {
+        (m64 + 1, if m == 1 { vec![1] } else { vec![1, m64] })
+    };
+    let fig3: Vec<u64> = group("figure3")
+        .map(|c| {
+            assert_eq!(c["cell"]["threads"], t);
+            c["cell"]["cpus"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(fig3, ks);
+    // Every cell: both policies, one run each, each run with its % of the fair share.
+    for c in cells {
+        let cmp = &c["comparison"];
+        assert_eq!(cmp["baseline"], "none");
+        let results = cmp["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{c}");
+        for r in results {
+            let runs = r["runs"].as_array().unwrap();
+            assert_eq!(runs.len(), 1);
+            assert!(runs[0]["fair_share_pct"].as_f64().unwrap() > 0.0, "{c}");
+        }
+        assert_eq!(results[0]["ratio_vs_baseline"]["median"], 1.0);
+    }
+    // One table: a header naming each policy, then one row per cell.
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("program"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        header.contains("none %") && header.contains("pbind %"),
+        "{text}"
+    );
+    assert!(header.contains("ratio min/med/max") && header.contains("moves/s"));
+    let rows = text
+        .lines()
+        .filter(|l| l.starts_with("spmd ") || l.starts_with("omp-stencil "))
+        .count();
+    assert_eq!(rows, cells.len(), "{text}");
+}
+
+#[test]
+fn bench_rejects_an_unknown_policy_and_zero_work_before_running() {
+    let out = run(&["bench", "--quick", "--policies", "none,bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let out = run(&["bench", "--quick", "--work-ms", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["bench", "--quick", "--repeat", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Builds `bench/omp_stencil.c` into `dir`.
+fn build_stencil(dir: &Path) -> PathBuf {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/omp_stencil.c");
+    let exe = dir.join("omp_stencil");
+    let out = Command::new("cc")
+        .args(["-O2", "-fopenmp", src, "-o"])
+        .arg(&exe)
+        .output()
+        .expect("a C compiler (cc) with OpenMP: .ci/run installs gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn score(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_stencil(dir.path());
+    // 3 threads of 8 rows × 64 columns, 20 sweeps, judged on 2 CPUs.
+    let out = Command::new(&exe)
+        .env("OMP_NUM_THREADS", "3")
+        .args(["8", "64", "20", "2"])
+        .output()
+        .unwrap();
+    let s = score(&out);
+    assert_eq!(s["scenario"], "omp-stencil");
+    assert_eq!(s["threads"], 3);
+    assert_eq!(s["cores"], 2);
+    assert_eq!(s["sweeps"], 20);
+    let (wall, work, fair, pct) = (
+        s["wall_s"].as_f64().unwrap(),
+        s["work_s"].as_f64().unwrap(),
+        s["fair_share_wall_s"].as_f64().unwrap(),
+        s["fair_share_pct"].as_f64().unwrap(),
+    );
+    assert!(wall > 0.0 && work > 0.0);
+    // fair = max(busiest thread's work, all work / 2 CPUs) ≥ work / 2, and ≤ work (the
+    // busiest thread did no more than all of it).
+    assert!(fair >= work / 2.0 - 1e-6 && fair <= work + 1e-6, "{s}");
+    // pct = 100 · fair / wall, printed to 3 decimals from 6-decimal inputs.
+    assert!(
+        (pct - 100.0 * fair / wall).abs() < 0.01 * pct.max(1.0),
+        "{s}"
+    );
+    // The answer does not depend on where the threads ran: the same under `run`.
+    let managed = run(&[
+        "run",
+        "--policy",
+        "speed",
+        "--level",
+        "core",
+        "--",
+        "env",
+        "OMP_NUM_THREADS=3",
+        exe.to_str().unwrap(),
+        "8",
+        "64",
+        "20",
+        "2",
+    ]);
+    assert_eq!(score(&managed)["checksum"], s["checksum"]);
+    // A bad argument: one line, exit 2.
+    let bad = Command::new(&exe).arg("zero").output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&bad.stderr).lines().count(), 1);
+}
+
+#[test]
+fn bench_run_under_taskset_balances_only_over_the_cpus_it_may_use() {
+    // As a Figure 3 cell runs: confined to one CPU, `run` sees one core, so `pbind` has
+    // nowhere else to put a thread and asks for nothing the kernel would refuse.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let first = own_cpu_list().split([',', '-']).next().unwrap().to_string();
+    let out = Command::new("taskset")
+        .args(["-c", &first])
+        .arg(bin())
+        .args(["run", "--policy", "pbind", "--level", "core", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(bin())
+        .args(["workload", "spmd", "--threads", "2", "--work-ms", "40"])
+        .args(["--cores", "1"])
+        .output()
+        .expect("taskset (util-linux)");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(s["domains"], 1, "{s}");
+    assert_eq!(s["applied"]["denied"], 0, "{s}");
+    // The workload judged itself against that one CPU: 2 threads × 40 ms on 1 CPU.
+    let score = score(&out);
+    assert_eq!(score["cores"], 1);
+    assert!((score["fair_share_wall_s"].as_f64().unwrap() - 0.08).abs() < 1e-9);
+}
+
+#[test]
+fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cost.json");
+    let m = count(&own_cpu_list());
+    let out = run(&[
+        "bench",
+        "--cost",
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("tool CPU % of one core"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cpus"], m);
+    let rows = v["management"].as_array().unwrap();
+    let threads: Vec<u64> = rows
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, vec![64, 256, 1024]);
+    for r in rows {
+        // One run each (--quick): min = median = max, and the tool did tick.
+        let p = &r["tool_cpu_pct"];
+        assert_eq!(p["min"], p["max"]);
+        assert!(r["ticks_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        // Half of the M CPUs busy: T · duty = M / 2 (duty printed to 6 decimals).
+        let busy = r["threads"].as_f64().unwrap() * r["duty"].as_f64().unwrap();
+        assert!((busy - (m as f64 / 2.0).min(r["threads"].as_f64().unwrap())).abs() < 0.01);
+    }
+    let sets: Vec<u64> = v["migration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["working_set"].as_u64().unwrap())
+        .collect();
+    if m >= 2 {
+        assert_eq!(sets, vec![64 << 10, 1 << 20, 8 << 20]);
+    } else {
+        assert!(sets.is_empty());
+    }
+}
