@@ -59,7 +59,7 @@
 //! | signal (per running thread, smoothed over ~200 ms) | meaning | interval B |
 //! |---|---|---|
 //! | involuntary switches ≥ 2000/s | threads spin with `sched_yield` at synchronization points: phases finer than we can see | `min_interval` (2 ms) |
-//! | context switches r/s (voluntary + involuntary) | threads block, yield or are preempted about once per phase: phase P ≈ 1/r | P / 8, clamped to [`min_interval`, `max_interval`] |
+//! | context switches r/s (voluntary + involuntary) | threads block, yield or are preempted about once per phase: phase P ≈ 1/r | P / 16, clamped to [`min_interval`, `max_interval`] |
 //! | neither | no synchronization seen | `max_interval` (100 ms, the paper's) |
 //!
 //! Context switches come from `status`, which a host may not read (it is the costliest

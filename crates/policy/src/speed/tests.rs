@@ -1,1 +1,529 @@
+//! Worked examples of the speed policy: the rotation (N = M + 1 on 2 and 16 cores), no
+//! moves with even counts (N = M, N = 2M), the back-off of moves that do not speed up,
+//! NUMA blocking, the interval, sleepers given back, and the guard.
+use super::*;
+use threadbalance_model::testutil::{key, topo};
+use threadbalance_model::{CpuId, ThreadRates, ThreadState};
 
+/// Rates of one thread over a window: (tid, speed, run-queue wait, voluntary, involuntary).
+type Rate = (i32, f64, f64, u64, u64);
+
+fn window(start_ms: f64, end_ms: f64, threads: &[Rate]) -> Window {
+    let mut threads: Vec<ThreadRates> = threads
+        .iter()
+        .map(
+            |&(tid, speed, latency, voluntary, involuntary)| ThreadRates {
+                key: key(1, tid),
+                util: speed,
+                latency,
+                blocked: (1.0 - speed - latency).max(0.0),
+                lock: 0.0,
+                lock_exact: false,
+                speed,
+                timeslices: 0,
+                voluntary,
+                involuntary,
+                last_cpu: CpuId(0),
+                state: ThreadState::Running,
+                appeared: start_ms == end_ms,
+            },
+        )
+        .collect();
+    threads.sort_by_key(|t| t.key);
+    Window {
+        start: Nanos((start_ms * 1e6) as u64),
+        end: Nanos((end_ms * 1e6) as u64),
+        threads,
+        ..Window::default()
+    }
+}
+
+fn settings(interval_ms: Option<u64>) -> Settings {
+    let mut s = Settings::new(Level::Core);
+    s.interval = interval_ms.map(Nanos::from_millis);
+    s
+}
+
+fn queue_of(m: &Move) -> usize {
+    match m.to {
+        Target::Domain { index, .. } => index,
+        other => panic!("unexpected target {other:?}"),
+    }
+}
+
+/// A tiny machine for always-runnable threads: each thread runs at 1 / (threads on its
+/// queue), the fair share of a per-core scheduler, and waits the rest of the time.
+struct Machine {
+    queue: Vec<usize>,
+    exec_ms: Vec<f64>,
+    now_ms: f64,
+    moves: Vec<Move>,
+}
+
+impl Machine {
+    fn new(n: usize) -> Machine {
+        Machine {
+            queue: vec![usize::MAX; n],
+            exec_ms: vec![0.0; n],
+            now_ms: 0.0,
+            moves: Vec::new(),
+        }
+    }
+
+    fn apply(&mut self, plan: &Plan) {
+        for m in &plan.moves {
+            self.queue[(m.thread.tid.0 - 100) as usize] = queue_of(m);
+            self.moves.push(*m);
+        }
+    }
+
+    /// Runs `policy` for `ms` of simulated time, calling it when it asks.
+    fn run(&mut self, policy: &mut Speed, topo: &Topology, ms: f64) {
+        let n = self.queue.len();
+        if self.now_ms == 0.0 {
+            let first: Vec<Rate> = (0..n).map(|i| (100 + i as i32, 0.0, 0.0, 0, 0)).collect();
+            let plan = policy.decide(topo, &window(0.0, 0.0, &first));
+            self.apply(&plan);
+            self.now_ms = plan.next_in.as_millis_f64();
+        }
+        let end = self.now_ms + ms;
+        let mut last = 0.0_f64.max(self.now_ms - policy.interval().as_millis_f64());
+        while self.now_ms < end {
+            let dt = self.now_ms - last;
+            let rates: Vec<Rate> = (0..n)
+                .map(|i| {
+                    let load = self.queue.iter().filter(|&&q| q == self.queue[i]).count();
+                    let s = 1.0 / load as f64;
+                    self.exec_ms[i] += s * dt;
+                    (100 + i as i32, s, 1.0 - s, 0, 0)
+                })
+                .collect();
+            let plan = policy.decide(topo, &window(last, self.now_ms, &rates));
+            self.apply(&plan);
+            last = self.now_ms;
+            self.now_ms += plan.next_in.as_millis_f64();
+        }
+    }
+}
+
+#[test]
+fn speed_initial_placement_is_round_robin_and_late_threads_go_to_the_emptiest_core() {
+    let t = topo(1, 1, 3, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    // Four threads at start: cores 0, 1, 2, 0.
+    let first: Vec<Rate> = (0..4).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    let plan = p.decide(&t, &window(0.0, 0.0, &first));
+    let qs: Vec<usize> = plan.moves.iter().map(queue_of).collect();
+    assert_eq!(qs, vec![0, 1, 2, 0]);
+    assert!(plan.moves.iter().all(|m| m.why == Reason::Initial));
+    // A fifth thread appears 2 ms later (before the first round): cores 1 and 2 hold one
+    // thread each; core 1.
+    let mut later: Vec<Rate> = (0..4).map(|i| (100 + i, 1.0, 0.0, 0, 0)).collect();
+    later.push((104, 0.5, 0.0, 0, 0));
+    let plan = p.decide(&t, &window(0.0, 2.0, &later));
+    assert_eq!(plan.moves.len(), 1);
+    assert_eq!(
+        (plan.moves[0].thread, queue_of(&plan.moves[0])),
+        (key(1, 104), 1)
+    );
+}
+
+#[test]
+fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_busy() {
+    // Two cores; thread 101 runs all the time, thread 102 runs 20 % and sleeps 80 %.
+    // Its smoothed blocked fraction climbs from 0 toward 0.8 with a 200 ms time
+    // constant: past 0.4 (after ≈ 200 ms · ln 2 ≈ 140 ms) it is given back to Linux.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let plan = p.decide(
+        &t,
+        &window(0.0, 0.0, &[(101, 0.0, 0.0, 0, 0), (102, 0.0, 0.0, 0, 0)]),
+    );
+    assert_eq!(plan.moves.len(), 2, "both placed at first");
+    let mut released_at = None;
+    for step in 1..=40 {
+        let (a, b) = (f64::from(step - 1) * 10.0, f64::from(step) * 10.0);
+        let plan = p.decide(
+            &t,
+            &window(a, b, &[(101, 1.0, 0.0, 0, 0), (102, 0.2, 0.0, 0, 0)]),
+        );
+        if let Some(m) = plan.moves.iter().find(|m| m.why == Reason::Release) {
+            assert_eq!((m.thread, m.to), (key(1, 102), Target::Original));
+            released_at = Some(b);
+            break;
+        }
+    }
+    let at = released_at.expect("the sleeper is released");
+    assert!((100.0..=200.0).contains(&at), "released at {at} ms");
+    // Released, it counts on no core: the busy thread's core is the only loaded one.
+    assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 1);
+    // It starts competing (runs 100 %): below 0.25 again it is placed on the emptiest core.
+    let mut placed_again = false;
+    for step in 0..60 {
+        let (a, b) = (at + f64::from(step) * 10.0, at + f64::from(step + 1) * 10.0);
+        let plan = p.decide(
+            &t,
+            &window(a, b, &[(101, 1.0, 0.0, 0, 0), (102, 1.0, 0.0, 0, 0)]),
+        );
+        if plan
+            .moves
+            .iter()
+            .any(|m| m.thread == key(1, 102) && m.why == Reason::Initial)
+        {
+            placed_again = true;
+            break;
+        }
+    }
+    assert!(placed_again);
+    assert_eq!(
+        p.queues.iter().map(|q| q.load).collect::<Vec<_>>(),
+        vec![1, 1]
+    );
+}
+
+#[test]
+fn speed_interval_follows_the_synchronization_signals() {
+    let t = topo(1, 1, 2, 1);
+    let cases: [(u64, u64, u64); 4] = [
+        // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 2 ms.
+        (0, 400, 2_000_000),
+        // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 switches/s → 60 ms / 16 = 3.75 ms.
+        (1, 0, 3_750_000),
+        // Blocking once and handing the CPU over once (a yield or a preemption) per
+        // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 1.875 ms, held at the 2 ms floor.
+        (1, 1, 2_000_000),
+        // Nothing: the paper's 100 ms.
+        (0, 0, 100_000_000),
+    ];
+    for (vol, invol, want_ns) in cases {
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        // Per 60 ms window and thread: vol and invol switches.
+        let w = window(
+            0.0,
+            60.0,
+            &[(100, 1.0, 0.0, vol, invol), (101, 1.0, 0.0, vol, invol)],
+        );
+        let got = p.observe_signals(&w);
+        assert_eq!(p.counted, vol + invol > 0);
+        assert!(
+            (got.0 as f64 - want_ns as f64).abs() < 0.05 * want_ns as f64,
+            "{got}"
+        );
+    }
+}
+
+#[test]
+fn speed_interval_uses_timeslices_when_switches_are_not_counted() {
+    // A host that does not read `status` reports no switches; 1 timeslice per 60 ms
+    // (17/s, wake-ups plus preemptions) stands in: phase 60 ms → 60 / 16 = 3.75 ms.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let mut w = window(0.0, 60.0, &[(100, 1.0, 0.0, 0, 0), (101, 0.5, 0.5, 0, 0)]);
+    for r in &mut w.threads {
+        r.timeslices = 1;
+    }
+    let got = p.observe_signals(&w);
+    assert!(got.0.abs_diff(3_750_000) < 10, "{got}");
+    assert!(!p.counted);
+}
+
+#[test]
+fn speed_rejects_bad_settings() {
+    let t = topo(1, 1, 2, 1);
+    let mut s = settings(None);
+    s.speed.min_interval = Nanos::from_millis(200);
+    assert!(Speed::new(&s, &t).is_err());
+    assert!(Speed::new(&settings(Some(0)), &t).is_err());
+    assert_eq!(
+        crate::build("speed", &settings(None), &t).unwrap().name(),
+        "speed"
+    );
+}
+
+/// Moves other than first placements.
+fn rotations(m: &Machine) -> Vec<&Move> {
+    m.moves
+        .iter()
+        .filter(|m| m.why != Reason::Initial)
+        .collect()
+}
+
+#[test]
+fn speed_three_threads_on_two_cores_rotate_to_equal_progress() {
+    // The paper's §4 case: N = 3, M = 2, T = 1; core 0 holds 2 threads (speed 0.5 each),
+    // core 1 one (speed 1). Every 5 ms round, the heavy thread with the least credit swaps
+    // with the light one when their credits differ by more than the margin
+    // (1/1 − 1/2) · 5 ms · (−0.5) = −1.25 ms, i.e. unless the light thread is more than
+    // 1.25 ms behind. So every thread spends a third of the time alone: progress
+    // 1/3 · 1 + 2/3 · 0.5 = 2/3 of a core, the fair share.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 3000.0);
+    let moved = rotations(&m);
+    // A swap (two moves) in most of the 600 rounds.
+    assert!(moved.len() > 500, "{} moves", moved.len());
+    assert!(
+        moved
+            .iter()
+            .all(|m| matches!(m.why, Reason::SpeedRotate { .. }))
+    );
+    // Counts never change: still 2 + 1.
+    let mut loads: Vec<u32> = p.queues.iter().map(|q| q.load).collect();
+    loads.sort_unstable();
+    assert_eq!(loads, vec![1, 2]);
+    let total: f64 = m.exec_ms.iter().sum();
+    for e in &m.exec_ms {
+        assert!((e / total - 1.0 / 3.0).abs() < 0.01, "{:?}", m.exec_ms);
+    }
+}
+
+#[test]
+fn speed_seventeen_threads_on_sixteen_cores_rotate_the_doubled_pair_every_round() {
+    // N = M + 1 = 17: one heavy core (2 threads), 15 light. Lemma 1 would need
+    // 2 · ⌈SQ/FQ⌉ = 2 pull steps, each followed by a two-interval block; the planner
+    // instead replaces both doubled-up threads in the same round whenever the light
+    // thread is not more than half an interval's loss behind. Over 2 s at B = 2 ms (1000
+    // rounds) each thread gets 16/17 of a core within 1 %, and no round makes more than
+    // 2 swaps (4 moves).
+    let t = topo(1, 1, 16, 1);
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut m = Machine::new(17);
+    m.run(&mut p, &t, 2000.0);
+    let total: f64 = m.exec_ms.iter().sum();
+    for e in &m.exec_ms {
+        assert!(
+            (e / total - 1.0 / 17.0).abs() < 0.01 / 17.0,
+            "{:?}",
+            m.exec_ms
+        );
+    }
+    let rounds = p.stats.rotating_rounds as f64;
+    let swaps = p.stats.swaps as f64;
+    assert!(
+        swaps <= 2.0 * rounds && swaps > rounds,
+        "{swaps} swaps in {rounds} rounds"
+    );
+}
+
+#[test]
+fn speed_even_counts_move_nothing_one_thread_per_core_or_two() {
+    // N = M (16 on 16) and N = 2M (4 on 2, 32 on 16): every core holds the same number of
+    // threads, so even pinning is optimal: no move after the first placement, and the
+    // interval backs off to the paper's 100 ms.
+    for (cores, n) in [(16, 16), (2, 4), (16, 32)] {
+        let t = topo(1, 1, cores, 1);
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        let mut m = Machine::new(n);
+        m.run(&mut p, &t, 2000.0);
+        assert!(
+            rotations(&m).is_empty(),
+            "{n} on {cores}: {:?}",
+            rotations(&m)
+        );
+        assert_eq!(p.interval(), Nanos::from_millis(100), "{n} on {cores}");
+        assert_eq!(p.stats.rotating_rounds, 0);
+    }
+}
+
+#[test]
+fn speed_levels_counts_when_a_core_holds_two_more_threads() {
+    // 5 threads on 2 cores placed 4 + 1 by hand: the round moves the least-credited
+    // thread of the full core to the empty one (3 + 2), then rotates.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..5).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    let plan = p.decide(&t, &window(0.0, 0.0, &first));
+    assert_eq!(plan.moves.len(), 5);
+    for pl in p.placed.iter_mut() {
+        pl.queue = 0;
+    }
+    p.placed[4].queue = 1;
+    p.queues[0].load = 4;
+    p.queues[1].load = 1;
+    p.placed[2].credit = -1e6;
+    let mut moves = Vec::new();
+    p.round(Nanos::from_millis(10), &mut moves);
+    assert_eq!(p.stats.levels, 1);
+    assert_eq!((moves[0].thread, queue_of(&moves[0])), (key(1, 102), 1));
+    assert_eq!(p.queues[0].load, 3);
+    assert_eq!(p.queues[1].load, 2);
+}
+
+#[test]
+fn speed_moves_that_do_not_speed_the_thread_up_back_off() {
+    // 3 threads on 2 cores that do not compete: thread 100 runs at 0.5 and the others at
+    // 1.0 wherever they are (say they sleep or another program shares their cores).
+    // Credits after one 10 ms round: 100: 5 − 8.33 = −3.33 ms, 101 and 102: +1.67 ms.
+    // Heavy core 0 = {100, 102}, light core 1 = {101}: 101 − 100 = 5 ms > −2.5 ms, swap.
+    // At the next round 100 still runs at 0.5 on its own core: no speed-up, so the
+    // rotation's period doubles (20 ms).
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let rates = [
+        (100, 0.5, 0.0, 0, 0),
+        (101, 1.0, 0.0, 0, 0),
+        (102, 1.0, 0.0, 0, 0),
+    ];
+    let plan = p.decide(&t, &window(0.0, 10.0, &rates));
+    assert_eq!(plan.moves.len(), 2, "{:?}", plan.moves);
+    assert!(
+        plan.moves
+            .iter()
+            .any(|m| m.thread == key(1, 100) && queue_of(m) == 1)
+    );
+    assert_eq!(p.slow_down, 1);
+    let plan = p.decide(&t, &window(10.0, 20.0, &rates));
+    assert_eq!(p.stats.backoffs, 1);
+    assert_eq!(p.slow_down, 2);
+    assert_eq!(plan.next_in, Nanos::from_millis(20));
+}
+
+#[test]
+fn speed_moved_thread_that_speeds_up_keeps_the_rotation_at_every_interval() {
+    // The §4 machine (a thread runs at 1 / threads on its core): every moved thread goes
+    // from 0.5 to 1.0, so nothing backs off.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 500.0);
+    assert_eq!(p.stats.backoffs, 0);
+    assert_eq!(p.slow_down, 1);
+}
+
+#[test]
+fn speed_never_crosses_numa_nodes_unless_allowed() {
+    // Two nodes of one core each; 3 threads: node 0 holds 2, node 1 holds 1. Each node
+    // rotates its own threads, and a node of one core has nothing to rotate.
+    let t = topo(1, 2, 1, 1);
+    let mut m = Machine::new(3);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    m.run(&mut p, &t, 500.0);
+    assert!(rotations(&m).is_empty());
+    let mut s = settings(Some(5));
+    s.speed.allow_numa = true;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 500.0);
+    assert!(!rotations(&m).is_empty());
+}
+
+/// Drives `p` with two threads on two cores that run at `managed` of a core while the
+/// policy places them and at `linux` while it has given them back, calling it when it asks
+/// until `until_ms`; returns every move with the time it was asked for (ms).
+fn drive_guard(
+    p: &mut Speed,
+    t: &Topology,
+    managed: f64,
+    linux: f64,
+    until_ms: f64,
+) -> Vec<(f64, Move)> {
+    let mut released = [false; 2];
+    let mut out = Vec::new();
+    let first = [(100, 0.0, 0.0, 0, 0), (101, 0.0, 0.0, 0, 0)];
+    let mut plan = p.decide(t, &window(0.0, 0.0, &first));
+    let (mut last, mut now) = (0.0, 0.0);
+    loop {
+        for m in &plan.moves {
+            released[(m.thread.tid.0 - 100) as usize] = m.to == Target::Original;
+            out.push((now, *m));
+        }
+        last = if now == last { last } else { now };
+        now += plan.next_in.as_millis_f64();
+        if now > until_ms {
+            return out;
+        }
+        let rates: Vec<Rate> = (0..2)
+            .map(|i| {
+                let s = if released[i] { linux } else { managed };
+                (100 + i as i32, s, 1.0 - s, 0, 0)
+            })
+            .collect();
+        plan = p.decide(t, &window(last, now, &rates));
+        last = now;
+    }
+}
+
+/// The times (ms, rounded) at which the threads were given back (`Release`) or placed again
+/// (`Initial` after the first).
+fn guard_events(moves: &[(f64, Move)]) -> (Vec<u64>, Vec<u64>) {
+    let mut rel: Vec<u64> = moves
+        .iter()
+        .filter(|(_, m)| m.why == Reason::Release)
+        .map(|(at, _)| at.round() as u64)
+        .collect();
+    let mut res: Vec<u64> = moves
+        .iter()
+        .filter(|(at, m)| m.why == Reason::Initial && *at > 0.0)
+        .map(|(at, _)| at.round() as u64)
+        .collect();
+    rel.dedup();
+    res.dedup();
+    (rel, res)
+}
+
+#[test]
+fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
+    // Managed, the slowest thread gets 60 % of a core; under Linux 90 %. The guard's
+    // measured tail is L = 200 ms, its settling 50 ms.
+    // - 1000 ms: the first managed stint ends (0.6 < 0.97 · fair share 1.0): probe,
+    //   both threads released.
+    // - 1250 ms: the probe measured 0.9 > 1.05 · 0.6: handed back for 1 s.
+    // - 2250 ms: trial, placed again; 2500 ms: trial 0.6 < 0.9: released for 2 s.
+    // - 4500 ms: trial; 4750 ms: released for 4 s; 8750 ms: trial again.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.6, 0.9, 8900.0);
+    let (released, resumed) = guard_events(&moves);
+    assert_eq!(released, vec![1000, 2500, 4750]);
+    assert_eq!(resumed, vec![2250, 4500, 8750]);
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks, g.resumes), (1, 1, 0));
+    let summary = p.summary();
+    let line = &summary.iter().find(|(k, _)| k == "guard").unwrap().1;
+    assert!(line.contains("handed back at 1.25 s"), "{line}");
+    assert!(
+        line.contains("90 % of a core under Linux, 60 % managed"),
+        "{line}"
+    );
+}
+
+#[test]
+fn speed_guard_keeps_managing_when_probes_lose_and_probes_less_often() {
+    // Managed 0.6, Linux 0.5: every probe loses. Probes at 1000 ms (back at 1250), then
+    // after a managed stint of 2 s (3250, back at 3500), then of 4 s (7500).
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.6, 0.5, 8000.0);
+    let (released, resumed) = guard_events(&moves);
+    assert_eq!(released, vec![1000, 3250, 7500]);
+    assert_eq!(
+        resumed,
+        vec![1250, 3500, 7750]
+            .into_iter()
+            .filter(|&x| x <= 8000)
+            .collect::<Vec<_>>()
+    );
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks), (3, 0));
+}
+
+#[test]
+fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
+    // Each thread has its own core at 100 %: the fair share, nothing Linux could add.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 1.0, 1.0, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    let g = p.guard.as_ref().unwrap();
+    assert!(g.skipped >= 2 && g.probes == 0, "{g:?}");
+    // Without the guard, even a worse placement is kept.
+    let mut s = settings(None);
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.6, 0.9, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    assert!(p.guard.is_none());
+}
