@@ -128,8 +128,9 @@ const YIELD_RATE: f64 = 2000.0;
 const PHASE_FRACTION: f64 = 0.0625;
 /// Time constant of the smoothing of the synchronization signals, in seconds.
 const SIGNAL_TAU_S: f64 = 0.2;
-/// Time constant of the decay of the credits, in seconds.
-const CREDIT_TAU_S: f64 = 0.5;
+/// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
+/// program, so a lead earned asleep at a barrier does not follow a thread for long.
+const CREDIT_TAU_S: f64 = 0.02;
 /// Growth of the interval per round with even counts, once `QUIET_ROUNDS` rounds in a row
 /// had nothing to rotate.
 const BACKOFF: f64 = 1.5;
@@ -137,6 +138,10 @@ const QUIET_ROUNDS: u32 = 16;
 /// A pair is swapped when their credits differ by more than this many intervals on a
 /// heavy core cost (see the module docs).
 const MARGIN_INTERVALS: f64 = -0.5;
+/// Cores are levelled or rotated only when the fuller ones are measurably slower: their
+/// threads' speed (exec over exec + run-queue wait, summed over the core's threads for the
+/// round) below this fraction of the emptier ones' (the paper's `T_s`).
+const SLOWER: f64 = 0.9;
 /// A thread moved to a light core "sped up" when its rate rose by this factor.
 const SPED_UP: f64 = 1.1;
 /// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
@@ -165,8 +170,9 @@ struct Placed {
     /// Cumulative exec and run-queue wait ns since we first saw it.
     exec: f64,
     wait: f64,
-    /// Exec ns in the latest window.
-    last_exec: f64,
+    /// Ns of the latest window in which it was not held back: running, or not wanting a
+    /// CPU (window − run-queue wait).
+    last_free: f64,
     /// Decayed lead over the mean, in exec ns.
     credit: f64,
     /// Smoothed fraction of time it was blocked (sleeping, not runnable).
@@ -181,6 +187,7 @@ struct Placed {
     /// `exec` at the last round, and the rate before it moved to a light core when it did
     /// in the last round.
     round_exec: f64,
+    round_wait: f64,
     round_rate: f64,
     judge: Option<f64>,
 }
@@ -199,6 +206,10 @@ pub struct Speed {
     /// Scratch lists of a round (indexes into `placed`).
     heavy: Vec<usize>,
     light: Vec<usize>,
+    /// Exec and wanted (exec + run-queue wait) ns of each queue's threads over the last
+    /// round.
+    q_exec: Vec<f64>,
+    q_want: Vec<f64>,
     started: bool,
     interval: Nanos,
     /// Rotation period multiplier from unhelpful moves (1 = every interval).
@@ -274,6 +285,8 @@ impl Speed {
             spare: Vec::new(),
             heavy: Vec::new(),
             light: Vec::new(),
+            q_exec: Vec::new(),
+            q_want: Vec::new(),
             started: false,
             slow_down: 1,
             next_round: Nanos::ZERO,
@@ -338,8 +351,8 @@ impl Speed {
             }
             if i < old.len() && old[i].key == t.key {
                 let mut p = old[i];
-                p.last_exec = t.speed * dt;
-                p.exec += p.last_exec;
+                p.last_free = (1.0 - t.latency).clamp(0.0, 1.0) * dt;
+                p.exec += t.speed * dt;
                 p.wait += t.latency * dt;
                 let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
                 p.blocked += alpha * (t.blocked - p.blocked);
@@ -399,7 +412,7 @@ impl Speed {
                 queue,
                 exec,
                 wait: t.latency * dt,
-                last_exec: 0.0,
+                last_free: 0.0,
                 credit: 0.0,
                 blocked: 0.0,
                 released: false,
@@ -407,6 +420,7 @@ impl Speed {
                 seg_wait: t.latency * dt,
                 seg_valid: false,
                 round_exec: exec,
+                round_wait: t.latency * dt,
                 round_rate: 0.0,
                 judge: None,
             });
@@ -419,16 +433,17 @@ impl Speed {
         old.clear();
         self.placed = out;
         self.spare = old;
-        // Credits: each placed thread's exec minus the mean over the placed threads.
+        // Credits: each placed thread's time not held back (running, or not wanting a CPU:
+        // window − run-queue wait) minus the mean over the placed threads.
         let (mut sum, mut n) = (0.0, 0u32);
         for p in self.placed.iter().filter(|p| !p.released) {
-            sum += p.last_exec;
+            sum += p.last_free;
             n += 1;
         }
         let mean = sum / f64::from(n.max(1));
         let decay = (-dt / (CREDIT_TAU_S * 1e9)).exp();
         for p in self.placed.iter_mut().filter(|p| !p.released) {
-            p.credit = p.credit * decay + (p.last_exec - mean);
+            p.credit = p.credit * decay + (p.last_free - mean);
         }
     }
 

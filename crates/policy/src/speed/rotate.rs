@@ -2,7 +2,7 @@
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
 use super::guard::{Action, Mode};
-use super::{IDLE, MARGIN_INTERVALS, SPED_UP, Speed};
+use super::{IDLE, MARGIN_INTERVALS, SLOWER, SPED_UP, Speed};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
 impl Speed {
@@ -12,7 +12,16 @@ impl Speed {
         let span = now.saturating_sub(self.last_round).0 as f64;
         self.last_round = now;
         let (mut judged, mut sped) = (0u32, 0u32);
+        self.q_exec.clear();
+        self.q_exec.resize(self.queues.len(), 0.0);
+        self.q_want.clear();
+        self.q_want.resize(self.queues.len(), 0.0);
         for p in self.placed.iter_mut() {
+            if !p.released {
+                let exec = p.exec - p.round_exec;
+                self.q_exec[p.queue] += exec;
+                self.q_want[p.queue] += exec + (p.wait - p.round_wait);
+            }
             let rate = if span > 0.0 {
                 (p.exec - p.round_exec) / span
             } else {
@@ -26,6 +35,7 @@ impl Speed {
             }
             p.round_rate = rate;
             p.round_exec = p.exec;
+            p.round_wait = p.wait;
         }
         if judged > 0 {
             if sped * 2 < judged {
@@ -56,6 +66,19 @@ impl Speed {
         node.is_none_or(|n| self.queues[q].node == n)
     }
 
+    /// Speed over the last round of the threads on the group's queues holding `load`
+    /// threads (1.0 when they did not want a CPU: nothing held them back).
+    fn speed_at(&self, node: Option<NodeId>, load: impl Fn(u32) -> bool) -> f64 {
+        let (mut exec, mut want) = (0.0, 0.0);
+        for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
+            if load(self.queues[q].load) {
+                exec += self.q_exec[q];
+                want += self.q_want[q];
+            }
+        }
+        if want > 0.0 { exec / want } else { 1.0 }
+    }
+
     /// Levels and rotates the cores of one node (`None`: all cores).
     fn rotate_group(&mut self, node: Option<NodeId>, moves: &mut Vec<Move>) -> bool {
         // 1. Level: while a core holds two threads more than another, its least-credited
@@ -69,7 +92,10 @@ impl Speed {
             ) else {
                 return false;
             };
-            if self.queues[hi].load <= self.queues[lo].load + 1 {
+            let (nh, nl) = (self.queues[hi].load, self.queues[lo].load);
+            if nh <= nl + 1
+                || self.speed_at(node, |n| n == nh) >= SLOWER * self.speed_at(node, |n| n == nl)
+            {
                 break;
             }
             let Some(i) = (0..self.placed.len())
@@ -97,6 +123,11 @@ impl Speed {
             hi = hi.max(self.queues[q].load);
         }
         if lo == 0 || hi <= lo {
+            return false;
+        }
+        // Heavy cores no slower than light ones (threads that sleep, or do not compete):
+        // nothing a rotation would fix.
+        if self.speed_at(node, |n| n == hi) >= SLOWER * self.speed_at(node, |n| n < hi) {
             return false;
         }
         // 3. Pair heavy threads (least credit first) with light ones (most credit first).

@@ -328,8 +328,10 @@ fn speed_even_counts_move_nothing_one_thread_per_core_or_two() {
 
 #[test]
 fn speed_levels_counts_when_a_core_holds_two_more_threads() {
-    // 5 threads on 2 cores placed 4 + 1 by hand: the round moves the least-credited
-    // thread of the full core to the empty one (3 + 2), then rotates.
+    // 5 threads on 2 cores placed 4 + 1 by hand. Over the last 10 ms round the four on
+    // core 0 ran 2.5 ms each and waited 7.5 (speed 2.5 / 10 = 0.25), the one on core 1 ran
+    // throughout (1.0): 0.25 < 0.9 · 1.0, so core 0 is measurably slower and its
+    // least-credited thread moves to core 1 (3 + 2).
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
     let first: Vec<Rate> = (0..5).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
@@ -337,8 +339,12 @@ fn speed_levels_counts_when_a_core_holds_two_more_threads() {
     assert_eq!(plan.moves.len(), 5);
     for pl in p.placed.iter_mut() {
         pl.queue = 0;
+        pl.exec = 2.5e6;
+        pl.wait = 7.5e6;
     }
     p.placed[4].queue = 1;
+    p.placed[4].exec = 10e6;
+    p.placed[4].wait = 0.0;
     p.queues[0].load = 4;
     p.queues[1].load = 1;
     p.placed[2].credit = -1e6;
@@ -351,19 +357,40 @@ fn speed_levels_counts_when_a_core_holds_two_more_threads() {
 }
 
 #[test]
+fn speed_leaves_cores_alone_when_the_fuller_one_is_not_slower() {
+    // 3 threads on 2 cores that sleep now and then (a pipeline's stages, say): each runs
+    // 70 % of the time (blocked 30 %, under the 40 % that gives a thread back to Linux) and
+    // never waits for a CPU. Core 0 holds two, but its speed is 1.4 / 1.4 = 1.0, as fast as
+    // core 1's: nothing to rotate, no move.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let rates: Vec<Rate> = (0..3).map(|i| (100 + i, 0.7, 0.0, 0, 0)).collect();
+    let mut now = 0.0;
+    for _ in 0..100 {
+        let plan = p.decide(&t, &window(now, now + 5.0, &rates));
+        assert!(plan.moves.is_empty(), "{:?}", plan.moves);
+        now += 5.0;
+    }
+    assert_eq!(p.stats.rotating_rounds, 0);
+}
+
+#[test]
 fn speed_moves_that_do_not_speed_the_thread_up_back_off() {
-    // 3 threads on 2 cores that do not compete: thread 100 runs at 0.5 and the others at
-    // 1.0 wherever they are (say they sleep or another program shares their cores).
-    // Credits after one 10 ms round: 100: 5 − 8.33 = −3.33 ms, 101 and 102: +1.67 ms.
-    // Heavy core 0 = {100, 102}, light core 1 = {101}: 101 − 100 = 5 ms > −2.5 ms, swap.
-    // At the next round 100 still runs at 0.5 on its own core: no speed-up, so the
-    // rotation's period doubles (20 ms).
+    // 3 threads on 2 cores; thread 100 runs half the time and waits the other half
+    // wherever it is (another program's thread shares whatever core it is on), the others
+    // run throughout. Round at 10 ms: core 0 = {100, 102} ran 15 of 20 ms wanted (0.75 <
+    // 0.9 · 1.0, slower); credits (time not held back, minus the mean): 100: 5 − 8.33 =
+    // −3.33 ms, 101 and 102: +1.67 ms. Heavy 100 pairs with light 101: 1.67 − (−3.33) =
+    // 5 ms > −2.5 ms (the margin (1 − 1/2) · 10 ms · −0.5): swap. At the next round 100
+    // still runs at 0.5 on core 1: no speed-up, so the rotation's period doubles (20 ms).
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
     let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
     p.decide(&t, &window(0.0, 0.0, &first));
     let rates = [
-        (100, 0.5, 0.0, 0, 0),
+        (100, 0.5, 0.5, 0, 0),
         (101, 1.0, 0.0, 0, 0),
         (102, 1.0, 0.0, 0, 0),
     ];
