@@ -2,7 +2,8 @@
 //! Linux from time to time, and the threads go back to Linux when Linux does better.
 //!
 //! The program's progress rate over a stretch of time is measured as the *minimum*, over
-//! the threads that wanted a CPU, of CPU time received per wall time. In a barrier
+//! the busy threads (those that wanted a CPU at least a quarter of the time), of CPU time
+//! received per wall time. In a barrier
 //! program the slowest thread gates every phase, so that is the program's rate; for
 //! independent threads it is the fairness of the share. (Total CPU time would not do: spin
 //! or yield waiting burns CPU without progress, and every core stays busy either way.)
@@ -23,8 +24,13 @@
 
 use threadbalance_model::Nanos;
 
-/// The probe must beat management by this fraction to take the threads back.
+/// The probe must beat management by this fraction, and by `MIN_GAIN` of a core, to take
+/// the threads back.
 pub(super) const MARGIN: f64 = 0.05;
+const MIN_GAIN: f64 = 0.02;
+/// Only threads that wanted a CPU at least this fraction of the measured span count (busy
+/// threads: a pipeline stage that mostly waits says nothing of the program's rate).
+pub(super) const BUSY: f64 = 0.25;
 /// A managed rate at least this fraction of the fair share needs no probe.
 pub(super) const AT_FAIR: f64 = 0.97;
 /// First managed stint, and its longest (doubling after every probe management wins).
@@ -134,7 +140,7 @@ impl Guard {
             Mode::Probe => {
                 self.released_rate = rate;
                 match (self.managed_rate, rate) {
-                    (Some(m), Some(r)) if r > (1.0 + MARGIN) * m => {
+                    (Some(m), Some(r)) if r > (1.0 + MARGIN) * m && r - m >= MIN_GAIN => {
                         self.handbacks += 1;
                         self.last = Some(format!(
                             "handed back at {at:.2} s: slowest thread {:.0} % of a core under Linux, {:.0} % managed",

@@ -1,8 +1,8 @@
 //! The planner's round (levelling and the rotation), the back-off of moves that did not
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
-use super::guard::{Action, Mode};
-use super::{IDLE, MARGIN_INTERVALS, SLOWER, SPED_UP, Speed};
+use super::guard::{Action, BUSY, Mode};
+use super::{MARGIN_INTERVALS, SLOWER, SPED_UP, Speed};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
 impl Speed {
@@ -175,7 +175,7 @@ impl Speed {
     }
 
     /// The program's progress rate since the guard's span opened: the least CPU share of a
-    /// thread that was there all along and wanted a CPU (see [`super::guard`]).
+    /// thread that was there all along and was busy (see [`super::guard`]).
     pub(super) fn segment_rate(&self, now: Nanos) -> Option<f64> {
         let span = now.saturating_sub(self.seg_at).0 as f64;
         if span <= 0.0 {
@@ -186,7 +186,7 @@ impl Speed {
             .filter(|p| p.seg_valid)
             .filter_map(|p| {
                 let exec = p.exec - p.seg_exec;
-                (exec + (p.wait - p.seg_wait) >= IDLE * span).then_some(exec / span)
+                (exec + (p.wait - p.seg_wait) >= BUSY * span).then_some(exec / span)
             })
             .min_by(f64::total_cmp)
     }

@@ -8,3 +8,4 @@ mod claims;
 mod determinism;
 mod invariants;
 mod scenarios;
+mod speed_many;
