@@ -142,6 +142,11 @@ const MARGIN_INTERVALS: f64 = -0.5;
 /// threads' speed (exec over exec + run-queue wait, summed over the core's threads for the
 /// round) below this fraction of the emptier ones' (the paper's `T_s`).
 const SLOWER: f64 = 0.9;
+/// Swaps per round and node: at most one per `SWAP_SHARE` cores, and at least
+/// `MIN_SWAPS` (what moving costs the threads and the tool stays bounded; the best pairs
+/// go first).
+const SWAP_SHARE: usize = 4;
+const MIN_SWAPS: usize = 4;
 /// A thread moved to a light core "sped up" when its rate rose by this factor.
 const SPED_UP: f64 = 1.1;
 /// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.

@@ -2,7 +2,7 @@
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
 use super::guard::{Action, BUSY, Mode};
-use super::{MARGIN_INTERVALS, SLOWER, SPED_UP, Speed};
+use super::{MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
 impl Speed {
@@ -145,9 +145,25 @@ impl Speed {
                 light.push(i);
             }
         }
+        // At most a quarter of the group's cores (and at least 4) swap per round: the best
+        // pairs first, so only those need sorting.
+        let cores = (0..self.queues.len())
+            .filter(|&q| self.in_group(q, node))
+            .count();
+        let cap = (cores / SWAP_SHARE).max(MIN_SWAPS);
         let credit = |i: &usize| self.placed[*i].credit;
-        heavy.sort_unstable_by(|a, b| credit(a).total_cmp(&credit(b)));
-        light.sort_unstable_by(|a, b| credit(b).total_cmp(&credit(a)));
+        let up = |a: &usize, b: &usize| credit(a).total_cmp(&credit(b));
+        let down = |a: &usize, b: &usize| credit(b).total_cmp(&credit(a));
+        if heavy.len() > cap {
+            heavy.select_nth_unstable_by(cap - 1, up);
+            heavy.truncate(cap);
+        }
+        if light.len() > cap {
+            light.select_nth_unstable_by(cap - 1, down);
+            light.truncate(cap);
+        }
+        heavy.sort_unstable_by(up);
+        light.sort_unstable_by(down);
         let t = f64::from(lo);
         let margin = (1.0 / t - 1.0 / (t + 1.0)) * self.interval.0 as f64 * MARGIN_INTERVALS;
         for (&x, &y) in heavy.iter().zip(&light) {
