@@ -39,7 +39,7 @@ fn decide(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| {
                 w.start = at;
-                at = at + Nanos::from_millis(2);
+                at += Nanos::from_millis(2);
                 w.end = at;
                 for (i, t) in w.threads.iter_mut().enumerate() {
                     let shared = load.get(core[i]).is_some_and(|&l| l > 1);
