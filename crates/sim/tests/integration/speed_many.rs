@@ -37,16 +37,18 @@ fn ep(wait: &str, work_ms: u64) -> String {
 
 #[test]
 fn speed_many_sixteen_cores_at_least_linux_where_linux_loses() {
-    // 17 and 24 threads: Linux leaves the doubled-up cores where they are and every phase
-    // waits for them (≈ 50–80 % of the fair share); the rotation must not do worse.
-    for n in [17, 24] {
+    // 17, 20 and 24 threads: Linux leaves the doubled-up cores where they are and every
+    // phase waits for them (≈ 50–80 % of the fair share); the rotation must not do worse,
+    // with 10 ms phases and with 100 ms phases.
+    for (n, phase) in [(17, 10), (20, 10), (24, 10), (17, 100)] {
         for wait in ["yield", "block"] {
-            let c = run(&ep(wait, 200), n, &["none", "speed"]);
+            let w = format!("ep-barrier:phase_ms={phase},wait={wait},work_ms=400");
+            let c = run(&w, n, &["none", "speed"]);
             let (none, speed) = (&c.results[0], &c.results[1]);
             assert!(none.finished && speed.finished);
             assert!(
                 speed.runtime_s <= none.runtime_s,
-                "N = {n}, {wait}:\n{}",
+                "N = {n}, {phase} ms, {wait}:\n{}",
                 c.to_table()
             );
         }
