@@ -5,6 +5,18 @@ use super::guard::{Action, BUSY, Mode};
 use super::{MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
+/// What a round needs to know of a group of cores (see [`Speed::view`]).
+struct View {
+    hi: usize,
+    lo: usize,
+    nh: u32,
+    nl: u32,
+    cores: usize,
+    at_hi: f64,
+    at_lo: f64,
+    below_hi: f64,
+}
+
 impl Speed {
     /// One round at `now`: judges the last round's moves, then levels and rotates every
     /// node's cores. Returns whether some node has uneven counts with threads to rotate.
@@ -66,68 +78,85 @@ impl Speed {
         node.is_none_or(|n| self.queues[q].node == n)
     }
 
-    /// Speed over the last round of the threads on the group's queues holding `load`
-    /// threads (1.0 when they did not want a CPU: nothing held them back).
-    fn speed_at(&self, node: Option<NodeId>, load: impl Fn(u32) -> bool) -> f64 {
-        let (mut exec, mut want) = (0.0, 0.0);
+    /// The group's fullest and emptiest cores (ties to the lowest index), its core count,
+    /// and the speeds over the last round of the threads on cores holding as many threads
+    /// as the fullest, as the emptiest, and fewer than the fullest (1.0 where nobody wanted
+    /// a CPU: nothing held them back). Two passes over the cores.
+    fn view(&self, node: Option<NodeId>) -> Option<View> {
+        let (mut hi, mut lo, mut cores) = (None::<usize>, None::<usize>, 0);
         for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
-            if load(self.queues[q].load) {
-                exec += self.q_exec[q];
-                want += self.q_want[q];
+            let load = self.queues[q].load;
+            cores += 1;
+            if hi.is_none_or(|h| load > self.queues[h].load) {
+                hi = Some(q);
+            }
+            if lo.is_none_or(|l| load < self.queues[l].load) {
+                lo = Some(q);
             }
         }
-        if want > 0.0 { exec / want } else { 1.0 }
+        let (hi, lo) = (hi?, lo?);
+        let (nh, nl) = (self.queues[hi].load, self.queues[lo].load);
+        let mut sums = [(0.0, 0.0); 3];
+        for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
+            let load = self.queues[q].load;
+            for (k, hit) in [load == nh, load == nl, load < nh].into_iter().enumerate() {
+                if hit {
+                    sums[k].0 += self.q_exec[q];
+                    sums[k].1 += self.q_want[q];
+                }
+            }
+        }
+        let speed = |(exec, want): (f64, f64)| if want > 0.0 { exec / want } else { 1.0 };
+        Some(View {
+            hi,
+            lo,
+            nh,
+            nl,
+            cores,
+            at_hi: speed(sums[0]),
+            at_lo: speed(sums[1]),
+            below_hi: speed(sums[2]),
+        })
     }
 
     /// Levels and rotates the cores of one node (`None`: all cores).
     fn rotate_group(&mut self, node: Option<NodeId>, moves: &mut Vec<Move>) -> bool {
-        // 1. Level: while a core holds two threads more than another, its least-credited
-        //    thread moves to the emptiest.
-        loop {
-            let qs = (0..self.queues.len()).filter(|&q| self.in_group(q, node));
-            let (Some(hi), Some(lo)) = (
-                qs.clone()
-                    .max_by_key(|&q| (self.queues[q].load, usize::MAX - q)),
-                qs.min_by_key(|&q| (self.queues[q].load, q)),
-            ) else {
+        // 1. Level: while a core holds two threads more than another and is slower, its
+        //    least-credited thread moves to the emptiest.
+        let v = loop {
+            let Some(v) = self.view(node) else {
                 return false;
             };
-            let (nh, nl) = (self.queues[hi].load, self.queues[lo].load);
-            if nh <= nl + 1
-                || self.speed_at(node, |n| n == nh) >= SLOWER * self.speed_at(node, |n| n == nl)
-            {
-                break;
+            if v.nh <= v.nl + 1 || v.at_hi >= SLOWER * v.at_lo {
+                break v;
             }
             let Some(i) = (0..self.placed.len())
-                .filter(|&i| self.placed[i].queue == hi && !self.placed[i].released)
+                .filter(|&i| self.placed[i].queue == v.hi && !self.placed[i].released)
                 .min_by(|&a, &b| self.placed[a].credit.total_cmp(&self.placed[b].credit))
             else {
-                break;
+                break v;
             };
-            self.queues[hi].load -= 1;
-            self.queues[lo].load += 1;
-            self.placed[i].queue = lo;
+            self.queues[v.hi].load -= 1;
+            self.queues[v.lo].load += 1;
+            self.placed[i].queue = v.lo;
             self.stats.levels += 1;
             moves.push(Move {
                 thread: self.placed[i].key,
-                to: self.target(lo),
+                to: self.target(v.lo),
                 why: Reason::SpeedRotate {
                     lead_ms: self.placed[i].credit / 1e6,
                 },
             });
-        }
-        // 2. Even counts: nothing to rotate.
-        let (mut lo, mut hi) = (u32::MAX, 0);
-        for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
-            lo = lo.min(self.queues[q].load);
-            hi = hi.max(self.queues[q].load);
-        }
+        };
+        // 2. Even counts: nothing to rotate. (After a levelling move `v` may be stale only
+        //    when the loop broke for lack of a thread, in which case counts are unchanged.)
+        let (hi, lo) = (v.nh, v.nl);
         if lo == 0 || hi <= lo {
             return false;
         }
         // Heavy cores no slower than light ones (threads that sleep, or do not compete):
         // nothing a rotation would fix.
-        if self.speed_at(node, |n| n == hi) >= SLOWER * self.speed_at(node, |n| n < hi) {
+        if v.at_hi >= SLOWER * v.below_hi {
             return false;
         }
         // 3. Pair heavy threads (least credit first) with light ones (most credit first).
@@ -147,10 +176,7 @@ impl Speed {
         }
         // At most a quarter of the group's cores (and at least 4) swap per round: the best
         // pairs first, so only those need sorting.
-        let cores = (0..self.queues.len())
-            .filter(|&q| self.in_group(q, node))
-            .count();
-        let cap = (cores / SWAP_SHARE).max(MIN_SWAPS);
+        let cap = (v.cores / SWAP_SHARE).max(MIN_SWAPS);
         let credit = |i: &usize| self.placed[*i].credit;
         let up = |a: &usize, b: &usize| credit(a).total_cmp(&credit(b));
         let down = |a: &usize, b: &usize| credit(b).total_cmp(&credit(a));
