@@ -126,7 +126,19 @@ impl RunResult {
             cross_socket_migrations: sim.stats.cross_migrations,
             policy_ticks: ticks,
             events: sim.stats.events,
-            thread_cpu_s: sim.th.iter().map(|t| t.run as f64 / 1e9).collect(),
+            // A thread still running at the horizon has an open segment: count it.
+            thread_cpu_s: sim
+                .th
+                .iter()
+                .map(|t| {
+                    let open = if t.st == St::Running {
+                        end.saturating_sub(sim.cpus[t.cpu as usize].seg_start)
+                    } else {
+                        0
+                    };
+                    (t.run + open) as f64 / 1e9
+                })
+                .collect(),
             thread_migrations: sim.th.iter().map(|t| t.migrations).collect(),
             timeline: sim.timeline.clone(),
             policy_summary,

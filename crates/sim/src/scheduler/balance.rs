@@ -25,8 +25,11 @@ impl Sim {
         self.cpus[c].tick_armed = true;
         self.q.push(now + tick, EventKind::Tick, c as u32, 0);
         self.rebalance(c);
-        if !self.cpus[c].rq.is_empty() {
+        let queued = !self.cpus[c].rq.is_empty();
+        if queued {
             self.q.push(now, EventKind::Resched, c as u32, 0);
+        }
+        if queued || self.lx.kernel_noise_ns > 0 {
             let p = self.lx.kernel_noise_per_s * tick as f64 / 1e9;
             if self.rng.next_f64() < p {
                 let at = now + self.rng.below(tick);
@@ -65,11 +68,20 @@ impl Sim {
         }
     }
 
-    /// A kernel thread runs briefly: the current thread is switched out and, when it is
-    /// done, the fairest queued thread runs.
+    /// A kernel thread runs briefly: for `kernel_noise_ns` the CPU's thread does not run
+    /// (its activity ends that much later), and when the kernel thread is done the fairest
+    /// queued thread runs.
     pub(crate) fn on_noise(&mut self, c: usize) {
         let cur = self.cpus[c].cur;
-        if cur == NONE || self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+        if cur == NONE || self.cpus[c].in_advance {
+            return;
+        }
+        if self.lx.kernel_noise_ns > 0 {
+            self.stop_segment(c);
+            self.th[cur as usize].debt += self.lx.kernel_noise_ns;
+            self.start_segment(c);
+        }
+        if self.cpus[c].rq.is_empty() {
             return;
         }
         if self.yield_waiting(cur as usize) {

@@ -14,6 +14,7 @@
 //! | nohz | idle CPUs do not tick; a CPU with ≥ 2 runnable threads, or with another busy CPU in its LLC, kicks balancing on their behalf | `nohz_balancer_kick` (`nr_busy_cpus > 1`) |
 //! | migration cost | a thread that changes core refetches its working set from the cache it left: an LLC hit or a sibling's L2 within an LLC, a remote probe across | (hardware) |
 //! | NUMA balancing | pages follow their threads after two scans ([`crate::autonuma`]) | `task_numa_work`, `should_numa_migrate_memory` |
+//! | kernel noise | 20 times a second a busy CPU runs a kernel thread for 0.5 ms (1 % of the CPU): its thread's activity ends that much later, and a queued thread may take the CPU after it | kworkers, RCU, timer softirqs, hypervisor exits |
 //! | spreading | between groups with spare capacity the busiest CPU may run a lone thread; nothing can be detached, the attempt fails, and after `cache_nice_tries + 2` failures its running thread is pushed | `sched_balance_find_src_rq`, `imbalanced_active_balance`, `active_load_balance_cpu_stop` |
 //!
 //! Load is the number of runnable threads (every simulated thread has nice 0), not PELT's
@@ -51,6 +52,10 @@ pub struct Linux {
     /// Kernel threads (kworkers, RCU, timers) that briefly preempt a busy CPU, per second.
     /// They break the lock-step of perfectly periodic ticks, as on a real machine.
     pub kernel_noise_per_s: f64,
+    /// How long each such kernel thread runs, ns: time the CPU's thread does not get
+    /// (kworkers, RCU callbacks, timer softirqs, a hypervisor's exits). With 20 a second
+    /// of 0.5 ms, 1 % of every busy CPU.
+    pub kernel_noise_ns: u64,
     /// `SIS_UTIL`: the idle-CPU scan of a wake-up shrinks as its LLC gets busy and stops
     /// at about 85 % utilization (on by default since Linux 6.0).
     pub sis_util: bool,
@@ -72,6 +77,7 @@ impl Default for Linux {
             wake_idle_ns: 4_000,
             spawn_gap_ns: 20_000,
             kernel_noise_per_s: 20.0,
+            kernel_noise_ns: 500_000,
             sis_util: true,
             numa_balancing: true,
             page_migrate_ns: 2_000,

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod calibration;
+mod calibration16;
 mod claims;
 mod determinism;
 mod invariants;

@@ -1,0 +1,95 @@
+//! The Linux model (`none`) against `calibration/linux-6.18-16core.md`: barrier programs
+//! and always-runnable threads on one package of 16 cores.
+//!
+//! Each row is held to ±10 points of the % of the fair share measured with the C barrier
+//! program (mean of its two runs) and, at 10 ms phases, with `workload spmd`. The rows at
+//! N = 24 and N = 32 are not reproduced yet (the model is 10–20 points too kind there:
+//! see the simulator's README, "Calibration at 16 cores"); `--suite papers` prints them.
+
+use threadbalance_model::Nanos;
+use threadbalance_policy::Settings;
+use threadbalance_sim::suite::{SIXTEEN_CORE_ROWS, SixteenRow, sixteen_core};
+use threadbalance_sim::{RunOptions, Wait, Workload, run_policy, workload::spinners};
+
+fn simulated(r: &SixteenRow) -> f64 {
+    let m = sixteen_core().unwrap();
+    let res = run_policy(
+        &m,
+        &r.workload(),
+        "none",
+        &Settings::new(m.topo.default_level()),
+        &RunOptions::new(1),
+    )
+    .unwrap();
+    assert!(res.finished);
+    r.fair_share_pct(res.runtime_s)
+}
+
+fn row(n: usize, s: u64, wait: Wait) -> SixteenRow {
+    *SIXTEEN_CORE_ROWS
+        .iter()
+        .find(|r| r.threads == n && r.phase_ms == s && r.wait == wait)
+        .unwrap()
+}
+
+fn check(rows: &[(usize, u64, Wait)]) {
+    let mut table = String::from("N  S ms  barrier  measured  simulated\n");
+    let mut ok = true;
+    for &(n, s, w) in rows {
+        let r = row(n, s, w);
+        let pct = simulated(&r);
+        ok &= r.reproduced_by(pct);
+        table += &format!("{n} {s:>4}  {w:?}  {:?}  {pct:.1}\n", r.targets());
+    }
+    println!("{table}");
+    assert!(ok, "a row is outside ±10 points\n{table}");
+}
+
+#[test]
+fn calibration_sixteen_cores_one_thread_too_many_gates_every_phase() {
+    // N = M + 1: one core runs two threads and gates every phase. Linux: 45–62 % (C
+    // program), 53–67 % (spmd); nothing rotates the doubled-up core fast enough.
+    check(&[
+        (17, 10, Wait::Yield),
+        (17, 10, Wait::Block),
+        (17, 100, Wait::Yield),
+        (17, 100, Wait::Block),
+    ]);
+}
+
+#[test]
+fn calibration_sixteen_cores_one_thread_per_core_loses_to_kernel_noise() {
+    // N = M with yield barriers: no thread ever waits for a CPU, yet a phase ends only
+    // when the slowest thread is done, and kernel threads (1 % of each CPU in 0.5 ms
+    // bursts) delay some thread in most 10 ms phases. Linux: 85 % (C), 98.6 % (spmd).
+    check(&[(16, 10, Wait::Yield), (16, 100, Wait::Yield)]);
+    let pct = simulated(&row(16, 10, Wait::Yield));
+    assert!(pct < 97.0, "no loss at N = 16: {pct:.1} %");
+}
+
+#[test]
+fn calibration_sixteen_cores_spinners_get_unequal_shares() {
+    // Measured: 24 spinners for 6 s received 3.0–5.3 CPU seconds each (fair 4.0,
+    // min/max 0.56) with 1–5 migrations per thread: the balancer moves one thread at a
+    // time from a doubled-up core to a single one, every 256–512 ms (busy interval of a
+    // 16-CPU domain: 16 ms × busy_factor 16, doubled while balanced).
+    let m = sixteen_core().unwrap();
+    let w = Workload {
+        name: "spinners".into(),
+        description: String::new(),
+        apps: vec![spinners(24, 100_000_000_000)],
+    };
+    let mut o = RunOptions::new(1);
+    o.horizon = Nanos::from_secs(6);
+    let r = run_policy(&m, &w, "none", &Settings::new(m.topo.default_level()), &o).unwrap();
+    let total: f64 = r.thread_cpu_s.iter().sum();
+    // 16 CPUs × 6 s, less the kernel threads' 1 %.
+    assert!((94.0..96.01).contains(&total), "{total}");
+    let lo = r.thread_cpu_s.iter().copied().fold(f64::MAX, f64::min);
+    let hi = r.thread_cpu_s.iter().copied().fold(0.0, f64::max);
+    // Within 0.3 s of the measured range, 3.0–5.3 s.
+    assert!(lo >= 2.7 && hi <= 5.6, "{:?}", r.thread_cpu_s);
+    assert!((lo / hi - 0.56).abs() <= 0.1, "min/max {:.2}", lo / hi);
+    let per_thread = r.migrations as f64 / 24.0;
+    assert!((1.0..=5.0).contains(&per_thread), "{per_thread}");
+}
