@@ -495,7 +495,7 @@ fn guard_events(moves: &[(f64, Move)]) -> (Vec<u64>, Vec<u64>) {
 fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
     // Managed, the slowest thread gets 60 % of a core; under Linux 90 %. The guard's
     // measured tail is L = 200 ms, its settling 50 ms.
-    // - 1000 ms: the first managed stint ends (0.6 < 0.97 · fair share 1.0): probe,
+    // - 1000 ms: the first managed stint ends (0.6 < 0.9 · fair share 1.0): probe,
     //   both threads released.
     // - 1250 ms: the probe measured 0.9 > 1.05 · 0.6: handed back for 1 s.
     // - 2250 ms: trial, placed again; 2500 ms: trial 0.6 < 0.9: released for 2 s.
