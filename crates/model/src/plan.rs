@@ -50,14 +50,12 @@ pub enum Reason {
     Pin,
     /// First placement of a thread (round-robin, or a thread discovered late).
     Initial,
-    /// Speed balancing: a fast core pulled the thread from a slow one.
-    SpeedPull {
-        /// Speed of the pulling core.
-        to_speed: f64,
-        /// Speed of the core it came from.
-        from_speed: f64,
-        /// Global average speed.
-        global: f64,
+    /// Speed balancing: the thread changes core in a rotation that gives every thread the
+    /// same share of time on the less loaded cores (or levels the thread counts).
+    SpeedRotate {
+        /// The thread's progress lead over the mean of the program's threads, in ms of
+        /// CPU time (decayed): positive when it goes to share a core with more threads.
+        lead_ms: f64,
     },
     /// NUMA balancing: moved from the busiest to the idlest node.
     NumaBalance {

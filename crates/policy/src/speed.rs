@@ -1,121 +1,148 @@
-//! `speed`: speed balancing (Hofmeyr, Iancu, Blagojević, PPoPP 2010, §4–5), with a balance
-//! interval that adapts to the program's synchronization granularity.
+//! `speed`: speed balancing (Hofmeyr, Iancu, Blagojević, PPoPP 2010) for M cores: every
+//! thread of a program gets the same share of time on the less loaded cores, planned
+//! centrally, so that threads meeting at barriers make equal progress; and a guard that
+//! gives the threads back to Linux when Linux does better.
 //!
-//! **The paper's rules.** A thread's *speed* is its execution time over wall time; a core's
-//! speed is the mean speed of the threads placed on it; the global speed is the mean over
-//! cores. Every core has a balancer. When it wakes, a core faster than the global speed
-//! pulls one thread from a core whose speed is below `T_s`·global (`T_s` = 0.9) and that has
-//! not been in a migration for two intervals; it pulls the thread that has migrated least.
-//! Each balancer sleeps one interval plus a random jitter of up to one interval. Beyond
-//! the paper, a core pulls only from a core that holds more of the threads we place than
-//! it does (3 threads on 2 cores: 2 against 1), and threads that mostly sleep are given
-//! back to Linux (blocked more than 40 % of the time): both keep pinning from costing more than it gains
-//! on programs that are not oversubscribed barrier codes. Threads
-//! start round-robin over the cores; a thread discovered later goes to the core with the
-//! fewest threads. Migrations inside an LLC may happen every interval, across LLCs (same
-//! node) every 2 intervals, across NUMA nodes every 4 — and not at all unless
-//! [`SpeedSettings::allow_numa`] (blocked by default, as in the paper's §6.4).
+//! **What the paper balances.** With N threads on M < N cores, T = ⌊N/M⌋, the k = N mod M
+//! *slow* cores hold T + 1 threads and the others T. Under a per-core fair scheduler a
+//! thread on a slow core runs at 1/(T+1), on a fast one at 1/T. In a program that meets at
+//! a barrier every S ms, the slow cores gate every phase unless the doubling *rotates
+//! within the phase*. The paper rotates with one balancer per core that, every interval,
+//! pulls one thread from a slow core to a fast one; Lemma 1 counts 2·⌈SQ/FQ⌉ such steps
+//! before every thread has run fast once. That count grows with the number of slow cores:
+//! with 24 threads on 16 cores, eight slow cores, and one pull per core per interval plus
+//! the two-interval post-migration block, the rotation does not finish inside a 10 ms
+//! phase. Pulls also change the thread counts (3 + 1 from 2 + 2) when per-window speeds
+//! are noisy, which is what makes distributed pulling thrash when N is a multiple of M.
+//!
+//! **The rotation (this design).** One planner sees every thread. Each thread carries a
+//! *credit*: the time it was not held back (running, or not wanting a CPU: the window
+//! minus its run-queue wait) minus the mean over the program's threads, summed over
+//! windows and decayed with a 20 ms time constant — how far ahead of the others it is.
+//! (Time asleep counts as not held back, so a pipeline stage that waits for work does not
+//! look behind; the short decay keeps a lead earned asleep at a barrier from following a
+//! thread into later phases.) Every round (one balance interval B) the planner, within
+//! each NUMA node:
+//! 1. measures each core's speed over the round: its threads' CPU time over the time they
+//!    wanted a CPU, summed over the core's threads (so a 2 ms round is not at the mercy of
+//!    which of two threads held a 3 ms slice: their sum is exact);
+//! 2. levels the counts: while a core holds two threads more than another and is slower
+//!    than `T_s` = 0.9 of it, the thread with the least credit on the fullest core moves to
+//!    the emptiest;
+//! 3. if all cores hold the same number of threads (N ≤ M one each, or N a multiple of M),
+//!    stops: even pinning is already optimal, and moving only costs;
+//! 4. if the heavy cores (T + 1 threads) are not slower than 0.9 of the light ones (T
+//!    threads), stops too: their threads sleep or do not compete, and a rotation fixes
+//!    nothing;
+//! 5. otherwise pairs the heavy cores' threads, least credit first, with the light cores'
+//!    threads, most credit first, and swaps each pair unless the light thread is more than
+//!    half a round's loss behind: y − x > −½·(1/T − 1/(T+1))·B. Counts never change. At
+//!    most a quarter of the node's cores (at least 4) swap per round, the best pairs
+//!    first.
 //!
 //! ```text
-//!   window (exec ns per thread) ─► per-thread speed since its core's last wake-up
-//!        │                                │
-//!        │                                ▼
-//!        │           core speed s_j = mean of its threads   global = mean_j s_j
-//!        │                                │
-//!        ▼                                ▼
-//!   sync signals ─► interval B     for each core whose timer expired (one loop, a
-//!   (wake-ups/s, yields/s)          timer per core — not one OS thread per core):
-//!                                     s_j > global and ∃ k: s_k < T_s·global, k quiet
-//!                                     for 2B ─► pull least-migrated thread of k to j
-//!                                   timer_j = now + B + U[0, B)
-//!   Plan.next_in = earliest timer − now
+//!   window ─► credit_i ← credit_i·e^(−dt/τ) + (free_i − mean_j free_j),  free = dt − wait
+//!                 │
+//!   every B:  heavy cores (T+1 threads)  x₁ ≤ x₂ ≤ …   (credit, ascending)
+//!             light cores (T threads)    y₁ ≥ y₂ ≥ …   (credit, descending)
+//!             swap (xᵢ, yᵢ) while yᵢ − xᵢ > −½·(1/T − 1/(T+1))·B  ─► 2 moves per pair
 //! ```
 //!
-//! The balancers are logical: one [`Policy::decide`] call runs every balancer whose timer
-//! has expired, and asks to be called again when the earliest timer is due.
+//! So the whole rotation is planned each round, whatever the number of slow cores: with 17
+//! threads on 16 cores and B = 2 ms, both doubled-up threads are replaced every round, no
+//! thread spends much more than B of a phase doubled, and a 10 ms phase takes about
+//! 10 + B/2 ms plus the tail instead of 20 (measured in the simulator: 85 % of the fair
+//! share with yield barriers; 96 % with B = 1 ms; see the README). Swapping whenever the
+//! light thread is not clearly behind, rather than waiting until the heavy one is clearly
+//! behind, is what makes stints one round long: with a positive margin the thread that
+//! just arrived on a heavy core stays a second round. The credit is not reset by noise: a
+//! thread that ran a whole slice in one window and none in the next has the same credit
+//! two windows later. Threads start round-robin over the cores; a thread discovered later
+//! goes to the core with the fewest threads.
 //!
-//! **Why the interval adapts (beyond the paper).** With N threads on M < N cores, some core
-//! holds one thread more than another. In a program that meets at a barrier every S ms, the
-//! doubled-up threads gate everyone in every phase unless the doubling *rotates within the
-//! phase*: Lemma 1 says 2·⌈SQ/FQ⌉ balancing steps are needed before every thread has run on
-//! a fast core (two for 3 threads on 2 cores), and each step is followed by the two-interval
-//! post-migration block, so a step takes about 2.3 B with the jitter. Linux 6.18 already
-//! shares cores fairly when phases are long (≥ 100 ms), so a 100 ms balancer gains nothing
-//! there, and loses to it when phases are short. The interval is therefore chosen as:
+//! **Why the old distributed balancers thrashed at N = 2M.** Each core's balancer judged
+//! "slow" from per-thread speeds over its own span (2–4 ms), and counted only threads that
+//! showed a speed. With 2 ms windows shorter than a slice, and a running thread's run time
+//! advancing only at ticks or switches (`schedstat` reports the kernel's last update), a
+//! span can show a thread that did not seem to want a CPU at all: that core then counted
+//! one thread fewer, looked fast, and pulled from a neighbour — turning 2 + 2 into 3 + 1,
+//! which is really slow and makes the next pull likely. That is the likeliest reading of
+//! the 900 moves/s and 2.8× run time measured on 16 cores with 32 yield-spinning threads
+//! (not verified there). The planner works from the counts it placed, which noise cannot
+//! change, and from speeds summed per core over a round, and does nothing when the counts
+//! are even.
+//!
+//! **Moves that do not raise progress back off.** A thread swapped onto a light core
+//! should then run faster than it did before (1/T against 1/(T+1)). At the next round the
+//! planner compares: when fewer than half of the threads it moved there sped up by 10 %,
+//! the rotation's period doubles (up to `max_interval`); the first round in which they did
+//! brings it back to B. This is what stops the rotation when cores differ for reasons it
+//! cannot fix (another program on a core, threads that do not compete).
+//!
+//! **Why the interval adapts.** A rotation step must be short against the phase. The
+//! interval B is chosen from the program's synchronization signals:
 //!
 //! | signal (per running thread, smoothed over ~200 ms) | meaning | interval B |
 //! |---|---|---|
 //! | involuntary switches ≥ 2000/s | threads spin with `sched_yield` at synchronization points: phases finer than we can see | `min_interval` (2 ms) |
-//! | context switches r/s (voluntary + involuntary) | threads block, yield or are preempted about once per phase: phase P ≈ 1/r | P / 8, clamped to [`min_interval`, `max_interval`] |
+//! | context switches r/s (voluntary + involuntary) | threads block, yield or are preempted about once per phase: phase P ≈ 1/r | P / 16, clamped to [`min_interval`, `max_interval`] |
 //! | neither | no synchronization seen | `max_interval` (100 ms, the paper's) |
 //!
 //! Context switches come from `status`, which a host may not read (it is the costliest
 //! file); then every timeslice (each time a thread was given a CPU: its wake-ups plus its
-//! preemptions, from `schedstat`) stands in for both counts. That over-counts wake-ups, so
-//! it errs toward the fast side: a program whose threads share cores is then balanced at
-//! the floor. P / 8: a rotation step takes ≈ 2.3 B (block of 2 B, then the next jittered
-//! wake-up), and 3 threads on 2 cores need 2 steps per phase (Lemma 1) with margin for the
-//! phase not starting on a step — measured on 2 cores, 10 ms phases need B ≈ 2 ms.
+//! preemptions, from `schedstat`) stands in for both counts. When the counts are even, the
+//! interval backs off (×1.5 per round, up to `max_interval`) after 16 rounds: nothing is
+//! being rotated, so there is nothing to sample often for. `Settings::interval` fixes B.
 //!
-//! The interval backs off (×1.5 per balancing round, up to `max_interval`) once 16 rounds
-//! in a row found no core slow enough to pull from — when the cores are balanced (N ≤ M, or
-//! N a multiple of M) or moves stop improving the spread, there is nothing to gain from
-//! sampling often. The first slow core seen brings B back to the signals' choice.
-//! `Settings::interval` fixes B instead.
+//! **Threads that mostly sleep are given back to Linux** (blocked more than 40 % of the
+//! time, placed again below 25 %): they do not compete for cores, and pinning them costs
+//! work conservation.
 //!
-//! **Speed of a thread (a measured deviation).** By default exec / (exec + run-queue wait)
-//! over the span, i.e. exec time over the wall time during which the thread *wanted* a
-//! CPU ([`SpeedMeasure::Runnable`]); the paper's exec / wall is [`SpeedMeasure::Wall`].
-//! They agree for always-runnable threads. They differ when a thread sleeps: under the
-//! paper's measure a thread asleep at a blocking barrier makes its core look slow, so the
-//! busy core "pulls" the sleeper and doubles up the two workers when it wakes. On this
-//! 2-core machine that took 2 threads with 100 ms phases from 98 % to 50–60 % of the fair
-//! share; with the runnable measure they stay put (3–7 moves per run). Threads that hardly
-//! wanted a CPU over the span (under 5 %) count for nothing under either measure.
+//! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
+//! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
+//! places every thread, and hands the threads back when the probe does 5 % (and 2 points
+//! of a core) better;
+//! management is then tried again after a back-off that doubles with every loss. A managed
+//! rate at 90 % of the fair share or more skips the probe. The policy's summary says
+//! when and why it handed back. The guard lives inside the policy rather than as a wrapper
+//! around any policy because resuming means placing every thread again where the policy
+//! keeps it, which only the policy knows; a wrapper would need every policy to replay its
+//! placement on demand.
 //!
 //! Per tick the policy walks the window once, merging it with its own key-sorted table of
-//! placed threads; buffers are reused, so ticks at 2 ms do not allocate once the thread set
-//! is stable.
+//! placed threads; buffers (the round's candidate lists too) are reused, so ticks at 2 ms
+//! allocate only the plan's moves once the thread set is stable. One decision costs about
+//! 5 µs with 64 threads and 0.1 ms with 1024 (`benches/speed.rs`).
 
-use crate::rng::Rng;
+pub mod guard;
+
 use crate::{Policy, PolicyError, Settings};
+use guard::Guard;
 use threadbalance_model::{
-    Level, Move, Nanos, NodeId, Plan, Reason, Target, ThreadKey, Topology, Window,
+    Level, Move, Nanos, NodeId, Plan, Reason, Target, ThreadKey, ThreadRates, Topology, Window,
 };
-
-/// How a thread's speed is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpeedMeasure {
-    /// The paper's: execution time over wall time.
-    Wall,
-    /// Execution time over the time the thread wanted a CPU (run + run-queue wait); a thread
-    /// that did not want to run counts as fast.
-    Runnable,
-}
 
 /// Settings of the `speed` policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeedSettings {
-    /// `T_s`: pull only from cores slower than this fraction of the global speed (0.9).
-    pub threshold: f64,
-    /// Whether threads may be pulled across NUMA nodes (blocked by default).
+    /// Whether the rotation may move threads across NUMA nodes (blocked by default, as in
+    /// the paper's §6.4): then every node rotates its own threads.
     pub allow_numa: bool,
     /// Shortest balance interval the adaptation may choose (2 ms).
     pub min_interval: Nanos,
     /// Longest balance interval, where it backs off to (100 ms, the paper's fixed value).
     pub max_interval: Nanos,
-    /// How thread speed is measured.
-    pub measure: SpeedMeasure,
+    /// Whether the guard may hand the threads back to Linux (see [`guard`]).
+    pub guard: bool,
 }
 
 impl Default for SpeedSettings {
     fn default() -> SpeedSettings {
         SpeedSettings {
-            threshold: 0.9,
             allow_numa: false,
             min_interval: Nanos::from_millis(2),
             max_interval: Nanos::from_millis(100),
-            measure: SpeedMeasure::Runnable,
+            guard: true,
         }
     }
 }
@@ -126,42 +153,44 @@ const IDLE: f64 = 0.05;
 /// synchronization points (preemption alone gives a few hundred per second).
 const YIELD_RATE: f64 = 2000.0;
 /// The interval is this fraction of the estimated phase (see the module docs).
-const PHASE_FRACTION: f64 = 0.125;
+const PHASE_FRACTION: f64 = 0.0625;
 /// Time constant of the smoothing of the synchronization signals, in seconds.
 const SIGNAL_TAU_S: f64 = 0.2;
-/// Growth of the interval per balancing round that finds no slow core, once
-/// `QUIET_ROUNDS` rounds in a row found none.
+/// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
+/// program, so a lead earned asleep at a barrier does not follow a thread for long.
+const CREDIT_TAU_S: f64 = 0.02;
+/// Growth of the interval per round with even counts, once `QUIET_ROUNDS` rounds in a row
+/// had nothing to rotate.
 const BACKOFF: f64 = 1.5;
 const QUIET_ROUNDS: u32 = 16;
-/// Post-migration block, in intervals (the paper's two).
-const BLOCK_INTERVALS: u64 = 2;
-/// Interval multipliers for pulls across LLCs and across NUMA nodes.
-const CROSS_LLC: u64 = 2;
-const CROSS_NODE: u64 = 4;
-/// A placed thread blocked more than this fraction of the time (smoothed over
-/// `SIGNAL_TAU_S`) is released to Linux. Speed balancing equalizes the progress of threads
-/// that compete for cores; a thread that mostly sleeps (on a timer, a queue, I/O) gains
-/// nothing from it, and pinning it costs work conservation: when its core's other thread
-/// sleeps too, the core idles while work waits elsewhere, which Linux's wake-up placement
-/// would have used. Threads of a barrier program block only while waiting for the slowest,
-/// a small fraction once phases rotate, so they stay placed.
+/// A pair is swapped when their credits differ by more than this many intervals on a
+/// heavy core cost (see the module docs).
+const MARGIN_INTERVALS: f64 = -0.5;
+/// Cores are levelled or rotated only when the fuller ones are measurably slower: their
+/// threads' speed (exec over exec + run-queue wait, summed over the core's threads for the
+/// round) below this fraction of the emptier ones' (the paper's `T_s`).
+const SLOWER: f64 = 0.9;
+/// Swaps per round and node: at most one per `SWAP_SHARE` cores, and at least
+/// `MIN_SWAPS` (what moving costs the threads and the tool stays bounded; the best pairs
+/// go first).
+const SWAP_SHARE: usize = 4;
+const MIN_SWAPS: usize = 4;
+/// A thread moved to a light core "sped up" when its rate rose by this factor.
+const SPED_UP: f64 = 1.1;
+/// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
 const RELEASE_ABOVE: f64 = 0.4;
-/// A released thread blocked less than this (smoothed) is placed again: the gap to
-/// `RELEASE_ABOVE` keeps a thread near the line from going back and forth.
 const ADOPT_BELOW: f64 = 0.25;
-/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): the
-/// paper's (and our longest) interval.
+/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`).
 const MAX_STAT_AGE: Nanos = Nanos::from_millis(100);
+/// The guard measures over the last this-many intervals of a stint, and at least
+/// `GUARD_MIN_MEASURE`.
+const GUARD_INTERVALS: u64 = 50;
+const GUARD_MIN_MEASURE: Nanos = Nanos::from_millis(200);
 
-/// One balancer's queue: a domain at the balancing level.
+/// One core (a domain at the balancing level).
 #[derive(Debug, Clone)]
 struct Queue {
-    llc: usize,
     node: NodeId,
-    next_wake: Nanos,
-    last_migration: Option<Nanos>,
-    /// When this queue last pulled across an LLC, and across a node.
-    last_cross: [Option<Nanos>; 2],
     /// Threads placed on it.
     load: u32,
 }
@@ -171,23 +200,29 @@ struct Queue {
 struct Placed {
     key: ThreadKey,
     queue: usize,
-    migrations: u32,
-    /// When it arrived on its queue.
-    since: Nanos,
     /// Cumulative exec and run-queue wait ns since we first saw it.
     exec: f64,
     wait: f64,
-    /// Values of `exec`/`wait` and the time at its mark (its queue's last wake-up).
-    mark_exec: f64,
-    mark_wait: f64,
-    mark_at: Nanos,
-    /// Speed over the span before the mark (used while the current span is too short).
-    last_speed: Option<f64>,
+    /// Ns of the latest window in which it was not held back: running, or not wanting a
+    /// CPU (window − run-queue wait).
+    last_free: f64,
+    /// Decayed lead over the mean, in exec ns.
+    credit: f64,
     /// Smoothed fraction of time it was blocked (sleeping, not runnable).
     blocked: f64,
-    /// Given back to Linux because it mostly sleeps (see `RELEASE_ABOVE`); it counts on
-    /// no queue until it competes for a CPU again.
+    /// Given back to Linux because it mostly sleeps; counts on no queue meanwhile.
     released: bool,
+    /// `exec` and `wait` at the start of the guard's measured span, and whether the
+    /// thread was there then.
+    seg_exec: f64,
+    seg_wait: f64,
+    seg_valid: bool,
+    /// `exec` at the last round, and the rate before it moved to a light core when it did
+    /// in the last round.
+    round_exec: f64,
+    round_wait: f64,
+    round_rate: f64,
+    judge: Option<f64>,
 }
 
 /// The speed balancing policy; see the module docs.
@@ -196,35 +231,46 @@ pub struct Speed {
     cfg: SpeedSettings,
     level: Level,
     fixed: Option<Nanos>,
-    rng: Rng,
     queues: Vec<Queue>,
+    /// Distinct nodes of the queues, for per-node rotation.
+    nodes: Vec<NodeId>,
     placed: Vec<Placed>,
     spare: Vec<Placed>,
-    speeds: Vec<f64>,
-    counts: Vec<u32>,
+    /// Scratch lists of a round (indexes into `placed`).
+    heavy: Vec<usize>,
+    light: Vec<usize>,
+    /// Exec and wanted (exec + run-queue wait) ns of each queue's threads over the last
+    /// round.
+    q_exec: Vec<f64>,
+    q_want: Vec<f64>,
     started: bool,
     interval: Nanos,
-    /// Smoothed voluntary and involuntary switches per thread-second.
+    /// Rotation period multiplier from unhelpful moves (1 = every interval).
+    slow_down: u64,
+    next_round: Nanos,
+    last_round: Nanos,
     vol_rate: f64,
     invol_rate: f64,
-    /// Smoothed timeslices (times given a CPU) per thread-second.
     slice_rate: f64,
-    /// Whether the host counts context switches (reads `status`).
     counted: bool,
     signals_seen: bool,
-    /// Balancing rounds in a row that found no slow core.
     quiet_rounds: u32,
+    guard: Option<Guard>,
+    /// When the guard's measured span started (and whether it is open).
+    seg_open: bool,
+    seg_at: Nanos,
     stats: Stats,
 }
 
 #[derive(Debug, Clone, Default)]
 struct Stats {
     rounds: u64,
-    balance_ticks: u64,
-    pulls: u64,
+    rotating_rounds: u64,
+    swaps: u64,
+    levels: u64,
     initial: u64,
-    blocked: u64,
     released: u64,
+    backoffs: u64,
     interval_sum_ms: f64,
     min_seen: Option<Nanos>,
     max_seen: Option<Nanos>,
@@ -232,17 +278,14 @@ struct Stats {
 }
 
 impl Speed {
-    /// Builds the policy: one balancer per domain at `settings.level` (`core` is the
-    /// paper's), checking the speed settings.
+    /// Builds the policy: one queue per domain at `settings.level` (`core` is the paper's),
+    /// checking the speed settings.
     pub fn new(settings: &Settings, topo: &Topology) -> Result<Speed, PolicyError> {
         let cfg = settings.speed.clone();
         let bad = |why: String| PolicyError::Invalid {
             policy: "speed",
             why,
         };
-        if !(cfg.threshold > 0.0 && cfg.threshold <= 1.0) {
-            return Err(bad(format!("T_s {} is not in (0, 1]", cfg.threshold)));
-        }
         if cfg.min_interval.0 == 0 || cfg.min_interval > cfg.max_interval {
             return Err(bad(format!(
                 "interval range {}..{} is empty",
@@ -253,40 +296,43 @@ impl Speed {
             return Err(bad("interval must be positive".into()));
         }
         let level = settings.level;
-        let queues = topo
+        let queues: Vec<Queue> = topo
             .domains(level)
             .iter()
             .map(|d| Queue {
-                llc: d
-                    .cpus
-                    .first()
-                    .and_then(|c| topo.domain_of(c, Level::Llc))
-                    .unwrap_or(0),
                 node: d.node,
-                next_wake: Nanos::ZERO,
-                last_migration: None,
-                last_cross: [None, None],
                 load: 0,
             })
             .collect();
+        let mut nodes: Vec<NodeId> = queues.iter().map(|q| q.node).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
         Ok(Speed {
             interval: settings.interval.unwrap_or(cfg.min_interval),
             fixed: settings.interval,
             cfg,
             level,
-            rng: Rng::new(settings.seed),
             queues,
+            nodes,
             placed: Vec::new(),
             spare: Vec::new(),
-            speeds: Vec::new(),
-            counts: Vec::new(),
+            heavy: Vec::new(),
+            light: Vec::new(),
+            q_exec: Vec::new(),
+            q_want: Vec::new(),
             started: false,
+            slow_down: 1,
+            next_round: Nanos::ZERO,
+            last_round: Nanos::ZERO,
             vol_rate: 0.0,
             invol_rate: 0.0,
             slice_rate: 0.0,
             counted: false,
             signals_seen: false,
             quiet_rounds: 0,
+            guard: None,
+            seg_open: false,
+            seg_at: Nanos::ZERO,
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()
@@ -306,8 +352,8 @@ impl Speed {
         }
     }
 
-    fn jittered(&mut self, now: Nanos) -> Nanos {
-        now + self.interval + Nanos(self.rng.below(self.interval.0))
+    fn managing(&self) -> bool {
+        self.guard.as_ref().is_none_or(|g| g.mode.managing())
     }
 
     /// The queue with the fewest placed threads; ties go to the lowest index.
@@ -317,13 +363,90 @@ impl Speed {
             .unwrap_or(0)
     }
 
-    /// Merges the window into the table of placed threads: accumulates their exec and wait
-    /// time, drops threads that are gone and places new ones (round-robin on the first
-    /// window, else on the emptiest queue).
+    /// Updates a thread we know with its rates over the window: exec, wait, its blocked
+    /// fraction, and whether it is given back to Linux or placed again.
+    fn update_known(
+        &mut self,
+        p: &mut Placed,
+        t: &ThreadRates,
+        dt: f64,
+        managing: bool,
+        moves: &mut Vec<Move>,
+    ) {
+        p.last_free = (1.0 - t.latency).clamp(0.0, 1.0) * dt;
+        p.exec += t.speed * dt;
+        p.wait += t.latency * dt;
+        let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
+        p.blocked += alpha * (t.blocked - p.blocked);
+        if !p.released && p.blocked > RELEASE_ABOVE {
+            p.released = true;
+            self.queues[p.queue].load -= 1;
+            self.stats.released += 1;
+            if managing {
+                moves.push(Move {
+                    thread: p.key,
+                    to: Target::Original,
+                    why: Reason::Release,
+                });
+            }
+        } else if p.released && p.blocked < ADOPT_BELOW {
+            let queue = self.emptiest();
+            if let Some(q) = self.queues.get_mut(queue) {
+                q.load += 1;
+                p.released = false;
+                p.queue = queue;
+                p.credit = 0.0;
+                self.stats.initial += 1;
+                if managing {
+                    moves.push(Move {
+                        thread: p.key,
+                        to: self.target(queue),
+                        why: Reason::Initial,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Credits: each placed thread's time not held back (running, or not wanting a CPU:
+    /// window − run-queue wait) minus the mean over the placed threads, decayed.
+    fn update_credits(&mut self, dt: f64) {
+        let (mut sum, mut n) = (0.0, 0u32);
+        for p in self.placed.iter().filter(|p| !p.released) {
+            sum += p.last_free;
+            n += 1;
+        }
+        let mean = sum / f64::from(n.max(1));
+        let decay = (-dt / (CREDIT_TAU_S * 1e9)).exp();
+        for p in self.placed.iter_mut().filter(|p| !p.released) {
+            p.credit = p.credit * decay + (p.last_free - mean);
+        }
+    }
+
+    /// Merges the window into the table of placed threads: accumulates exec and wait
+    /// time and credits, drops threads that are gone, places new ones (round-robin on the
+    /// first window, else on the emptiest queue) and releases or adopts sleepers. Moves are
+    /// asked for only while the policy manages; otherwise it keeps its books.
     fn track(&mut self, w: &Window, moves: &mut Vec<Move>) {
         let dt = w.duration().0 as f64;
-        let now = w.end;
         let first = !self.started;
+        let managing = self.managing();
+        // The usual tick: the same threads as last time, updated in place.
+        if !first
+            && w.threads.len() == self.placed.len()
+            && w.threads
+                .iter()
+                .zip(&self.placed)
+                .all(|(t, p)| t.key == p.key)
+        {
+            for (i, t) in w.threads.iter().enumerate() {
+                let mut p = self.placed[i];
+                self.update_known(&mut p, t, dt, managing, moves);
+                self.placed[i] = p;
+            }
+            self.update_credits(dt);
+            return;
+        }
         let mut old = std::mem::take(&mut self.placed);
         let mut out = std::mem::take(&mut self.spare);
         out.clear();
@@ -337,38 +460,7 @@ impl Speed {
             }
             if i < old.len() && old[i].key == t.key {
                 let mut p = old[i];
-                p.exec += t.speed * dt;
-                p.wait += t.latency * dt;
-                let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
-                p.blocked += alpha * (t.blocked - p.blocked);
-                if !p.released && p.blocked > RELEASE_ABOVE {
-                    p.released = true;
-                    self.queues[p.queue].load -= 1;
-                    self.stats.released += 1;
-                    moves.push(Move {
-                        thread: p.key,
-                        to: Target::Original,
-                        why: Reason::Release,
-                    });
-                } else if p.released && p.blocked < ADOPT_BELOW {
-                    let queue = self.emptiest();
-                    if let Some(q) = self.queues.get_mut(queue) {
-                        q.load += 1;
-                        p.released = false;
-                        p.queue = queue;
-                        p.since = now;
-                        p.mark_exec = p.exec;
-                        p.mark_wait = p.wait;
-                        p.mark_at = now;
-                        p.last_speed = None;
-                        self.stats.initial += 1;
-                        moves.push(Move {
-                            thread: p.key,
-                            to: self.target(queue),
-                            why: Reason::Initial,
-                        });
-                    }
-                }
+                self.update_known(&mut p, t, dt, managing, moves);
                 out.push(p);
                 i += 1;
                 continue;
@@ -384,25 +476,30 @@ impl Speed {
                 continue;
             }
             self.stats.initial += 1;
-            moves.push(Move {
-                thread: t.key,
-                to: self.target(queue),
-                why: Reason::Initial,
-            });
+            if managing {
+                moves.push(Move {
+                    thread: t.key,
+                    to: self.target(queue),
+                    why: Reason::Initial,
+                });
+            }
             let exec = t.speed * dt;
             out.push(Placed {
                 key: t.key,
                 queue,
-                migrations: 0,
-                since: now,
                 exec,
                 wait: t.latency * dt,
-                mark_exec: exec,
-                mark_wait: t.latency * dt,
-                mark_at: now,
-                last_speed: None,
+                last_free: 0.0,
+                credit: 0.0,
                 blocked: 0.0,
                 released: false,
+                seg_exec: exec,
+                seg_wait: t.latency * dt,
+                seg_valid: false,
+                round_exec: exec,
+                round_wait: t.latency * dt,
+                round_rate: 0.0,
+                judge: None,
             });
         }
         for p in &old[i..] {
@@ -413,62 +510,26 @@ impl Speed {
         old.clear();
         self.placed = out;
         self.spare = old;
-    }
-
-    /// A thread's speed since its mark (or over the span before it, if the current span is
-    /// shorter than half the minimum interval); `None` when it hardly wanted a CPU over the
-    /// span (under 5 % of it running or runnable): an idle thread perceives no speed.
-    fn thread_speed(&self, p: &Placed, now: Nanos) -> Option<f64> {
-        let span = now.saturating_sub(p.mark_at).0 as f64;
-        if span < self.cfg.min_interval.0 as f64 / 2.0 {
-            return p.last_speed;
-        }
-        let exec = p.exec - p.mark_exec;
-        let wanted = exec + (p.wait - p.mark_wait);
-        if wanted < span * IDLE {
-            return None;
-        }
-        Some(match self.cfg.measure {
-            SpeedMeasure::Wall => (exec / span).clamp(0.0, 1.0),
-            SpeedMeasure::Runnable => (exec / wanted).clamp(0.0, 1.0),
-        })
-    }
-
-    /// Every queue's speed into `self.speeds`: the mean over its threads that wanted a CPU;
-    /// a queue with none is as fast as can be (1.0). Returns the global speed.
-    fn queue_speeds(&mut self, now: Nanos) -> f64 {
-        let mut sum = std::mem::take(&mut self.speeds);
-        let mut count = std::mem::take(&mut self.counts);
-        sum.clear();
-        sum.resize(self.queues.len(), 0.0);
-        count.clear();
-        count.resize(self.queues.len(), 0);
-        for p in self.placed.iter().filter(|p| !p.released) {
-            if let Some(s) = self.thread_speed(p, now) {
-                sum[p.queue] += s;
-                count[p.queue] += 1;
-            }
-        }
-        for (s, &n) in sum.iter_mut().zip(&count) {
-            *s = if n == 0 { 1.0 } else { *s / f64::from(n) };
-        }
-        let global = sum.iter().sum::<f64>() / sum.len().max(1) as f64;
-        self.speeds = sum;
-        self.counts = count;
-        global
+        self.update_credits(dt);
     }
 
     /// Smooths the synchronization signals and picks the interval the signals call for.
     fn observe_signals(&mut self, w: &Window) -> Nanos {
         let dt_s = w.duration().as_secs_f64();
-        // Only threads that ran speak for the program's synchronization (a main thread
-        // asleep in join would dilute the rates).
-        let (mut n, mut vol, mut invol, mut slices) = (0u64, 0u64, 0u64, 0u64);
+        // Only threads that ran and switched speak for the program's synchronization: a
+        // main thread asleep in join would dilute the rates, and so would the threads that
+        // have a core to themselves when a yield barrier's waiters hand the CPU over only
+        // where cores are shared (65 threads on 64 cores: two of them).
+        let (mut n, mut switching, mut vol, mut invol, mut slices) = (0u64, 0u64, 0, 0, 0);
         for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
             n += 1;
+            switching += u64::from(t.voluntary + t.involuntary + t.timeslices > 0);
             vol += t.voluntary;
             invol += t.involuntary;
             slices += t.timeslices;
+        }
+        if switching > 0 {
+            n = switching;
         }
         if dt_s > 0.0 && n > 0 {
             let thread_s = dt_s * n as f64;
@@ -485,9 +546,8 @@ impl Speed {
         }
         let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
         // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
-        // hands the CPU over counts as involuntary, so a yield barrier shows up here), else
-        // every time a thread was given a CPU, which is the same count seen from the other
-        // side (wake-ups plus preemptions). Either errs on the fast side.
+        // hands the CPU over counts as involuntary), else every time a thread was given a
+        // CPU. Either errs on the fast side.
         let (wakeups, yields) = if self.counted {
             (self.vol_rate + self.invol_rate, self.invol_rate)
         } else {
@@ -509,119 +569,9 @@ impl Speed {
             hi
         }
     }
-
-    /// Quiet time a pull between queues `j` and `k` needs at queue `j`, or `None` when the
-    /// pull is blocked (a NUMA crossing without `allow_numa`); and which cross slot it uses.
-    fn crossing(&self, j: usize, k: usize) -> Option<(u64, Option<usize>)> {
-        let (a, b) = (&self.queues[j], &self.queues[k]);
-        if a.node != b.node {
-            self.cfg.allow_numa.then_some((CROSS_NODE, Some(1)))
-        } else if a.llc != b.llc {
-            Some((CROSS_LLC, Some(0)))
-        } else {
-            Some((1, None))
-        }
-    }
-
-    /// Balancer of queue `j`: pull from a slow queue if `j` is fast.
-    fn balance(&mut self, j: usize, now: Nanos, global: f64, moves: &mut Vec<Move>) -> bool {
-        let b = self.interval.0;
-        let sj = self.speeds[j];
-        let mut slow_seen = false;
-        let mut best: Option<(usize, f64)> = None;
-        for k in 0..self.queues.len() {
-            let sk = self.speeds[k];
-            // Beyond the paper: only a queue holding more of our threads that want a CPU
-            // than this one can give one up. With equal counts, unequal speeds come from
-            // threads we do not place (released sleepers, other programs); trading places
-            // does not fix that, it only makes two threads share a core until the next pull.
-            if k == j || self.counts[k] <= self.counts[j] || sk >= self.cfg.threshold * global {
-                continue;
-            }
-            slow_seen = true;
-            if sj <= global {
-                continue;
-            }
-            let Some((mult, slot)) = self.crossing(j, k) else {
-                continue;
-            };
-            let quiet = |t: Option<Nanos>, need: u64| {
-                t.is_none_or(|t| now.saturating_sub(t).0 >= need.saturating_mul(b))
-            };
-            let cross_ok = slot.is_none_or(|s| quiet(self.queues[j].last_cross[s], mult));
-            if !quiet(self.queues[k].last_migration, BLOCK_INTERVALS) || !cross_ok {
-                self.stats.blocked += 1;
-                continue;
-            }
-            if best.is_none_or(|(_, s)| sk < s) {
-                best = Some((k, sk));
-            }
-        }
-        let Some((k, sk)) = best else {
-            return slow_seen;
-        };
-        // The least-migrated thread of k that wants a CPU; ties go to the one that has been
-        // there longest.
-        let Some((idx, speed)) = (0..self.placed.len())
-            .filter(|&i| self.placed[i].queue == k && !self.placed[i].released)
-            .filter_map(|i| Some((i, self.thread_speed(&self.placed[i], now)?)))
-            .min_by_key(|&(i, _)| (self.placed[i].migrations, self.placed[i].since))
-        else {
-            return slow_seen;
-        };
-        let p = &mut self.placed[idx];
-        p.queue = j;
-        p.migrations += 1;
-        p.since = now;
-        p.last_speed = Some(speed);
-        p.mark_exec = p.exec;
-        p.mark_wait = p.wait;
-        p.mark_at = now;
-        let thread = p.key;
-        self.queues[k].load -= 1;
-        self.queues[j].load += 1;
-        self.queues[k].last_migration = Some(now);
-        self.queues[j].last_migration = Some(now);
-        if let Some((_, Some(s))) = self.crossing(j, k) {
-            self.queues[j].last_cross[s] = Some(now);
-        }
-        self.stats.pulls += 1;
-        moves.push(Move {
-            thread,
-            to: self.target(j),
-            why: Reason::SpeedPull {
-                to_speed: sj,
-                from_speed: sk,
-                global,
-            },
-        });
-        slow_seen
-    }
-
-    /// Starts a new measurement span for the threads of queue `j`.
-    fn mark(&mut self, j: usize, now: Nanos) {
-        for i in 0..self.placed.len() {
-            if self.placed[i].queue == j {
-                let s = self.thread_speed(&self.placed[i], now);
-                let p = &mut self.placed[i];
-                if now.saturating_sub(p.mark_at).0 >= self.cfg.min_interval.0 / 2 {
-                    p.last_speed = s;
-                    p.mark_exec = p.exec;
-                    p.mark_wait = p.wait;
-                    p.mark_at = now;
-                }
-            }
-        }
-    }
-
-    fn note_interval(&mut self) {
-        let i = self.interval;
-        self.stats.balance_ticks += 1;
-        self.stats.interval_sum_ms += i.as_millis_f64();
-        self.stats.min_seen = Some(self.stats.min_seen.map_or(i, |m| m.min(i)));
-        self.stats.max_seen = Some(self.stats.max_seen.map_or(i, |m| m.max(i)));
-    }
 }
+
+mod rotate;
 
 impl Policy for Speed {
     /// Speed reads only run time and run-queue wait (fresh from `schedstat` on every
@@ -642,64 +592,67 @@ impl Policy for Speed {
         let wanted = self.observe_signals(w);
         if !self.started {
             self.started = true;
-            for q in 0..self.queues.len() {
-                let wake = self.jittered(now);
-                self.queues[q].next_wake = wake;
+            self.next_round = now + self.interval;
+            self.last_round = now;
+            if self.cfg.guard {
+                let measure = Nanos(
+                    self.cfg
+                        .max_interval
+                        .0
+                        .max(self.cfg.min_interval.0 * GUARD_INTERVALS),
+                )
+                .max(GUARD_MIN_MEASURE);
+                self.guard = Some(Guard::new(now, measure));
             }
         } else {
-            // Timers due within half an interval run now: fewer ticks, longer windows.
+            self.guard_step(now, &mut moves);
+            // Rounds due within half an interval run now: fewer ticks, longer windows.
             let due = now + Nanos(self.interval.0 / 2);
-            let global = self.queue_speeds(now);
-            let mut slow_seen = false;
-            let mut ran = false;
-            for j in 0..self.queues.len() {
-                if self.queues[j].next_wake > due {
-                    continue;
-                }
-                ran = true;
-                self.stats.rounds += 1;
-                slow_seen |= self.balance(j, now, global, &mut moves);
-                self.mark(j, now);
-            }
-            if ran {
-                self.quiet_rounds = if slow_seen {
+            if self.next_round <= due {
+                let rotating = self.managing() && self.round(now, &mut moves);
+                self.quiet_rounds = if rotating {
                     0
                 } else {
                     self.quiet_rounds.saturating_add(1)
                 };
                 self.interval = match self.fixed {
                     Some(f) => f,
-                    None if slow_seen => wanted,
+                    None if rotating => wanted,
                     None if self.quiet_rounds < QUIET_ROUNDS => wanted.max(self.interval),
                     None => Nanos((self.interval.0 as f64 * BACKOFF) as u64)
                         .clamp(wanted, self.cfg.max_interval),
                 };
                 self.note_interval();
-                for j in 0..self.queues.len() {
-                    if self.queues[j].next_wake <= due {
-                        let wake = self.jittered(now);
-                        self.queues[j].next_wake = wake;
-                    }
-                }
+                let period = Nanos(self.interval.0.saturating_mul(self.slow_down))
+                    .min(self.cfg.max_interval.max(self.interval));
+                self.next_round = now + period;
             }
         }
-        let earliest = self.queues.iter().map(|q| q.next_wake).min().unwrap_or(now);
+        let mut next = self.next_round;
+        if let Some(g) = &self.guard {
+            let at = if self.seg_open {
+                g.until
+            } else {
+                g.measure_from()
+            };
+            next = next.min(at.max(now));
+        }
         let floor = Nanos(self.cfg.min_interval.0 / 4);
         Plan {
             moves,
-            next_in: earliest.saturating_sub(now).max(floor),
+            next_in: next.saturating_sub(now).max(floor),
             note: None,
         }
     }
 
     fn summary(&self) -> Vec<(String, String)> {
         let s = &self.stats;
-        let mean = s.interval_sum_ms / s.balance_ticks.max(1) as f64;
+        let mean = s.interval_sum_ms / s.rounds.max(1) as f64;
         let range = match (s.min_seen, s.max_seen) {
             (Some(a), Some(b)) => format!("{a} – {b}"),
             _ => "-".into(),
         };
-        vec![
+        let mut out = vec![
             (
                 "balance interval".into(),
                 format!("{} ({})", self.interval, s.reason),
@@ -716,18 +669,24 @@ impl Policy for Speed {
                     self.slice_rate
                 ),
             ),
-            ("balancing rounds".into(), s.rounds.to_string()),
-            ("speed pulls".into(), s.pulls.to_string()),
+            (
+                "rounds (rotating)".into(),
+                format!("{} ({})", s.rounds, s.rotating_rounds),
+            ),
+            ("rotation swaps".into(), s.swaps.to_string()),
+            ("levelling moves".into(), s.levels.to_string()),
+            (
+                "rotation back-offs (moves that did not speed up)".into(),
+                s.backoffs.to_string(),
+            ),
             ("initial placements".into(), s.initial.to_string()),
             (
                 "threads released to Linux (mostly sleeping)".into(),
                 s.released.to_string(),
             ),
-            (
-                "pulls held by the post-migration block".into(),
-                s.blocked.to_string(),
-            ),
-        ]
+        ];
+        out.push(("guard".into(), self.guard_summary()));
+        out
     }
 }
 

@@ -1,5 +1,6 @@
-//! Worked examples of the speed policy's rules (the paper's 3-threads-on-2-cores case,
-//! the post-migration block, least-migrated choice, jitter, NUMA blocking, the interval).
+//! Worked examples of the speed policy: the rotation (N = M + 1 on 2 and 16 cores), no
+//! moves with even counts (N = M, N = 2M), the back-off of moves that do not speed up,
+//! NUMA blocking, the interval, sleepers given back, and the guard.
 use super::*;
 use threadbalance_model::testutil::{key, topo};
 use threadbalance_model::{CpuId, ThreadRates, ThreadState};
@@ -115,88 +116,16 @@ fn speed_initial_placement_is_round_robin_and_late_threads_go_to_the_emptiest_co
     let qs: Vec<usize> = plan.moves.iter().map(queue_of).collect();
     assert_eq!(qs, vec![0, 1, 2, 0]);
     assert!(plan.moves.iter().all(|m| m.why == Reason::Initial));
-    // A fifth thread appears 5 ms later: cores 1 and 2 hold one thread each; core 1.
+    // A fifth thread appears 2 ms later (before the first round): cores 1 and 2 hold one
+    // thread each; core 1.
     let mut later: Vec<Rate> = (0..4).map(|i| (100 + i, 1.0, 0.0, 0, 0)).collect();
     later.push((104, 0.5, 0.0, 0, 0));
-    let plan = p.decide(&t, &window(0.0, 5.0, &later));
+    let plan = p.decide(&t, &window(0.0, 2.0, &later));
     assert_eq!(plan.moves.len(), 1);
     assert_eq!(
         (plan.moves[0].thread, queue_of(&plan.moves[0])),
         (key(1, 104), 1)
     );
-}
-
-#[test]
-fn speed_three_threads_on_two_cores_rotate_to_equal_progress() {
-    // The paper's §4 case: N = 3, M = 2, T = 1, one slow core (2 threads, speed 0.5) and
-    // one fast (1 thread, speed 1). Global = 0.75; the slow core is below 0.9 × 0.75 =
-    // 0.675, so the fast core pulls one thread, which flips the cores. Repeating this,
-    // every thread spends a third of the time alone: progress 1/3·1 + 2/3·0.5 = 2/3.
-    let t = topo(1, 1, 2, 1);
-    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
-    let mut m = Machine::new(3);
-    m.run(&mut p, &t, 3000.0);
-    let pulls: Vec<&Move> = m
-        .moves
-        .iter()
-        .filter(|m| m.why != Reason::Initial)
-        .collect();
-    // A pull every ~2.3 intervals (block of 2 B, wake-ups every B + U[0, B)): ~260 in 3 s.
-    assert!(pulls.len() > 150, "{} pulls", pulls.len());
-    for mv in &pulls {
-        let Reason::SpeedPull {
-            to_speed,
-            from_speed,
-            global,
-        } = mv.why
-        else {
-            panic!("{mv:?}")
-        };
-        assert!(to_speed > global && from_speed < 0.9 * global, "{mv:?}");
-    }
-    let total: f64 = m.exec_ms.iter().sum();
-    for e in &m.exec_ms {
-        // Each thread gets a third of the 2 cores' time, within 3 %.
-        assert!((e / total - 1.0 / 3.0).abs() < 0.01, "{:?}", m.exec_ms);
-    }
-}
-
-#[test]
-fn speed_pulls_nothing_when_cores_are_balanced() {
-    // 4 threads on 2 cores, 2 each: both cores at 0.5 = global; nothing is slow.
-    let t = topo(1, 1, 2, 1);
-    let mut p = Speed::new(&settings(None), &t).unwrap();
-    let mut m = Machine::new(4);
-    m.run(&mut p, &t, 2000.0);
-    assert!(m.moves.iter().all(|m| m.why == Reason::Initial));
-    // Nothing to gain: the interval backs off to the paper's 100 ms.
-    assert_eq!(p.interval(), Nanos::from_millis(100));
-}
-
-/// A policy on `cores` cores with threads placed by hand: `(queue, migrations)` each,
-/// speeds measured over 10 ms at `speeds[queue]`.
-fn placed(cores: u32, threads: &[(usize, u32)], speeds: &[f64]) -> (Speed, Topology) {
-    let t = topo(1, 1, cores, 1);
-    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
-    p.started = true;
-    for (i, &(q, migrations)) in threads.iter().enumerate() {
-        p.queues[q].load += 1;
-        p.placed.push(Placed {
-            key: key(1, 100 + i as i32),
-            queue: q,
-            migrations,
-            since: Nanos::from_millis(i as u64),
-            exec: speeds[q] * 10e6,
-            wait: (1.0 - speeds[q]) * 10e6,
-            mark_exec: 0.0,
-            mark_wait: 0.0,
-            mark_at: Nanos::ZERO,
-            last_speed: None,
-            blocked: 0.0,
-            released: false,
-        });
-    }
-    (p, t)
 }
 
 #[test]
@@ -253,150 +182,16 @@ fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_bu
 }
 
 #[test]
-fn speed_post_migration_block_holds_a_slow_core_for_two_intervals() {
-    // Cores: 0 fast (1.0) with one thread, 1 (three threads) and 2 (two) slow (0.5).
-    // Global = 2/3; 0.5 < 0.9 × 2/3 = 0.6. Interval 10 ms; now = 10 ms. Core 1 was in a
-    // migration at 0 ms (10 ms ago < 20 ms: blocked), so core 0 pulls from core 2.
-    let (mut p, _) = placed(
-        3,
-        &[(0, 0), (1, 0), (1, 0), (1, 0), (2, 0), (2, 0)],
-        &[1.0, 0.5, 0.5],
-    );
-    let now = Nanos::from_millis(10);
-    p.queues[1].last_migration = Some(Nanos::ZERO);
-    let global = p.queue_speeds(now);
-    assert!((global - 2.0 / 3.0).abs() < 1e-9);
-    let mut moves = Vec::new();
-    p.balance(0, now, global, &mut moves);
-    assert_eq!(moves.len(), 1);
-    assert_eq!(moves[0].thread, key(1, 104), "first thread of core 2");
-    assert_eq!(p.stats.blocked, 1);
-    // Both cores of that pull are now blocked: at 25 ms neither 0 nor 2 can be pulled
-    // from, but core 1 (last migration 25 ms ago ≥ 20 ms, three threads against core
-    // 0's two) can.
-    let now = Nanos::from_millis(25);
-    assert_eq!(p.queues[2].last_migration, Some(Nanos::from_millis(10)));
-    p.speeds = vec![1.0, 0.5, 0.5];
-    p.counts = vec![2, 3, 1];
-    let mut moves = Vec::new();
-    p.balance(0, now, 2.0 / 3.0, &mut moves);
-    assert_eq!(moves.len(), 1);
-    assert!([key(1, 101), key(1, 102), key(1, 103)].contains(&moves[0].thread));
-}
-
-#[test]
-fn speed_pulls_the_least_migrated_thread() {
-    // Core 1 holds threads that migrated 3, 1 and 2 times; core 0 pulls the one with 1.
-    let (mut p, _) = placed(2, &[(0, 0), (1, 3), (1, 1), (1, 2)], &[1.0, 1.0 / 3.0]);
-    let now = Nanos::from_millis(10);
-    let global = p.queue_speeds(now);
-    let mut moves = Vec::new();
-    p.balance(0, now, global, &mut moves);
-    assert_eq!(moves.len(), 1);
-    assert_eq!(moves[0].thread, key(1, 102));
-    assert_eq!(
-        moves[0].to,
-        Target::Domain {
-            level: Level::Core,
-            index: 0
-        }
-    );
-    let pulled = p.placed.iter().find(|t| t.key == key(1, 102)).unwrap();
-    assert_eq!((pulled.queue, pulled.migrations), (0, 2));
-}
-
-#[test]
-fn speed_slow_core_does_not_pull() {
-    // Only a core faster than the global speed balances: core 1 (slow) pulls nothing.
-    let (mut p, _) = placed(2, &[(0, 0), (1, 0), (1, 0)], &[1.0, 0.5]);
-    let now = Nanos::from_millis(10);
-    let global = p.queue_speeds(now);
-    let mut moves = Vec::new();
-    p.balance(1, now, global, &mut moves);
-    assert!(moves.is_empty());
-}
-
-#[test]
-fn speed_jitter_stays_within_one_interval_and_follows_the_seed() {
-    // Every balancer wakes B + U[0, B) after it ran: with B = 10 ms, in [10, 20) ms.
-    let t = topo(1, 1, 4, 1);
-    let run = |seed: u64| {
-        let mut s = settings(Some(10));
-        s.seed = seed;
-        let mut p = Speed::new(&s, &t).unwrap();
-        let mut m = Machine::new(5);
-        let mut wakes = Vec::new();
-        let first: Vec<Rate> = (0..5).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
-        m.apply(&p.decide(&t, &window(0.0, 0.0, &first)));
-        for q in &p.queues {
-            wakes.push(q.next_wake.0);
-        }
-        m.run(&mut p, &t, 500.0);
-        for q in &p.queues {
-            wakes.push(q.next_wake.0);
-        }
-        wakes
-    };
-    let a = run(7);
-    for w in &a[..4] {
-        assert!((10_000_000..20_000_000).contains(w), "{w}");
-    }
-    assert_eq!(a, run(7), "same seed, same timers");
-    assert_ne!(a, run(8), "another seed, other timers");
-}
-
-#[test]
-fn speed_never_crosses_numa_nodes_unless_allowed() {
-    // Two nodes of one core each; 3 threads: node 0 holds 2 (slow), node 1 holds 1.
-    let t = topo(1, 2, 1, 1);
-    let mut m = Machine::new(3);
-    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
-    m.run(&mut p, &t, 500.0);
-    assert!(m.moves.iter().all(|m| m.why == Reason::Initial));
-    let mut s = settings(Some(5));
-    s.speed.allow_numa = true;
-    let mut p = Speed::new(&s, &t).unwrap();
-    let mut m = Machine::new(3);
-    m.run(&mut p, &t, 500.0);
-    assert!(
-        m.moves
-            .iter()
-            .any(|m| matches!(m.why, Reason::SpeedPull { .. }))
-    );
-}
-
-#[test]
-fn speed_crossing_an_llc_needs_twice_the_quiet_time() {
-    // Two packages (two LLCs) of one core: a pull across them waits 2 × B since the
-    // pulling core's last cross-LLC pull.
-    let t = Topology::synthetic("package:1 l3:2 core:1 pu:1").unwrap();
-    let p = Speed::new(&settings(Some(10)), &t).unwrap();
-    assert_eq!(p.crossing(0, 1), Some((CROSS_LLC, Some(0))));
-    // Across NUMA nodes, blocked unless allowed, then 4 × B.
-    let t = topo(1, 2, 1, 1);
-    let mut s = settings(Some(10));
-    assert_eq!(Speed::new(&s, &t).unwrap().crossing(0, 1), None);
-    s.speed.allow_numa = true;
-    assert_eq!(
-        Speed::new(&s, &t).unwrap().crossing(0, 1),
-        Some((CROSS_NODE, Some(1)))
-    );
-    let t = topo(1, 1, 2, 1);
-    let p = Speed::new(&settings(Some(10)), &t).unwrap();
-    assert_eq!(p.crossing(0, 1), Some((1, None)));
-}
-
-#[test]
 fn speed_interval_follows_the_synchronization_signals() {
     let t = topo(1, 1, 2, 1);
     let cases: [(u64, u64, u64); 4] = [
         // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 2 ms.
         (0, 400, 2_000_000),
-        // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 switches/s → 60 ms / 8 = 7.5 ms.
-        (1, 0, 7_500_000),
+        // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 switches/s → 60 ms / 16 = 3.75 ms.
+        (1, 0, 3_750_000),
         // Blocking once and handing the CPU over once (a yield or a preemption) per
-        // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 3.75 ms.
-        (1, 1, 3_750_000),
+        // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 1.875 ms, held at the 2 ms floor.
+        (1, 1, 2_000_000),
         // Nothing: the paper's 100 ms.
         (0, 0, 100_000_000),
     ];
@@ -419,67 +214,22 @@ fn speed_interval_follows_the_synchronization_signals() {
 
 #[test]
 fn speed_interval_uses_timeslices_when_switches_are_not_counted() {
-    // A host that does not read `status` reports no switches; 3 timeslices per 60 ms
-    // (50/s, wake-ups plus preemptions) stand in: phase 20 ms → 20 / 8 = 2.5 ms.
+    // A host that does not read `status` reports no switches; 1 timeslice per 60 ms
+    // (17/s, wake-ups plus preemptions) stands in: phase 60 ms → 60 / 16 = 3.75 ms.
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(None), &t).unwrap();
     let mut w = window(0.0, 60.0, &[(100, 1.0, 0.0, 0, 0), (101, 0.5, 0.5, 0, 0)]);
     for r in &mut w.threads {
-        r.timeslices = 3;
+        r.timeslices = 1;
     }
-    assert_eq!(p.observe_signals(&w), Nanos(2_500_000));
+    let got = p.observe_signals(&w);
+    assert!(got.0.abs_diff(3_750_000) < 10, "{got}");
     assert!(!p.counted);
-}
-
-#[test]
-fn speed_idle_thread_is_neither_counted_nor_pulled() {
-    // A main thread asleep in join (speed 0, never runnable) shares core 0 with a worker;
-    // core 1 holds two workers. Core 0's speed is its worker's (1.0), not 0.5, so core 0
-    // is fast and pulls a worker, never the sleeper.
-    let (mut p, _) = placed(2, &[(0, 0), (0, 0), (1, 0), (1, 0)], &[1.0, 0.5]);
-    p.placed[0].exec = 0.0;
-    p.placed[0].wait = 0.0;
-    let now = Nanos::from_millis(10);
-    let global = p.queue_speeds(now);
-    assert_eq!(p.speeds, vec![1.0, 0.5]);
-    let mut moves = Vec::new();
-    p.balance(0, now, global, &mut moves);
-    assert_eq!(moves.len(), 1);
-    assert_ne!(moves[0].thread, key(1, 100));
-}
-
-#[test]
-fn speed_thread_asleep_at_a_barrier_is_not_slow_under_the_runnable_measure() {
-    // Two workers, one per core. Worker 0 reached the barrier halfway through the span
-    // and sleeps: it ran 5 of 10 ms and never waited on a run queue.
-    // Runnable: 5 / (5 + 0) = 1.0 → both cores at 1.0, nothing is slow.
-    // Wall (the paper's): 5 / 10 = 0.5 < 0.9 × 0.75: core 0 looks slow, and the paper's
-    // rule would pull the sleeper onto the busy core, where the two would share it once
-    // the barrier opens; the one-thread-each guard stops that too.
-    for (measure, slow0) in [(SpeedMeasure::Runnable, 1.0), (SpeedMeasure::Wall, 0.5)] {
-        let (mut p, _) = placed(2, &[(0, 0), (1, 0)], &[1.0, 1.0]);
-        p.cfg.measure = measure;
-        p.placed[0].exec = 5e6;
-        p.placed[0].wait = 0.0;
-        let now = Nanos::from_millis(10);
-        let global = p.queue_speeds(now);
-        assert!(
-            (p.speeds[0] - slow0).abs() < 1e-9,
-            "{measure:?}: {:?}",
-            p.speeds
-        );
-        let mut moves = Vec::new();
-        p.balance(1, now, global, &mut moves);
-        assert!(moves.is_empty(), "{measure:?}");
-    }
 }
 
 #[test]
 fn speed_rejects_bad_settings() {
     let t = topo(1, 1, 2, 1);
-    let mut s = settings(None);
-    s.speed.threshold = 1.5;
-    assert!(Speed::new(&s, &t).is_err());
     let mut s = settings(None);
     s.speed.min_interval = Nanos::from_millis(200);
     assert!(Speed::new(&s, &t).is_err());
@@ -488,4 +238,319 @@ fn speed_rejects_bad_settings() {
         crate::build("speed", &settings(None), &t).unwrap().name(),
         "speed"
     );
+}
+
+/// Moves other than first placements.
+fn rotations(m: &Machine) -> Vec<&Move> {
+    m.moves
+        .iter()
+        .filter(|m| m.why != Reason::Initial)
+        .collect()
+}
+
+#[test]
+fn speed_three_threads_on_two_cores_rotate_to_equal_progress() {
+    // The paper's §4 case: N = 3, M = 2, T = 1; core 0 holds 2 threads (speed 0.5 each),
+    // core 1 one (speed 1). Every 5 ms round, the heavy thread with the least credit swaps
+    // with the light one when their credits differ by more than the margin
+    // (1/1 − 1/2) · 5 ms · (−0.5) = −1.25 ms, i.e. unless the light thread is more than
+    // 1.25 ms behind. So every thread spends a third of the time alone: progress
+    // 1/3 · 1 + 2/3 · 0.5 = 2/3 of a core, the fair share.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 3000.0);
+    let moved = rotations(&m);
+    // A swap (two moves) in most of the 600 rounds.
+    assert!(moved.len() > 500, "{} moves", moved.len());
+    assert!(
+        moved
+            .iter()
+            .all(|m| matches!(m.why, Reason::SpeedRotate { .. }))
+    );
+    // Counts never change: still 2 + 1.
+    let mut loads: Vec<u32> = p.queues.iter().map(|q| q.load).collect();
+    loads.sort_unstable();
+    assert_eq!(loads, vec![1, 2]);
+    let total: f64 = m.exec_ms.iter().sum();
+    for e in &m.exec_ms {
+        assert!((e / total - 1.0 / 3.0).abs() < 0.01, "{:?}", m.exec_ms);
+    }
+}
+
+#[test]
+fn speed_seventeen_threads_on_sixteen_cores_rotate_the_doubled_pair_every_round() {
+    // N = M + 1 = 17: one heavy core (2 threads), 15 light. Lemma 1 would need
+    // 2 · ⌈SQ/FQ⌉ = 2 pull steps, each followed by a two-interval block; the planner
+    // instead replaces both doubled-up threads in the same round whenever the light
+    // thread is not more than half an interval's loss behind. Over 2 s at B = 2 ms (1000
+    // rounds) each thread gets 16/17 of a core within 1 %, and no round makes more than
+    // 2 swaps (4 moves).
+    let t = topo(1, 1, 16, 1);
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut m = Machine::new(17);
+    m.run(&mut p, &t, 2000.0);
+    let total: f64 = m.exec_ms.iter().sum();
+    for e in &m.exec_ms {
+        assert!(
+            (e / total - 1.0 / 17.0).abs() < 0.01 / 17.0,
+            "{:?}",
+            m.exec_ms
+        );
+    }
+    let rounds = p.stats.rotating_rounds as f64;
+    let swaps = p.stats.swaps as f64;
+    assert!(
+        swaps <= 2.0 * rounds && swaps > rounds,
+        "{swaps} swaps in {rounds} rounds"
+    );
+}
+
+#[test]
+fn speed_even_counts_move_nothing_one_thread_per_core_or_two() {
+    // N = M (16 on 16) and N = 2M (4 on 2, 32 on 16): every core holds the same number of
+    // threads, so even pinning is optimal: no move after the first placement, and the
+    // interval backs off to the paper's 100 ms.
+    for (cores, n) in [(16, 16), (2, 4), (16, 32)] {
+        let t = topo(1, 1, cores, 1);
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        let mut m = Machine::new(n);
+        m.run(&mut p, &t, 2000.0);
+        assert!(
+            rotations(&m).is_empty(),
+            "{n} on {cores}: {:?}",
+            rotations(&m)
+        );
+        assert_eq!(p.interval(), Nanos::from_millis(100), "{n} on {cores}");
+        assert_eq!(p.stats.rotating_rounds, 0);
+    }
+}
+
+#[test]
+fn speed_levels_counts_when_a_core_holds_two_more_threads() {
+    // 5 threads on 2 cores placed 4 + 1 by hand. Over the last 10 ms round the four on
+    // core 0 ran 2.5 ms each and waited 7.5 (speed 2.5 / 10 = 0.25), the one on core 1 ran
+    // throughout (1.0): 0.25 < 0.9 · 1.0, so core 0 is measurably slower and its
+    // least-credited thread moves to core 1 (3 + 2).
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..5).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    let plan = p.decide(&t, &window(0.0, 0.0, &first));
+    assert_eq!(plan.moves.len(), 5);
+    for pl in p.placed.iter_mut() {
+        pl.queue = 0;
+        pl.exec = 2.5e6;
+        pl.wait = 7.5e6;
+    }
+    p.placed[4].queue = 1;
+    p.placed[4].exec = 10e6;
+    p.placed[4].wait = 0.0;
+    p.queues[0].load = 4;
+    p.queues[1].load = 1;
+    p.placed[2].credit = -1e6;
+    let mut moves = Vec::new();
+    p.round(Nanos::from_millis(10), &mut moves);
+    assert_eq!(p.stats.levels, 1);
+    assert_eq!((moves[0].thread, queue_of(&moves[0])), (key(1, 102), 1));
+    assert_eq!(p.queues[0].load, 3);
+    assert_eq!(p.queues[1].load, 2);
+}
+
+#[test]
+fn speed_leaves_cores_alone_when_the_fuller_one_is_not_slower() {
+    // 3 threads on 2 cores that sleep now and then (a pipeline's stages, say): each runs
+    // 70 % of the time (blocked 30 %, under the 40 % that gives a thread back to Linux) and
+    // never waits for a CPU. Core 0 holds two, but its speed is 1.4 / 1.4 = 1.0, as fast as
+    // core 1's: nothing to rotate, no move.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let rates: Vec<Rate> = (0..3).map(|i| (100 + i, 0.7, 0.0, 0, 0)).collect();
+    let mut now = 0.0;
+    for _ in 0..100 {
+        let plan = p.decide(&t, &window(now, now + 5.0, &rates));
+        assert!(plan.moves.is_empty(), "{:?}", plan.moves);
+        now += 5.0;
+    }
+    assert_eq!(p.stats.rotating_rounds, 0);
+}
+
+#[test]
+fn speed_moves_that_do_not_speed_the_thread_up_back_off() {
+    // 3 threads on 2 cores; thread 100 runs half the time and waits the other half
+    // wherever it is (another program's thread shares whatever core it is on), the others
+    // run throughout. Round at 10 ms: core 0 = {100, 102} ran 15 of 20 ms wanted (0.75 <
+    // 0.9 · 1.0, slower); credits (time not held back, minus the mean): 100: 5 − 8.33 =
+    // −3.33 ms, 101 and 102: +1.67 ms. Heavy 100 pairs with light 101: 1.67 − (−3.33) =
+    // 5 ms > −2.5 ms (the margin (1 − 1/2) · 10 ms · −0.5): swap. At the next round 100
+    // still runs at 0.5 on core 1: no speed-up, so the rotation's period doubles (20 ms).
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let rates = [
+        (100, 0.5, 0.5, 0, 0),
+        (101, 1.0, 0.0, 0, 0),
+        (102, 1.0, 0.0, 0, 0),
+    ];
+    let plan = p.decide(&t, &window(0.0, 10.0, &rates));
+    assert_eq!(plan.moves.len(), 2, "{:?}", plan.moves);
+    assert!(
+        plan.moves
+            .iter()
+            .any(|m| m.thread == key(1, 100) && queue_of(m) == 1)
+    );
+    assert_eq!(p.slow_down, 1);
+    let plan = p.decide(&t, &window(10.0, 20.0, &rates));
+    assert_eq!(p.stats.backoffs, 1);
+    assert_eq!(p.slow_down, 2);
+    assert_eq!(plan.next_in, Nanos::from_millis(20));
+}
+
+#[test]
+fn speed_moved_thread_that_speeds_up_keeps_the_rotation_at_every_interval() {
+    // The §4 machine (a thread runs at 1 / threads on its core): every moved thread goes
+    // from 0.5 to 1.0, so nothing backs off.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 500.0);
+    assert_eq!(p.stats.backoffs, 0);
+    assert_eq!(p.slow_down, 1);
+}
+
+#[test]
+fn speed_never_crosses_numa_nodes_unless_allowed() {
+    // Two nodes of one core each; 3 threads: node 0 holds 2, node 1 holds 1. Each node
+    // rotates its own threads, and a node of one core has nothing to rotate.
+    let t = topo(1, 2, 1, 1);
+    let mut m = Machine::new(3);
+    let mut p = Speed::new(&settings(Some(5)), &t).unwrap();
+    m.run(&mut p, &t, 500.0);
+    assert!(rotations(&m).is_empty());
+    let mut s = settings(Some(5));
+    s.speed.allow_numa = true;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 500.0);
+    assert!(!rotations(&m).is_empty());
+}
+
+/// Drives `p` with two threads on two cores that run at `managed` of a core while the
+/// policy places them and at `linux` while it has given them back, calling it when it asks
+/// until `until_ms`; returns every move with the time it was asked for (ms).
+fn drive_guard(
+    p: &mut Speed,
+    t: &Topology,
+    managed: f64,
+    linux: f64,
+    until_ms: f64,
+) -> Vec<(f64, Move)> {
+    let mut released = [false; 2];
+    let mut out = Vec::new();
+    let first = [(100, 0.0, 0.0, 0, 0), (101, 0.0, 0.0, 0, 0)];
+    let mut plan = p.decide(t, &window(0.0, 0.0, &first));
+    let (mut last, mut now) = (0.0, 0.0);
+    loop {
+        for m in &plan.moves {
+            released[(m.thread.tid.0 - 100) as usize] = m.to == Target::Original;
+            out.push((now, *m));
+        }
+        last = if now == last { last } else { now };
+        now += plan.next_in.as_millis_f64();
+        if now > until_ms {
+            return out;
+        }
+        let rates: Vec<Rate> = (0..2)
+            .map(|i| {
+                let s = if released[i] { linux } else { managed };
+                (100 + i as i32, s, 1.0 - s, 0, 0)
+            })
+            .collect();
+        plan = p.decide(t, &window(last, now, &rates));
+        last = now;
+    }
+}
+
+/// The times (ms, rounded) at which the threads were given back (`Release`) or placed again
+/// (`Initial` after the first).
+fn guard_events(moves: &[(f64, Move)]) -> (Vec<u64>, Vec<u64>) {
+    let mut rel: Vec<u64> = moves
+        .iter()
+        .filter(|(_, m)| m.why == Reason::Release)
+        .map(|(at, _)| at.round() as u64)
+        .collect();
+    let mut res: Vec<u64> = moves
+        .iter()
+        .filter(|(at, m)| m.why == Reason::Initial && *at > 0.0)
+        .map(|(at, _)| at.round() as u64)
+        .collect();
+    rel.dedup();
+    res.dedup();
+    (rel, res)
+}
+
+#[test]
+fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
+    // Managed, the slowest thread gets 60 % of a core; under Linux 90 %. The guard's
+    // measured tail is L = 200 ms, its settling 50 ms.
+    // - 1000 ms: the first managed stint ends (0.6 < 0.9 · fair share 1.0): probe,
+    //   both threads released.
+    // - 1250 ms: the probe measured 0.9 > 1.05 · 0.6: handed back for 1 s.
+    // - 2250 ms: trial, placed again; 2500 ms: trial 0.6 < 0.9: released for 2 s.
+    // - 4500 ms: trial; 4750 ms: released for 4 s; 8750 ms: trial again.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.6, 0.9, 8900.0);
+    let (released, resumed) = guard_events(&moves);
+    assert_eq!(released, vec![1000, 2500, 4750]);
+    assert_eq!(resumed, vec![2250, 4500, 8750]);
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks, g.resumes), (1, 1, 0));
+    let summary = p.summary();
+    let line = &summary.iter().find(|(k, _)| k == "guard").unwrap().1;
+    assert!(line.contains("handed back at 1.25 s"), "{line}");
+    assert!(
+        line.contains("90 % of a core under Linux, 60 % managed"),
+        "{line}"
+    );
+}
+
+#[test]
+fn speed_guard_keeps_managing_when_probes_lose_and_probes_less_often() {
+    // Managed 0.6, Linux 0.5: every probe loses. Probes at 1000 ms (back at 1250), then
+    // after a managed stint of 2 s (3250, back at 3500), then of 4 s (7500).
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.6, 0.5, 8000.0);
+    let (released, resumed) = guard_events(&moves);
+    assert_eq!(released, vec![1000, 3250, 7500]);
+    assert_eq!(
+        resumed,
+        vec![1250, 3500, 7750]
+            .into_iter()
+            .filter(|&x| x <= 8000)
+            .collect::<Vec<_>>()
+    );
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks), (3, 0));
+}
+
+#[test]
+fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
+    // Each thread has its own core at 100 %: the fair share, nothing Linux could add.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 1.0, 1.0, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    let g = p.guard.as_ref().unwrap();
+    assert!(g.skipped >= 2 && g.probes == 0, "{g:?}");
+    // Without the guard, even a worse placement is kept.
+    let mut s = settings(None);
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.6, 0.9, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    assert!(p.guard.is_none());
 }

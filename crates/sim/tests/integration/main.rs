@@ -9,3 +9,4 @@ mod claims;
 mod determinism;
 mod invariants;
 mod scenarios;
+mod speed_many;

@@ -1,0 +1,312 @@
+//! The planner's round (levelling and the rotation), the back-off of moves that did not
+//! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
+
+use super::guard::{Action, BUSY, Mode};
+use super::{MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed};
+use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
+
+/// What a round needs to know of a group of cores (see [`Speed::view`]).
+struct View {
+    hi: usize,
+    lo: usize,
+    nh: u32,
+    nl: u32,
+    cores: usize,
+    at_hi: f64,
+    at_lo: f64,
+    below_hi: f64,
+}
+
+impl Speed {
+    /// One round at `now`: judges the last round's moves, then levels and rotates every
+    /// node's cores. Returns whether some node has uneven counts with threads to rotate.
+    pub(super) fn round(&mut self, now: Nanos, moves: &mut Vec<Move>) -> bool {
+        let span = now.saturating_sub(self.last_round).0 as f64;
+        self.last_round = now;
+        let (mut judged, mut sped) = (0u32, 0u32);
+        self.q_exec.clear();
+        self.q_exec.resize(self.queues.len(), 0.0);
+        self.q_want.clear();
+        self.q_want.resize(self.queues.len(), 0.0);
+        for p in self.placed.iter_mut() {
+            if !p.released {
+                let exec = p.exec - p.round_exec;
+                self.q_exec[p.queue] += exec;
+                self.q_want[p.queue] += exec + (p.wait - p.round_wait);
+            }
+            let rate = if span > 0.0 {
+                (p.exec - p.round_exec) / span
+            } else {
+                0.0
+            };
+            if let Some(before) = p.judge.take() {
+                judged += 1;
+                if rate > before * SPED_UP {
+                    sped += 1;
+                }
+            }
+            p.round_rate = rate;
+            p.round_exec = p.exec;
+            p.round_wait = p.wait;
+        }
+        if judged > 0 {
+            if sped * 2 < judged {
+                let cap = (self.cfg.max_interval.0 / self.interval.0.max(1)).max(1);
+                self.slow_down = (self.slow_down * 2).min(cap);
+                self.stats.backoffs += 1;
+            } else {
+                self.slow_down = 1;
+            }
+        }
+        let mut rotating = false;
+        let groups = if self.cfg.allow_numa {
+            1
+        } else {
+            self.nodes.len()
+        };
+        for g in 0..groups {
+            let node = (!self.cfg.allow_numa).then(|| self.nodes[g]);
+            rotating |= self.rotate_group(node, moves);
+        }
+        if rotating {
+            self.stats.rotating_rounds += 1;
+        }
+        rotating
+    }
+
+    fn in_group(&self, q: usize, node: Option<NodeId>) -> bool {
+        node.is_none_or(|n| self.queues[q].node == n)
+    }
+
+    /// The group's fullest and emptiest cores (ties to the lowest index), its core count,
+    /// and the speeds over the last round of the threads on cores holding as many threads
+    /// as the fullest, as the emptiest, and fewer than the fullest (1.0 where nobody wanted
+    /// a CPU: nothing held them back). Two passes over the cores.
+    fn view(&self, node: Option<NodeId>) -> Option<View> {
+        let (mut hi, mut lo, mut cores) = (None::<usize>, None::<usize>, 0);
+        for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
+            let load = self.queues[q].load;
+            cores += 1;
+            if hi.is_none_or(|h| load > self.queues[h].load) {
+                hi = Some(q);
+            }
+            if lo.is_none_or(|l| load < self.queues[l].load) {
+                lo = Some(q);
+            }
+        }
+        let (hi, lo) = (hi?, lo?);
+        let (nh, nl) = (self.queues[hi].load, self.queues[lo].load);
+        let mut sums = [(0.0, 0.0); 3];
+        for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
+            let load = self.queues[q].load;
+            for (k, hit) in [load == nh, load == nl, load < nh].into_iter().enumerate() {
+                if hit {
+                    sums[k].0 += self.q_exec[q];
+                    sums[k].1 += self.q_want[q];
+                }
+            }
+        }
+        let speed = |(exec, want): (f64, f64)| if want > 0.0 { exec / want } else { 1.0 };
+        Some(View {
+            hi,
+            lo,
+            nh,
+            nl,
+            cores,
+            at_hi: speed(sums[0]),
+            at_lo: speed(sums[1]),
+            below_hi: speed(sums[2]),
+        })
+    }
+
+    /// Levels and rotates the cores of one node (`None`: all cores).
+    fn rotate_group(&mut self, node: Option<NodeId>, moves: &mut Vec<Move>) -> bool {
+        // 1. Level: while a core holds two threads more than another and is slower, its
+        //    least-credited thread moves to the emptiest.
+        let v = loop {
+            let Some(v) = self.view(node) else {
+                return false;
+            };
+            if v.nh <= v.nl + 1 || v.at_hi >= SLOWER * v.at_lo {
+                break v;
+            }
+            let Some(i) = (0..self.placed.len())
+                .filter(|&i| self.placed[i].queue == v.hi && !self.placed[i].released)
+                .min_by(|&a, &b| self.placed[a].credit.total_cmp(&self.placed[b].credit))
+            else {
+                break v;
+            };
+            self.queues[v.hi].load -= 1;
+            self.queues[v.lo].load += 1;
+            self.placed[i].queue = v.lo;
+            self.stats.levels += 1;
+            moves.push(Move {
+                thread: self.placed[i].key,
+                to: self.target(v.lo),
+                why: Reason::SpeedRotate {
+                    lead_ms: self.placed[i].credit / 1e6,
+                },
+            });
+        };
+        // 2. Even counts: nothing to rotate. (After a levelling move `v` may be stale only
+        //    when the loop broke for lack of a thread, in which case counts are unchanged.)
+        let (hi, lo) = (v.nh, v.nl);
+        if lo == 0 || hi <= lo {
+            return false;
+        }
+        // Heavy cores no slower than light ones (threads that sleep, or do not compete):
+        // nothing a rotation would fix.
+        if v.at_hi >= SLOWER * v.below_hi {
+            return false;
+        }
+        // 3. Pair heavy threads (least credit first) with light ones (most credit first).
+        let mut heavy = std::mem::take(&mut self.heavy);
+        let mut light = std::mem::take(&mut self.light);
+        heavy.clear();
+        light.clear();
+        for (i, p) in self.placed.iter().enumerate() {
+            if p.released || !self.in_group(p.queue, node) {
+                continue;
+            }
+            if self.queues[p.queue].load == hi {
+                heavy.push(i);
+            } else {
+                light.push(i);
+            }
+        }
+        // At most a quarter of the group's cores (and at least 4) swap per round: the best
+        // pairs first, so only those need sorting.
+        let cap = (v.cores / SWAP_SHARE).max(MIN_SWAPS);
+        let credit = |i: &usize| self.placed[*i].credit;
+        let up = |a: &usize, b: &usize| credit(a).total_cmp(&credit(b));
+        let down = |a: &usize, b: &usize| credit(b).total_cmp(&credit(a));
+        if heavy.len() > cap {
+            heavy.select_nth_unstable_by(cap - 1, up);
+            heavy.truncate(cap);
+        }
+        if light.len() > cap {
+            light.select_nth_unstable_by(cap - 1, down);
+            light.truncate(cap);
+        }
+        heavy.sort_unstable_by(up);
+        light.sort_unstable_by(down);
+        let t = f64::from(lo);
+        let margin = (1.0 / t - 1.0 / (t + 1.0)) * self.interval.0 as f64 * MARGIN_INTERVALS;
+        for (&x, &y) in heavy.iter().zip(&light) {
+            if self.placed[y].credit - self.placed[x].credit <= margin {
+                break;
+            }
+            let (qx, qy) = (self.placed[x].queue, self.placed[y].queue);
+            self.placed[x].queue = qy;
+            self.placed[y].queue = qx;
+            self.placed[x].judge = Some(self.placed[x].round_rate);
+            self.stats.swaps += 1;
+            for (i, q) in [(x, qy), (y, qx)] {
+                moves.push(Move {
+                    thread: self.placed[i].key,
+                    to: self.target(q),
+                    why: Reason::SpeedRotate {
+                        lead_ms: self.placed[i].credit / 1e6,
+                    },
+                });
+            }
+        }
+        self.heavy = heavy;
+        self.light = light;
+        true
+    }
+
+    /// The program's progress rate since the guard's span opened: the least CPU share of a
+    /// thread that was there all along and was busy (see [`super::guard`]).
+    pub(super) fn segment_rate(&self, now: Nanos) -> Option<f64> {
+        let span = now.saturating_sub(self.seg_at).0 as f64;
+        if span <= 0.0 {
+            return None;
+        }
+        self.placed
+            .iter()
+            .filter(|p| p.seg_valid)
+            .filter_map(|p| {
+                let exec = p.exec - p.seg_exec;
+                (exec + (p.wait - p.seg_wait) >= BUSY * span).then_some(exec / span)
+            })
+            .min_by(f64::total_cmp)
+    }
+
+    /// Opens the guard's measured span when its tail starts, and ends the stint when it
+    /// is over, releasing or placing again every thread as the guard says.
+    pub(super) fn guard_step(&mut self, now: Nanos, moves: &mut Vec<Move>) {
+        let Some((from, until)) = self.guard.as_ref().map(|g| (g.measure_from(), g.until)) else {
+            return;
+        };
+        if !self.seg_open && now >= from {
+            for p in self.placed.iter_mut() {
+                p.seg_exec = p.exec;
+                p.seg_wait = p.wait;
+                p.seg_valid = true;
+            }
+            self.seg_open = true;
+            self.seg_at = now;
+            return;
+        }
+        if !self.seg_open || now < until {
+            return;
+        }
+        let rate = self.segment_rate(now);
+        let active = self.placed.iter().filter(|p| !p.released).count().max(1);
+        let fair = (self.queues.len() as f64 / active as f64).min(1.0);
+        self.seg_open = false;
+        let Some(g) = self.guard.as_mut() else {
+            return;
+        };
+        let action = g.advance(now, rate, fair);
+        for p in self.placed.iter().filter(|p| !p.released) {
+            match action {
+                Action::Keep => {}
+                Action::Release => moves.push(Move {
+                    thread: p.key,
+                    to: Target::Original,
+                    why: Reason::Release,
+                }),
+                Action::Resume => moves.push(Move {
+                    thread: p.key,
+                    to: self.target(p.queue),
+                    why: Reason::Initial,
+                }),
+            }
+        }
+        if action == Action::Resume {
+            self.slow_down = 1;
+        }
+    }
+
+    /// One line on the guard for the summary.
+    pub(super) fn guard_summary(&self) -> String {
+        let Some(g) = &self.guard else {
+            return "off".into();
+        };
+        let mode = match g.mode {
+            Mode::Managed => "managing",
+            Mode::Probe => "probing Linux",
+            Mode::HandedBack => "handed back to Linux",
+            Mode::Trial => "managing on trial",
+        };
+        let mut s = format!(
+            "{mode}; {} probes ({} skipped: managed rate at the fair share), {} hand-backs, {} resumptions",
+            g.probes, g.skipped, g.handbacks, g.resumes
+        );
+        if let Some(last) = &g.last {
+            s.push_str("; ");
+            s.push_str(last);
+        }
+        s
+    }
+
+    pub(super) fn note_interval(&mut self) {
+        let i = self.interval;
+        self.stats.rounds += 1;
+        self.stats.interval_sum_ms += i.as_millis_f64();
+        self.stats.min_seen = Some(self.stats.min_seen.map_or(i, |m| m.min(i)));
+        self.stats.max_seen = Some(self.stats.max_seen.map_or(i, |m| m.max(i)));
+    }
+}
