@@ -35,6 +35,16 @@
 //! runnable), which also counts sleeps on I/O, condition variables and barriers, so it
 //! overstates lock time and crosses the threshold sooner. The summary says which.
 //!
+//! **Idle threads without a probe.** With estimated lock time, a thread that ran less than
+//! [`IDLE_METRIC`] (1 %) of the time since the last check — a main thread asleep in
+//! `pthread_join`, an idle pool thread — is left out of its process's mean, as Tumbler's
+//! wave leaves such threads out of its dealing: its blocked time says nothing about locks,
+//! and counted as lock time it would add 1/(N + 1) to the mean of N workers, crossing 5 %
+//! for any program with fewer than 20 of them. It is still grouped. With a probe, a thread
+//! that hardly ran counts only if it was measured waiting for locks at least 1 % of the
+//! time (a thread queued on a contended mutex all along is the signal; one asleep in
+//! `join`, whose wait is no lock wait, would only dilute the mean).
+//!
 //! A thread that appeared during a window is observed from its next window (its share of
 //! the window it started in is unknown); until then it counts as lock time 0 and is left
 //! out of its process's mean. Vanished threads are forgotten.
@@ -53,7 +63,7 @@
 //! assert_eq!(p.stats().shuffles, 1);
 //! ```
 
-use crate::grouping::{Placement, Regroup, Scheme};
+use crate::grouping::{IDLE_METRIC, Placement, Regroup, Scheme};
 use crate::{Policy, Settings};
 use threadbalance_model::{Level, Move, Nanos, Plan, Reason, Target, ThreadKey, Topology, Window};
 
@@ -65,6 +75,10 @@ struct LockTotal {
     lock_ns: f64,
     /// Nanoseconds the thread was observed.
     seen_ns: f64,
+    /// Nanoseconds it ran on a CPU while observed.
+    run_ns: f64,
+    /// Whether every window of the total measured its lock time (a probe).
+    exact: bool,
 }
 
 /// Where lock times come from.
@@ -163,11 +177,15 @@ impl Shuffling {
                     key: t.key,
                     lock_ns: 0.0,
                     seen_ns: 0.0,
+                    run_ns: 0.0,
+                    exact: true,
                 },
             };
             if !t.appeared {
                 total.lock_ns += t.lock * dt;
                 total.seen_ns += dt;
+                total.run_ns += t.util * dt;
+                total.exact &= t.lock_exact;
             }
             self.next_totals.push(total);
         }
@@ -187,7 +205,7 @@ impl Shuffling {
                 0.0
             };
             self.metric.push(frac);
-            if t.seen_ns > 0.0 {
+            if counts_in_mean(t) {
                 sum += frac;
                 n += 1;
             }
@@ -205,6 +223,17 @@ impl Shuffling {
         }
         (best, best_pid)
     }
+}
+
+/// Whether a thread's lock fraction counts in its process's mean: it was observed, and it
+/// ran at least [`IDLE_METRIC`] of the time or a probe measured it waiting for locks that
+/// long. An estimate is blocked time, so a thread that hardly ran (a main thread asleep in
+/// `join`, an idle pool thread) would count as waiting for locks all along; measured, the
+/// same thread would count as 0 and dilute the mean. Either way it is left out, as
+/// Tumbler's wave leaves such threads out of its dealing.
+fn counts_in_mean(t: &LockTotal) -> bool {
+    let floor = IDLE_METRIC * t.seen_ns;
+    t.seen_ns > 0.0 && (t.run_ns >= floor || (t.exact && t.lock_ns >= floor))
 }
 
 impl Policy for Shuffling {
@@ -243,7 +272,7 @@ impl Policy for Shuffling {
         self.stats.last_lock = Some(worst);
         // From now on, totals count from this check.
         for t in &mut self.totals {
-            (t.lock_ns, t.seen_ns) = (0.0, 0.0);
+            (t.lock_ns, t.seen_ns, t.run_ns, t.exact) = (0.0, 0.0, 0.0, true);
         }
         if worst <= self.threshold {
             self.stats.below_threshold += 1;
@@ -503,6 +532,53 @@ mod tests {
         p.decide(&t, &measured(200, &[(1, 0.01, 0), (2, 0.01, 1)]));
         assert_eq!(p.stats().below_threshold, 1);
         assert_eq!(p.stats().checks, 2);
+    }
+
+    #[test]
+    fn shuffling_estimate_leaves_idle_main_thread_out_of_mean() {
+        // Process 1: a main thread asleep in join (util 0, so blocked 1, estimated lock 1)
+        // and four workers that ran 97 % (estimated lock .03). Counting the main thread the
+        // mean would be (1 + 4 × .03) / 5 = .224 > .05; without it it is .03 ≤ .05.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        let mut p = Shuffling::new(&s);
+        let w = window(200, &[0.0, 0.97, 0.97, 0.97, 0.97], &[0, 0, 1, 2, 3]);
+        assert!(p.decide(&t, &w).moves.is_empty());
+        assert_eq!(p.stats().below_threshold, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.03).abs() < 1e-9));
+        // Workers at 80 % (estimated lock .20) still shuffle: mean .20 > .05.
+        let w = window(200, &[0.0, 0.8, 0.8, 0.8, 0.8], &[0, 0, 1, 2, 3]);
+        p.decide(&t, &w);
+        assert_eq!(p.stats().shuffles, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.20).abs() < 1e-9));
+    }
+
+    #[test]
+    fn shuffling_measured_idle_thread_counts_only_if_it_waited_for_locks() {
+        // Measured: workers ran half the time (see `measured`). Add a main thread that did
+        // not run at all: with measured lock 0 (asleep in join) it is left out, so the mean
+        // of .06 and .06 is .06 > .05 and the process shuffles (with it: .04, below).
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        let mut p = Shuffling::new(&s);
+        let mut w = measured(200, &[(1, 0.0, 0), (2, 0.06, 0), (3, 0.06, 1)]);
+        w.threads[0].util = 0.0;
+        p.decide(&t, &w);
+        assert_eq!(p.stats().shuffles, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.06).abs() < 1e-9));
+        // A thread that did not run because it was queued on a mutex all along (measured
+        // lock .90) counts: (.90 + .01 + .01) / 3 ≈ .307 > .05.
+        let mut w = measured(200, &[(1, 0.90, 0), (2, 0.01, 0), (3, 0.01, 1)]);
+        w.threads[0].util = 0.0;
+        p.decide(&t, &w);
+        assert_eq!(p.stats().shuffles, 2);
+        assert!(
+            p.stats()
+                .last_lock
+                .is_some_and(|l| (l - 0.92 / 3.0).abs() < 1e-9)
+        );
     }
 
     #[test]

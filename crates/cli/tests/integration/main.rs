@@ -7,6 +7,7 @@
 mod bad_input;
 mod compare;
 mod live;
+mod locktime;
 mod numa;
 mod sim;
 mod support;

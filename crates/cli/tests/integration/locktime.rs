@@ -1,0 +1,98 @@
+//! Live: Shuffling on `workload locks` without a lock probe, so lock time is estimated from
+//! blocked time. The workload's main thread sleeps in `join` all along (blocked 100 %); it
+//! is left out of the per-process mean, so only the workers' own blocking decides.
+//!
+//! * Control: 8 mutexes, 1 µs inside, 400 µs outside, 2 threads (one per core). A thread
+//!   finds its mutex held about 1 / (8 × 401) ≈ 0.03 % of the time: it blocks well under
+//!   5 % of the time, and Shuffling never shuffles. Counting the main thread, the mean
+//!   would be at least 1/3 = 33 % and it would shuffle at every check. (With more threads
+//!   than cores on a busy host, a holder preempted inside its section makes the others
+//!   sleep a whole time slice: 4 threads at 80 µs outside measured 13–16 % inside `lock()`
+//!   under a load of 12 on two cores, truly above 5 %. Two threads at 400 µs measured
+//!   under 1 % under the same load.)
+//! * Hot: 1 mutex, 50 µs inside, 10 µs outside, 4 threads. The mutex is busy
+//!   4 × 50 / 60 > 100 % of the time it could be: the threads queue on it and sleep most
+//!   of the time, far above 5 %, so Shuffling shuffles.
+
+use crate::support::*;
+
+/// Runs `shuffling` at core level on `workload locks` with `locks_args`; returns its JSON
+/// summary's policy account as `(what, value)` pairs.
+fn shuffling_on_locks(locks_args: &[&str]) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.json");
+    let bin = bin();
+    let mut args = vec![
+        "run",
+        "--policy",
+        "shuffling",
+        "--level",
+        "core",
+        "--json",
+        path.to_str().unwrap(),
+        "--",
+        bin.to_str().unwrap(),
+        "workload",
+        "locks",
+    ];
+    args.extend(locks_args);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    serde_json::from_value(v["policy_summary"].clone()).unwrap()
+}
+
+fn get<'a>(summary: &'a [(String, String)], what: &str) -> &'a str {
+    summary
+        .iter()
+        .find(|(w, _)| w == what)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no {what} in {summary:?}"))
+}
+
+#[test]
+fn live_shuffling_estimate_leaves_cold_locks_alone() {
+    // 3 000 ops × 401 µs ≈ 1.2 s of work per thread: at least two 500 ms checks.
+    let s = shuffling_on_locks(&[
+        "--threads",
+        "2",
+        "--mutexes",
+        "8",
+        "--cs-us",
+        "1",
+        "--outside-us",
+        "400",
+        "--ops",
+        "3000",
+    ]);
+    let checks: u64 = get(&s, "lock checks").parse().unwrap();
+    assert!(checks >= 2, "{s:?}");
+    assert_eq!(get(&s, "shuffles"), "0", "{s:?}");
+    assert_eq!(
+        get(&s, "lock time"),
+        "estimated from blocked time (no exact probe)"
+    );
+}
+
+#[test]
+fn live_shuffling_estimate_shuffles_hot_lock() {
+    // 4 × 10 000 × 50 µs = 2 s of critical sections, serialized on one mutex: the run
+    // lasts at least 2 s, four 500 ms checks.
+    let s = shuffling_on_locks(&[
+        "--threads",
+        "4",
+        "--mutexes",
+        "1",
+        "--cs-us",
+        "50",
+        "--outside-us",
+        "10",
+        "--ops",
+        "10000",
+    ]);
+    let checks: u64 = get(&s, "lock checks").parse().unwrap();
+    let shuffles: u64 = get(&s, "shuffles").parse().unwrap();
+    assert!(checks >= 2, "{s:?}");
+    assert!(shuffles >= 1, "{s:?}");
+}
