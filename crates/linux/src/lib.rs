@@ -7,6 +7,8 @@
 //!   sampler  the hot path                          pread on kept fds, Snapshot reuse
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
+//!   futex    futex probe records → lock / sync wait per thread (pure)
+//!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
 //! ```
 //!
 //! The filesystem root and host facts (clock ticks per second, page size) are always
@@ -23,7 +25,10 @@
 //! ```
 
 pub mod actuate;
+#[cfg(feature = "bpf")]
+pub mod bpf;
 mod error;
+pub mod futex;
 pub mod host;
 pub mod parse;
 pub mod read;
