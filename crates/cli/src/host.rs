@@ -3,6 +3,7 @@
 //! the moment it exits), forwarding signals, and dry runs.
 
 use crate::input_error;
+use crate::lockprobe::{LockProbe, LockReport};
 use anyhow::Result;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid as NixPid;
@@ -39,6 +40,8 @@ pub struct LinuxAdapter {
     pidfd: Option<OwnedFd>,
     dry_run: bool,
     exited: bool,
+    lock_probe: LockProbe,
+    pids: Vec<Pid>,
 }
 
 impl LinuxAdapter {
@@ -81,6 +84,8 @@ impl LinuxAdapter {
             pidfd: pidfd_open(pid),
             dry_run,
             exited: false,
+            lock_probe: LockProbe::off(),
+            pids: Vec::new(),
         })
     }
 
@@ -121,6 +126,16 @@ impl LinuxAdapter {
         }
     }
 
+    /// Takes the futex probe (started before the command, so that its first waits count).
+    pub fn set_lock_probe(&mut self, probe: LockProbe) {
+        self.lock_probe = probe;
+    }
+
+    /// What the futex probe saw over the run, or why it did not run.
+    pub fn lock_report(&mut self) -> LockReport {
+        self.lock_probe.report()
+    }
+
     /// Restores every mask changed; returns how many were put back.
     pub fn restore_all(&mut self) -> u64 {
         u64::from(self.host.restore_all().done)
@@ -135,7 +150,10 @@ impl Host for LinuxAdapter {
     }
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
-        self.host.sample(into)
+        self.host.sample(into)?;
+        self.pids = self.host.sampler().pids();
+        self.lock_probe.fill(&self.pids, into);
+        Ok(())
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

@@ -14,6 +14,7 @@
 
 mod compare;
 mod host;
+mod lockprobe;
 mod manage;
 mod signals;
 mod sim;

@@ -13,6 +13,7 @@
 //! command starts or the first affinity changes, so bad input leaves nothing changed.
 
 use crate::host::{LinuxAdapter, Target};
+use crate::lockprobe::LockProbe;
 use crate::summary::Summary;
 use crate::{ManageArgs, input_error, signals};
 use anyhow::{Context, Result};
@@ -70,6 +71,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         return Err(input_error("no command given"));
     };
     signals::install().context("installing signal handlers")?;
+    let lock_probe = LockProbe::start();
     let mut child = Command::new(program)
         .args(rest)
         .spawn()
@@ -88,6 +90,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             return Err(e);
         }
     };
+    host.set_lock_probe(lock_probe);
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         eprintln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -121,6 +124,7 @@ pub fn attach(args: &ManageArgs, pid: i32) -> Result<u8> {
         args.dry_run,
         p.policy.stat_max_age(),
     )?;
+    host.set_lock_probe(LockProbe::start());
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
         Ok(Some(sig)) => format!("interrupted by {sig}"),
@@ -150,6 +154,7 @@ fn manage(
         forward,
     );
     summary.restored = host.restore_all();
+    summary.lock_probe(host.lock_report());
     (summary, looped)
 }
 
