@@ -47,6 +47,8 @@ pub struct LockReport {
     pub edges: Vec<(i32, i32, u64)>,
     /// Futex words classified as locks, and as sync.
     pub addresses: (usize, usize),
+    /// Records the probe lost because a map was full (figures are then low).
+    pub dropped: u64,
 }
 
 /// The probe, or why there is none.
@@ -141,6 +143,7 @@ impl LockProbe {
                     .map(|&(a, b, n)| (a.1.0, b.1.0, n))
                     .collect(),
                 addresses: (totals.lock_addresses, totals.sync_addresses),
+                dropped: p.dropped(),
             };
         }
         LockReport {

@@ -230,6 +230,13 @@ impl Summary {
                 probe.addresses.1,
                 probe.edges.len()
             );
+            if probe.dropped > 0 {
+                let _ = writeln!(
+                    s,
+                    "   futex probe: {} records lost (a map was full): lock time is low",
+                    probe.dropped
+                );
+            }
         }
         for (what, value) in &self.policy_summary {
             let _ = writeln!(s, "   {what}: {value}");

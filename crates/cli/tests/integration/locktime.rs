@@ -17,8 +17,8 @@
 use crate::support::*;
 
 /// Runs `shuffling` at core level on `workload locks` with `locks_args`; returns its JSON
-/// summary's policy account as `(what, value)` pairs.
-fn shuffling_on_locks(locks_args: &[&str]) -> Vec<(String, String)> {
+/// summary's policy account as `(what, value)` pairs and the summary's `lock_time`.
+fn shuffling_on_locks(locks_args: &[&str]) -> (Vec<(String, String)>, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("summary.json");
     let bin = bin();
@@ -40,7 +40,11 @@ fn shuffling_on_locks(locks_args: &[&str]) -> Vec<(String, String)> {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    serde_json::from_value(v["policy_summary"].clone()).unwrap()
+    let lock_time = v["lock_time"].as_str().unwrap().to_string();
+    (
+        serde_json::from_value(v["policy_summary"].clone()).unwrap(),
+        lock_time,
+    )
 }
 
 fn get<'a>(summary: &'a [(String, String)], what: &str) -> &'a str {
@@ -54,7 +58,7 @@ fn get<'a>(summary: &'a [(String, String)], what: &str) -> &'a str {
 #[test]
 fn live_shuffling_estimate_leaves_cold_locks_alone() {
     // 3 000 ops × 401 µs ≈ 1.2 s of work per thread: at least two 500 ms checks.
-    let s = shuffling_on_locks(&[
+    let (s, lock_time) = shuffling_on_locks(&[
         "--threads",
         "2",
         "--mutexes",
@@ -69,20 +73,25 @@ fn live_shuffling_estimate_leaves_cold_locks_alone() {
     let checks: u64 = get(&s, "lock checks").parse().unwrap();
     assert!(checks >= 2, "{s:?}");
     assert_eq!(get(&s, "shuffles"), "0", "{s:?}");
-    // Built with the probe, the same control runs on exact lock time.
-    let source = if cfg!(feature = "bpf") {
-        "measured"
+    // Built with the probe, the same control runs on exact lock time. Without it the
+    // summary says why in one line.
+    let (source, line) = if cfg!(feature = "bpf") {
+        ("measured", "exact (futex probe)")
     } else {
-        "estimated from blocked time (no exact probe)"
+        (
+            "estimated from blocked time (no exact probe)",
+            "estimate from blocked time (built without the bpf feature)",
+        )
     };
     assert_eq!(get(&s, "lock time"), source);
+    assert_eq!(lock_time, line);
 }
 
 #[test]
 fn live_shuffling_estimate_shuffles_hot_lock() {
     // 4 × 10 000 × 50 µs = 2 s of critical sections, serialized on one mutex: the run
     // lasts at least 2 s, four 500 ms checks.
-    let s = shuffling_on_locks(&[
+    let (s, _) = shuffling_on_locks(&[
         "--threads",
         "4",
         "--mutexes",
@@ -171,4 +180,33 @@ fn live_shuffling_with_futex_probe_matches_time_inside_lock() {
         .expect("the main thread waited in join");
     assert_eq!(main["lock_s"].as_f64(), Some(0.0));
     assert!(main["sync_s"].as_f64().unwrap() > 0.0);
+}
+
+/// Built with the probe but run as an unprivileged user: the probe cannot load, the summary
+/// says so on one line, lock time is estimated, and the run ends as the command did.
+#[cfg(feature = "bpf")]
+#[test]
+fn live_futex_probe_not_root_falls_back_with_one_line() {
+    let bin = bin();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["run", "--policy", "shuffling", "--level", "core", "--"])
+        .arg(&bin)
+        .args(["workload", "locks", "--ops", "2000"])
+        .output()
+        .expect("setpriv runs (util-linux)");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("futex probe"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "   lock time: estimate from blocked time (not root (the futex probe needs CAP_BPF and CAP_PERFMON))"
+        ],
+        "{stderr}"
+    );
 }
