@@ -40,7 +40,9 @@
 //! `pthread_join`, an idle pool thread — is left out of its process's mean, as Tumbler's
 //! wave leaves such threads out of its dealing: its blocked time says nothing about locks,
 //! and counted as lock time it would add 1/(N + 1) to the mean of N workers, crossing 5 %
-//! for any program with fewer than 20 of them. It is still grouped. With a probe, a thread
+//! for any program with fewer than 20 of them. So is a thread that ran under 1 % in any
+//! window of the check (a main thread that spawned the workers early in a check and then
+//! joined them). It is still grouped. With a probe, a thread
 //! that hardly ran counts only if it was measured waiting for locks at least 1 % of the
 //! time (a thread queued on a contended mutex all along is the signal; one asleep in
 //! `join`, whose wait is no lock wait, would only dilute the mean).
@@ -94,6 +96,8 @@ struct LockTotal {
     run_ns: f64,
     /// Whether every window of the total measured its lock time (a probe).
     exact: bool,
+    /// Whether it hardly ran (under [`IDLE_METRIC`]) in some window of the total.
+    idle_window: bool,
     /// The estimate of the last window, when the thread was running or runnable as it
     /// closed (see "Estimates over a check"); 0 otherwise.
     deferred_ns: f64,
@@ -197,6 +201,7 @@ impl Shuffling {
                     seen_ns: 0.0,
                     run_ns: 0.0,
                     exact: true,
+                    idle_window: false,
                     deferred_ns: 0.0,
                 },
             };
@@ -217,6 +222,7 @@ impl Shuffling {
                 total.seen_ns += dt;
                 total.run_ns += t.util * dt;
                 total.exact &= t.lock_exact;
+                total.idle_window |= t.util < IDLE_METRIC;
             }
             self.next_totals.push(total);
         }
@@ -262,9 +268,19 @@ impl Shuffling {
 /// `join`, an idle pool thread) would count as waiting for locks all along; measured, the
 /// same thread would count as 0 and dilute the mean. Either way it is left out, as
 /// Tumbler's wave leaves such threads out of its dealing.
+///
+/// An estimate also needs the thread to have run in *every* window of the check: a main
+/// thread that starts the workers and then joins them runs a few percent of its first
+/// check and is blocked, in `join`, for the rest, which the estimate cannot tell from
+/// waiting for a lock.
 fn counts_in_mean(t: &LockTotal) -> bool {
     let floor = IDLE_METRIC * t.seen_ns;
-    t.seen_ns > 0.0 && (t.run_ns >= floor || (t.exact && t.lock_ns >= floor))
+    let busy = if t.exact {
+        t.run_ns >= floor
+    } else {
+        t.run_ns >= floor && !t.idle_window
+    };
+    t.seen_ns > 0.0 && (busy || (t.exact && t.lock_ns >= floor))
 }
 
 impl Policy for Shuffling {
@@ -304,6 +320,7 @@ impl Policy for Shuffling {
         // From now on, totals count from this check.
         for t in &mut self.totals {
             (t.lock_ns, t.seen_ns, t.run_ns, t.exact) = (t.deferred_ns, 0.0, 0.0, true);
+            t.idle_window = false;
             t.deferred_ns = 0.0;
         }
         if worst <= self.threshold {
@@ -668,6 +685,24 @@ mod tests {
         p.decide(&t, &with(0.3, ThreadState::Sleeping));
         assert!(p.stats().last_lock.is_some_and(|l| (l - 0.2).abs() < 1e-9));
         assert_eq!(p.stats().shuffles, 1);
+    }
+
+    #[test]
+    fn shuffling_estimate_leaves_out_thread_idle_in_one_window_of_the_check() {
+        // A check of two 100 ms windows. The main thread starts the workers in window 1
+        // (util .05, estimated lock .95) and joins them in window 2 (util 0): over the
+        // check it ran 2.5 % (above 1 %), but it was idle in one window, so it is left
+        // out. The workers ran 98 % (estimated .02): mean .02 ≤ .05. Counted, the main
+        // thread's (.95 + 1) / 2 = .975 would make the mean (.975 + .02 + .02) / 3 ≈ .34.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        s.lock_sample_interval = Nanos::from_millis(100);
+        let mut p = Shuffling::new(&s);
+        p.decide(&t, &window(100, &[0.05, 0.98, 0.98], &[0, 0, 1]));
+        p.decide(&t, &window(100, &[0.0, 0.98, 0.98], &[0, 0, 1]));
+        assert_eq!(p.stats().below_threshold, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.02).abs() < 1e-9));
     }
 
     #[test]

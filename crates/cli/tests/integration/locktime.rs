@@ -1,11 +1,18 @@
 //! Live: Shuffling on `workload locks`. Built without the futex probe (the default), lock
-//! time is estimated from blocked time. The workload's main thread sleeps in `join` all along (blocked 100 %); it
-//! is left out of the per-process mean, so only the workers' own blocking decides.
+//! time is estimated from blocked time. The workload's main thread sleeps in `join` all
+//! along (blocked 100 %); it is left out of the per-process mean, so only the workers' own
+//! blocking decides.
 //!
 //! * Control: 8 mutexes, 1 µs inside, 400 µs outside, 2 threads (one per core). A thread
 //!   finds its mutex held about 1 / (8 × 401) ≈ 0.03 % of the time: it blocks well under
-//!   5 % of the time, and Shuffling never shuffles. Counting the main thread, the mean
-//!   would be at least 1/3 = 33 % and it would shuffle at every check. (With more threads
+//!   5 % of the time (the workload's own measurement inside `lock()` is checked), and
+//!   Shuffling does not shuffle. Counting the main thread, the mean would be at least
+//!   1/3 = 33 % and it would shuffle at every check. With the probe the test requires no
+//!   shuffle at all. With the estimate it allows one check in five: on an overloaded host
+//!   `schedstat` counts a run-queue wait only when the thread next runs, and a wait longer
+//!   than a window reads as blocked time; with six such runs at once on the two cores, 3
+//!   to 5 of 46 checks crossed 5 % while each worker measured under 1.1 % inside `lock()`.
+//!   (With more threads
 //!   than cores on a busy host, a holder preempted inside its section makes the others
 //!   sleep a whole time slice: 4 threads at 80 µs outside measured 13–16 % inside `lock()`
 //!   under a load of 12 on two cores, truly above 5 %. Two threads at 400 µs measured
@@ -17,8 +24,9 @@
 use crate::support::*;
 
 /// Runs `shuffling` at core level on `workload locks` with `locks_args`; returns its JSON
-/// summary's policy account as `(what, value)` pairs and the summary's `lock_time`.
-fn shuffling_on_locks(locks_args: &[&str]) -> (Vec<(String, String)>, String) {
+/// summary's policy account as `(what, value)` pairs, the summary's `lock_time` and the
+/// workload's score.
+fn shuffling_on_locks(locks_args: &[&str]) -> (Vec<(String, String)>, String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("summary.json");
     let bin = bin();
@@ -41,9 +49,11 @@ fn shuffling_on_locks(locks_args: &[&str]) -> (Vec<(String, String)>, String) {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let lock_time = v["lock_time"].as_str().unwrap().to_string();
+    let score = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     (
         serde_json::from_value(v["policy_summary"].clone()).unwrap(),
         lock_time,
+        score,
     )
 }
 
@@ -58,7 +68,7 @@ fn get<'a>(summary: &'a [(String, String)], what: &str) -> &'a str {
 #[test]
 fn live_shuffling_estimate_leaves_cold_locks_alone() {
     // 3 000 ops × 401 µs ≈ 1.2 s of work per thread: at least two 500 ms checks.
-    let (s, lock_time) = shuffling_on_locks(&[
+    let (s, lock_time, score) = shuffling_on_locks(&[
         "--threads",
         "2",
         "--mutexes",
@@ -70,9 +80,19 @@ fn live_shuffling_estimate_leaves_cold_locks_alone() {
         "--ops",
         "3000",
     ]);
+    // The control is cold: each worker spent under 5 % of the run inside `lock()`.
+    let wall = score["wall_s"].as_f64().unwrap();
+    for w in score["lock_wait_s"].as_array().unwrap() {
+        assert!(w.as_f64().unwrap() < 0.05 * wall, "{score}");
+    }
     let checks: u64 = get(&s, "lock checks").parse().unwrap();
+    let shuffles: u64 = get(&s, "shuffles").parse().unwrap();
     assert!(checks >= 2, "{s:?}");
-    assert_eq!(get(&s, "shuffles"), "0", "{s:?}");
+    if cfg!(feature = "bpf") {
+        assert_eq!(shuffles, 0, "{s:?}");
+    } else {
+        assert!(shuffles * 5 <= checks, "{s:?}");
+    }
     // Built with the probe, the same control runs on exact lock time. Without it the
     // summary says why in one line.
     let (source, line) = if cfg!(feature = "bpf") {
@@ -91,7 +111,7 @@ fn live_shuffling_estimate_leaves_cold_locks_alone() {
 fn live_shuffling_estimate_shuffles_hot_lock() {
     // 4 × 10 000 × 50 µs = 2 s of critical sections, serialized on one mutex: the run
     // lasts at least 2 s, four 500 ms checks.
-    let (s, _) = shuffling_on_locks(&[
+    let (s, _, _) = shuffling_on_locks(&[
         "--threads",
         "4",
         "--mutexes",
@@ -106,7 +126,8 @@ fn live_shuffling_estimate_shuffles_hot_lock() {
     let checks: u64 = get(&s, "lock checks").parse().unwrap();
     let shuffles: u64 = get(&s, "shuffles").parse().unwrap();
     assert!(checks >= 2, "{s:?}");
-    assert!(shuffles >= 1, "{s:?}");
+    // Far above the threshold in every check (the control's rare noise is one in five).
+    assert!(shuffles * 2 > checks, "{s:?}");
 }
 
 /// With the futex probe (built with `--features bpf`, run as root with tracefs mounted):
