@@ -3,6 +3,7 @@
 //! the moment it exits), forwarding signals, and dry runs.
 
 use crate::input_error;
+use crate::lockprobe::{LockProbe, LockReport};
 use anyhow::Result;
 use nix::unistd::Pid as NixPid;
 use std::os::fd::{AsFd, OwnedFd};
@@ -44,6 +45,10 @@ pub struct LinuxAdapter {
     exited: bool,
     /// When orphans were last reaped.
     reaped: Nanos,
+    /// The futex probe, or why there is none.
+    lock_probe: LockProbe,
+    /// The processes sampled last (reused buffer for the probe's lookup).
+    pids: Vec<Pid>,
 }
 
 impl LinuxAdapter {
@@ -86,6 +91,8 @@ impl LinuxAdapter {
             dry_run,
             exited: false,
             reaped: Nanos::ZERO,
+            lock_probe: LockProbe::off(),
+            pids: Vec::new(),
         })
     }
 
@@ -159,6 +166,16 @@ impl LinuxAdapter {
         }
     }
 
+    /// Takes the futex probe (started before the command, so that its first waits count).
+    pub fn set_lock_probe(&mut self, probe: LockProbe) {
+        self.lock_probe = probe;
+    }
+
+    /// What the futex probe saw over the run, or why it did not run.
+    pub fn lock_report(&mut self) -> LockReport {
+        self.lock_probe.report()
+    }
+
     /// Restores every mask changed; see [`LinuxHost::restore_all`].
     pub fn restore_all(&mut self) -> RestoreReport {
         self.host.restore_all()
@@ -173,7 +190,11 @@ impl Host for LinuxAdapter {
     }
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
-        self.host.sample(into)
+        self.host.sample(into)?;
+        self.pids.clear();
+        self.pids.extend(self.host.sampler().managed());
+        self.lock_probe.fill(&self.pids, into);
+        Ok(())
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

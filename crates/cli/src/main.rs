@@ -20,6 +20,7 @@ mod say;
 mod bench;
 mod compare;
 mod host;
+mod lockprobe;
 mod manage;
 mod recover;
 mod signals;

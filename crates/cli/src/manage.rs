@@ -21,6 +21,7 @@
 //! other stop.
 
 use crate::host::{LinuxAdapter, Target};
+use crate::lockprobe::LockProbe;
 use crate::summary::Summary;
 use crate::{ManageArgs, input_error, recover, signals};
 use anyhow::{Context, Result};
@@ -159,6 +160,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     // The command's orphans (a process it started, then exited) become ours, so that one
     // born of a thread we confined is found and restored at the end.
     nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
+    let lock_probe = LockProbe::start();
     let mut child = Command::new(program)
         .args(rest)
         .spawn()
@@ -188,6 +190,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         }
     };
     host.restore_orphans();
+    host.set_lock_probe(lock_probe);
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -241,6 +244,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         p.policy.stat_max_age(),
         journal,
     )?;
+    host.set_lock_probe(LockProbe::start());
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
         Ok(Some(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
@@ -284,8 +288,10 @@ fn manage(
         Err(anyhow::anyhow!("internal error (panic: {what})"))
     });
     summary.set_restored(&host.restore_all());
+    summary.lock_probe(host.lock_report());
     (summary, looped)
 }
+
 /// Ticks until the target exits (`Ok(None)`) or, when not forwarding, until a signal
 /// arrives (`Ok(Some(signal))`). With `forward`, signals go to the target instead.
 fn control_loop(

@@ -55,8 +55,12 @@ pub struct Summary {
     pub domain_util_mean: f64,
     /// Coefficient of variation of `domain_util`, averaged over the ticks (time-weighted).
     pub domain_util_cv: f64,
-    /// Whether lock time was measured exactly (a probe) or estimated from blocked time.
-    pub lock_time: &'static str,
+    /// Whether lock time was exact (the futex probe) or estimated from blocked time, and
+    /// why there was no probe.
+    pub lock_time: String,
+    /// What the futex probe saw (per-thread lock and sync waits, wake edges), or why it
+    /// did not run.
+    pub lock_probe: crate::lockprobe::LockReport,
     /// The policy's own account, `(what, value)`.
     pub policy_summary: Vec<(String, String)>,
     /// The last explanations the policy gave, with the time (seconds from start).
@@ -107,7 +111,8 @@ impl Summary {
             domain_util: vec![0.0; domains],
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
-            lock_time: "estimated from blocked time (no exact probe)",
+            lock_time: "estimate from blocked time".into(),
+            lock_probe: crate::lockprobe::LockReport::default(),
             policy_summary: Vec::new(),
             notes: Vec::new(),
             ended: String::new(),
@@ -156,6 +161,11 @@ impl Summary {
         self.left = crate::recover::kept_lines(r);
     }
 
+    /// Takes what the futex probe saw (before [`Summary::finish`]).
+    pub fn lock_probe(&mut self, report: crate::lockprobe::LockReport) {
+        self.lock_probe = report;
+    }
+
     /// Closes the summary at `end`.
     pub fn finish(&mut self, end: Nanos, policy_summary: Vec<(String, String)>, ended: String) {
         self.wall_s = end.saturating_sub(self.start).as_secs_f64();
@@ -175,9 +185,12 @@ impl Summary {
         if self.weight == 0.0 {
             self.domain_util_cv = coefficient_of_variation(&self.domain_util);
         }
-        if self.exact_lock {
-            self.lock_time = "measured (futex probe)";
-        }
+        let exact = self.exact_lock || self.lock_probe.exact;
+        self.lock_time = match (&self.lock_probe.why_not, exact) {
+            (_, true) => "exact (futex probe)".into(),
+            (Some(why), false) => format!("estimate from blocked time ({why})"),
+            (None, false) => "estimate from blocked time".into(),
+        };
         self.policy_summary = policy_summary;
         self.ended = ended;
     }
@@ -243,6 +256,28 @@ impl Summary {
             self.tool_cpu_s, self.tool_cpu_pct
         );
         let _ = writeln!(s, "   lock time: {}", self.lock_time);
+        let probe = &self.lock_probe;
+        if probe.exact {
+            let lock = probe.threads.iter().fold(0.0, |a, t| a + t.lock_s);
+            let sync = probe.threads.iter().fold(0.0, |a, t| a + t.sync_s);
+            let _ = writeln!(
+                s,
+                "   futex waits: {:.3} s lock, {:.3} s sync wait, over {} threads; {} lock and {} sync words; {} wake edges",
+                lock,
+                sync,
+                probe.threads.len(),
+                probe.addresses.0,
+                probe.addresses.1,
+                probe.edges.len()
+            );
+            if probe.dropped > 0 {
+                let _ = writeln!(
+                    s,
+                    "   futex probe: {} records lost (a map was full): lock time is low",
+                    probe.dropped
+                );
+            }
+        }
         for (what, value) in &self.policy_summary {
             let _ = writeln!(s, "   {what}: {value}");
         }

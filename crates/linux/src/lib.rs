@@ -11,6 +11,8 @@
 //!   permit   may we manage it? (no writes)    refusal, may_set_affinity
 //!   signal   every catchable fatal signal    a flag the control loop reads
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
+//!   futex    futex probe records → lock / sync wait per thread (pure)
+//!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
 //! ```
 //!
 //! The filesystem root and host facts (clock ticks per second, page size) are always
@@ -27,7 +29,10 @@
 //! ```
 
 pub mod actuate;
+#[cfg(feature = "bpf")]
+pub mod bpf;
 mod error;
+pub mod futex;
 pub mod host;
 pub mod ledger;
 pub mod parse;

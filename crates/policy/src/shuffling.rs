@@ -35,6 +35,31 @@
 //! runnable), which also counts sleeps on I/O, condition variables and barriers, so it
 //! overstates lock time and crosses the threshold sooner. The summary says which.
 //!
+//! **Idle threads without a probe.** With estimated lock time, a thread that ran less than
+//! [`IDLE_METRIC`] (1 %) of the time since the last check — a main thread asleep in
+//! `pthread_join`, an idle pool thread — is left out of its process's mean, as Tumbler's
+//! wave leaves such threads out of its dealing: its blocked time says nothing about locks,
+//! and counted as lock time it would add 1/(N + 1) to the mean of N workers, crossing 5 %
+//! for any program with fewer than 20 of them. So is a thread that ran under 1 % in any
+//! window of the check (a main thread that spawned the workers early in a check and then
+//! joined them). It is still grouped. With a probe, a thread
+//! that hardly ran counts only if it was measured waiting for locks at least 1 % of the
+//! time (a thread queued on a contended mutex all along is the signal; one asleep in
+//! `join`, whose wait is no lock wait, would only dilute the mean).
+//!
+//! **Estimates over a check.** `/proc/<tid>/schedstat` adds a thread's run-queue wait
+//! only when it gets a CPU, and its run time only at the next scheduler event: a thread
+//! waiting in a run queue when a window closes shows that wait as neither run nor wait,
+//! so as blocked, and the next window shows it as extra wait, blocked below zero, which
+//! the window clamps to 0. On an overloaded host, summing clamped windows turned a
+//! control with under 1 % of real lock waiting into 5–7 %. Shuffling therefore sums the
+//! estimate `1 − util − latency` unclamped over the windows of a check and clamps the
+//! total, so a wait counted late cancels out within the check. The last window of a
+//! check has no next window in it: if the thread was running or runnable (`R`) as that
+//! window closed, its estimate there is deferred to the next check, where the late wait
+//! cancels it (a thread that was runnable was not blocked then; whatever it did block
+//! earlier in that window still counts, one check later).
+//!
 //! A thread that appeared during a window is observed from its next window (its share of
 //! the window it started in is unknown); until then it counts as lock time 0 and is left
 //! out of its process's mean. Vanished threads are forgotten.
@@ -53,9 +78,11 @@
 //! assert_eq!(p.stats().shuffles, 1);
 //! ```
 
-use crate::grouping::{Placement, Regroup, Scheme};
+use crate::grouping::{IDLE_METRIC, Placement, Regroup, Scheme};
 use crate::{Policy, Settings};
-use threadbalance_model::{Level, Move, Nanos, Plan, Reason, Target, ThreadKey, Topology, Window};
+use threadbalance_model::{
+    Level, Move, Nanos, Plan, Reason, Target, ThreadKey, ThreadState, Topology, Window,
+};
 
 /// Lock time of one thread accumulated since the last shuffle.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,6 +92,15 @@ struct LockTotal {
     lock_ns: f64,
     /// Nanoseconds the thread was observed.
     seen_ns: f64,
+    /// Nanoseconds it ran on a CPU while observed.
+    run_ns: f64,
+    /// Whether every window of the total measured its lock time (a probe).
+    exact: bool,
+    /// Whether it hardly ran (under [`IDLE_METRIC`]) in some window of the total.
+    idle_window: bool,
+    /// The estimate of the last window, when the thread was running or runnable as it
+    /// closed (see "Estimates over a check"); 0 otherwise.
+    deferred_ns: f64,
 }
 
 /// Where lock times come from.
@@ -163,11 +199,30 @@ impl Shuffling {
                     key: t.key,
                     lock_ns: 0.0,
                     seen_ns: 0.0,
+                    run_ns: 0.0,
+                    exact: true,
+                    idle_window: false,
+                    deferred_ns: 0.0,
                 },
             };
             if !t.appeared {
-                total.lock_ns += t.lock * dt;
+                // An estimate is summed unclamped (see "Estimates over a check").
+                let lock = if t.lock_exact {
+                    t.lock
+                } else {
+                    1.0 - t.util - t.latency
+                };
+                total.lock_ns += lock * dt;
+                let runnable = t.state == ThreadState::Running;
+                total.deferred_ns = if !t.lock_exact && runnable && lock > 0.0 {
+                    lock * dt
+                } else {
+                    0.0
+                };
                 total.seen_ns += dt;
+                total.run_ns += t.util * dt;
+                total.exact &= t.lock_exact;
+                total.idle_window |= t.util < IDLE_METRIC;
             }
             self.next_totals.push(total);
         }
@@ -182,12 +237,12 @@ impl Shuffling {
         let (mut sum, mut n) = (0.0, 0usize);
         for (i, t) in self.totals.iter().enumerate() {
             let frac = if t.seen_ns > 0.0 {
-                t.lock_ns / t.seen_ns
+                ((t.lock_ns - t.deferred_ns) / t.seen_ns).clamp(0.0, 1.0)
             } else {
                 0.0
             };
             self.metric.push(frac);
-            if t.seen_ns > 0.0 {
+            if counts_in_mean(t) {
                 sum += frac;
                 n += 1;
             }
@@ -205,6 +260,27 @@ impl Shuffling {
         }
         (best, best_pid)
     }
+}
+
+/// Whether a thread's lock fraction counts in its process's mean: it was observed, and it
+/// ran at least [`IDLE_METRIC`] of the time or a probe measured it waiting for locks that
+/// long. An estimate is blocked time, so a thread that hardly ran (a main thread asleep in
+/// `join`, an idle pool thread) would count as waiting for locks all along; measured, the
+/// same thread would count as 0 and dilute the mean. Either way it is left out, as
+/// Tumbler's wave leaves such threads out of its dealing.
+///
+/// An estimate also needs the thread to have run in *every* window of the check: a main
+/// thread that starts the workers and then joins them runs a few percent of its first
+/// check and is blocked, in `join`, for the rest, which the estimate cannot tell from
+/// waiting for a lock.
+fn counts_in_mean(t: &LockTotal) -> bool {
+    let floor = IDLE_METRIC * t.seen_ns;
+    let busy = if t.exact {
+        t.run_ns >= floor
+    } else {
+        t.run_ns >= floor && !t.idle_window
+    };
+    t.seen_ns > 0.0 && (busy || (t.exact && t.lock_ns >= floor))
 }
 
 impl Policy for Shuffling {
@@ -243,7 +319,9 @@ impl Policy for Shuffling {
         self.stats.last_lock = Some(worst);
         // From now on, totals count from this check.
         for t in &mut self.totals {
-            (t.lock_ns, t.seen_ns) = (0.0, 0.0);
+            (t.lock_ns, t.seen_ns, t.run_ns, t.exact) = (t.deferred_ns, 0.0, 0.0, true);
+            t.idle_window = false;
+            t.deferred_ns = 0.0;
         }
         if worst <= self.threshold {
             self.stats.below_threshold += 1;
@@ -503,6 +581,128 @@ mod tests {
         p.decide(&t, &measured(200, &[(1, 0.01, 0), (2, 0.01, 1)]));
         assert_eq!(p.stats().below_threshold, 1);
         assert_eq!(p.stats().checks, 2);
+    }
+
+    #[test]
+    fn shuffling_estimate_leaves_idle_main_thread_out_of_mean() {
+        // Process 1: a main thread asleep in join (util 0, so blocked 1, estimated lock 1)
+        // and four workers that ran 97 % (estimated lock .03). Counting the main thread the
+        // mean would be (1 + 4 × .03) / 5 = .224 > .05; without it it is .03 ≤ .05.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        let mut p = Shuffling::new(&s);
+        let w = window(200, &[0.0, 0.97, 0.97, 0.97, 0.97], &[0, 0, 1, 2, 3]);
+        assert!(p.decide(&t, &w).moves.is_empty());
+        assert_eq!(p.stats().below_threshold, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.03).abs() < 1e-9));
+        // Workers at 80 % (estimated lock .20) still shuffle: mean .20 > .05.
+        let w = window(200, &[0.0, 0.8, 0.8, 0.8, 0.8], &[0, 0, 1, 2, 3]);
+        p.decide(&t, &w);
+        assert_eq!(p.stats().shuffles, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.20).abs() < 1e-9));
+    }
+
+    #[test]
+    fn shuffling_measured_idle_thread_counts_only_if_it_waited_for_locks() {
+        // Measured: workers ran half the time (see `measured`). Add a main thread that did
+        // not run at all: with measured lock 0 (asleep in join) it is left out, so the mean
+        // of .06 and .06 is .06 > .05 and the process shuffles (with it: .04, below).
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        let mut p = Shuffling::new(&s);
+        let mut w = measured(200, &[(1, 0.0, 0), (2, 0.06, 0), (3, 0.06, 1)]);
+        w.threads[0].util = 0.0;
+        p.decide(&t, &w);
+        assert_eq!(p.stats().shuffles, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.06).abs() < 1e-9));
+        // A thread that did not run because it was queued on a mutex all along (measured
+        // lock .90) counts: (.90 + .01 + .01) / 3 ≈ .307 > .05.
+        let mut w = measured(200, &[(1, 0.90, 0), (2, 0.01, 0), (3, 0.01, 1)]);
+        w.threads[0].util = 0.0;
+        p.decide(&t, &w);
+        assert_eq!(p.stats().shuffles, 2);
+        assert!(
+            p.stats()
+                .last_lock
+                .is_some_and(|l| (l - 0.92 / 3.0).abs() < 1e-9)
+        );
+    }
+
+    #[test]
+    fn shuffling_estimate_sums_windows_unclamped() {
+        // Two 100 ms windows of a check of 200 ms; the thread ran 50 % and waited 50 % in
+        // a run queue all along, but the sample closing window 1 caught it waiting 20 ms
+        // not yet counted: window 1 reads util .5, latency .3 (blocked .2), window 2 util
+        // .5, latency .7 (blocked −.2, clamped to 0 by the window). Clamped and summed:
+        // (.2 + 0) / 2 = .10 > .05. Unclamped: (.2 − .2) / 2 = 0.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        s.lock_sample_interval = Nanos::from_millis(100);
+        let mut p = Shuffling::new(&s);
+        let mut w1 = window(100, &[0.5, 0.5], &[0, 1]);
+        let mut w2 = w1.clone();
+        for r in &mut w1.threads {
+            (r.latency, r.blocked, r.lock) = (0.3, 0.2, 0.2);
+        }
+        for r in &mut w2.threads {
+            (r.latency, r.blocked, r.lock) = (0.7, 0.0, 0.0);
+        }
+        assert!(p.decide(&t, &w1).moves.is_empty());
+        assert!(p.decide(&t, &w2).moves.is_empty());
+        assert_eq!(p.stats().below_threshold, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
+    }
+
+    #[test]
+    fn shuffling_estimate_of_runnable_thread_at_check_is_deferred() {
+        // One-window checks of 100 ms. Check 1: util .5, latency .3, state R at the close:
+        // the .2 "blocked" is deferred (it is a run-queue wait not yet counted), so the
+        // check sees 0. Check 2: util .5, latency .7, blocked −.2 unclamped; with the
+        // deferred .2 carried in: (.2 − .2) / .1 s = 0 again. A thread asleep (S) at the
+        // close keeps its estimate: check 3 sees .2 > .05 and shuffles.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(100);
+        s.lock_sample_interval = Nanos::from_millis(100);
+        let mut p = Shuffling::new(&s);
+        let with = |latency: f64, state: ThreadState| {
+            let mut w = window(100, &[0.5, 0.5], &[0, 1]);
+            for r in &mut w.threads {
+                (r.latency, r.state) = (latency, state);
+                r.blocked = (1.0 - r.util - latency).max(0.0);
+                r.lock = r.blocked;
+            }
+            w
+        };
+        p.decide(&t, &with(0.3, ThreadState::Running));
+        assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
+        p.decide(&t, &with(0.7, ThreadState::Running));
+        assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
+        assert_eq!(p.stats().shuffles, 0);
+        p.decide(&t, &with(0.3, ThreadState::Sleeping));
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.2).abs() < 1e-9));
+        assert_eq!(p.stats().shuffles, 1);
+    }
+
+    #[test]
+    fn shuffling_estimate_leaves_out_thread_idle_in_one_window_of_the_check() {
+        // A check of two 100 ms windows. The main thread starts the workers in window 1
+        // (util .05, estimated lock .95) and joins them in window 2 (util 0): over the
+        // check it ran 2.5 % (above 1 %), but it was idle in one window, so it is left
+        // out. The workers ran 98 % (estimated .02): mean .02 ≤ .05. Counted, the main
+        // thread's (.95 + 1) / 2 = .975 would make the mean (.975 + .02 + .02) / 3 ≈ .34.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        s.lock_sample_interval = Nanos::from_millis(100);
+        let mut p = Shuffling::new(&s);
+        p.decide(&t, &window(100, &[0.05, 0.98, 0.98], &[0, 0, 1]));
+        p.decide(&t, &window(100, &[0.0, 0.98, 0.98], &[0, 0, 1]));
+        assert_eq!(p.stats().below_threshold, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| (l - 0.02).abs() < 1e-9));
     }
 
     #[test]

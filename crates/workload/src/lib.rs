@@ -126,6 +126,15 @@ pub struct Score {
     pub ops_per_s: Option<f64>,
     /// Items per second through the pipeline.
     pub items_per_s: Option<f64>,
+    /// Each worker's kernel thread id, in the order of `progress` (locks only), so that a
+    /// balancer's per-thread figures can be matched to `lock_wait_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tids: Option<Vec<i32>>,
+    /// For each worker, the wall time it spent inside `lock()` (from the call until it held
+    /// the mutex: spinning, sleeping on the futex, and the uncontended fast path), in
+    /// seconds (locks only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_wait_s: Option<Vec<f64>>,
 }
 
 impl Score {
@@ -143,6 +152,8 @@ impl Score {
             fair_share_pct: None,
             ops_per_s: None,
             items_per_s: None,
+            tids: None,
+            lock_wait_s: None,
         }
     }
 

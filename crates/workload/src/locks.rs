@@ -5,6 +5,11 @@
 //! `spin-block` spins up to `--spins` times on `try_lock` before blocking (the adaptive
 //! spin-then-block mutex of Solaris and glibc's `PTHREAD_MUTEX_ADAPTIVE_NP`).
 //!
+//! Self-measurement: each worker times every `lock()` call (from the call until it holds the
+//! mutex) with the monotonic clock and reports the sum per thread, with its kernel thread id,
+//! in the score (`lock_wait_s`, `tids`): the ground truth a lock-time probe is checked
+//! against. Two clock reads per operation cost about 50 ns, under 1 % of a 20 µs section.
+//!
 //! Fair share: the cores' total work Σ(C + W)/C_cores and the busiest mutex's serialized
 //! critical sections (≈ N·ops·C/M) both bound the wall time; the larger is reported.
 
@@ -69,7 +74,9 @@ pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
     }
     let mutexes: Vec<Mutex<u64>> = (0..o.mutexes).map(|_| Mutex::new(0)).collect();
     let (cs, outside) = (us_to_ns(o.cs_us), us_to_ns(o.outside_us));
-    let (work, wall) = crate::run_threads("locks", o.threads as usize, |i| {
+    let (done, wall) = crate::run_threads("locks", o.threads as usize, |i| {
+        let tid = nix::unistd::gettid().as_raw();
+        let mut waited = std::time::Duration::ZERO;
         let mut x = 0x2545_F491_4F6C_DD1Du64 ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9);
         for _ in 0..o.ops {
             x ^= x << 13;
@@ -77,13 +84,17 @@ pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
             x ^= x << 17;
             let m = &mutexes[(x % u64::from(o.mutexes)) as usize];
             {
+                let asked = std::time::Instant::now();
                 let mut g = lock(m, o.mutex, o.spins);
+                waited += asked.elapsed();
                 *g = g.wrapping_add(compute::burn_cpu_ns(cs) & 1);
             }
             compute::burn_cpu_ns(outside);
         }
-        f64::from(o.ops) * (cs + outside) as f64 / 1e9
+        let work = f64::from(o.ops) * (cs + outside) as f64 / 1e9;
+        (work, waited.as_secs_f64(), tid)
     })?;
+    let work: Vec<f64> = done.iter().map(|d| d.0).collect();
     let params = serde_json::to_value(o).unwrap_or_default();
     let score = Score::new("locks", params, wall, &work);
     let total_ops = f64::from(o.ops) * f64::from(o.threads);
@@ -94,5 +105,7 @@ pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
         .max(per_thread);
     let mut score = score.with_fair_share(fair);
     score.ops_per_s = Some(total_ops / wall.max(1e-9));
+    score.lock_wait_s = Some(done.iter().map(|d| d.1).collect());
+    score.tids = Some(done.iter().map(|d| d.2).collect());
     Ok(score)
 }

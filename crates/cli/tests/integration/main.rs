@@ -8,6 +8,7 @@ mod bad_input;
 mod bench;
 mod compare;
 mod live;
+mod locktime;
 mod numa;
 mod safety;
 mod sim;

@@ -12,6 +12,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod futex_probe;
 mod live;
 mod procfs;
 mod safety;

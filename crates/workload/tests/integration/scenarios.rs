@@ -113,6 +113,39 @@ fn locks_both_mutex_kinds_score_ops() {
 }
 
 #[test]
+fn locks_self_measurement_reports_each_threads_wait_and_tid() {
+    // Two threads, one mutex, 200 µs inside and nothing outside. How long each waits
+    // depends on how the scheduler overlaps them (on a busy machine one may finish before
+    // the other starts), so only bounds are checked here; the probe's live test compares
+    // these figures with what it measures.
+    let o = LocksOpts {
+        threads: 2,
+        mutexes: 1,
+        cs_us: 200.0,
+        outside_us: 0.0,
+        ops: 50,
+        mutex: MutexKind::Std,
+        spins: 100,
+    };
+    let s = run(&Scenario::Locks(o)).unwrap();
+    let waits = s.lock_wait_s.clone().unwrap();
+    let tids = s.tids.clone().unwrap();
+    assert_eq!(waits.len(), 2);
+    assert_eq!(tids.len(), 2);
+    assert_ne!(tids[0], tids[1]);
+    let pid = std::process::id() as i32;
+    assert!(tids.iter().all(|&t| t > 0 && t != pid), "{tids:?}");
+    // Neither waited longer than the run.
+    assert!(
+        waits.iter().all(|&w| (0.0..=s.wall_s).contains(&w)),
+        "{waits:?}"
+    );
+    // The JSON line carries both; other scenarios leave them out.
+    let line = s.to_json_line();
+    assert!(line.contains("\"lock_wait_s\"") && line.contains("\"tids\""));
+}
+
+#[test]
 fn pipeline_ferret_profile_moves_every_item() {
     let o = PipelineOpts {
         items: 20,
