@@ -6,7 +6,7 @@ use crate::queue::EventKind;
 use crate::run::{Act, NONE, Sim, St};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Busy,
     Idle,
     NewIdle,
@@ -125,7 +125,7 @@ impl Sim {
     }
 
     /// One `sched_balance_rq` of CPU `c` at level `lv`; whether it pulled anything.
-    fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
+    pub(super) fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
         let level = &self.levels[lv];
         let groups = &level.groups[level.dom_of[c] as usize];
         let Some(local_ix) = groups.iter().position(|g| g.contains(&(c as u32))) else {

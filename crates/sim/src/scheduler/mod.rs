@@ -24,6 +24,8 @@
 
 mod balance;
 mod wake;
+#[cfg(test)]
+mod worked;
 
 use crate::queue::EventKind;
 use crate::run::{Act, NEVER, NONE, Sim, St};

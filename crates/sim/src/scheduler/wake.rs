@@ -61,7 +61,7 @@ impl Sim {
     /// the waking side) moved the 2-core calibration's 10 ms block row from +9 % to +16 %,
     /// for a reason the model does not capture (blocked and delayed-dequeue load are not
     /// modeled).
-    fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
+    pub(super) fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
         let (this, prev) = (this as usize, prev as usize);
         if self.hw.llc[this] == self.hw.llc[prev] {
             let (tl, pl) = (self.cpus[this].nr(), self.cpus[prev].nr());
@@ -177,7 +177,7 @@ impl Sim {
     /// load balancing; the model refreshes it at most once a tick. Utilization counts a
     /// sleeping thread's decayed load where it last ran, as PELT's blocked utilization does,
     /// capped at one CPU each.
-    fn idle_scan(&mut self, target: u32) -> usize {
+    pub(super) fn idle_scan(&mut self, target: u32) -> usize {
         let llc = self.hw.llc[target as usize] as usize;
         let weight = self.hw.llc_cpus[llc].len();
         if !self.lx.sis_util {
@@ -210,7 +210,7 @@ impl Sim {
     /// `select_idle_sibling`: the target if idle, prev if idle in the target's LLC, else
     /// up to `scan` CPUs of that LLC from the target on (whole idle cores first on SMT,
     /// which `SIS_UTIL` does not limit); the target when none is idle.
-    fn select_idle_sibling(&self, t: usize, prev: u32, target: u32, scan: usize) -> u32 {
+    pub(super) fn select_idle_sibling(&self, t: usize, prev: u32, target: u32, scan: usize) -> u32 {
         let ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
         if ok(target) {
             return target;
