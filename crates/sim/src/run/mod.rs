@@ -23,29 +23,22 @@
 //! does memory-bound work) and by sharing the node's memory bandwidth; a busy SMT sibling
 //! slows everything. Changes during a segment are not re-applied (ops are short).
 
-mod hw;
 mod ops;
 mod segment;
-mod state;
 
-pub(crate) use hw::Hw;
-pub use state::TimelinePoint;
-pub(crate) use state::{
-    Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
+pub(crate) use crate::state::{
+    Act, AppState, BarrierState, CpuState, LockState, NEVER, NONE, Prog, QueueState, St, Stats,
+    Thread,
 };
+pub use crate::state::{Sim, TimelinePoint};
 
 use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
-use crate::scheduler::{Linux, SdLevel};
+use crate::scheduler::Linux;
+use crate::state::build_hw;
 use crate::workload::{Op, Workload};
-use hw::build_hw;
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
-
-/// "No thread", "no lock", "no time".
-pub(crate) const NONE: u32 = u32::MAX;
-/// An end time that never comes.
-pub(crate) const NEVER: u64 = u64::MAX;
 
 /// Options of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,40 +67,6 @@ impl RunOptions {
             memory_every: Nanos::from_secs(2),
         }
     }
-}
-
-/// A machine running a workload.
-#[derive(Debug)]
-pub struct Sim {
-    pub(crate) now: u64,
-    pub(crate) q: EventQueue,
-    pub(crate) th: Vec<Thread>,
-    pub(crate) cpus: Vec<CpuState>,
-    pub(crate) locks: Vec<LockState>,
-    pub(crate) barriers: Vec<BarrierState>,
-    pub(crate) queues: Vec<QueueState>,
-    pub(crate) progs: Vec<Prog>,
-    pub(crate) apps: Vec<AppState>,
-    pub(crate) hw: Hw,
-    pub(crate) lx: Linux,
-    pub(crate) levels: Vec<SdLevel>,
-    pub(crate) rng: Rng,
-    pub(crate) stats: Stats,
-    pub(crate) streams: Vec<f64>,
-    pub(crate) timeline: Vec<TimelinePoint>,
-    pub(crate) sample_every: u64,
-    pub(crate) last_sample_busy: Vec<u64>,
-    pub(crate) last_sample_migr: u64,
-    pub(crate) live: usize,
-    pub(crate) horizon: u64,
-    pub(crate) nohz_next: u64,
-    pub(crate) topo: Topology,
-    /// Period of per-process memory samples, ns (0: every sample).
-    pub(crate) memory_every: u64,
-    /// When `SimHost` last sampled memory (`NEVER`: not yet).
-    pub(crate) memory_at: u64,
-    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
-    pub(crate) llc_scan: Vec<Option<(u64, usize)>>,
 }
 
 impl Sim {
@@ -276,7 +235,7 @@ impl Sim {
                         load_avg: 1.0,
                         load_at: 0,
                         recent_cpu: NONE,
-                        scan: crate::autonuma::Scan::new(0),
+                        scan: crate::state::Scan::new(0),
                     });
                     let at = app_at.unwrap_or(spawn_at);
                     // A main thread creates the others itself, once its program is done.
@@ -309,7 +268,7 @@ impl Sim {
                     }),
                 main_thread: app.main_thread,
                 joining: false,
-                scan: crate::autonuma::SharedScan::new(app.start_ns),
+                scan: crate::state::SharedScan::new(app.start_ns),
             });
         }
         sim.live = sim.th.len();
@@ -435,7 +394,7 @@ impl Sim {
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
-        th.scan = crate::autonuma::Scan::new(self.now);
+        th.scan = crate::state::Scan::new(self.now);
         // A new task starts with a full load (init_entity_runnable_average).
         th.load_avg = 1.0;
         th.load_at = self.now;

@@ -2,7 +2,7 @@
 //! `select_idle_sibling` with `SIS_UTIL`'s scan depth, fork balancing and the fallback
 //! CPU of a thread whose CPU is no longer allowed.
 
-use crate::run::{NONE, Sim, St};
+use crate::state::{NONE, Sim, St};
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -321,7 +321,8 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::machine::machine;
-    use crate::run::{RunOptions, Sim};
+    use crate::run::RunOptions;
+    use crate::state::Sim;
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 

@@ -7,7 +7,8 @@
 use super::GroupStats;
 use super::balance::Kind;
 use crate::machine::machine;
-use crate::run::{Act, NONE, RunOptions, Sim, St};
+use crate::run::RunOptions;
+use crate::state::{Act, NONE, Sim, St};
 use crate::workload::{Workload, spinners};
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.

@@ -96,7 +96,7 @@ pub(crate) struct Thread {
     /// (`p->recent_used_cpu`).
     pub recent_cpu: u32,
     /// Automatic NUMA balancing's scanner.
-    pub scan: crate::autonuma::Scan,
+    pub scan: super::Scan,
 }
 
 /// One CPU.
@@ -190,7 +190,7 @@ pub(crate) struct AppState {
     /// The first thread is a main thread that creates the others after its program.
     pub main_thread: bool,
     /// Automatic NUMA balancing's scanner of the shared data.
-    pub scan: crate::autonuma::SharedScan,
+    pub scan: super::SharedScan,
     /// The main thread has created the others and sleeps in `pthread_join`.
     pub joining: bool,
 }

@@ -1,0 +1,71 @@
+//! The state every part of the simulator reads, and nothing else: the [`Sim`] struct,
+//! threads and CPUs, the hardware facts, the Linux model's parameters and domains, the
+//! programs' locks, barriers and queues, and the NUMA scanner's state.
+//!
+//! The parts that act on it import this module and not each other:
+//!
+//! ```text
+//!   run/ (programs, event loop) ──► scheduler/ (kernel) ──► state/
+//!        │                                                    ▲
+//!        └──► autonuma (NUMA balancing) ──────────────────────┘
+//! ```
+//!
+//! Each part adds its own `impl Sim` block: `run/` executes programs and drives events,
+//! `scheduler/` places, switches and balances threads, `autonuma.rs` moves pages.
+
+mod data;
+mod hw;
+mod kernel;
+mod numa;
+
+pub use data::TimelinePoint;
+pub(crate) use data::{
+    Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
+};
+pub(crate) use hw::{Hw, build_hw};
+pub use kernel::Linux;
+pub(crate) use kernel::SdLevel;
+pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
+
+use crate::queue::EventQueue;
+use threadbalance_model::Topology;
+use threadbalance_policy::rng::Rng;
+
+/// "No thread", "no lock", "no time".
+pub(crate) const NONE: u32 = u32::MAX;
+/// An end time that never comes.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// A machine running a workload.
+#[derive(Debug)]
+pub struct Sim {
+    pub(crate) now: u64,
+    pub(crate) q: EventQueue,
+    pub(crate) th: Vec<Thread>,
+    pub(crate) cpus: Vec<CpuState>,
+    pub(crate) locks: Vec<LockState>,
+    pub(crate) barriers: Vec<BarrierState>,
+    pub(crate) queues: Vec<QueueState>,
+    pub(crate) progs: Vec<Prog>,
+    pub(crate) apps: Vec<AppState>,
+    pub(crate) hw: Hw,
+    pub(crate) lx: Linux,
+    pub(crate) levels: Vec<SdLevel>,
+    pub(crate) rng: Rng,
+    pub(crate) stats: Stats,
+    pub(crate) streams: Vec<f64>,
+    pub(crate) timeline: Vec<TimelinePoint>,
+    pub(crate) sample_every: u64,
+    pub(crate) last_sample_busy: Vec<u64>,
+    pub(crate) last_sample_migr: u64,
+    pub(crate) live: usize,
+    pub(crate) horizon: u64,
+    pub(crate) nohz_next: u64,
+    pub(crate) topo: Topology,
+    /// Period of per-process memory samples, ns (0: every sample).
+    pub(crate) memory_every: u64,
+    /// When `SimHost` last sampled memory (`NEVER`: not yet).
+    pub(crate) memory_at: u64,
+    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
+    pub(crate) llc_scan: Vec<Option<(u64, usize)>>,
+}
