@@ -80,7 +80,7 @@ impl Sim {
         let lx = opts.linux.clone();
         let cpus = (0..ncpu)
             .map(|_| CpuState {
-                cur: NONE,
+                cur: None,
                 rq: Vec::with_capacity(8),
                 min_vruntime: 0,
                 version: 0,
@@ -90,7 +90,7 @@ impl Sim {
                 seg_node: 0,
                 seg_debt: 0,
                 tick_armed: false,
-                idle_since: 0,
+                idle_since: Some(0),
                 avg_idle: 2 * lx.migration_cost_ns,
                 last_balance: vec![0; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
@@ -229,12 +229,12 @@ impl Sim {
                         loop_pc: NONE,
                         loop_end: NONE,
                         passes: 0,
-                        last_wakee: NONE,
+                        last_wakee: None,
                         wakee_flips: 0,
                         flip_decay: 0,
                         load_avg: 1.0,
                         load_at: 0,
-                        recent_cpu: NONE,
+                        recent_cpu: None,
                         scan: crate::state::Scan::new(0),
                     });
                     let at = app_at.unwrap_or(spawn_at);
@@ -335,7 +335,7 @@ impl Sim {
         match e.kind {
             EventKind::Cpu => {
                 let c = e.target as usize;
-                if self.cpus[c].version == e.version && self.cpus[c].cur != NONE {
+                if self.cpus[c].version == e.version && self.cpus[c].cur.is_some() {
                     self.on_activity_end(c);
                 }
             }
@@ -360,7 +360,7 @@ impl Sim {
         let mut busy = vec![0u64; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
             let mut b = cpu.busy_ns;
-            if cpu.cur != NONE {
+            if cpu.cur.is_some() {
                 b += now - cpu.seg_start;
             }
             busy[self.hw.pkg[c] as usize] += b;
@@ -463,8 +463,8 @@ impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut seen = vec![0u32; self.th.len()];
         for (c, cpu) in self.cpus.iter().enumerate() {
-            if cpu.cur != NONE {
-                let t = cpu.cur as usize;
+            if let Some(t) = cpu.cur {
+                let t = t as usize;
                 seen[t] += 1;
                 if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
                     return Err(format!(

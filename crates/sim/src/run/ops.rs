@@ -253,7 +253,7 @@ impl Sim {
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in lock.spinners.iter().enumerate() {
             let sc = self.th[s as usize].cpu;
-            if self.th[s as usize].st != St::Running || self.cpus[sc as usize].cur != s {
+            if self.th[s as usize].st != St::Running || self.cpus[sc as usize].cur != Some(s) {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
@@ -326,8 +326,8 @@ impl Sim {
         self.barriers[b].waiters.clear();
         // Spinners and yielders still on a CPU notice when the line reaches them.
         for sc in 0..self.cpus.len() {
-            let s = self.cpus[sc].cur;
-            if s == NONE || sc == c {
+            let Some(s) = self.cpus[sc].cur else { continue };
+            if sc == c {
                 continue;
             }
             let waiting = match self.th[s as usize].act {
@@ -383,7 +383,7 @@ impl Sim {
                 }
             }
         }
-        self.cpus[c].cur = NONE;
+        self.cpus[c].cur = None;
         self.schedule(c);
     }
 }

@@ -10,7 +10,8 @@ impl Sim {
 
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
     pub(crate) fn start_segment(&mut self, c: usize) {
-        let t = self.cpus[c].cur as usize;
+        let Some(t) = self.cpus[c].cur else { return };
+        let t = t as usize;
         let now = self.now;
         let (factor, stream, node) = self.speed_factor(c, t);
         let th = &self.th[t];
@@ -65,7 +66,7 @@ impl Sim {
         if self.hw.smt_factor != 1.0
             && self.hw.siblings[c]
                 .iter()
-                .any(|&s| s as usize != c && self.cpus[s as usize].cur != NONE)
+                .any(|&s| s as usize != c && self.cpus[s as usize].cur.is_some())
         {
             f *= self.hw.smt_factor;
         }
@@ -95,7 +96,8 @@ impl Sim {
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
     pub(crate) fn stop_segment(&mut self, c: usize) {
-        let t = self.cpus[c].cur as usize;
+        let Some(t) = self.cpus[c].cur else { return };
+        let t = t as usize;
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let elapsed = now.saturating_sub(cpu.seg_start);
@@ -143,7 +145,8 @@ impl Sim {
 
     /// The CPU's activity reached its end.
     pub(super) fn on_activity_end(&mut self, c: usize) {
-        let t = self.cpus[c].cur as usize;
+        let Some(t) = self.cpus[c].cur else { return };
+        let t = t as usize;
         self.stop_segment(c);
         if self.th[t].debt > 0 {
             // Only possible when the end was computed before extra debt was added.

@@ -3,7 +3,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, NONE, Sim, St};
+use crate::state::{Act, Sim, St};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -17,7 +17,7 @@ impl Sim {
 
     pub(crate) fn on_tick(&mut self, c: usize) {
         self.cpus[c].tick_armed = false;
-        if self.cpus[c].cur == NONE {
+        if self.cpus[c].cur.is_none() {
             return; // nohz: an idle CPU stops ticking
         }
         let tick = self.lx.tick_ns();
@@ -52,12 +52,12 @@ impl Sim {
     fn llc_busy_peer(&self, c: usize) -> bool {
         self.hw.llc_cpus[self.hw.llc[c] as usize]
             .iter()
-            .any(|&x| x as usize != c && self.cpus[x as usize].cur != NONE)
+            .any(|&x| x as usize != c && self.cpus[x as usize].cur.is_some())
     }
 
     pub(crate) fn on_resched(&mut self, c: usize) {
-        let cur = self.cpus[c].cur;
-        if cur == NONE || self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+        let Some(cur) = self.cpus[c].cur else { return };
+        if self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
         let cur = cur as usize;
@@ -72,8 +72,8 @@ impl Sim {
     /// (its activity ends that much later), and when the kernel thread is done the fairest
     /// queued thread runs.
     pub(crate) fn on_noise(&mut self, c: usize) {
-        let cur = self.cpus[c].cur;
-        if cur == NONE || self.cpus[c].in_advance {
+        let Some(cur) = self.cpus[c].cur else { return };
+        if self.cpus[c].in_advance {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
@@ -96,7 +96,7 @@ impl Sim {
         let now = self.now;
         let max = 100_000_000 * self.cpus.len() as u64;
         for lv in 0..self.levels.len() {
-            let busy = self.cpus[c].cur != NONE;
+            let busy = self.cpus[c].cur.is_some();
             let mut interval = self.cpus[c].interval[lv];
             if busy {
                 interval *= self.lx.busy_factor;
@@ -233,7 +233,7 @@ impl Sim {
             .copied()
             .filter(|&x| {
                 let cpu = &self.cpus[x as usize];
-                !cpu.rq.is_empty() || (spread && cpu.cur != NONE)
+                !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
             })
             .max_by_key(|&x| (self.cpus[x as usize].nr(), std::cmp::Reverse(x)));
         let failed = self.cpus[c].failed[lv];
@@ -271,14 +271,13 @@ impl Sim {
             if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
                 // Active balance: push the running thread of the busiest CPU here (when
                 // spreading, even its only one: active_load_balance_cpu_stop).
-                let cur = self.cpus[src as usize].cur;
-                if cur != NONE
+                if let Some(cur) = self.cpus[src as usize].cur
                     && (self.cpus[src as usize].nr() >= 2 || spread)
                     && self.allowed(cur as usize, c)
                 {
                     let t = cur as usize;
                     self.stop_segment(src as usize);
-                    self.cpus[src as usize].cur = NONE;
+                    self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
                     self.th[t].lag =
                         self.th[t].vruntime as i64 - self.cpus[src as usize].min_vruntime as i64;
@@ -322,7 +321,7 @@ impl Sim {
         match self.th[t].st {
             St::Running => {
                 self.stop_segment(c);
-                self.cpus[c].cur = NONE;
+                self.cpus[c].cur = None;
                 self.th[t].lag = self.th[t].vruntime as i64 - self.cpus[c].min_vruntime as i64;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);

@@ -30,7 +30,7 @@ mod worked;
 use crate::queue::EventKind;
 pub use crate::state::Linux;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, Hw, NEVER, NONE, Sim, St};
+use crate::state::{Act, Hw, NONE, Sim, St};
 use threadbalance_model::{Level, Topology};
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
@@ -194,8 +194,8 @@ impl Sim {
                 self.th[t].debt += self.lx.wake_idle_ns;
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
                 let cpu = &mut self.cpus[c];
-                if cpu.idle_since != NEVER {
-                    let d = now.saturating_sub(cpu.idle_since) as i64;
+                if let Some(since) = cpu.idle_since {
+                    let d = now.saturating_sub(since) as i64;
                     let avg = cpu.avg_idle as i64;
                     let cap = 2 * self.lx.migration_cost_ns as i64;
                     cpu.avg_idle = (avg + (d - avg) / 8).clamp(0, cap) as u64;
@@ -205,11 +205,10 @@ impl Sim {
             return;
         }
         self.cpus[c].rq.push(t as u32);
-        let cur = self.cpus[c].cur;
-        if cur == NONE {
+        let Some(cur) = self.cpus[c].cur else {
             self.schedule(c);
             return;
-        }
+        };
         if self.cpus[c].in_advance {
             return; // the running thread is mid-operation; the next tick decides
         }
@@ -227,9 +226,9 @@ impl Sim {
     fn switch_in(&mut self, c: usize, t: usize) {
         let now = self.now;
         let cpu = &mut self.cpus[c];
-        debug_assert_eq!(cpu.cur, NONE);
-        cpu.idle_since = NEVER;
-        cpu.cur = t as u32;
+        debug_assert_eq!(cpu.cur, None);
+        cpu.idle_since = None;
+        cpu.cur = Some(t as u32);
         let th = &mut self.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
@@ -285,12 +284,12 @@ impl Sim {
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
     pub(crate) fn schedule(&mut self, c: usize) {
-        debug_assert_eq!(self.cpus[c].cur, NONE);
+        debug_assert_eq!(self.cpus[c].cur, None);
         if let Some(t) = self.pick(c, NONE) {
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].idle_since = self.now;
+        self.cpus[c].idle_since = Some(self.now);
         self.newidle_balance(c);
     }
 
@@ -314,21 +313,22 @@ impl Sim {
         Some(t)
     }
 
-    fn requeue_current(&mut self, c: usize) -> usize {
+    fn requeue_current(&mut self, c: usize) -> Option<usize> {
         self.stop_segment(c);
-        let t = self.cpus[c].cur as usize;
-        self.cpus[c].cur = NONE;
+        let t = self.cpus[c].cur.take()? as usize;
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
         self.cpus[c].rq.push(t as u32);
-        t
+        Some(t)
     }
 
     /// The running thread's slice is over (or a waking thread is due): run the fairest.
     fn preempt(&mut self, c: usize) {
-        let t = self.requeue_current(c);
+        let Some(t) = self.requeue_current(c) else {
+            return;
+        };
         let next = self.pick(c, NONE).unwrap_or(t);
         if next != t {
             self.th[t].involuntary += 1;
@@ -344,7 +344,9 @@ impl Sim {
         if !self.queued_non_yielder(c) {
             return; // only other yielders: sched_yield returns at once, the loop spins on
         }
-        let t = self.requeue_current(c);
+        let Some(t) = self.requeue_current(c) else {
+            return;
+        };
         let pick = {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;
@@ -388,7 +390,7 @@ impl Sim {
         th.voluntary += 1;
         th.lag = th.vruntime as i64 - min_vr;
         th.debt += self.lx.syscall_ns;
-        self.cpus[c].cur = NONE;
+        self.cpus[c].cur = None;
         self.schedule(c);
     }
 

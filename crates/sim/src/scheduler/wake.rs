@@ -39,11 +39,7 @@ impl Sim {
     /// blocked load of threads that slept there is left out.
     fn cpu_load(&self, c: usize) -> f64 {
         let cpu = &self.cpus[c];
-        let cur = if cpu.cur == NONE {
-            0.0
-        } else {
-            self.pelt_load(cpu.cur as usize)
-        };
+        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t as usize));
         cur + cpu
             .rq
             .iter()
@@ -101,17 +97,17 @@ impl Sim {
         let prev = self.th[t].cpu;
         let mut target = prev;
         let waker_th = if waker == NONE {
-            NONE
+            None
         } else {
             self.cpus[waker as usize].cur
         };
         let mut want_affine = waker != NONE && self.allowed(t, waker as usize);
-        if waker_th != NONE {
-            let w = waker_th as usize;
+        if let Some(w) = waker_th {
+            let w = w as usize;
             self.decay_flips(w);
             self.decay_flips(t);
-            if self.th[w].last_wakee != t as u32 {
-                self.th[w].last_wakee = t as u32;
+            if self.th[w].last_wakee != Some(t as u32) {
+                self.th[w].last_wakee = Some(t as u32);
                 self.th[w].wakee_flips += 1;
             }
             // wake_wide: a waker with many partners spreads its wakees.
@@ -149,7 +145,7 @@ impl Sim {
         } else {
             used = true;
             let recent = self.th[t].recent_cpu;
-            if recent != NONE
+            if let Some(recent) = recent
                 && recent != prev
                 && recent != target
                 && same_llc(recent, target)
@@ -162,7 +158,7 @@ impl Sim {
             }
         };
         if used {
-            self.th[t].recent_cpu = prev;
+            self.th[t].recent_cpu = Some(prev);
         }
         if self.allowed(t, chosen as usize) {
             chosen

@@ -31,8 +31,8 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
     sim.th[t].cpu = c as u32;
-    if sim.cpus[c].cur == NONE {
-        sim.cpus[c].cur = t as u32;
+    if sim.cpus[c].cur.is_none() {
+        sim.cpus[c].cur = Some(t as u32);
         sim.th[t].st = St::Running;
     } else {
         sim.cpus[c].rq.push(t as u32);
@@ -209,7 +209,7 @@ fn select_wake_cpu_idle_prev_keeps_prev() {
     sleeps(&mut sim, 1, 1, 1.0);
     assert_eq!(sim.select_wake_cpu(1, NONE), 1);
     assert_eq!(
-        sim.th[1].recent_cpu, NONE,
+        sim.th[1].recent_cpu, None,
         "prev was idle: recent_used_cpu untouched"
     );
 }
@@ -219,14 +219,14 @@ fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
     // prev = CPU 1 busy; CPUs 2 and 3 idle. The scan from the target would find CPU 2
     // first (order 2, 3, 0), but the CPU used before prev (recent_used_cpu = 3) is idle
     // in the same LLC: it wins, and prev becomes the new recent_used_cpu.
-    for (recent, want) in [(NONE, 2), (3, 3)] {
+    for (recent, want) in [(None, 2), (Some(3), 3)] {
         let mut sim = kernel("package:1 core:4 pu:1", 3, 0);
         put(&mut sim, 0, 0);
         put(&mut sim, 1, 1);
         sleeps(&mut sim, 2, 1, 1.0);
         sim.th[2].recent_cpu = recent;
-        assert_eq!(sim.select_wake_cpu(2, NONE), want, "recent {recent}");
-        assert_eq!(sim.th[2].recent_cpu, 1);
+        assert_eq!(sim.select_wake_cpu(2, NONE), want, "recent {recent:?}");
+        assert_eq!(sim.th[2].recent_cpu, Some(1));
     }
 }
 
@@ -407,7 +407,7 @@ fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
     fill(&mut sim, &[1, 2]);
-    assert_eq!(sim.cpus[1].cur, 1);
+    assert_eq!(sim.cpus[1].cur, Some(1));
     assert_eq!(sim.cpus[1].rq, vec![2]);
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));

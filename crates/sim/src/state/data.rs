@@ -1,7 +1,6 @@
 //! The simulation's plain data: threads, CPUs, locks, barriers, queues, applications,
 //! programs and counters.
 
-use super::NONE;
 #[cfg(doc)]
 use super::Sim;
 use crate::workload::Op;
@@ -84,7 +83,8 @@ pub(crate) struct Thread {
     pub loop_end: u32,
     /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
     pub passes: u64,
-    pub last_wakee: u32,
+    /// The thread it last woke (`p->last_wakee`).
+    pub last_wakee: Option<u32>,
     pub wakee_flips: u32,
     pub flip_decay: u64,
     /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
@@ -94,7 +94,7 @@ pub(crate) struct Thread {
     pub load_at: u64,
     /// The CPU it left the last time its wake-up looked past `prev`
     /// (`p->recent_used_cpu`).
-    pub recent_cpu: u32,
+    pub recent_cpu: Option<u32>,
     /// Automatic NUMA balancing's scanner.
     pub scan: super::Scan,
 }
@@ -102,7 +102,8 @@ pub(crate) struct Thread {
 /// One CPU.
 #[derive(Debug, Clone)]
 pub(crate) struct CpuState {
-    pub cur: u32,
+    /// The thread it runs, if any.
+    pub cur: Option<u32>,
     pub rq: Vec<u32>,
     pub min_vruntime: u64,
     pub version: u32,
@@ -112,7 +113,8 @@ pub(crate) struct CpuState {
     pub seg_node: u32,
     pub seg_debt: u64,
     pub tick_armed: bool,
-    pub idle_since: u64,
+    /// When it went idle (`None`: it runs a thread).
+    pub idle_since: Option<u64>,
     pub avg_idle: u64,
     pub last_balance: Vec<u64>,
     pub interval: Vec<u64>,
@@ -125,12 +127,12 @@ pub(crate) struct CpuState {
 impl CpuState {
     /// Runnable threads on it, the running one included.
     pub fn nr(&self) -> usize {
-        self.rq.len() + usize::from(self.cur != NONE)
+        self.rq.len() + usize::from(self.cur.is_some())
     }
 
     /// Neither running nor queued anything.
     pub fn idle(&self) -> bool {
-        self.cur == NONE && self.rq.is_empty()
+        self.cur.is_none() && self.rq.is_empty()
     }
 }
 
