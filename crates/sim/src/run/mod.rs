@@ -27,8 +27,8 @@ mod ops;
 mod segment;
 
 pub(crate) use crate::state::{
-    Act, AppState, BarrierState, CpuState, LockState, NEVER, NONE, Prog, QueueState, St, Stats,
-    Thread,
+    Act, AppState, BarrierState, CpuState, LockState, NEVER, NONE, Prog, Programs, QueueState, St,
+    Stats, Thread,
 };
 pub use crate::state::{Sim, TimelinePoint};
 
@@ -39,6 +39,48 @@ use crate::state::build_hw;
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
+
+/// The programs part as the kernel sees it (see [`Programs`]).
+impl Programs for Sim {
+    fn run_program(&mut self, c: usize, t: usize) {
+        self.advance(c, t);
+    }
+
+    fn begin_segment(&mut self, c: usize) {
+        self.start_segment(c);
+    }
+
+    fn end_segment(&mut self, c: usize) {
+        self.stop_segment(c);
+    }
+
+    fn wait_over(&mut self, t: usize) -> bool {
+        match self.th[t].act {
+            Act::Spin { lock, .. } if self.locks[lock as usize].holder == NONE => {
+                let l = lock as usize;
+                self.locks[l].spinners.retain(|&x| x as usize != t);
+                true
+            }
+            Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
+                self.barriers[barrier as usize].generation != self.th[t].bar_gen
+            }
+            _ => false,
+        }
+    }
+
+    fn yield_waiting(&self, t: usize) -> bool {
+        match self.th[t].act {
+            Act::Yield { barrier } => {
+                self.barriers[barrier as usize].generation == self.th[t].bar_gen
+            }
+            _ => false,
+        }
+    }
+
+    fn footprint_lines(&self, t: usize) -> f64 {
+        self.apps[self.th[t].app as usize].footprint_lines
+    }
+}
 
 /// Options of one run.
 #[derive(Debug, Clone, PartialEq)]

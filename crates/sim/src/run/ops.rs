@@ -11,7 +11,7 @@ impl Sim {
 
     /// Runs thread `t`'s program on CPU `c` from its current op until something takes time,
     /// blocks or the thread exits; then dispatches the CPU.
-    pub(crate) fn advance(&mut self, c: usize, t: usize) {
+    pub(super) fn advance(&mut self, c: usize, t: usize) {
         self.cpus[c].in_advance = true;
         self.advance_program(c, t);
         self.cpus[c].in_advance = false;

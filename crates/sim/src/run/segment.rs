@@ -9,7 +9,7 @@ impl Sim {
     // ---- segments ------------------------------------------------------------------------
 
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
-    pub(crate) fn start_segment(&mut self, c: usize) {
+    pub(super) fn start_segment(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
         let t = t as usize;
         let now = self.now;
@@ -95,7 +95,7 @@ impl Sim {
     }
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
-    pub(crate) fn stop_segment(&mut self, c: usize) {
+    pub(super) fn stop_segment(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
         let t = t as usize;
         let now = self.now;

@@ -3,7 +3,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Sim, St};
+use crate::state::{Act, Programs, Sim, St};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -77,9 +77,9 @@ impl Sim {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
-            self.stop_segment(c);
+            self.end_segment(c);
             self.th[cur as usize].debt += self.lx.kernel_noise_ns;
-            self.start_segment(c);
+            self.begin_segment(c);
         }
         if self.cpus[c].rq.is_empty() {
             return;
@@ -276,7 +276,7 @@ impl Sim {
                     && self.allowed(cur as usize, c)
                 {
                     let t = cur as usize;
-                    self.stop_segment(src as usize);
+                    self.end_segment(src as usize);
                     self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
                     self.th[t].lag =
@@ -320,7 +320,7 @@ impl Sim {
         }
         match self.th[t].st {
             St::Running => {
-                self.stop_segment(c);
+                self.end_segment(c);
                 self.cpus[c].cur = None;
                 self.th[t].lag = self.th[t].vruntime as i64 - self.cpus[c].min_vruntime as i64;
                 self.th[t].involuntary += 1;

@@ -30,7 +30,7 @@ mod worked;
 use crate::queue::EventKind;
 pub use crate::state::Linux;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, Hw, NONE, Sim, St};
+use crate::state::{Act, Hw, NONE, Programs, Sim, St};
 use threadbalance_model::{Level, Topology};
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
@@ -167,8 +167,7 @@ impl Sim {
         let refill = if same_core {
             0.0
         } else {
-            let app = self.th[t].app as usize;
-            self.apps[app].footprint_lines * self.hw.line_ns(old, c) / self.hw.mlp
+            self.footprint_lines(t) * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
         th.cpu = c;
@@ -241,25 +240,18 @@ impl Sim {
             self.q
                 .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
         }
-        match self.th[t].act {
-            Act::Idle => self.advance(c, t),
-            Act::Spin { lock, .. } if self.locks[lock as usize].holder == NONE => {
-                let l = lock as usize;
-                self.locks[l].spinners.retain(|&x| x as usize != t);
+        let act = self.th[t].act;
+        match act {
+            Act::Idle => self.run_program(c, t),
+            _ if self.wait_over(t) => {
                 self.th[t].act = Act::Idle;
-                self.advance(c, t);
-            }
-            Act::BarrierSpin { barrier, .. } | Act::Yield { barrier }
-                if self.barriers[barrier as usize].generation != self.th[t].bar_gen =>
-            {
-                self.th[t].act = Act::Idle;
-                self.advance(c, t);
+                self.run_program(c, t);
             }
             Act::Yield { .. } if self.queued_non_yielder(c) => {
-                self.start_segment(c);
+                self.begin_segment(c);
                 self.yield_cpu(c);
             }
-            _ => self.start_segment(c),
+            _ => self.begin_segment(c),
         }
     }
 
@@ -269,16 +261,6 @@ impl Sim {
             .rq
             .iter()
             .any(|&t| !self.yield_waiting(t as usize))
-    }
-
-    /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
-    pub(crate) fn yield_waiting(&self, t: usize) -> bool {
-        match self.th[t].act {
-            Act::Yield { barrier } => {
-                self.barriers[barrier as usize].generation == self.th[t].bar_gen
-            }
-            _ => false,
-        }
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
@@ -314,7 +296,7 @@ impl Sim {
     }
 
     fn requeue_current(&mut self, c: usize) -> Option<usize> {
-        self.stop_segment(c);
+        self.end_segment(c);
         let t = self.cpus[c].cur.take()? as usize;
         let now = self.now;
         let th = &mut self.th[t];

@@ -2,7 +2,8 @@
 //! threads and CPUs, the hardware facts, the Linux model's parameters and domains, the
 //! programs' locks, barriers and queues, and the NUMA scanner's state.
 //!
-//! The parts that act on it import this module and not each other:
+//! The parts that act on it import this module and not each other; the kernel asks the
+//! programs part for what it needs through [`Programs`]:
 //!
 //! ```text
 //!   run/ (programs, event loop) ──► scheduler/ (kernel) ──► state/
@@ -26,6 +27,26 @@ pub(crate) use hw::{Hw, build_hw};
 pub use kernel::Linux;
 pub(crate) use kernel::SdLevel;
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
+
+/// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
+/// that go that way. The programs part calls the kernel's `impl Sim` methods directly
+/// (`block`, `wake`, `yield_cpu`, `enqueue`, `schedule`, `set_affinity`, `fork_cpu`).
+pub(crate) trait Programs {
+    /// Runs thread `t`'s program on CPU `c`, which has just given it the CPU and has no
+    /// activity for it, until something takes time, blocks or exits.
+    fn run_program(&mut self, c: usize, t: usize);
+    /// Starts (or restarts) the running thread's activity on CPU `c` now.
+    fn begin_segment(&mut self, c: usize);
+    /// Stops the running thread's activity on CPU `c` now and accounts its time.
+    fn end_segment(&mut self, c: usize);
+    /// Whether thread `t`, spinning or yielding, no longer needs to wait: its mutex is
+    /// free (it then leaves the spinners) or its barrier opened.
+    fn wait_over(&mut self, t: usize) -> bool;
+    /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
+    fn yield_waiting(&self, t: usize) -> bool;
+    /// Cache lines thread `t`'s working set spans (refetched after a migration).
+    fn footprint_lines(&self, t: usize) -> f64;
+}
 
 use crate::queue::EventQueue;
 use threadbalance_model::Topology;
