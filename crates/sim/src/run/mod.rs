@@ -35,6 +35,7 @@ pub use crate::state::{Sim, TimelinePoint};
 use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
+use crate::state::Kernel;
 use crate::state::build_hw;
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
@@ -155,7 +156,11 @@ impl Sim {
             last_sample_busy: vec![0; hw.npkg],
             hw,
             lx,
-            levels,
+            kernel: Kernel {
+                levels,
+                llc_scan: Vec::new(),
+                nohz_next: 0,
+            },
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
             stats: Stats::default(),
             timeline: Vec::new(),
@@ -163,13 +168,11 @@ impl Sim {
             last_sample_migr: 0,
             live: 0,
             horizon: opts.horizon.0,
-            nohz_next: 0,
             topo,
             memory_every: opts.memory_every.0,
             memory_at: NEVER,
-            llc_scan: Vec::new(),
         };
-        sim.llc_scan = vec![None; sim.hw.llc_cpus.len()];
+        sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();
         let mut spawn_at = 0u64;
         for (ai, app) in workload.apps.iter().enumerate() {

@@ -36,8 +36,8 @@ impl Sim {
                 self.q.push(at, EventKind::Noise, c as u32, 0);
             }
         }
-        if now >= self.nohz_next && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c)) {
-            self.nohz_next = now + tick;
+        if now >= self.kernel.nohz_next && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c)) {
+            self.kernel.nohz_next = now + tick;
             for i in 0..self.cpus.len() {
                 if self.cpus[i].idle() {
                     self.rebalance(i);
@@ -95,7 +95,7 @@ impl Sim {
     fn rebalance(&mut self, c: usize) {
         let now = self.now;
         let max = 100_000_000 * self.cpus.len() as u64;
-        for lv in 0..self.levels.len() {
+        for lv in 0..self.kernel.levels.len() {
             let busy = self.cpus[c].cur.is_some();
             let mut interval = self.cpus[c].interval[lv];
             if busy {
@@ -117,7 +117,7 @@ impl Sim {
         if !self.cpus.iter().any(|x| x.nr() >= 2) {
             return;
         }
-        for lv in 0..self.levels.len() {
+        for lv in 0..self.kernel.levels.len() {
             if self.load_balance(c, lv, Kind::NewIdle) || !self.cpus[c].idle() {
                 return;
             }
@@ -126,7 +126,7 @@ impl Sim {
 
     /// One `sched_balance_rq` of CPU `c` at level `lv`; whether it pulled anything.
     pub(super) fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
-        let level = &self.levels[lv];
+        let level = &self.kernel.levels[lv];
         let groups = &level.groups[level.dom_of[c] as usize];
         let Some(local_ix) = groups.iter().position(|g| g.contains(&(c as u32))) else {
             return false;
@@ -218,7 +218,7 @@ impl Sim {
         if tasks == 0 {
             if kind != Kind::NewIdle {
                 self.cpus[c].failed[lv] = 0;
-                let lvl = &self.levels[lv];
+                let lvl = &self.kernel.levels[lv];
                 let iv = &mut self.cpus[c].interval[lv];
                 *iv = (*iv * 2).min(lvl.max_interval);
             }
@@ -228,7 +228,7 @@ impl Sim {
         // threads, with one queued; when spreading, a CPU whose one thread runs will do
         // (nothing can be detached from it, so the attempt fails and counts towards
         // active balance).
-        let src = self.levels[lv].groups[self.levels[lv].dom_of[c] as usize][bix]
+        let src = self.kernel.levels[lv].groups[self.kernel.levels[lv].dom_of[c] as usize][bix]
             .iter()
             .copied()
             .filter(|&x| {
@@ -294,7 +294,7 @@ impl Sim {
                 self.cpus[c].failed[lv] += 1;
             } else {
                 self.cpus[c].failed[lv] = 0;
-                self.cpus[c].interval[lv] = self.levels[lv].min_interval;
+                self.cpus[c].interval[lv] = self.kernel.levels[lv].min_interval;
             }
         }
         moved > 0

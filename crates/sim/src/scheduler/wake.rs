@@ -76,7 +76,7 @@ impl Sim {
         // without it, by half the domain's imbalance_pct.
         let task = self.pelt_load(t);
         let this_eff = (self.cpu_load(this) + task) * 100.0;
-        let pct = self.levels[lv].imbalance_pct as f64;
+        let pct = self.kernel.levels[lv].imbalance_pct as f64;
         let prev_eff = self.cpu_load(prev) * (100.0 + ((pct - 100.0) / 2.0).floor());
         this_eff < prev_eff
     }
@@ -124,11 +124,12 @@ impl Sim {
             // The lowest domain that spans both CPUs (SD_WAKE_AFFINE at every level).
             let (w, p) = (waker as usize, prev as usize);
             let lv = self
+                .kernel
                 .levels
                 .iter()
                 .position(|l| l.dom_of[w] == l.dom_of[p])
-                .unwrap_or(self.levels.len().saturating_sub(1));
-            if lv < self.levels.len() && self.wake_affine(t, waker, prev, lv) {
+                .unwrap_or(self.kernel.levels.len().saturating_sub(1));
+            if lv < self.kernel.levels.len() && self.wake_affine(t, waker, prev, lv) {
                 target = waker;
             }
         }
@@ -180,7 +181,7 @@ impl Sim {
             return weight;
         }
         let tick = self.lx.tick_ns();
-        if let Some((at, nr)) = self.llc_scan[llc]
+        if let Some((at, nr)) = self.kernel.llc_scan[llc]
             && self.now < at + tick
         {
             return nr;
@@ -198,9 +199,9 @@ impl Sim {
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
-            self.llc_scan[l] = Some((now, nr));
+            self.kernel.llc_scan[l] = Some((now, nr));
         }
-        self.llc_scan[llc].map_or(weight, |(_, nr)| nr)
+        self.kernel.llc_scan[llc].map_or(weight, |(_, nr)| nr)
     }
 
     /// `select_idle_sibling`: the target if idle, prev if idle in the target's LLC, else
@@ -265,7 +266,7 @@ impl Sim {
             return self.fallback_cpu(t);
         }
         let mut cpu = parent as usize;
-        for lv in self.levels.iter().rev() {
+        for lv in self.kernel.levels.iter().rev() {
             let groups = &lv.groups[lv.dom_of[cpu] as usize];
             let local = groups
                 .iter()

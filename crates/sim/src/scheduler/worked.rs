@@ -169,6 +169,7 @@ fn wake_affine_cases_follow_the_kernel_rules() {
         let t = fill(&mut sim, per_cpu);
         sleeps(&mut sim, t, prev, load);
         let lv = sim
+            .kernel
             .levels
             .iter()
             .position(|l| l.dom_of[waker] == l.dom_of[prev])
@@ -311,7 +312,7 @@ fn balance(
     for t in 0..n {
         sim.th[t].last_ran = last_ran_ms * 1_000_000;
     }
-    let lv = sim.levels.len() - 1;
+    let lv = sim.kernel.levels.len() - 1;
     sim.cpus[0].failed[lv] = failed;
     sim.load_balance(0, lv, kind);
     let nr = sim.cpus.iter().map(|c| c.nr()).collect();
@@ -389,7 +390,7 @@ fn load_balance_lone_thread_is_pushed_after_cache_nice_tries_plus_2() {
     // CPU 0 (active balance), and failed becomes cache_nice_tries + 1 = 2.
     let spec = "package:2 core:2 pu:1";
     let sim = kernel(spec, 1, 0);
-    let top = &sim.levels[1];
+    let top = &sim.kernel.levels[1];
     assert_eq!(
         (top.numa, top.imbalance_pct, top.cache_nice_tries),
         (false, 117, 1)

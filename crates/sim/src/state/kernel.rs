@@ -79,3 +79,14 @@ pub(crate) struct SdLevel {
     pub imb_numa_nr: usize,
     pub prefer_sibling: bool,
 }
+
+/// The kernel part's own state: what only [`crate::scheduler`] reads and writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Kernel {
+    /// Scheduling domains, lowest level first.
+    pub levels: Vec<SdLevel>,
+    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
+    pub llc_scan: Vec<Option<(u64, usize)>>,
+    /// When idle CPUs may next be kicked into balancing (`nohz.next_balance`), ns.
+    pub nohz_next: u64,
+}

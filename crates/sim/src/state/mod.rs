@@ -25,7 +25,7 @@ pub(crate) use data::{
 };
 pub(crate) use hw::{Hw, build_hw};
 pub use kernel::Linux;
-pub(crate) use kernel::SdLevel;
+pub(crate) use kernel::{Kernel, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
 /// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
@@ -71,7 +71,8 @@ pub struct Sim {
     pub(crate) apps: Vec<AppState>,
     pub(crate) hw: Hw,
     pub(crate) lx: Linux,
-    pub(crate) levels: Vec<SdLevel>,
+    /// The kernel part's own state: domains, SIS_UTIL depths, the nohz balancer.
+    pub(crate) kernel: Kernel,
     pub(crate) rng: Rng,
     pub(crate) stats: Stats,
     pub(crate) streams: Vec<f64>,
@@ -81,12 +82,9 @@ pub struct Sim {
     pub(crate) last_sample_migr: u64,
     pub(crate) live: usize,
     pub(crate) horizon: u64,
-    pub(crate) nohz_next: u64,
     pub(crate) topo: Topology,
     /// Period of per-process memory samples, ns (0: every sample).
     pub(crate) memory_every: u64,
     /// When `SimHost` last sampled memory (`NEVER`: not yet).
     pub(crate) memory_at: u64,
-    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
-    pub(crate) llc_scan: Vec<Option<(u64, usize)>>,
 }
