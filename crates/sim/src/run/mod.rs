@@ -35,8 +35,8 @@ pub use crate::state::{Sim, TimelinePoint};
 use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
-use crate::state::Kernel;
 use crate::state::build_hw;
+use crate::state::{Kernel, KernelCpu};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
@@ -121,23 +121,27 @@ impl Sim {
         let ncpu = hw.cpu_id.len();
         let nlv = levels.len();
         let lx = opts.linux.clone();
-        let cpus = (0..ncpu)
-            .map(|_| CpuState {
-                cur: None,
-                rq: Vec::with_capacity(8),
+        let kcpus = (0..ncpu)
+            .map(|_| KernelCpu {
                 min_vruntime: 0,
-                version: 0,
-                seg_start: 0,
-                seg_factor: 1.0,
-                seg_stream: 0.0,
-                seg_node: 0,
-                seg_debt: 0,
                 tick_armed: false,
                 idle_since: Some(0),
                 avg_idle: 2 * lx.migration_cost_ns,
                 last_balance: vec![0; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
                 failed: vec![0; nlv],
+            })
+            .collect();
+        let cpus = (0..ncpu)
+            .map(|_| CpuState {
+                cur: None,
+                rq: Vec::with_capacity(8),
+                version: 0,
+                seg_start: 0,
+                seg_factor: 1.0,
+                seg_stream: 0.0,
+                seg_node: 0,
+                seg_debt: 0,
                 busy_ns: 0,
                 in_advance: false,
             })
@@ -160,6 +164,7 @@ impl Sim {
                 levels,
                 llc_scan: Vec::new(),
                 nohz_next: 0,
+                cpus: kcpus,
             },
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
             stats: Stats::default(),
@@ -445,7 +450,7 @@ impl Sim {
         th.load_at = self.now;
         th.cpu = c;
         th.st = St::Runnable;
-        th.vruntime = self.cpus[c as usize].min_vruntime;
+        th.vruntime = self.kernel.cpus[c as usize].min_vruntime;
         th.lag = 0;
         self.enqueue(t, c as usize, true);
     }

@@ -16,13 +16,13 @@ impl Sim {
     // ---- tick and balancing --------------------------------------------------------------
 
     pub(crate) fn on_tick(&mut self, c: usize) {
-        self.cpus[c].tick_armed = false;
+        self.kernel.cpus[c].tick_armed = false;
         if self.cpus[c].cur.is_none() {
             return; // nohz: an idle CPU stops ticking
         }
         let tick = self.lx.tick_ns();
         let now = self.now;
-        self.cpus[c].tick_armed = true;
+        self.kernel.cpus[c].tick_armed = true;
         self.q.push(now + tick, EventKind::Tick, c as u32, 0);
         self.rebalance(c);
         let queued = !self.cpus[c].rq.is_empty();
@@ -97,21 +97,21 @@ impl Sim {
         let max = 100_000_000 * self.cpus.len() as u64;
         for lv in 0..self.kernel.levels.len() {
             let busy = self.cpus[c].cur.is_some();
-            let mut interval = self.cpus[c].interval[lv];
+            let mut interval = self.kernel.cpus[c].interval[lv];
             if busy {
                 interval *= self.lx.busy_factor;
             }
-            if now < self.cpus[c].last_balance[lv] + interval.min(max) {
+            if now < self.kernel.cpus[c].last_balance[lv] + interval.min(max) {
                 continue;
             }
             let kind = if busy { Kind::Busy } else { Kind::Idle };
             self.load_balance(c, lv, kind);
-            self.cpus[c].last_balance[lv] = now;
+            self.kernel.cpus[c].last_balance[lv] = now;
         }
     }
 
     pub(super) fn newidle_balance(&mut self, c: usize) {
-        if self.cpus[c].avg_idle < self.lx.migration_cost_ns {
+        if self.kernel.cpus[c].avg_idle < self.lx.migration_cost_ns {
             return;
         }
         if !self.cpus.iter().any(|x| x.nr() >= 2) {
@@ -217,9 +217,9 @@ impl Sim {
         }
         if tasks == 0 {
             if kind != Kind::NewIdle {
-                self.cpus[c].failed[lv] = 0;
+                self.kernel.cpus[c].failed[lv] = 0;
                 let lvl = &self.kernel.levels[lv];
-                let iv = &mut self.cpus[c].interval[lv];
+                let iv = &mut self.kernel.cpus[c].interval[lv];
                 *iv = (*iv * 2).min(lvl.max_interval);
             }
             return false;
@@ -236,7 +236,7 @@ impl Sim {
                 !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
             })
             .max_by_key(|&x| (self.cpus[x as usize].nr(), std::cmp::Reverse(x)));
-        let failed = self.cpus[c].failed[lv];
+        let failed = self.kernel.cpus[c].failed[lv];
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
@@ -279,22 +279,22 @@ impl Sim {
                     self.end_segment(src as usize);
                     self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
-                    self.th[t].lag =
-                        self.th[t].vruntime as i64 - self.cpus[src as usize].min_vruntime as i64;
+                    self.th[t].lag = self.th[t].vruntime as i64
+                        - self.kernel.cpus[src as usize].min_vruntime as i64;
                     self.set_cpu(t, c as u32);
                     self.enqueue(t, c, false);
                     self.schedule(src as usize);
-                    self.cpus[c].failed[lv] = tries + 1;
+                    self.kernel.cpus[c].failed[lv] = tries + 1;
                     return true;
                 }
             }
         }
         if kind != Kind::NewIdle {
             if moved == 0 {
-                self.cpus[c].failed[lv] += 1;
+                self.kernel.cpus[c].failed[lv] += 1;
             } else {
-                self.cpus[c].failed[lv] = 0;
-                self.cpus[c].interval[lv] = self.kernel.levels[lv].min_interval;
+                self.kernel.cpus[c].failed[lv] = 0;
+                self.kernel.cpus[c].interval[lv] = self.kernel.levels[lv].min_interval;
             }
         }
         moved > 0
@@ -304,7 +304,7 @@ impl Sim {
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
         self.cpus[src].rq.retain(|&x| x as usize != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime as i64 - self.cpus[src].min_vruntime as i64;
+        th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
         self.set_cpu(t, dst as u32);
@@ -322,7 +322,8 @@ impl Sim {
             St::Running => {
                 self.end_segment(c);
                 self.cpus[c].cur = None;
-                self.th[t].lag = self.th[t].vruntime as i64 - self.cpus[c].min_vruntime as i64;
+                self.th[t].lag =
+                    self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);

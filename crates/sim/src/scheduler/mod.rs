@@ -183,7 +183,7 @@ impl Sim {
     pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
         let slice = self.slice_ns() as i64;
         let now = self.now;
-        let min_vr = self.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
@@ -192,7 +192,7 @@ impl Sim {
             if wakeup {
                 self.th[t].debt += self.lx.wake_idle_ns;
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
-                let cpu = &mut self.cpus[c];
+                let cpu = &mut self.kernel.cpus[c];
                 if let Some(since) = cpu.idle_since {
                     let d = now.saturating_sub(since) as i64;
                     let avg = cpu.avg_idle as i64;
@@ -226,7 +226,7 @@ impl Sim {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         debug_assert_eq!(cpu.cur, None);
-        cpu.idle_since = None;
+        self.kernel.cpus[c].idle_since = None;
         cpu.cur = Some(t as u32);
         let th = &mut self.th[t];
         th.st = St::Running;
@@ -234,9 +234,9 @@ impl Sim {
         th.timeslices += 1;
         th.picked_at = now;
         th.debt += self.lx.switch_ns;
-        if !self.cpus[c].tick_armed {
+        if !self.kernel.cpus[c].tick_armed {
             let tick = self.lx.tick_ns();
-            self.cpus[c].tick_armed = true;
+            self.kernel.cpus[c].tick_armed = true;
             self.q
                 .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
         }
@@ -271,7 +271,7 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].idle_since = Some(self.now);
+        self.kernel.cpus[c].idle_since = Some(self.now);
         self.newidle_balance(c);
     }
 
@@ -289,9 +289,9 @@ impl Sim {
             }
         }
         let (v, i) = best?;
-        let cpu = &mut self.cpus[c];
-        let t = cpu.rq.remove(i) as usize;
-        cpu.min_vruntime = cpu.min_vruntime.max(v);
+        let t = self.cpus[c].rq.remove(i) as usize;
+        let k = &mut self.kernel.cpus[c];
+        k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
     }
 
@@ -344,9 +344,9 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let cpu = &mut self.cpus[c];
-            let x = cpu.rq.remove(i) as usize;
-            cpu.min_vruntime = cpu.min_vruntime.max(self.th[x].vruntime);
+            let x = self.cpus[c].rq.remove(i) as usize;
+            let k = &mut self.kernel.cpus[c];
+            k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
         });
         match picked {
@@ -366,7 +366,7 @@ impl Sim {
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
     pub(crate) fn block(&mut self, c: usize, t: usize) {
         self.pelt_sync(t);
-        let min_vr = self.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
         let th = &mut self.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;

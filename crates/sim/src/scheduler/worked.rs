@@ -313,10 +313,10 @@ fn balance(
         sim.th[t].last_ran = last_ran_ms * 1_000_000;
     }
     let lv = sim.kernel.levels.len() - 1;
-    sim.cpus[0].failed[lv] = failed;
+    sim.kernel.cpus[0].failed[lv] = failed;
     sim.load_balance(0, lv, kind);
     let nr = sim.cpus.iter().map(|c| c.nr()).collect();
-    (nr, sim.cpus[0].failed[lv])
+    (nr, sim.kernel.cpus[0].failed[lv])
 }
 
 #[test]
@@ -375,7 +375,7 @@ fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
         put(&mut sim, 0, 1);
         put(&mut sim, 1, 1);
         sim.th[1].last_ran = 9_900_000;
-        sim.cpus[0].failed[0] = failed;
+        sim.kernel.cpus[0].failed[0] = failed;
         sim.load_balance(0, 0, Kind::Idle);
         assert_eq!(sim.cpus[0].nr() == 1, moved, "failed {failed}");
     }

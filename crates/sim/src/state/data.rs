@@ -105,20 +105,12 @@ pub(crate) struct CpuState {
     /// The thread it runs, if any.
     pub cur: Option<u32>,
     pub rq: Vec<u32>,
-    pub min_vruntime: u64,
     pub version: u32,
     pub seg_start: u64,
     pub seg_factor: f64,
     pub seg_stream: f64,
     pub seg_node: u32,
     pub seg_debt: u64,
-    pub tick_armed: bool,
-    /// When it went idle (`None`: it runs a thread).
-    pub idle_since: Option<u64>,
-    pub avg_idle: u64,
-    pub last_balance: Vec<u64>,
-    pub interval: Vec<u64>,
-    pub failed: Vec<u32>,
     pub busy_ns: u64,
     /// Its thread's program is being advanced: wake-ups must not preempt it now.
     pub in_advance: bool,

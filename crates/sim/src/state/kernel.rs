@@ -89,4 +89,25 @@ pub(crate) struct Kernel {
     pub llc_scan: Vec<Option<(u64, usize)>>,
     /// When idle CPUs may next be kicked into balancing (`nohz.next_balance`), ns.
     pub nohz_next: u64,
+    /// Per CPU, what only the kernel keeps about it.
+    pub cpus: Vec<KernelCpu>,
+}
+
+/// What only the kernel keeps about one CPU (its running thread and queue are in
+/// `CpuState`, which the programs part reads too).
+#[derive(Debug, Clone)]
+pub(crate) struct KernelCpu {
+    /// The queue's `min_vruntime`, ns.
+    pub min_vruntime: u64,
+    /// A tick is pending (idle CPUs stop ticking: nohz).
+    pub tick_armed: bool,
+    /// When it went idle (`None`: it runs a thread).
+    pub idle_since: Option<u64>,
+    /// `rq->avg_idle`, ns.
+    pub avg_idle: u64,
+    /// Per domain level: when it last balanced, its balance interval (ns) and its failed
+    /// attempts since the last success (`nr_balance_failed`).
+    pub last_balance: Vec<u64>,
+    pub interval: Vec<u64>,
+    pub failed: Vec<u32>,
 }

@@ -25,7 +25,7 @@ pub(crate) use data::{
 };
 pub(crate) use hw::{Hw, build_hw};
 pub use kernel::Linux;
-pub(crate) use kernel::{Kernel, SdLevel};
+pub(crate) use kernel::{Kernel, KernelCpu, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
 /// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
