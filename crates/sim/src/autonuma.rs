@@ -63,7 +63,7 @@ impl Sim {
             let mut remote = false;
             if !self.apps[app].shared_data && self.th[t].home != NONE {
                 remote = self.th[t].home != here;
-                if remote && self.th[t].scan.last_node == here {
+                if remote && self.th[t].scan.last_node == Some(here) {
                     self.th[t].home = here;
                     self.charge_page_migration(&[t], self.apps[app].memory_bytes);
                 }
@@ -72,7 +72,7 @@ impl Sim {
                 remote = self.th[owner].home != NONE && self.th[owner].home != here;
             }
             let s = &mut self.th[t].scan;
-            s.last_node = here;
+            s.last_node = Some(here);
             s.period = if remote {
                 SCAN_MIN_NS
             } else {
@@ -115,7 +115,7 @@ impl Sim {
             let majority = total > 0 && most * 2 > total;
             let s = self.apps[app].scan;
             let mut moved = false;
-            if majority && home != NONE && home != best && s.last_node == best {
+            if majority && home != NONE && home != best && s.last_node == Some(best) {
                 self.th[first].home = best;
                 let faulting: Vec<usize> = (first..first + n)
                     .filter(|&t| {
@@ -128,7 +128,7 @@ impl Sim {
             }
             let remote = home != NONE && home != best;
             let s = &mut self.apps[app].scan;
-            s.last_node = if majority { best } else { NONE };
+            s.last_node = majority.then_some(best);
             s.period = if remote && !moved {
                 SCAN_MIN_NS
             } else {

@@ -57,7 +57,7 @@ impl Programs for Sim {
 
     fn wait_over(&mut self, t: usize) -> bool {
         match self.th[t].act {
-            Act::Spin { lock, .. } if self.locks[lock as usize].holder == NONE => {
+            Act::Spin { lock, .. } if self.locks[lock as usize].holder.is_none() => {
                 let l = lock as usize;
                 self.locks[l].spinners.retain(|&x| x as usize != t);
                 true
@@ -190,7 +190,7 @@ impl Sim {
             let barrier_base = sim.barriers.len() as u32;
             let queue_base = sim.queues.len() as u32;
             sim.locks.extend((0..app.locks()).map(|_| LockState {
-                holder: NONE,
+                holder: None,
                 last_cpu: NONE,
                 pass: NEVER,
                 ..LockState::default()
@@ -272,7 +272,7 @@ impl Sim {
                         born: 0,
                         died: 0,
                         runnable_since: 0,
-                        wait_start: NEVER,
+                        wait_start: None,
                         picked_at: 0,
                         last_ran: 0,
                         bar_gen: NEVER,
@@ -475,12 +475,7 @@ impl Sim {
             if th.st == St::Runnable {
                 wait += now.saturating_sub(th.runnable_since);
             }
-            let lock = th.lock_ns
-                + if th.wait_start == NEVER {
-                    0
-                } else {
-                    now.saturating_sub(th.wait_start)
-                };
+            let lock = th.lock_ns + th.wait_start.map_or(0, |start| now.saturating_sub(start));
             into.push(Sample {
                 key: th.key,
                 utime: Nanos(utime),
@@ -544,8 +539,8 @@ impl Sim {
             }
         }
         for (l, lock) in self.locks.iter().enumerate() {
-            if lock.holder != NONE {
-                let h = lock.holder as usize;
+            if let Some(h) = lock.holder {
+                let h = h as usize;
                 let inside = matches!(self.th[h].act, Act::Work { lock: x, .. } if x as usize == l);
                 if !inside {
                     return Err(format!(

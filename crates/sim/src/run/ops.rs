@@ -64,11 +64,11 @@ impl Sim {
                     ..
                 } => {
                     let l = (self.apps[app].lock_base + u32::from(lock)) as usize;
-                    if self.locks[l].holder == NONE {
+                    if self.locks[l].holder.is_none() {
                         self.acquire(l, t, c, hold_ns, lines);
                     } else {
-                        if self.th[t].wait_start == NEVER {
-                            self.th[t].wait_start = self.now;
+                        if self.th[t].wait_start.is_none() {
+                            self.th[t].wait_start = Some(self.now);
                         }
                         self.locks[l].spinners.push(t as u32);
                         self.th[t].act = Act::Spin {
@@ -98,7 +98,7 @@ impl Sim {
                             continue;
                         }
                         self.th[t].bar_gen = bar.generation;
-                        self.th[t].wait_start = self.now;
+                        self.th[t].wait_start = Some(self.now);
                     }
                     self.th[t].act = match wait {
                         Wait::Spin => Act::BarrierSpin {
@@ -125,8 +125,8 @@ impl Sim {
                     let qi = (self.apps[app].queue_base + u32::from(queue)) as usize;
                     let q = &mut self.queues[qi];
                     if q.items.len() >= q.capacity {
-                        if self.th[t].wait_start == NEVER {
-                            self.th[t].wait_start = self.now;
+                        if self.th[t].wait_start.is_none() {
+                            self.th[t].wait_start = Some(self.now);
                         }
                         q.putters.push_back(t as u32);
                         self.block(c, t);
@@ -160,8 +160,8 @@ impl Sim {
                         self.exit(c, t);
                         return;
                     } else {
-                        if self.th[t].wait_start == NEVER {
-                            self.th[t].wait_start = self.now;
+                        if self.th[t].wait_start.is_none() {
+                            self.th[t].wait_start = Some(self.now);
                         }
                         q.getters.push_back(t as u32);
                         self.block(c, t);
@@ -206,8 +206,8 @@ impl Sim {
         let th = &mut self.th[t];
         th.pc = self.progs[prog].ops.len() as u32;
         th.iter = th.iter.saturating_sub(1);
-        if th.wait_start == NEVER {
-            th.wait_start = self.now;
+        if th.wait_start.is_none() {
+            th.wait_start = Some(self.now);
         }
         self.block(c, t);
     }
@@ -215,9 +215,8 @@ impl Sim {
     /// Ends a lock/barrier/queue wait, adding it to the thread's lock time.
     fn end_wait(&mut self, t: usize) {
         let th = &mut self.th[t];
-        if th.wait_start != NEVER {
-            th.lock_ns += self.now.saturating_sub(th.wait_start);
-            th.wait_start = NEVER;
+        if let Some(start) = th.wait_start.take() {
+            th.lock_ns += self.now.saturating_sub(start);
         }
     }
 
@@ -226,7 +225,7 @@ impl Sim {
         self.end_wait(t);
         let lock = &mut self.locks[l];
         let from = lock.last_cpu;
-        lock.holder = t as u32;
+        lock.holder = Some(t as u32);
         lock.acquisitions += 1;
         if from != NONE {
             lock.handoffs += 1;
@@ -247,8 +246,8 @@ impl Sim {
     /// it; if nobody spins, the first sleeper is woken and must race for it.
     pub(super) fn release(&mut self, l: usize, t: usize, c: usize) {
         let lock = &mut self.locks[l];
-        debug_assert_eq!(lock.holder, t as u32);
-        lock.holder = NONE;
+        debug_assert_eq!(lock.holder, Some(t as u32));
+        lock.holder = None;
         lock.last_cpu = c as u32;
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in lock.spinners.iter().enumerate() {

@@ -73,7 +73,8 @@ pub(crate) struct Thread {
     pub born: u64,
     pub died: u64,
     pub runnable_since: u64,
-    pub wait_start: u64,
+    /// When its current wait for a lock, barrier or queue began (`None`: not waiting).
+    pub wait_start: Option<u64>,
     pub picked_at: u64,
     pub last_ran: u64,
     pub bar_gen: u64,
@@ -130,7 +131,8 @@ impl CpuState {
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LockState {
-    pub holder: u32,
+    /// The thread inside its critical section, if any.
+    pub holder: Option<u32>,
     pub last_cpu: u32,
     pub spinners: Vec<u32>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).

@@ -1,8 +1,6 @@
 //! Automatic NUMA balancing's scanner state, per thread and per application's shared
 //! data; the scanning itself is in [`crate::autonuma`].
 
-use super::NONE;
-
 /// `numa_balancing_scan_delay_ms` and `numa_balancing_scan_period_min_ms`, ns.
 pub(crate) const SCAN_MIN_NS: u64 = 1_000_000_000;
 
@@ -13,8 +11,8 @@ pub(crate) struct Scan {
     pub next: u64,
     /// The scan period, ns.
     pub period: u64,
-    /// The node the last scan saw (`NONE`: none yet).
-    pub last_node: u32,
+    /// The node the last scan saw (`None`: none yet).
+    pub last_node: Option<u32>,
     /// CPU time of the thread at its last scan, ns.
     pub run_at_scan: u64,
     /// CPU time of the thread at its application's last shared-data pass, ns.
@@ -26,7 +24,7 @@ impl Scan {
         Scan {
             next: born + SCAN_MIN_NS,
             period: SCAN_MIN_NS,
-            last_node: NONE,
+            last_node: None,
             run_at_scan: 0,
             run_at_shared_pass: 0,
         }
@@ -36,9 +34,9 @@ impl Scan {
 /// Per-application state for its shared data.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SharedScan {
-    /// The node that held most of the application's CPU time at the last pass (`NONE`:
+    /// The node that held most of the application's CPU time at the last pass (`None`:
     /// no node held most).
-    pub last_node: u32,
+    pub last_node: Option<u32>,
     /// When the next pass is due, ns.
     pub next: u64,
     /// The scan period, ns.
@@ -48,7 +46,7 @@ pub(crate) struct SharedScan {
 impl SharedScan {
     pub(crate) fn new(start: u64) -> SharedScan {
         SharedScan {
-            last_node: NONE,
+            last_node: None,
             next: start + SCAN_MIN_NS,
             period: SCAN_MIN_NS,
         }
