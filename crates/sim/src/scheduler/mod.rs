@@ -30,7 +30,7 @@ mod worked;
 use crate::queue::EventKind;
 pub use crate::state::Linux;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, Hw, NONE, Programs, Sim, St};
+use crate::state::{Act, Hw, Programs, Sim, St};
 use threadbalance_model::{Level, Topology};
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
@@ -267,7 +267,7 @@ impl Sim {
     /// pull work) when its queue is empty.
     pub(crate) fn schedule(&mut self, c: usize) {
         debug_assert_eq!(self.cpus[c].cur, None);
-        if let Some(t) = self.pick(c, NONE) {
+        if let Some(t) = self.pick(c) {
             self.switch_in(c, t);
             return;
         }
@@ -275,14 +275,11 @@ impl Sim {
         self.newidle_balance(c);
     }
 
-    /// Removes and returns the queued thread with the least vruntime (not `skip`).
-    fn pick(&mut self, c: usize, skip: u32) -> Option<usize> {
+    /// Removes and returns the queued thread with the least vruntime.
+    fn pick(&mut self, c: usize) -> Option<usize> {
         let cpu = &self.cpus[c];
         let mut best: Option<(u64, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
-            if t == skip {
-                continue;
-            }
             let v = self.th[t as usize].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
                 best = Some((v, i));
@@ -311,7 +308,7 @@ impl Sim {
         let Some(t) = self.requeue_current(c) else {
             return;
         };
-        let next = self.pick(c, NONE).unwrap_or(t);
+        let next = self.pick(c).unwrap_or(t);
         if next != t {
             self.th[t].involuntary += 1;
         } else {

@@ -28,6 +28,10 @@ pub use kernel::Linux;
 pub(crate) use kernel::{Kernel, KernelCpu, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
+use crate::queue::EventQueue;
+use threadbalance_model::Topology;
+use threadbalance_policy::rng::Rng;
+
 /// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
 /// that go that way. The programs part calls the kernel's `impl Sim` methods directly
 /// (`block`, `wake`, `yield_cpu`, `enqueue`, `schedule`, `set_affinity`, `fork_cpu`).
@@ -47,10 +51,6 @@ pub(crate) trait Programs {
     /// Cache lines thread `t`'s working set spans (refetched after a migration).
     fn footprint_lines(&self, t: usize) -> f64;
 }
-
-use crate::queue::EventQueue;
-use threadbalance_model::Topology;
-use threadbalance_policy::rng::Rng;
 
 /// "No thread", "no lock", "no time".
 pub(crate) const NONE: u32 = u32::MAX;
