@@ -395,7 +395,7 @@ impl Sim {
             EventKind::Timer => {
                 let t = e.target as usize;
                 if self.th[t].st == St::Blocked {
-                    self.wake(t, NONE);
+                    self.wake(t, None);
                 }
             }
             EventKind::Spawn => self.spawn(e.target as usize),
@@ -440,7 +440,7 @@ impl Sim {
         let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = if t == first { NONE } else { self.th[first].cpu };
+        let parent = (t != first).then(|| self.th[first].cpu);
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;

@@ -138,7 +138,7 @@ impl Sim {
                     self.th[t].debt += self.lx.syscall_ns;
                     self.th[t].pc += 1;
                     if let Some(g) = getter {
-                        self.wake(g as usize, c as u32);
+                        self.wake(g as usize, Some(c as u32));
                     }
                 }
                 Op::Get { queue } => {
@@ -153,7 +153,7 @@ impl Sim {
                         self.th[t].debt += self.lx.syscall_ns;
                         self.th[t].pc += 1;
                         if let Some(p) = putter {
-                            self.wake(p as usize, c as u32);
+                            self.wake(p as usize, Some(c as u32));
                         }
                     } else if q.closed {
                         self.end_wait(t);
@@ -270,7 +270,7 @@ impl Sim {
             self.start_segment(sc);
         } else if let Some(w) = self.locks[l].waiters.pop_front() {
             self.th[t].debt += self.lx.syscall_ns;
-            self.wake(w as usize, c as u32);
+            self.wake(w as usize, Some(c as u32));
         }
     }
 
@@ -319,7 +319,7 @@ impl Sim {
     fn release_barrier(&mut self, b: usize, c: usize) {
         let waiters = std::mem::take(&mut self.barriers[b].waiters);
         for &w in &waiters {
-            self.wake(w as usize, c as u32);
+            self.wake(w as usize, Some(c as u32));
         }
         self.barriers[b].waiters = waiters;
         self.barriers[b].waiters.clear();
@@ -368,7 +368,7 @@ impl Sim {
         let main = self.apps[app].first;
         if self.apps[app].joining && self.apps[app].done + 1 == self.apps[app].threads {
             // The last other thread exited: pthread_join returns in the main thread.
-            self.wake(main, c as u32);
+            self.wake(main, Some(c as u32));
         }
         let puts = self.progs[prog].puts.clone();
         for qi in puts {
@@ -378,7 +378,7 @@ impl Sim {
                 q.closed = true;
                 let getters: Vec<u32> = q.getters.drain(..).collect();
                 for g in getters {
-                    self.wake(g as usize, c as u32);
+                    self.wake(g as usize, Some(c as u32));
                 }
             }
         }

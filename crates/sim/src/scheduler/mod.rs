@@ -373,8 +373,8 @@ impl Sim {
         self.schedule(c);
     }
 
-    /// Wakes sleeping thread `t`; `waker` is the waking CPU (`NONE` for a timer).
-    pub(crate) fn wake(&mut self, t: usize, waker: u32) {
+    /// Wakes sleeping thread `t`; `waker` is the waking CPU (`None` for a timer).
+    pub(crate) fn wake(&mut self, t: usize, waker: Option<u32>) {
         if self.th[t].st != St::Blocked {
             return;
         }

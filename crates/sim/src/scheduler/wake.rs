@@ -2,7 +2,7 @@
 //! `select_idle_sibling` with `SIS_UTIL`'s scan depth, fork balancing and the fallback
 //! CPU of a thread whose CPU is no longer allowed.
 
-use crate::state::{NONE, Sim, St};
+use crate::state::{Sim, St};
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -93,16 +93,12 @@ impl Sim {
         }
     }
 
-    pub(super) fn select_wake_cpu(&mut self, t: usize, waker: u32) -> u32 {
+    pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
         let prev = self.th[t].cpu;
         let mut target = prev;
-        let waker_th = if waker == NONE {
-            None
-        } else {
-            self.cpus[waker as usize].cur
-        };
-        let mut want_affine = waker != NONE && self.allowed(t, waker as usize);
-        if let Some(w) = waker_th {
+        let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
+        let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
+        if let (Some(waker), Some(w)) = (waker, waker_th) {
             let w = w as usize;
             self.decay_flips(w);
             self.decay_flips(t);
@@ -120,7 +116,7 @@ impl Sim {
                 want_affine = false;
             }
         }
-        if want_affine && waker != prev {
+        if let Some(waker) = waker.filter(|&wc| want_affine && wc != prev) {
             // The lowest domain that spans both CPUs (SD_WAKE_AFFINE at every level).
             let (w, p) = (waker as usize, prev as usize);
             let lv = self
@@ -261,10 +257,10 @@ impl Sim {
     }
 
     /// Placement of a new thread: down the domains towards the group with more idle CPUs.
-    pub(crate) fn fork_cpu(&self, t: usize, parent: u32) -> u32 {
-        if parent == NONE {
+    pub(crate) fn fork_cpu(&self, t: usize, parent: Option<u32>) -> u32 {
+        let Some(parent) = parent else {
             return self.fallback_cpu(t);
-        }
+        };
         let mut cpu = parent as usize;
         for lv in self.kernel.levels.iter().rev() {
             let groups = &lv.groups[lv.dom_of[cpu] as usize];

@@ -8,7 +8,7 @@ use super::GroupStats;
 use super::balance::Kind;
 use crate::machine::machine;
 use crate::run::RunOptions;
-use crate::state::{Act, NONE, Sim, St};
+use crate::state::{Act, Sim, St};
 use crate::workload::{Workload, spinners};
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
@@ -195,7 +195,7 @@ fn wake_wide_flipping_waker_keeps_prev() {
         sleeps(&mut sim, 3, 2, 0.05);
         sim.th[0].wakee_flips = flips;
         sim.th[3].wakee_flips = if flips > 0 { 2 } else { 0 };
-        assert_eq!(sim.select_wake_cpu(3, 0), want, "flips {flips}");
+        assert_eq!(sim.select_wake_cpu(3, Some(0)), want, "flips {flips}");
     }
 }
 
@@ -208,7 +208,7 @@ fn select_wake_cpu_idle_prev_keeps_prev() {
     let mut sim = kernel("package:1 core:4 pu:1", 2, 0);
     put(&mut sim, 0, 0);
     sleeps(&mut sim, 1, 1, 1.0);
-    assert_eq!(sim.select_wake_cpu(1, NONE), 1);
+    assert_eq!(sim.select_wake_cpu(1, None), 1);
     assert_eq!(
         sim.th[1].recent_cpu, None,
         "prev was idle: recent_used_cpu untouched"
@@ -226,7 +226,7 @@ fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
         put(&mut sim, 1, 1);
         sleeps(&mut sim, 2, 1, 1.0);
         sim.th[2].recent_cpu = recent;
-        assert_eq!(sim.select_wake_cpu(2, NONE), want, "recent {recent:?}");
+        assert_eq!(sim.select_wake_cpu(2, None), want, "recent {recent:?}");
         assert_eq!(sim.th[2].recent_cpu, Some(1));
     }
 }
