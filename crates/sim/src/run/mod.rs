@@ -63,7 +63,7 @@ impl Programs for Sim {
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
-                self.barriers[barrier as usize].generation != self.th[t].bar_gen
+                Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen
             }
             _ => false,
         }
@@ -72,7 +72,7 @@ impl Programs for Sim {
     fn yield_waiting(&self, t: usize) -> bool {
         match self.th[t].act {
             Act::Yield { barrier } => {
-                self.barriers[barrier as usize].generation == self.th[t].bar_gen
+                Some(self.barriers[barrier as usize].generation) == self.th[t].bar_gen
             }
             _ => false,
         }
@@ -192,7 +192,7 @@ impl Sim {
             sim.locks.extend((0..app.locks()).map(|_| LockState {
                 holder: None,
                 last_cpu: NONE,
-                pass: NEVER,
+                pass: None,
                 ..LockState::default()
             }));
             sim.barriers.extend(
@@ -275,9 +275,8 @@ impl Sim {
                         wait_start: None,
                         picked_at: 0,
                         last_ran: 0,
-                        bar_gen: NEVER,
-                        loop_pc: NONE,
-                        loop_end: NONE,
+                        bar_gen: None,
+                        ticket_loop: None,
                         passes: 0,
                         last_wakee: None,
                         wakee_flips: 0,

@@ -20,11 +20,13 @@ impl Sim {
     fn advance_program(&mut self, c: usize, t: usize) {
         loop {
             let prog = self.th[t].prog as usize;
-            if self.th[t].pc == self.th[t].loop_end {
+            if let Some((start, end)) = self.th[t].ticket_loop
+                && self.th[t].pc == end
+            {
                 // A ticket's work unit is done: back to the dispenser for the next.
                 let th = &mut self.th[t];
-                th.pc = th.loop_pc;
-                th.loop_end = NONE;
+                th.pc = start;
+                th.ticket_loop = None;
             }
             if self.th[t].pc as usize >= self.progs[prog].ops.len() {
                 let th = &mut self.th[t];
@@ -80,10 +82,10 @@ impl Sim {
                 }
                 Op::Barrier { barrier, wait } => {
                     let b = (self.apps[app].barrier_base + u32::from(barrier)) as usize;
-                    if self.th[t].bar_gen != NEVER {
-                        if self.barriers[b].generation != self.th[t].bar_gen {
+                    if let Some(arrived) = self.th[t].bar_gen {
+                        if self.barriers[b].generation != arrived {
                             self.end_wait(t);
-                            self.th[t].bar_gen = NEVER;
+                            self.th[t].bar_gen = None;
                             self.th[t].pc += 1;
                             continue;
                         }
@@ -97,7 +99,7 @@ impl Sim {
                             self.th[t].pc += 1;
                             continue;
                         }
-                        self.th[t].bar_gen = bar.generation;
+                        self.th[t].bar_gen = Some(bar.generation);
                         self.th[t].wait_start = Some(self.now);
                     }
                     self.th[t].act = match wait {
@@ -303,11 +305,11 @@ impl Sim {
     pub(super) fn take_ticket(&mut self, l: usize, t: usize, items: u32) -> bool {
         let k = self.th[t].passes;
         let pool = &mut self.locks[l];
-        if pool.pass == NEVER || pool.pass < k {
-            pool.pass = k;
+        if pool.pass.is_none_or(|p| p < k) {
+            pool.pass = Some(k);
             pool.taken = 0;
         }
-        if pool.pass == k && pool.taken < items {
+        if pool.pass == Some(k) && pool.taken < items {
             pool.taken += 1;
             true
         } else {

@@ -165,8 +165,7 @@ impl Sim {
                         let got = self.take_ticket(lock as usize, t, items);
                         let th = &mut self.th[t];
                         if got {
-                            th.loop_pc = pc;
-                            th.loop_end = pc + 1 + u32::from(body);
+                            th.ticket_loop = Some((pc, pc + 1 + u32::from(body)));
                             th.pc = pc + 1;
                         } else {
                             th.passes += 1;
@@ -192,7 +191,7 @@ impl Sim {
                 return;
             }
             Act::BarrierSpin { barrier, .. } => {
-                let passed = self.barriers[barrier as usize].generation != self.th[t].bar_gen;
+                let passed = Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen;
                 self.th[t].act = Act::Idle;
                 if !passed {
                     self.barriers[barrier as usize].waiters.push(t as u32);

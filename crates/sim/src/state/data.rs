@@ -77,11 +77,11 @@ pub(crate) struct Thread {
     pub wait_start: Option<u64>,
     pub picked_at: u64,
     pub last_ran: u64,
-    pub bar_gen: u64,
+    /// Waiting at a barrier: the barrier's generation when it arrived (`None`: not waiting).
+    pub bar_gen: Option<u64>,
     /// Inside a ticket loop: the ticket op's index, and the index just past its body
-    /// (`NONE`: not in a loop).
-    pub loop_pc: u32,
-    pub loop_end: u32,
+    /// (`None`: not in a loop).
+    pub ticket_loop: Option<(u32, u32)>,
     /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
     pub passes: u64,
     /// The thread it last woke (`p->last_wakee`).
@@ -142,9 +142,9 @@ pub(crate) struct LockState {
     pub acquisitions: u64,
     pub handoffs: u64,
     pub cross: u64,
-    /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`NEVER`: not
+    /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`None`: not
     /// yet) and the tickets taken since.
-    pub pass: u64,
+    pub pass: Option<u64>,
     pub taken: u32,
 }
 
