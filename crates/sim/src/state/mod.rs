@@ -88,3 +88,48 @@ pub struct Sim {
     /// When `SimHost` last sampled memory (`NEVER`: not yet).
     pub(crate) memory_at: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    /// The non-test code of a source file, comments and docs left out.
+    fn code(src: &str) -> String {
+        let body = src.split("#[cfg(test)]").next().unwrap_or(src);
+        body.lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn kernel_and_numa_parts_import_state_not_the_programs_part() {
+        // The shape the module docs teach: `scheduler/` and `autonuma.rs` reach the
+        // programs part only through `Programs`, and never read its locks, barriers,
+        // queues or applications.
+        let kernel = [
+            ("scheduler/mod.rs", include_str!("../scheduler/mod.rs")),
+            ("scheduler/wake.rs", include_str!("../scheduler/wake.rs")),
+            (
+                "scheduler/balance.rs",
+                include_str!("../scheduler/balance.rs"),
+            ),
+        ];
+        for (name, src) in kernel {
+            let code = code(src);
+            for banned in ["crate::run", ".locks[", ".barriers[", ".queues[", ".apps["] {
+                assert!(!code.contains(banned), "{name} uses {banned}");
+            }
+        }
+        let numa = code(include_str!("../autonuma.rs"));
+        assert!(!numa.contains("crate::run"), "autonuma.rs imports run/");
+        for (name, src) in [
+            ("state/data.rs", include_str!("data.rs")),
+            ("state/hw.rs", include_str!("hw.rs")),
+            ("state/kernel.rs", include_str!("kernel.rs")),
+            ("state/numa.rs", include_str!("numa.rs")),
+        ] {
+            for banned in ["crate::run", "crate::scheduler", "crate::autonuma"] {
+                assert!(!code(src).contains(banned), "{name} uses {banned}");
+            }
+        }
+    }
+}
