@@ -22,65 +22,14 @@
 //! the scan's 256 MB per pass rate limit (the workloads' memory is smaller).
 
 use crate::queue::EventKind;
-use crate::run::{NONE, Sim, St};
+use crate::state::{NONE, SCAN_MIN_NS, Sim, St};
 
 /// How often the model looks for threads whose scan is due, ns.
 const PASS_NS: u64 = 250_000_000;
-/// `numa_balancing_scan_delay_ms` and `numa_balancing_scan_period_min_ms`, ns.
-const SCAN_MIN_NS: u64 = 1_000_000_000;
 /// `numa_balancing_scan_period_max_ms`, ns.
 const SCAN_MAX_NS: u64 = 60_000_000_000;
 /// Base page size.
 const PAGE: u64 = 4096;
-
-/// Per-thread state of the scanner.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Scan {
-    /// When the next scan is due, ns.
-    pub next: u64,
-    /// The scan period, ns.
-    pub period: u64,
-    /// The node the last scan saw (`NONE`: none yet).
-    pub last_node: u32,
-    /// CPU time of the thread at its last scan, ns.
-    pub run_at_scan: u64,
-    /// CPU time of the thread at its application's last shared-data pass, ns.
-    pub run_at_shared_pass: u64,
-}
-
-impl Scan {
-    pub(crate) fn new(born: u64) -> Scan {
-        Scan {
-            next: born + SCAN_MIN_NS,
-            period: SCAN_MIN_NS,
-            last_node: NONE,
-            run_at_scan: 0,
-            run_at_shared_pass: 0,
-        }
-    }
-}
-
-/// Per-application state for its shared data.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SharedScan {
-    /// The node that held most of the application's CPU time at the last pass (`NONE`:
-    /// no node held most).
-    pub last_node: u32,
-    /// When the next pass is due, ns.
-    pub next: u64,
-    /// The scan period, ns.
-    pub period: u64,
-}
-
-impl SharedScan {
-    pub(crate) fn new(start: u64) -> SharedScan {
-        SharedScan {
-            last_node: NONE,
-            next: start + SCAN_MIN_NS,
-            period: SCAN_MIN_NS,
-        }
-    }
-}
 
 impl Sim {
     /// Whether automatic NUMA balancing runs: on, and more than one node.
@@ -114,7 +63,7 @@ impl Sim {
             let mut remote = false;
             if !self.apps[app].shared_data && self.th[t].home != NONE {
                 remote = self.th[t].home != here;
-                if remote && self.th[t].scan.last_node == here {
+                if remote && self.th[t].scan.last_node == Some(here) {
                     self.th[t].home = here;
                     self.charge_page_migration(&[t], self.apps[app].memory_bytes);
                 }
@@ -123,7 +72,7 @@ impl Sim {
                 remote = self.th[owner].home != NONE && self.th[owner].home != here;
             }
             let s = &mut self.th[t].scan;
-            s.last_node = here;
+            s.last_node = Some(here);
             s.period = if remote {
                 SCAN_MIN_NS
             } else {
@@ -166,7 +115,7 @@ impl Sim {
             let majority = total > 0 && most * 2 > total;
             let s = self.apps[app].scan;
             let mut moved = false;
-            if majority && home != NONE && home != best && s.last_node == best {
+            if majority && home != NONE && home != best && s.last_node == Some(best) {
                 self.th[first].home = best;
                 let faulting: Vec<usize> = (first..first + n)
                     .filter(|&t| {
@@ -179,7 +128,7 @@ impl Sim {
             }
             let remote = home != NONE && home != best;
             let s = &mut self.apps[app].scan;
-            s.last_node = if majority { best } else { NONE };
+            s.last_node = majority.then_some(best);
             s.period = if remote && !moved {
                 SCAN_MIN_NS
             } else {
@@ -207,7 +156,8 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::machine::machine;
-    use crate::run::{RunOptions, Sim};
+    use crate::run::RunOptions;
+    use crate::state::Sim;
     use threadbalance_model::{CpuId, CpuSet, Nanos};
 
     /// Streamcluster's threads (own pages, first touch) on a 4-node machine, after one
@@ -222,7 +172,7 @@ mod tests {
         sim.run_until(Nanos::from_millis(500));
         let t = sim.th.len() - 1;
         let home = sim.th[t].home;
-        assert_ne!(home, crate::run::NONE, "first touch happened");
+        assert_ne!(home, crate::state::NONE, "first touch happened");
         // Confine it to a node other than its home.
         let other = (home + 1) % 4;
         let mut cpus = CpuSet::new();
@@ -245,7 +195,7 @@ mod tests {
         sim.apps[0].shared_data = true;
         sim.run_until(Nanos::from_millis(500));
         let home = sim.th[0].home;
-        assert_ne!(home, crate::run::NONE);
+        assert_ne!(home, crate::state::NONE);
         let other = (home + 1) % 4;
         let mut cpus = CpuSet::new();
         for c in other * 16..other * 16 + 16 {

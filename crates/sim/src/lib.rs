@@ -12,6 +12,10 @@
 //!  RunResult → Comparison: table, JSON, SVG (report.rs); the papers' claims (suite.rs)
 //! ```
 //!
+//! The programs part (`run/`), the Linux model (`scheduler/`) and NUMA balancing
+//! (`autonuma.rs`) share one state (`state/`: the `Sim` struct, threads, CPUs, hardware,
+//! domains) and import it rather than each other.
+//!
 //! Nothing here names an outcome: speedups, cross-socket fractions and utilization spreads
 //! *emerge* from time slices, queues, lock hand-offs and cache and memory costs. The Linux
 //! model is calibrated against measurements of Linux 6.18 on two cores
@@ -41,6 +45,7 @@ pub mod run;
 pub mod scenario;
 pub mod scheduler;
 pub mod splash2x;
+mod state;
 pub mod suite;
 pub mod workload;
 

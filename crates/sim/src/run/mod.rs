@@ -23,29 +23,65 @@
 //! does memory-bound work) and by sharing the node's memory bandwidth; a busy SMT sibling
 //! slows everything. Changes during a segment are not re-applied (ops are short).
 
-mod hw;
 mod ops;
 mod segment;
-mod state;
 
-pub(crate) use hw::Hw;
-pub use state::TimelinePoint;
-pub(crate) use state::{
-    Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
+pub(crate) use crate::state::{
+    Act, AppState, BarrierState, CpuState, LockState, NEVER, NONE, Prog, Programs, QueueState, St,
+    Stats, Thread,
 };
+pub use crate::state::{Sim, TimelinePoint};
 
 use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
-use crate::scheduler::{Linux, SdLevel};
+use crate::scheduler::Linux;
+use crate::state::build_hw;
+use crate::state::{Kernel, KernelCpu};
 use crate::workload::{Op, Workload};
-use hw::build_hw;
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
 
-/// "No thread", "no lock", "no time".
-pub(crate) const NONE: u32 = u32::MAX;
-/// An end time that never comes.
-pub(crate) const NEVER: u64 = u64::MAX;
+/// The programs part as the kernel sees it (see [`Programs`]).
+impl Programs for Sim {
+    fn run_program(&mut self, c: usize, t: usize) {
+        self.advance(c, t);
+    }
+
+    fn begin_segment(&mut self, c: usize) {
+        self.start_segment(c);
+    }
+
+    fn end_segment(&mut self, c: usize) {
+        self.stop_segment(c);
+    }
+
+    fn wait_over(&mut self, t: usize) -> bool {
+        match self.th[t].act {
+            Act::Spin { lock, .. } if self.locks[lock as usize].holder.is_none() => {
+                let l = lock as usize;
+                self.locks[l].spinners.retain(|&x| x as usize != t);
+                true
+            }
+            Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
+                Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen
+            }
+            _ => false,
+        }
+    }
+
+    fn yield_waiting(&self, t: usize) -> bool {
+        match self.th[t].act {
+            Act::Yield { barrier } => {
+                Some(self.barriers[barrier as usize].generation) == self.th[t].bar_gen
+            }
+            _ => false,
+        }
+    }
+
+    fn footprint_lines(&self, t: usize) -> f64 {
+        self.apps[self.th[t].app as usize].footprint_lines
+    }
+}
 
 /// Options of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,40 +112,6 @@ impl RunOptions {
     }
 }
 
-/// A machine running a workload.
-#[derive(Debug)]
-pub struct Sim {
-    pub(crate) now: u64,
-    pub(crate) q: EventQueue,
-    pub(crate) th: Vec<Thread>,
-    pub(crate) cpus: Vec<CpuState>,
-    pub(crate) locks: Vec<LockState>,
-    pub(crate) barriers: Vec<BarrierState>,
-    pub(crate) queues: Vec<QueueState>,
-    pub(crate) progs: Vec<Prog>,
-    pub(crate) apps: Vec<AppState>,
-    pub(crate) hw: Hw,
-    pub(crate) lx: Linux,
-    pub(crate) levels: Vec<SdLevel>,
-    pub(crate) rng: Rng,
-    pub(crate) stats: Stats,
-    pub(crate) streams: Vec<f64>,
-    pub(crate) timeline: Vec<TimelinePoint>,
-    pub(crate) sample_every: u64,
-    pub(crate) last_sample_busy: Vec<u64>,
-    pub(crate) last_sample_migr: u64,
-    pub(crate) live: usize,
-    pub(crate) horizon: u64,
-    pub(crate) nohz_next: u64,
-    pub(crate) topo: Topology,
-    /// Period of per-process memory samples, ns (0: every sample).
-    pub(crate) memory_every: u64,
-    /// When `SimHost` last sampled memory (`NEVER`: not yet).
-    pub(crate) memory_at: u64,
-    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
-    pub(crate) llc_scan: Vec<Option<(u64, usize)>>,
-}
-
 impl Sim {
     /// Builds the machine and the workload's threads (created from t = 0, 20 µs apart).
     pub fn new(machine: &Machine, workload: &Workload, opts: &RunOptions) -> Sim {
@@ -119,23 +121,27 @@ impl Sim {
         let ncpu = hw.cpu_id.len();
         let nlv = levels.len();
         let lx = opts.linux.clone();
+        let kcpus = (0..ncpu)
+            .map(|_| KernelCpu {
+                min_vruntime: 0,
+                tick_armed: false,
+                idle_since: Some(0),
+                avg_idle: 2 * lx.migration_cost_ns,
+                last_balance: vec![0; nlv],
+                interval: levels.iter().map(|l| l.min_interval).collect(),
+                failed: vec![0; nlv],
+            })
+            .collect();
         let cpus = (0..ncpu)
             .map(|_| CpuState {
-                cur: NONE,
+                cur: None,
                 rq: Vec::with_capacity(8),
-                min_vruntime: 0,
                 version: 0,
                 seg_start: 0,
                 seg_factor: 1.0,
                 seg_stream: 0.0,
                 seg_node: 0,
                 seg_debt: 0,
-                tick_armed: false,
-                idle_since: 0,
-                avg_idle: 2 * lx.migration_cost_ns,
-                last_balance: vec![0; nlv],
-                interval: levels.iter().map(|l| l.min_interval).collect(),
-                failed: vec![0; nlv],
                 busy_ns: 0,
                 in_advance: false,
             })
@@ -154,7 +160,12 @@ impl Sim {
             last_sample_busy: vec![0; hw.npkg],
             hw,
             lx,
-            levels,
+            kernel: Kernel {
+                levels,
+                llc_scan: Vec::new(),
+                nohz_next: 0,
+                cpus: kcpus,
+            },
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
             stats: Stats::default(),
             timeline: Vec::new(),
@@ -162,13 +173,11 @@ impl Sim {
             last_sample_migr: 0,
             live: 0,
             horizon: opts.horizon.0,
-            nohz_next: 0,
             topo,
             memory_every: opts.memory_every.0,
             memory_at: NEVER,
-            llc_scan: Vec::new(),
         };
-        sim.llc_scan = vec![None; sim.hw.llc_cpus.len()];
+        sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();
         let mut spawn_at = 0u64;
         for (ai, app) in workload.apps.iter().enumerate() {
@@ -181,9 +190,9 @@ impl Sim {
             let barrier_base = sim.barriers.len() as u32;
             let queue_base = sim.queues.len() as u32;
             sim.locks.extend((0..app.locks()).map(|_| LockState {
-                holder: NONE,
+                holder: None,
                 last_cpu: NONE,
-                pass: NEVER,
+                pass: None,
                 ..LockState::default()
             }));
             sim.barriers.extend(
@@ -263,20 +272,19 @@ impl Sim {
                         born: 0,
                         died: 0,
                         runnable_since: 0,
-                        wait_start: NEVER,
+                        wait_start: None,
                         picked_at: 0,
                         last_ran: 0,
-                        bar_gen: NEVER,
-                        loop_pc: NONE,
-                        loop_end: NONE,
+                        bar_gen: None,
+                        ticket_loop: None,
                         passes: 0,
-                        last_wakee: NONE,
+                        last_wakee: None,
                         wakee_flips: 0,
                         flip_decay: 0,
                         load_avg: 1.0,
                         load_at: 0,
-                        recent_cpu: NONE,
-                        scan: crate::autonuma::Scan::new(0),
+                        recent_cpu: None,
+                        scan: crate::state::Scan::new(0),
                     });
                     let at = app_at.unwrap_or(spawn_at);
                     // A main thread creates the others itself, once its program is done.
@@ -309,7 +317,7 @@ impl Sim {
                     }),
                 main_thread: app.main_thread,
                 joining: false,
-                scan: crate::autonuma::SharedScan::new(app.start_ns),
+                scan: crate::state::SharedScan::new(app.start_ns),
             });
         }
         sim.live = sim.th.len();
@@ -376,7 +384,7 @@ impl Sim {
         match e.kind {
             EventKind::Cpu => {
                 let c = e.target as usize;
-                if self.cpus[c].version == e.version && self.cpus[c].cur != NONE {
+                if self.cpus[c].version == e.version && self.cpus[c].cur.is_some() {
                     self.on_activity_end(c);
                 }
             }
@@ -386,7 +394,7 @@ impl Sim {
             EventKind::Timer => {
                 let t = e.target as usize;
                 if self.th[t].st == St::Blocked {
-                    self.wake(t, NONE);
+                    self.wake(t, None);
                 }
             }
             EventKind::Spawn => self.spawn(e.target as usize),
@@ -401,7 +409,7 @@ impl Sim {
         let mut busy = vec![0u64; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
             let mut b = cpu.busy_ns;
-            if cpu.cur != NONE {
+            if cpu.cur.is_some() {
                 b += now - cpu.seg_start;
             }
             busy[self.hw.pkg[c] as usize] += b;
@@ -431,17 +439,17 @@ impl Sim {
         let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = if t == first { NONE } else { self.th[first].cpu };
+        let parent = (t != first).then(|| self.th[first].cpu);
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
-        th.scan = crate::autonuma::Scan::new(self.now);
+        th.scan = crate::state::Scan::new(self.now);
         // A new task starts with a full load (init_entity_runnable_average).
         th.load_avg = 1.0;
         th.load_at = self.now;
         th.cpu = c;
         th.st = St::Runnable;
-        th.vruntime = self.cpus[c as usize].min_vruntime;
+        th.vruntime = self.kernel.cpus[c as usize].min_vruntime;
         th.lag = 0;
         self.enqueue(t, c as usize, true);
     }
@@ -466,12 +474,7 @@ impl Sim {
             if th.st == St::Runnable {
                 wait += now.saturating_sub(th.runnable_since);
             }
-            let lock = th.lock_ns
-                + if th.wait_start == NEVER {
-                    0
-                } else {
-                    now.saturating_sub(th.wait_start)
-                };
+            let lock = th.lock_ns + th.wait_start.map_or(0, |start| now.saturating_sub(start));
             into.push(Sample {
                 key: th.key,
                 utime: Nanos(utime),
@@ -504,8 +507,8 @@ impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut seen = vec![0u32; self.th.len()];
         for (c, cpu) in self.cpus.iter().enumerate() {
-            if cpu.cur != NONE {
-                let t = cpu.cur as usize;
+            if let Some(t) = cpu.cur {
+                let t = t as usize;
                 seen[t] += 1;
                 if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
                     return Err(format!(
@@ -535,8 +538,8 @@ impl Sim {
             }
         }
         for (l, lock) in self.locks.iter().enumerate() {
-            if lock.holder != NONE {
-                let h = lock.holder as usize;
+            if let Some(h) = lock.holder {
+                let h = h as usize;
                 let inside = matches!(self.th[h].act, Act::Work { lock: x, .. } if x as usize == l);
                 if !inside {
                     return Err(format!(

@@ -11,7 +11,7 @@ impl Sim {
 
     /// Runs thread `t`'s program on CPU `c` from its current op until something takes time,
     /// blocks or the thread exits; then dispatches the CPU.
-    pub(crate) fn advance(&mut self, c: usize, t: usize) {
+    pub(super) fn advance(&mut self, c: usize, t: usize) {
         self.cpus[c].in_advance = true;
         self.advance_program(c, t);
         self.cpus[c].in_advance = false;
@@ -20,11 +20,13 @@ impl Sim {
     fn advance_program(&mut self, c: usize, t: usize) {
         loop {
             let prog = self.th[t].prog as usize;
-            if self.th[t].pc == self.th[t].loop_end {
+            if let Some((start, end)) = self.th[t].ticket_loop
+                && self.th[t].pc == end
+            {
                 // A ticket's work unit is done: back to the dispenser for the next.
                 let th = &mut self.th[t];
-                th.pc = th.loop_pc;
-                th.loop_end = NONE;
+                th.pc = start;
+                th.ticket_loop = None;
             }
             if self.th[t].pc as usize >= self.progs[prog].ops.len() {
                 let th = &mut self.th[t];
@@ -64,11 +66,11 @@ impl Sim {
                     ..
                 } => {
                     let l = (self.apps[app].lock_base + u32::from(lock)) as usize;
-                    if self.locks[l].holder == NONE {
+                    if self.locks[l].holder.is_none() {
                         self.acquire(l, t, c, hold_ns, lines);
                     } else {
-                        if self.th[t].wait_start == NEVER {
-                            self.th[t].wait_start = self.now;
+                        if self.th[t].wait_start.is_none() {
+                            self.th[t].wait_start = Some(self.now);
                         }
                         self.locks[l].spinners.push(t as u32);
                         self.th[t].act = Act::Spin {
@@ -80,10 +82,10 @@ impl Sim {
                 }
                 Op::Barrier { barrier, wait } => {
                     let b = (self.apps[app].barrier_base + u32::from(barrier)) as usize;
-                    if self.th[t].bar_gen != NEVER {
-                        if self.barriers[b].generation != self.th[t].bar_gen {
+                    if let Some(arrived) = self.th[t].bar_gen {
+                        if self.barriers[b].generation != arrived {
                             self.end_wait(t);
-                            self.th[t].bar_gen = NEVER;
+                            self.th[t].bar_gen = None;
                             self.th[t].pc += 1;
                             continue;
                         }
@@ -97,8 +99,8 @@ impl Sim {
                             self.th[t].pc += 1;
                             continue;
                         }
-                        self.th[t].bar_gen = bar.generation;
-                        self.th[t].wait_start = self.now;
+                        self.th[t].bar_gen = Some(bar.generation);
+                        self.th[t].wait_start = Some(self.now);
                     }
                     self.th[t].act = match wait {
                         Wait::Spin => Act::BarrierSpin {
@@ -125,8 +127,8 @@ impl Sim {
                     let qi = (self.apps[app].queue_base + u32::from(queue)) as usize;
                     let q = &mut self.queues[qi];
                     if q.items.len() >= q.capacity {
-                        if self.th[t].wait_start == NEVER {
-                            self.th[t].wait_start = self.now;
+                        if self.th[t].wait_start.is_none() {
+                            self.th[t].wait_start = Some(self.now);
                         }
                         q.putters.push_back(t as u32);
                         self.block(c, t);
@@ -138,7 +140,7 @@ impl Sim {
                     self.th[t].debt += self.lx.syscall_ns;
                     self.th[t].pc += 1;
                     if let Some(g) = getter {
-                        self.wake(g as usize, c as u32);
+                        self.wake(g as usize, Some(c as u32));
                     }
                 }
                 Op::Get { queue } => {
@@ -153,15 +155,15 @@ impl Sim {
                         self.th[t].debt += self.lx.syscall_ns;
                         self.th[t].pc += 1;
                         if let Some(p) = putter {
-                            self.wake(p as usize, c as u32);
+                            self.wake(p as usize, Some(c as u32));
                         }
                     } else if q.closed {
                         self.end_wait(t);
                         self.exit(c, t);
                         return;
                     } else {
-                        if self.th[t].wait_start == NEVER {
-                            self.th[t].wait_start = self.now;
+                        if self.th[t].wait_start.is_none() {
+                            self.th[t].wait_start = Some(self.now);
                         }
                         q.getters.push_back(t as u32);
                         self.block(c, t);
@@ -206,8 +208,8 @@ impl Sim {
         let th = &mut self.th[t];
         th.pc = self.progs[prog].ops.len() as u32;
         th.iter = th.iter.saturating_sub(1);
-        if th.wait_start == NEVER {
-            th.wait_start = self.now;
+        if th.wait_start.is_none() {
+            th.wait_start = Some(self.now);
         }
         self.block(c, t);
     }
@@ -215,9 +217,8 @@ impl Sim {
     /// Ends a lock/barrier/queue wait, adding it to the thread's lock time.
     fn end_wait(&mut self, t: usize) {
         let th = &mut self.th[t];
-        if th.wait_start != NEVER {
-            th.lock_ns += self.now.saturating_sub(th.wait_start);
-            th.wait_start = NEVER;
+        if let Some(start) = th.wait_start.take() {
+            th.lock_ns += self.now.saturating_sub(start);
         }
     }
 
@@ -226,7 +227,7 @@ impl Sim {
         self.end_wait(t);
         let lock = &mut self.locks[l];
         let from = lock.last_cpu;
-        lock.holder = t as u32;
+        lock.holder = Some(t as u32);
         lock.acquisitions += 1;
         if from != NONE {
             lock.handoffs += 1;
@@ -247,13 +248,13 @@ impl Sim {
     /// it; if nobody spins, the first sleeper is woken and must race for it.
     pub(super) fn release(&mut self, l: usize, t: usize, c: usize) {
         let lock = &mut self.locks[l];
-        debug_assert_eq!(lock.holder, t as u32);
-        lock.holder = NONE;
+        debug_assert_eq!(lock.holder, Some(t as u32));
+        lock.holder = None;
         lock.last_cpu = c as u32;
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in lock.spinners.iter().enumerate() {
             let sc = self.th[s as usize].cpu;
-            if self.th[s as usize].st != St::Running || self.cpus[sc as usize].cur != s {
+            if self.th[s as usize].st != St::Running || self.cpus[sc as usize].cur != Some(s) {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
@@ -271,7 +272,7 @@ impl Sim {
             self.start_segment(sc);
         } else if let Some(w) = self.locks[l].waiters.pop_front() {
             self.th[t].debt += self.lx.syscall_ns;
-            self.wake(w as usize, c as u32);
+            self.wake(w as usize, Some(c as u32));
         }
     }
 
@@ -304,11 +305,11 @@ impl Sim {
     pub(super) fn take_ticket(&mut self, l: usize, t: usize, items: u32) -> bool {
         let k = self.th[t].passes;
         let pool = &mut self.locks[l];
-        if pool.pass == NEVER || pool.pass < k {
-            pool.pass = k;
+        if pool.pass.is_none_or(|p| p < k) {
+            pool.pass = Some(k);
             pool.taken = 0;
         }
-        if pool.pass == k && pool.taken < items {
+        if pool.pass == Some(k) && pool.taken < items {
             pool.taken += 1;
             true
         } else {
@@ -320,14 +321,14 @@ impl Sim {
     fn release_barrier(&mut self, b: usize, c: usize) {
         let waiters = std::mem::take(&mut self.barriers[b].waiters);
         for &w in &waiters {
-            self.wake(w as usize, c as u32);
+            self.wake(w as usize, Some(c as u32));
         }
         self.barriers[b].waiters = waiters;
         self.barriers[b].waiters.clear();
         // Spinners and yielders still on a CPU notice when the line reaches them.
         for sc in 0..self.cpus.len() {
-            let s = self.cpus[sc].cur;
-            if s == NONE || sc == c {
+            let Some(s) = self.cpus[sc].cur else { continue };
+            if sc == c {
                 continue;
             }
             let waiting = match self.th[s as usize].act {
@@ -369,7 +370,7 @@ impl Sim {
         let main = self.apps[app].first;
         if self.apps[app].joining && self.apps[app].done + 1 == self.apps[app].threads {
             // The last other thread exited: pthread_join returns in the main thread.
-            self.wake(main, c as u32);
+            self.wake(main, Some(c as u32));
         }
         let puts = self.progs[prog].puts.clone();
         for qi in puts {
@@ -379,11 +380,11 @@ impl Sim {
                 q.closed = true;
                 let getters: Vec<u32> = q.getters.drain(..).collect();
                 for g in getters {
-                    self.wake(g as usize, c as u32);
+                    self.wake(g as usize, Some(c as u32));
                 }
             }
         }
-        self.cpus[c].cur = NONE;
+        self.cpus[c].cur = None;
         self.schedule(c);
     }
 }

@@ -9,8 +9,9 @@ impl Sim {
     // ---- segments ------------------------------------------------------------------------
 
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
-    pub(crate) fn start_segment(&mut self, c: usize) {
-        let t = self.cpus[c].cur as usize;
+    pub(super) fn start_segment(&mut self, c: usize) {
+        let Some(t) = self.cpus[c].cur else { return };
+        let t = t as usize;
         let now = self.now;
         let (factor, stream, node) = self.speed_factor(c, t);
         let th = &self.th[t];
@@ -65,7 +66,7 @@ impl Sim {
         if self.hw.smt_factor != 1.0
             && self.hw.siblings[c]
                 .iter()
-                .any(|&s| s as usize != c && self.cpus[s as usize].cur != NONE)
+                .any(|&s| s as usize != c && self.cpus[s as usize].cur.is_some())
         {
             f *= self.hw.smt_factor;
         }
@@ -94,8 +95,9 @@ impl Sim {
     }
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
-    pub(crate) fn stop_segment(&mut self, c: usize) {
-        let t = self.cpus[c].cur as usize;
+    pub(super) fn stop_segment(&mut self, c: usize) {
+        let Some(t) = self.cpus[c].cur else { return };
+        let t = t as usize;
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let elapsed = now.saturating_sub(cpu.seg_start);
@@ -143,7 +145,8 @@ impl Sim {
 
     /// The CPU's activity reached its end.
     pub(super) fn on_activity_end(&mut self, c: usize) {
-        let t = self.cpus[c].cur as usize;
+        let Some(t) = self.cpus[c].cur else { return };
+        let t = t as usize;
         self.stop_segment(c);
         if self.th[t].debt > 0 {
             // Only possible when the end was computed before extra debt was added.
@@ -162,8 +165,7 @@ impl Sim {
                         let got = self.take_ticket(lock as usize, t, items);
                         let th = &mut self.th[t];
                         if got {
-                            th.loop_pc = pc;
-                            th.loop_end = pc + 1 + u32::from(body);
+                            th.ticket_loop = Some((pc, pc + 1 + u32::from(body)));
                             th.pc = pc + 1;
                         } else {
                             th.passes += 1;
@@ -189,7 +191,7 @@ impl Sim {
                 return;
             }
             Act::BarrierSpin { barrier, .. } => {
-                let passed = self.barriers[barrier as usize].generation != self.th[t].bar_gen;
+                let passed = Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen;
                 self.th[t].act = Act::Idle;
                 if !passed {
                     self.barriers[barrier as usize].waiters.push(t as u32);

@@ -3,10 +3,10 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::run::{Act, NONE, Sim, St};
+use crate::state::{Act, Programs, Sim, St};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Busy,
     Idle,
     NewIdle,
@@ -16,13 +16,13 @@ impl Sim {
     // ---- tick and balancing --------------------------------------------------------------
 
     pub(crate) fn on_tick(&mut self, c: usize) {
-        self.cpus[c].tick_armed = false;
-        if self.cpus[c].cur == NONE {
+        self.kernel.cpus[c].tick_armed = false;
+        if self.cpus[c].cur.is_none() {
             return; // nohz: an idle CPU stops ticking
         }
         let tick = self.lx.tick_ns();
         let now = self.now;
-        self.cpus[c].tick_armed = true;
+        self.kernel.cpus[c].tick_armed = true;
         self.q.push(now + tick, EventKind::Tick, c as u32, 0);
         self.rebalance(c);
         let queued = !self.cpus[c].rq.is_empty();
@@ -36,8 +36,8 @@ impl Sim {
                 self.q.push(at, EventKind::Noise, c as u32, 0);
             }
         }
-        if now >= self.nohz_next && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c)) {
-            self.nohz_next = now + tick;
+        if now >= self.kernel.nohz_next && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c)) {
+            self.kernel.nohz_next = now + tick;
             for i in 0..self.cpus.len() {
                 if self.cpus[i].idle() {
                     self.rebalance(i);
@@ -52,12 +52,12 @@ impl Sim {
     fn llc_busy_peer(&self, c: usize) -> bool {
         self.hw.llc_cpus[self.hw.llc[c] as usize]
             .iter()
-            .any(|&x| x as usize != c && self.cpus[x as usize].cur != NONE)
+            .any(|&x| x as usize != c && self.cpus[x as usize].cur.is_some())
     }
 
     pub(crate) fn on_resched(&mut self, c: usize) {
-        let cur = self.cpus[c].cur;
-        if cur == NONE || self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+        let Some(cur) = self.cpus[c].cur else { return };
+        if self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
         let cur = cur as usize;
@@ -72,14 +72,14 @@ impl Sim {
     /// (its activity ends that much later), and when the kernel thread is done the fairest
     /// queued thread runs.
     pub(crate) fn on_noise(&mut self, c: usize) {
-        let cur = self.cpus[c].cur;
-        if cur == NONE || self.cpus[c].in_advance {
+        let Some(cur) = self.cpus[c].cur else { return };
+        if self.cpus[c].in_advance {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
-            self.stop_segment(c);
+            self.end_segment(c);
             self.th[cur as usize].debt += self.lx.kernel_noise_ns;
-            self.start_segment(c);
+            self.begin_segment(c);
         }
         if self.cpus[c].rq.is_empty() {
             return;
@@ -95,29 +95,29 @@ impl Sim {
     fn rebalance(&mut self, c: usize) {
         let now = self.now;
         let max = 100_000_000 * self.cpus.len() as u64;
-        for lv in 0..self.levels.len() {
-            let busy = self.cpus[c].cur != NONE;
-            let mut interval = self.cpus[c].interval[lv];
+        for lv in 0..self.kernel.levels.len() {
+            let busy = self.cpus[c].cur.is_some();
+            let mut interval = self.kernel.cpus[c].interval[lv];
             if busy {
                 interval *= self.lx.busy_factor;
             }
-            if now < self.cpus[c].last_balance[lv] + interval.min(max) {
+            if now < self.kernel.cpus[c].last_balance[lv] + interval.min(max) {
                 continue;
             }
             let kind = if busy { Kind::Busy } else { Kind::Idle };
             self.load_balance(c, lv, kind);
-            self.cpus[c].last_balance[lv] = now;
+            self.kernel.cpus[c].last_balance[lv] = now;
         }
     }
 
     pub(super) fn newidle_balance(&mut self, c: usize) {
-        if self.cpus[c].avg_idle < self.lx.migration_cost_ns {
+        if self.kernel.cpus[c].avg_idle < self.lx.migration_cost_ns {
             return;
         }
         if !self.cpus.iter().any(|x| x.nr() >= 2) {
             return;
         }
-        for lv in 0..self.levels.len() {
+        for lv in 0..self.kernel.levels.len() {
             if self.load_balance(c, lv, Kind::NewIdle) || !self.cpus[c].idle() {
                 return;
             }
@@ -125,8 +125,8 @@ impl Sim {
     }
 
     /// One `sched_balance_rq` of CPU `c` at level `lv`; whether it pulled anything.
-    fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
-        let level = &self.levels[lv];
+    pub(super) fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
+        let level = &self.kernel.levels[lv];
         let groups = &level.groups[level.dom_of[c] as usize];
         let Some(local_ix) = groups.iter().position(|g| g.contains(&(c as u32))) else {
             return false;
@@ -217,9 +217,9 @@ impl Sim {
         }
         if tasks == 0 {
             if kind != Kind::NewIdle {
-                self.cpus[c].failed[lv] = 0;
-                let lvl = &self.levels[lv];
-                let iv = &mut self.cpus[c].interval[lv];
+                self.kernel.cpus[c].failed[lv] = 0;
+                let lvl = &self.kernel.levels[lv];
+                let iv = &mut self.kernel.cpus[c].interval[lv];
                 *iv = (*iv * 2).min(lvl.max_interval);
             }
             return false;
@@ -228,15 +228,15 @@ impl Sim {
         // threads, with one queued; when spreading, a CPU whose one thread runs will do
         // (nothing can be detached from it, so the attempt fails and counts towards
         // active balance).
-        let src = self.levels[lv].groups[self.levels[lv].dom_of[c] as usize][bix]
+        let src = self.kernel.levels[lv].groups[self.kernel.levels[lv].dom_of[c] as usize][bix]
             .iter()
             .copied()
             .filter(|&x| {
                 let cpu = &self.cpus[x as usize];
-                !cpu.rq.is_empty() || (spread && cpu.cur != NONE)
+                !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
             })
             .max_by_key(|&x| (self.cpus[x as usize].nr(), std::cmp::Reverse(x)));
-        let failed = self.cpus[c].failed[lv];
+        let failed = self.kernel.cpus[c].failed[lv];
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
@@ -271,31 +271,30 @@ impl Sim {
             if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
                 // Active balance: push the running thread of the busiest CPU here (when
                 // spreading, even its only one: active_load_balance_cpu_stop).
-                let cur = self.cpus[src as usize].cur;
-                if cur != NONE
+                if let Some(cur) = self.cpus[src as usize].cur
                     && (self.cpus[src as usize].nr() >= 2 || spread)
                     && self.allowed(cur as usize, c)
                 {
                     let t = cur as usize;
-                    self.stop_segment(src as usize);
-                    self.cpus[src as usize].cur = NONE;
+                    self.end_segment(src as usize);
+                    self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
-                    self.th[t].lag =
-                        self.th[t].vruntime as i64 - self.cpus[src as usize].min_vruntime as i64;
+                    self.th[t].lag = self.th[t].vruntime as i64
+                        - self.kernel.cpus[src as usize].min_vruntime as i64;
                     self.set_cpu(t, c as u32);
                     self.enqueue(t, c, false);
                     self.schedule(src as usize);
-                    self.cpus[c].failed[lv] = tries + 1;
+                    self.kernel.cpus[c].failed[lv] = tries + 1;
                     return true;
                 }
             }
         }
         if kind != Kind::NewIdle {
             if moved == 0 {
-                self.cpus[c].failed[lv] += 1;
+                self.kernel.cpus[c].failed[lv] += 1;
             } else {
-                self.cpus[c].failed[lv] = 0;
-                self.cpus[c].interval[lv] = self.levels[lv].min_interval;
+                self.kernel.cpus[c].failed[lv] = 0;
+                self.kernel.cpus[c].interval[lv] = self.kernel.levels[lv].min_interval;
             }
         }
         moved > 0
@@ -305,7 +304,7 @@ impl Sim {
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
         self.cpus[src].rq.retain(|&x| x as usize != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime as i64 - self.cpus[src].min_vruntime as i64;
+        th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
         self.set_cpu(t, dst as u32);
@@ -321,9 +320,10 @@ impl Sim {
         }
         match self.th[t].st {
             St::Running => {
-                self.stop_segment(c);
-                self.cpus[c].cur = NONE;
-                self.th[t].lag = self.th[t].vruntime as i64 - self.cpus[c].min_vruntime as i64;
+                self.end_segment(c);
+                self.cpus[c].cur = None;
+                self.th[t].lag =
+                    self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);

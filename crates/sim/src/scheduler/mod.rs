@@ -24,92 +24,18 @@
 
 mod balance;
 mod wake;
+#[cfg(test)]
+mod worked;
 
 use crate::queue::EventKind;
-use crate::run::{Act, NEVER, NONE, Sim, St};
-use serde::Serialize;
+pub use crate::state::Linux;
+pub(crate) use crate::state::SdLevel;
+use crate::state::{Act, Hw, Programs, Sim, St};
 use threadbalance_model::{Level, Topology};
-
-/// Parameters of the Linux model (defaults: Linux 6.x, `HZ=250`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Linux {
-    /// Scheduler ticks per second.
-    pub hz: u32,
-    /// `sysctl_sched_base_slice` before scaling by `1 + log2(min(ncpu, 8))`, ns.
-    pub base_slice_ns: u64,
-    /// `sysctl_sched_migration_cost`: a task that ran this recently is cache-hot, ns.
-    pub migration_cost_ns: u64,
-    /// Balance interval multiplier for busy CPUs (`busy_factor`).
-    pub busy_factor: u64,
-    /// Cost of a context switch, charged as system time, ns.
-    pub switch_ns: u64,
-    /// Cost of a futex or yield system call, ns.
-    pub syscall_ns: u64,
-    /// Extra delay for waking an idle CPU (IPI, idle exit), ns.
-    pub wake_idle_ns: u64,
-    /// Time between two thread creations, ns.
-    pub spawn_gap_ns: u64,
-    /// Kernel threads (kworkers, RCU, timers) that briefly preempt a busy CPU, per second.
-    /// They break the lock-step of perfectly periodic ticks, as on a real machine.
-    pub kernel_noise_per_s: f64,
-    /// How long each such kernel thread runs, ns: time the CPU's thread does not get
-    /// (kworkers, RCU callbacks, timer softirqs, a hypervisor's exits). With 20 a second
-    /// of 0.5 ms, 1 % of every busy CPU.
-    pub kernel_noise_ns: u64,
-    /// `SIS_UTIL`: the idle-CPU scan of a wake-up shrinks as its LLC gets busy and stops
-    /// at about 85 % utilization (on by default since Linux 6.0).
-    pub sis_util: bool,
-    /// Automatic NUMA balancing moves pages after their threads ([`crate::autonuma`]).
-    pub numa_balancing: bool,
-    /// Cost of migrating one 4 KiB page (hinting fault, copy, remap), ns.
-    pub page_migrate_ns: u64,
-}
-
-impl Default for Linux {
-    fn default() -> Linux {
-        Linux {
-            hz: 250,
-            base_slice_ns: 750_000,
-            migration_cost_ns: 500_000,
-            busy_factor: 16,
-            switch_ns: 1_500,
-            syscall_ns: 500,
-            wake_idle_ns: 4_000,
-            spawn_gap_ns: 20_000,
-            kernel_noise_per_s: 20.0,
-            kernel_noise_ns: 500_000,
-            sis_util: true,
-            numa_balancing: true,
-            page_migrate_ns: 2_000,
-        }
-    }
-}
-
-impl Linux {
-    fn tick_ns(&self) -> u64 {
-        1_000_000_000 / u64::from(self.hz.max(1))
-    }
-}
-
-/// One level of scheduling domains.
-#[derive(Debug, Clone)]
-pub(crate) struct SdLevel {
-    /// Domain index of each CPU.
-    pub dom_of: Vec<u32>,
-    /// For each domain, its groups, each a list of CPUs.
-    pub groups: Vec<Vec<Vec<u32>>>,
-    pub numa: bool,
-    pub imbalance_pct: u64,
-    pub cache_nice_tries: u32,
-    pub min_interval: u64,
-    pub max_interval: u64,
-    pub imb_numa_nr: usize,
-    pub prefer_sibling: bool,
-}
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
 /// levels that group the same CPUs as the level below.
-pub(crate) fn build_levels(topo: &Topology, hw: &crate::run::Hw) -> Vec<SdLevel> {
+pub(crate) fn build_levels(topo: &Topology, hw: &Hw) -> Vec<SdLevel> {
     let n = hw.cpu_id.len();
     let mut parts: Vec<Vec<u32>> = vec![
         hw.core.clone(),
@@ -241,8 +167,7 @@ impl Sim {
         let refill = if same_core {
             0.0
         } else {
-            let app = self.th[t].app as usize;
-            self.apps[app].footprint_lines * self.hw.line_ns(old, c) / self.hw.mlp
+            self.footprint_lines(t) * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
         th.cpu = c;
@@ -258,7 +183,7 @@ impl Sim {
     pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
         let slice = self.slice_ns() as i64;
         let now = self.now;
-        let min_vr = self.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
@@ -267,9 +192,9 @@ impl Sim {
             if wakeup {
                 self.th[t].debt += self.lx.wake_idle_ns;
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
-                let cpu = &mut self.cpus[c];
-                if cpu.idle_since != NEVER {
-                    let d = now.saturating_sub(cpu.idle_since) as i64;
+                let cpu = &mut self.kernel.cpus[c];
+                if let Some(since) = cpu.idle_since {
+                    let d = now.saturating_sub(since) as i64;
                     let avg = cpu.avg_idle as i64;
                     let cap = 2 * self.lx.migration_cost_ns as i64;
                     cpu.avg_idle = (avg + (d - avg) / 8).clamp(0, cap) as u64;
@@ -279,11 +204,10 @@ impl Sim {
             return;
         }
         self.cpus[c].rq.push(t as u32);
-        let cur = self.cpus[c].cur;
-        if cur == NONE {
+        let Some(cur) = self.cpus[c].cur else {
             self.schedule(c);
             return;
-        }
+        };
         if self.cpus[c].in_advance {
             return; // the running thread is mid-operation; the next tick decides
         }
@@ -301,40 +225,33 @@ impl Sim {
     fn switch_in(&mut self, c: usize, t: usize) {
         let now = self.now;
         let cpu = &mut self.cpus[c];
-        debug_assert_eq!(cpu.cur, NONE);
-        cpu.idle_since = NEVER;
-        cpu.cur = t as u32;
+        debug_assert_eq!(cpu.cur, None);
+        self.kernel.cpus[c].idle_since = None;
+        cpu.cur = Some(t as u32);
         let th = &mut self.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
         th.timeslices += 1;
         th.picked_at = now;
         th.debt += self.lx.switch_ns;
-        if !self.cpus[c].tick_armed {
+        if !self.kernel.cpus[c].tick_armed {
             let tick = self.lx.tick_ns();
-            self.cpus[c].tick_armed = true;
+            self.kernel.cpus[c].tick_armed = true;
             self.q
                 .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
         }
-        match self.th[t].act {
-            Act::Idle => self.advance(c, t),
-            Act::Spin { lock, .. } if self.locks[lock as usize].holder == NONE => {
-                let l = lock as usize;
-                self.locks[l].spinners.retain(|&x| x as usize != t);
+        let act = self.th[t].act;
+        match act {
+            Act::Idle => self.run_program(c, t),
+            _ if self.wait_over(t) => {
                 self.th[t].act = Act::Idle;
-                self.advance(c, t);
-            }
-            Act::BarrierSpin { barrier, .. } | Act::Yield { barrier }
-                if self.barriers[barrier as usize].generation != self.th[t].bar_gen =>
-            {
-                self.th[t].act = Act::Idle;
-                self.advance(c, t);
+                self.run_program(c, t);
             }
             Act::Yield { .. } if self.queued_non_yielder(c) => {
-                self.start_segment(c);
+                self.begin_segment(c);
                 self.yield_cpu(c);
             }
-            _ => self.start_segment(c),
+            _ => self.begin_segment(c),
         }
     }
 
@@ -346,64 +263,52 @@ impl Sim {
             .any(|&t| !self.yield_waiting(t as usize))
     }
 
-    /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
-    pub(crate) fn yield_waiting(&self, t: usize) -> bool {
-        match self.th[t].act {
-            Act::Yield { barrier } => {
-                self.barriers[barrier as usize].generation == self.th[t].bar_gen
-            }
-            _ => false,
-        }
-    }
-
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
     pub(crate) fn schedule(&mut self, c: usize) {
-        debug_assert_eq!(self.cpus[c].cur, NONE);
-        if let Some(t) = self.pick(c, NONE) {
+        debug_assert_eq!(self.cpus[c].cur, None);
+        if let Some(t) = self.pick(c) {
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].idle_since = self.now;
+        self.kernel.cpus[c].idle_since = Some(self.now);
         self.newidle_balance(c);
     }
 
-    /// Removes and returns the queued thread with the least vruntime (not `skip`).
-    fn pick(&mut self, c: usize, skip: u32) -> Option<usize> {
+    /// Removes and returns the queued thread with the least vruntime.
+    fn pick(&mut self, c: usize) -> Option<usize> {
         let cpu = &self.cpus[c];
         let mut best: Option<(u64, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
-            if t == skip {
-                continue;
-            }
             let v = self.th[t as usize].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
                 best = Some((v, i));
             }
         }
         let (v, i) = best?;
-        let cpu = &mut self.cpus[c];
-        let t = cpu.rq.remove(i) as usize;
-        cpu.min_vruntime = cpu.min_vruntime.max(v);
+        let t = self.cpus[c].rq.remove(i) as usize;
+        let k = &mut self.kernel.cpus[c];
+        k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
     }
 
-    fn requeue_current(&mut self, c: usize) -> usize {
-        self.stop_segment(c);
-        let t = self.cpus[c].cur as usize;
-        self.cpus[c].cur = NONE;
+    fn requeue_current(&mut self, c: usize) -> Option<usize> {
+        self.end_segment(c);
+        let t = self.cpus[c].cur.take()? as usize;
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
         self.cpus[c].rq.push(t as u32);
-        t
+        Some(t)
     }
 
     /// The running thread's slice is over (or a waking thread is due): run the fairest.
     fn preempt(&mut self, c: usize) {
-        let t = self.requeue_current(c);
-        let next = self.pick(c, NONE).unwrap_or(t);
+        let Some(t) = self.requeue_current(c) else {
+            return;
+        };
+        let next = self.pick(c).unwrap_or(t);
         if next != t {
             self.th[t].involuntary += 1;
         } else {
@@ -418,7 +323,9 @@ impl Sim {
         if !self.queued_non_yielder(c) {
             return; // only other yielders: sched_yield returns at once, the loop spins on
         }
-        let t = self.requeue_current(c);
+        let Some(t) = self.requeue_current(c) else {
+            return;
+        };
         let pick = {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;
@@ -434,9 +341,9 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let cpu = &mut self.cpus[c];
-            let x = cpu.rq.remove(i) as usize;
-            cpu.min_vruntime = cpu.min_vruntime.max(self.th[x].vruntime);
+            let x = self.cpus[c].rq.remove(i) as usize;
+            let k = &mut self.kernel.cpus[c];
+            k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
         });
         match picked {
@@ -456,18 +363,18 @@ impl Sim {
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
     pub(crate) fn block(&mut self, c: usize, t: usize) {
         self.pelt_sync(t);
-        let min_vr = self.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
         let th = &mut self.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;
         th.lag = th.vruntime as i64 - min_vr;
         th.debt += self.lx.syscall_ns;
-        self.cpus[c].cur = NONE;
+        self.cpus[c].cur = None;
         self.schedule(c);
     }
 
-    /// Wakes sleeping thread `t`; `waker` is the waking CPU (`NONE` for a timer).
-    pub(crate) fn wake(&mut self, t: usize, waker: u32) {
+    /// Wakes sleeping thread `t`; `waker` is the waking CPU (`None` for a timer).
+    pub(crate) fn wake(&mut self, t: usize, waker: Option<u32>) {
         if self.th[t].st != St::Blocked {
             return;
         }

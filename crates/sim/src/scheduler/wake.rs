@@ -2,7 +2,7 @@
 //! `select_idle_sibling` with `SIS_UTIL`'s scan depth, fork balancing and the fallback
 //! CPU of a thread whose CPU is no longer allowed.
 
-use crate::run::{NONE, Sim, St};
+use crate::state::{Sim, St};
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -39,11 +39,7 @@ impl Sim {
     /// blocked load of threads that slept there is left out.
     fn cpu_load(&self, c: usize) -> f64 {
         let cpu = &self.cpus[c];
-        let cur = if cpu.cur == NONE {
-            0.0
-        } else {
-            self.pelt_load(cpu.cur as usize)
-        };
+        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t as usize));
         cur + cpu
             .rq
             .iter()
@@ -61,7 +57,7 @@ impl Sim {
     /// the waking side) moved the 2-core calibration's 10 ms block row from +9 % to +16 %,
     /// for a reason the model does not capture (blocked and delayed-dequeue load are not
     /// modeled).
-    fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
+    pub(super) fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
         let (this, prev) = (this as usize, prev as usize);
         if self.hw.llc[this] == self.hw.llc[prev] {
             let (tl, pl) = (self.cpus[this].nr(), self.cpus[prev].nr());
@@ -80,7 +76,7 @@ impl Sim {
         // without it, by half the domain's imbalance_pct.
         let task = self.pelt_load(t);
         let this_eff = (self.cpu_load(this) + task) * 100.0;
-        let pct = self.levels[lv].imbalance_pct as f64;
+        let pct = self.kernel.levels[lv].imbalance_pct as f64;
         let prev_eff = self.cpu_load(prev) * (100.0 + ((pct - 100.0) / 2.0).floor());
         this_eff < prev_eff
     }
@@ -97,21 +93,17 @@ impl Sim {
         }
     }
 
-    pub(super) fn select_wake_cpu(&mut self, t: usize, waker: u32) -> u32 {
+    pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
         let prev = self.th[t].cpu;
         let mut target = prev;
-        let waker_th = if waker == NONE {
-            NONE
-        } else {
-            self.cpus[waker as usize].cur
-        };
-        let mut want_affine = waker != NONE && self.allowed(t, waker as usize);
-        if waker_th != NONE {
-            let w = waker_th as usize;
+        let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
+        let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
+        if let (Some(waker), Some(w)) = (waker, waker_th) {
+            let w = w as usize;
             self.decay_flips(w);
             self.decay_flips(t);
-            if self.th[w].last_wakee != t as u32 {
-                self.th[w].last_wakee = t as u32;
+            if self.th[w].last_wakee != Some(t as u32) {
+                self.th[w].last_wakee = Some(t as u32);
                 self.th[w].wakee_flips += 1;
             }
             // wake_wide: a waker with many partners spreads its wakees.
@@ -124,15 +116,16 @@ impl Sim {
                 want_affine = false;
             }
         }
-        if want_affine && waker != prev {
+        if let Some(waker) = waker.filter(|&wc| want_affine && wc != prev) {
             // The lowest domain that spans both CPUs (SD_WAKE_AFFINE at every level).
             let (w, p) = (waker as usize, prev as usize);
             let lv = self
+                .kernel
                 .levels
                 .iter()
                 .position(|l| l.dom_of[w] == l.dom_of[p])
-                .unwrap_or(self.levels.len().saturating_sub(1));
-            if lv < self.levels.len() && self.wake_affine(t, waker, prev, lv) {
+                .unwrap_or(self.kernel.levels.len().saturating_sub(1));
+            if lv < self.kernel.levels.len() && self.wake_affine(t, waker, prev, lv) {
                 target = waker;
             }
         }
@@ -149,7 +142,7 @@ impl Sim {
         } else {
             used = true;
             let recent = self.th[t].recent_cpu;
-            if recent != NONE
+            if let Some(recent) = recent
                 && recent != prev
                 && recent != target
                 && same_llc(recent, target)
@@ -162,7 +155,7 @@ impl Sim {
             }
         };
         if used {
-            self.th[t].recent_cpu = prev;
+            self.th[t].recent_cpu = Some(prev);
         }
         if self.allowed(t, chosen as usize) {
             chosen
@@ -177,14 +170,14 @@ impl Sim {
     /// load balancing; the model refreshes it at most once a tick. Utilization counts a
     /// sleeping thread's decayed load where it last ran, as PELT's blocked utilization does,
     /// capped at one CPU each.
-    fn idle_scan(&mut self, target: u32) -> usize {
+    pub(super) fn idle_scan(&mut self, target: u32) -> usize {
         let llc = self.hw.llc[target as usize] as usize;
         let weight = self.hw.llc_cpus[llc].len();
         if !self.lx.sis_util {
             return weight;
         }
         let tick = self.lx.tick_ns();
-        if let Some((at, nr)) = self.llc_scan[llc]
+        if let Some((at, nr)) = self.kernel.llc_scan[llc]
             && self.now < at + tick
         {
             return nr;
@@ -202,15 +195,15 @@ impl Sim {
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
-            self.llc_scan[l] = Some((now, nr));
+            self.kernel.llc_scan[l] = Some((now, nr));
         }
-        self.llc_scan[llc].map_or(weight, |(_, nr)| nr)
+        self.kernel.llc_scan[llc].map_or(weight, |(_, nr)| nr)
     }
 
     /// `select_idle_sibling`: the target if idle, prev if idle in the target's LLC, else
     /// up to `scan` CPUs of that LLC from the target on (whole idle cores first on SMT,
     /// which `SIS_UTIL` does not limit); the target when none is idle.
-    fn select_idle_sibling(&self, t: usize, prev: u32, target: u32, scan: usize) -> u32 {
+    pub(super) fn select_idle_sibling(&self, t: usize, prev: u32, target: u32, scan: usize) -> u32 {
         let ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
         if ok(target) {
             return target;
@@ -264,12 +257,12 @@ impl Sim {
     }
 
     /// Placement of a new thread: down the domains towards the group with more idle CPUs.
-    pub(crate) fn fork_cpu(&self, t: usize, parent: u32) -> u32 {
-        if parent == NONE {
+    pub(crate) fn fork_cpu(&self, t: usize, parent: Option<u32>) -> u32 {
+        let Some(parent) = parent else {
             return self.fallback_cpu(t);
-        }
+        };
         let mut cpu = parent as usize;
-        for lv in self.levels.iter().rev() {
+        for lv in self.kernel.levels.iter().rev() {
             let groups = &lv.groups[lv.dom_of[cpu] as usize];
             let local = groups
                 .iter()
@@ -321,7 +314,8 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::machine::machine;
-    use crate::run::{RunOptions, Sim};
+    use crate::run::RunOptions;
+    use crate::state::Sim;
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 

@@ -1,7 +1,6 @@
 //! The simulation's plain data: threads, CPUs, locks, barriers, queues, applications,
 //! programs and counters.
 
-use super::NONE;
 #[cfg(doc)]
 use super::Sim;
 use crate::workload::Op;
@@ -74,17 +73,19 @@ pub(crate) struct Thread {
     pub born: u64,
     pub died: u64,
     pub runnable_since: u64,
-    pub wait_start: u64,
+    /// When its current wait for a lock, barrier or queue began (`None`: not waiting).
+    pub wait_start: Option<u64>,
     pub picked_at: u64,
     pub last_ran: u64,
-    pub bar_gen: u64,
+    /// Waiting at a barrier: the barrier's generation when it arrived (`None`: not waiting).
+    pub bar_gen: Option<u64>,
     /// Inside a ticket loop: the ticket op's index, and the index just past its body
-    /// (`NONE`: not in a loop).
-    pub loop_pc: u32,
-    pub loop_end: u32,
+    /// (`None`: not in a loop).
+    pub ticket_loop: Option<(u32, u32)>,
     /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
     pub passes: u64,
-    pub last_wakee: u32,
+    /// The thread it last woke (`p->last_wakee`).
+    pub last_wakee: Option<u32>,
     pub wakee_flips: u32,
     pub flip_decay: u64,
     /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
@@ -94,29 +95,23 @@ pub(crate) struct Thread {
     pub load_at: u64,
     /// The CPU it left the last time its wake-up looked past `prev`
     /// (`p->recent_used_cpu`).
-    pub recent_cpu: u32,
+    pub recent_cpu: Option<u32>,
     /// Automatic NUMA balancing's scanner.
-    pub scan: crate::autonuma::Scan,
+    pub scan: super::Scan,
 }
 
 /// One CPU.
 #[derive(Debug, Clone)]
 pub(crate) struct CpuState {
-    pub cur: u32,
+    /// The thread it runs, if any.
+    pub cur: Option<u32>,
     pub rq: Vec<u32>,
-    pub min_vruntime: u64,
     pub version: u32,
     pub seg_start: u64,
     pub seg_factor: f64,
     pub seg_stream: f64,
     pub seg_node: u32,
     pub seg_debt: u64,
-    pub tick_armed: bool,
-    pub idle_since: u64,
-    pub avg_idle: u64,
-    pub last_balance: Vec<u64>,
-    pub interval: Vec<u64>,
-    pub failed: Vec<u32>,
     pub busy_ns: u64,
     /// Its thread's program is being advanced: wake-ups must not preempt it now.
     pub in_advance: bool,
@@ -125,18 +120,19 @@ pub(crate) struct CpuState {
 impl CpuState {
     /// Runnable threads on it, the running one included.
     pub fn nr(&self) -> usize {
-        self.rq.len() + usize::from(self.cur != NONE)
+        self.rq.len() + usize::from(self.cur.is_some())
     }
 
     /// Neither running nor queued anything.
     pub fn idle(&self) -> bool {
-        self.cur == NONE && self.rq.is_empty()
+        self.cur.is_none() && self.rq.is_empty()
     }
 }
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LockState {
-    pub holder: u32,
+    /// The thread inside its critical section, if any.
+    pub holder: Option<u32>,
     pub last_cpu: u32,
     pub spinners: Vec<u32>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
@@ -146,9 +142,9 @@ pub(crate) struct LockState {
     pub acquisitions: u64,
     pub handoffs: u64,
     pub cross: u64,
-    /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`NEVER`: not
+    /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`None`: not
     /// yet) and the tickets taken since.
-    pub pass: u64,
+    pub pass: Option<u64>,
     pub taken: u32,
 }
 
@@ -190,7 +186,7 @@ pub(crate) struct AppState {
     /// The first thread is a main thread that creates the others after its program.
     pub main_thread: bool,
     /// Automatic NUMA balancing's scanner of the shared data.
-    pub scan: crate::autonuma::SharedScan,
+    pub scan: super::SharedScan,
     /// The main thread has created the others and sleeps in `pthread_join`.
     pub joining: bool,
 }

@@ -59,7 +59,7 @@ impl Hw {
     }
 }
 
-pub(super) fn build_hw(m: &Machine) -> Hw {
+pub(crate) fn build_hw(m: &Machine) -> Hw {
     let topo = &m.topo;
     let cpus = topo.cpus();
     let nodes = topo.nodes();

@@ -1,0 +1,415 @@
+//! Worked examples of the Linux model's kernel arithmetic on 2–4 CPU kernels (and one
+//! 16-CPU LLC for `SIS_UTIL`): `wake_affine`, `wake_wide`, the idle-sibling search and
+//! load balancing. Each case builds a tiny kernel by hand (which thread runs or waits
+//! where, its load, when it last ran) and calls one decision; the comments give the
+//! kernel's arithmetic that leads to the expected answer.
+
+use super::GroupStats;
+use super::balance::Kind;
+use crate::machine::machine;
+use crate::run::RunOptions;
+use crate::state::{Act, Sim, St};
+use crate::workload::{Workload, spinners};
+
+/// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
+/// Every thread has a PELT load of 1 (always runnable) as of now, and last ran at 0.
+fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
+    let m = machine(spec, None).unwrap();
+    let w = Workload {
+        name: "worked".into(),
+        description: String::new(),
+        apps: vec![spinners(n, 10_000_000_000)],
+    };
+    let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+    sim.now = now_ms * 1_000_000;
+    for th in &mut sim.th {
+        th.load_at = sim.now;
+    }
+    sim
+}
+
+/// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
+fn put(sim: &mut Sim, t: usize, c: usize) {
+    sim.th[t].cpu = c as u32;
+    if sim.cpus[c].cur.is_none() {
+        sim.cpus[c].cur = Some(t as u32);
+        sim.th[t].st = St::Running;
+    } else {
+        sim.cpus[c].rq.push(t as u32);
+        sim.th[t].st = St::Runnable;
+    }
+}
+
+/// Thread `t` sleeps, last ran on CPU `c`, with PELT load `load`.
+fn sleeps(sim: &mut Sim, t: usize, c: usize, load: f64) {
+    sim.th[t].cpu = c as u32;
+    sim.th[t].st = St::Blocked;
+    sim.th[t].load_avg = load;
+}
+
+/// Places threads 0, 1, … by the CPU counts `per_cpu` (the first of each CPU runs).
+fn fill(sim: &mut Sim, per_cpu: &[usize]) -> usize {
+    let mut t = 0;
+    for (c, &k) in per_cpu.iter().enumerate() {
+        for _ in 0..k {
+            put(sim, t, c);
+            t += 1;
+        }
+    }
+    t
+}
+
+// ---- wake_affine ---------------------------------------------------------------------
+
+/// (name, machine, runnable threads per CPU, sleeper's load, waker CPU, prev CPU, moves
+/// towards the waker).
+type WakeCase<'a> = (&'a str, &'a str, &'a [usize], f64, usize, usize, bool);
+
+#[test]
+fn wake_affine_cases_follow_the_kernel_rules() {
+    // Within one LLC (`package:1 core:4`) the count rule: towards the waker unless prev is
+    // idle or the waker's CPU runs more threads: this_nr × 100 < prev_nr × (100 + 17 / 2)
+    // = prev_nr × 108.
+    // Across LLCs (`package:2 core:2`, LLCs {0,1} and {2,3}, domain imbalance_pct 117)
+    // wake_affine_weight: (this_load + task_load) × 100 < prev_load × 108.
+    let cases: &[WakeCase] = &[
+        // prev idle (wake_affine_idle): the thread stays near its cache.
+        (
+            "idle_prev_keeps_prev",
+            "package:1 core:4 pu:1",
+            &[1, 0],
+            1.0,
+            0,
+            1,
+            false,
+        ),
+        // 1 × 100 < 1 × 108: equal counts, the waker's CPU wins.
+        (
+            "equal_counts_pull",
+            "package:1 core:4 pu:1",
+            &[1, 1],
+            1.0,
+            0,
+            1,
+            true,
+        ),
+        // 2 × 100 = 200 ≥ 1 × 108: a loaded waker keeps prev.
+        (
+            "loaded_waker_keeps_prev",
+            "package:1 core:4 pu:1",
+            &[2, 1],
+            1.0,
+            0,
+            1,
+            false,
+        ),
+        // 1 × 100 < 2 × 108 = 216: a loaded prev loses the thread.
+        (
+            "loaded_prev_pulls",
+            "package:1 core:4 pu:1",
+            &[1, 2],
+            1.0,
+            0,
+            1,
+            true,
+        ),
+        // Across LLCs, prev idle: stays.
+        (
+            "cross_idle_prev_keeps_prev",
+            "package:2 core:2 pu:1",
+            &[1, 0, 0],
+            0.0,
+            0,
+            2,
+            false,
+        ),
+        // (1 + 1) × 100 = 200 ≥ 1 × 108: a busy sleeper does not cross for a tie.
+        (
+            "cross_busy_sleeper_keeps_prev",
+            "package:2 core:2 pu:1",
+            &[1, 0, 1],
+            1.0,
+            0,
+            2,
+            false,
+        ),
+        // (1 + 0.05) × 100 = 105 < 108: a light sleeper crosses to the waker's LLC.
+        (
+            "cross_light_sleeper_pulls",
+            "package:2 core:2 pu:1",
+            &[1, 0, 1],
+            0.05,
+            0,
+            2,
+            true,
+        ),
+        // (1 + 0.1) × 100 = 110 ≥ 108: the half imbalance_pct margin keeps it.
+        (
+            "cross_margin_keeps_prev",
+            "package:2 core:2 pu:1",
+            &[1, 0, 1],
+            0.1,
+            0,
+            2,
+            false,
+        ),
+        // (1 + 1) × 100 = 200 < 2 × 108 = 216: prev runs two, even a busy sleeper crosses.
+        (
+            "cross_loaded_prev_pulls",
+            "package:2 core:2 pu:1",
+            &[1, 0, 2],
+            1.0,
+            0,
+            2,
+            true,
+        ),
+    ];
+    for &(name, spec, per_cpu, load, waker, prev, want) in cases {
+        let mut sim = kernel(spec, 8, 0);
+        let t = fill(&mut sim, per_cpu);
+        sleeps(&mut sim, t, prev, load);
+        let lv = sim
+            .kernel
+            .levels
+            .iter()
+            .position(|l| l.dom_of[waker] == l.dom_of[prev])
+            .unwrap();
+        let got = sim.wake_affine(t, waker as u32, prev as u32, lv);
+        assert_eq!(got, want, "wake_affine_{name}");
+    }
+}
+
+#[test]
+fn wake_wide_flipping_waker_keeps_prev() {
+    // `package:2 core:2`: the waker runs on CPU 0 (CPU 1 idle); the sleeper (load 0.05)
+    // last ran on CPU 2, and CPUs 2 and 3 are busy. wake_affine alone would pull it to the
+    // waker's LLC ((1 + 0.05) × 100 = 105 < 108) and the idle scan would find CPU 1.
+    // wake_wide: with the LLC size 2 as factor, a waker with 5 flips (4 + this new wakee)
+    // and a wakee with 2 satisfy slave 2 ≥ 2 and master 5 ≥ 2 × 2: no affine wake-up;
+    // the target stays prev, its LLC has no idle CPU, so prev it is.
+    for (flips, want) in [(0, 1), (4, 2)] {
+        let mut sim = kernel("package:2 core:2 pu:1", 4, 0);
+        put(&mut sim, 0, 0); // the waker
+        put(&mut sim, 1, 2);
+        put(&mut sim, 2, 3);
+        sleeps(&mut sim, 3, 2, 0.05);
+        sim.th[0].wakee_flips = flips;
+        sim.th[3].wakee_flips = if flips > 0 { 2 } else { 0 };
+        assert_eq!(sim.select_wake_cpu(3, Some(0)), want, "flips {flips}");
+    }
+}
+
+// ---- select_idle_sibling ---------------------------------------------------------------
+
+#[test]
+fn select_wake_cpu_idle_prev_keeps_prev() {
+    // A timer wake-up (no waker) targets prev; prev is idle: it goes back there although
+    // CPU 0 is busy and CPUs 2, 3 are idle too.
+    let mut sim = kernel("package:1 core:4 pu:1", 2, 0);
+    put(&mut sim, 0, 0);
+    sleeps(&mut sim, 1, 1, 1.0);
+    assert_eq!(sim.select_wake_cpu(1, None), 1);
+    assert_eq!(
+        sim.th[1].recent_cpu, None,
+        "prev was idle: recent_used_cpu untouched"
+    );
+}
+
+#[test]
+fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
+    // prev = CPU 1 busy; CPUs 2 and 3 idle. The scan from the target would find CPU 2
+    // first (order 2, 3, 0), but the CPU used before prev (recent_used_cpu = 3) is idle
+    // in the same LLC: it wins, and prev becomes the new recent_used_cpu.
+    for (recent, want) in [(None, 2), (Some(3), 3)] {
+        let mut sim = kernel("package:1 core:4 pu:1", 3, 0);
+        put(&mut sim, 0, 0);
+        put(&mut sim, 1, 1);
+        sleeps(&mut sim, 2, 1, 1.0);
+        sim.th[2].recent_cpu = recent;
+        assert_eq!(sim.select_wake_cpu(2, None), want, "recent {recent:?}");
+        assert_eq!(sim.th[2].recent_cpu, Some(1));
+    }
+}
+
+#[test]
+fn idle_scan_depth_follows_sis_util() {
+    // depth = ⌊llc_weight × max(0, 1 − (1.17 u)²)⌋ for the LLC's utilization u (each
+    // CPU's load capped at 1). 1.17 u reaches 1 at u = 0.855: nothing is scanned above
+    // 85 %.
+    // (machine, load on each CPU, depth)
+    let cases: &[(&str, &[f64], usize)] = &[
+        // u = 0: the whole LLC.
+        ("package:1 core:4 pu:1", &[0.0; 4], 4),
+        // u = .25: 4 × (1 − .2925²) = 4 × .9144 = 3.66 → 3.
+        ("package:1 core:4 pu:1", &[1.0, 0.0, 0.0, 0.0], 3),
+        // u = .45: 4 × (1 − .5265²) = 4 × .7228 = 2.89 → 2.
+        ("package:1 core:4 pu:1", &[1.0, 0.8, 0.0, 0.0], 2),
+        // u = .5: 4 × (1 − .585²) = 4 × .6578 = 2.63 → 2.
+        ("package:1 core:4 pu:1", &[1.0, 1.0, 0.0, 0.0], 2),
+        // u = .75: 4 × (1 − .8775²) = 4 × .2300 = 0.92 → 0.
+        ("package:1 core:4 pu:1", &[1.0, 1.0, 1.0, 0.0], 0),
+        // 16 CPUs, 12 busy, u = .75: 16 × .2300 = 3.68 → 3.
+        ("package:1 core:16 pu:1", &[1.0; 12], 3),
+        // 13 busy, u = .8125: 16 × (1 − .9506²) = 16 × .0963 = 1.54 → 1.
+        ("package:1 core:16 pu:1", &[1.0; 13], 1),
+        // 14 busy, u = .875 > .855: 1.17 u = 1.024, nothing.
+        ("package:1 core:16 pu:1", &[1.0; 14], 0),
+    ];
+    for &(spec, loads, want) in cases {
+        let mut sim = kernel(spec, 16, 0);
+        for (c, &l) in loads.iter().enumerate() {
+            if l > 0.0 {
+                put(&mut sim, c, c);
+                sim.th[c].load_avg = l;
+            }
+        }
+        assert_eq!(sim.idle_scan(0), want, "{spec} loads {loads:?}");
+    }
+}
+
+#[test]
+fn select_idle_sibling_scan_depth_limits_the_search() {
+    // CPUs 0 (target, prev) and 1 busy, 2 idle. The scan looks at 1, 2, 3, 0 in turn: a
+    // depth of 1 sees only CPU 1 and falls back to the target; a depth of 2 finds CPU 2.
+    let mut sim = kernel("package:1 core:4 pu:1", 3, 0);
+    put(&mut sim, 0, 0);
+    put(&mut sim, 1, 1);
+    sleeps(&mut sim, 2, 0, 1.0);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, 1), 0);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, 2), 2);
+}
+
+// ---- load balancing --------------------------------------------------------------------
+
+#[test]
+fn group_kind_classifies_spare_fully_busy_overloaded() {
+    // (runnable threads, CPUs, kind): fewer threads than CPUs has spare capacity (0), as
+    // many is fully busy (1), more is overloaded (2).
+    for (nr, ncpu, want) in [
+        (0, 2, 0),
+        (1, 2, 0),
+        (2, 2, 1),
+        (3, 2, 2),
+        (1, 1, 1),
+        (2, 1, 2),
+    ] {
+        let s = GroupStats { nr, idle: 0, ncpu };
+        assert_eq!(s.kind(), want, "{nr} threads on {ncpu} CPUs");
+    }
+}
+
+/// Runs one balance of CPU 0 at level `lv` after `failed` failed attempts; returns the
+/// threads then on each CPU and the new failure count.
+fn balance(
+    spec: &str,
+    per_cpu: &[usize],
+    failed: u32,
+    last_ran_ms: u64,
+    kind: Kind,
+) -> (Vec<usize>, u32) {
+    let mut sim = kernel(spec, 24, 10);
+    let n = fill(&mut sim, per_cpu);
+    for t in 0..n {
+        sim.th[t].last_ran = last_ran_ms * 1_000_000;
+    }
+    let lv = sim.kernel.levels.len() - 1;
+    sim.kernel.cpus[0].failed[lv] = failed;
+    sim.load_balance(0, lv, kind);
+    let nr = sim.cpus.iter().map(|c| c.nr()).collect();
+    (nr, sim.kernel.cpus[0].failed[lv])
+}
+
+#[test]
+fn load_balance_idle_cpu_pulls_by_task_count() {
+    // 2 CPUs, CPU 0 idle (spare capacity), CPU 1 runs 3 (overloaded): the task-count rule
+    // moves min(local idle CPUs 1, excess 3 − 1 = 2) = 1 thread at the first attempt.
+    let (nr, failed) = balance("package:1 core:2 pu:1", &[0, 3], 0, 0, Kind::Idle);
+    assert_eq!((nr, failed), (vec![1, 2], 0));
+}
+
+#[test]
+fn load_balance_busy_cpus_halve_the_task_load_after_a_failure() {
+    // 2 CPUs running 1 and 2: both busy, so load is balanced. Domain average 3 / 2 = 1.5;
+    // imbalance min(2 − 1.5, 1.5 − 1) = 0.5 task = 512. A task weighs 1024 >> failed:
+    // 1024 > 512 at the first attempt (nothing moves, failed 0 → 1); 512 ≤ 512 at the
+    // second, and a thread that last ran 10 ms ago is not cache-hot: it moves.
+    let spec = "package:1 core:2 pu:1";
+    assert_eq!(balance(spec, &[1, 2], 0, 0, Kind::Busy), (vec![1, 2], 1));
+    assert_eq!(balance(spec, &[1, 2], 1, 0, Kind::Busy), (vec![2, 1], 0));
+}
+
+#[test]
+fn load_balance_imbalance_pct_threshold_110_smt_117_mc() {
+    // Busiest group moves load only if busiest_nr × 100 > imbalance_pct × local_nr.
+    // (machine, threads on CPU 0 and 1, moved). One failure already counted, threads cold,
+    // so any imbalance of half a task or more moves one.
+    let cases: &[(&str, [usize; 2], bool)] = &[
+        // 117 (cores sharing an LLC): 7 × 100 = 700 ≤ 117 × 6 = 702: balanced.
+        ("package:1 core:2 pu:1", [6, 7], false),
+        // 6 × 100 = 600 > 117 × 5 = 585: moves.
+        ("package:1 core:2 pu:1", [5, 6], true),
+        // 110 (SMT siblings): 7 × 100 = 700 > 110 × 6 = 660: moves where 117 did not.
+        ("package:1 core:1 pu:2", [6, 7], true),
+        // 11 × 100 = 1100 ≤ 110 × 10 = 1100: balanced.
+        ("package:1 core:1 pu:2", [10, 11], false),
+    ];
+    for &(spec, [l, b], moved) in cases {
+        let (nr, _) = balance(spec, &[l, b], 1, 0, Kind::Busy);
+        let want = if moved {
+            vec![l + 1, b - 1]
+        } else {
+            vec![l, b]
+        };
+        assert_eq!(nr, want, "{spec} {l} vs {b}");
+    }
+}
+
+#[test]
+fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
+    // 4 CPUs (imbalance_pct 117, cache_nice_tries 1), CPU 0 idle, CPU 1 runs 2. The queued
+    // thread ran 0.1 ms ago (< migration cost 0.5 ms): cache-hot. It stays while failed ≤
+    // cache_nice_tries (0, 1) and moves at failed = 2.
+    let spec = "package:1 core:4 pu:1";
+    for (failed, moved) in [(0, false), (1, false), (2, true)] {
+        let mut sim = kernel(spec, 4, 10);
+        put(&mut sim, 0, 1);
+        put(&mut sim, 1, 1);
+        sim.th[1].last_ran = 9_900_000;
+        sim.kernel.cpus[0].failed[0] = failed;
+        sim.load_balance(0, 0, Kind::Idle);
+        assert_eq!(sim.cpus[0].nr() == 1, moved, "failed {failed}");
+    }
+}
+
+#[test]
+fn load_balance_lone_thread_is_pushed_after_cache_nice_tries_plus_2() {
+    // `package:2 core:2`, top level (groups = LLCs {0,1}, {2,3}, cache_nice_tries 1).
+    // LLC {0,1} is idle, LLC {2,3} runs one thread on each CPU: spreading wants
+    // (2 − 0) / 2 = 1 thread, but nothing is queued to detach, so every attempt fails.
+    // Once failed + 1 > cache_nice_tries + 2 = 3, CPU 2's running thread is pushed to
+    // CPU 0 (active balance), and failed becomes cache_nice_tries + 1 = 2.
+    let spec = "package:2 core:2 pu:1";
+    let sim = kernel(spec, 1, 0);
+    let top = &sim.kernel.levels[1];
+    assert_eq!(
+        (top.numa, top.imbalance_pct, top.cache_nice_tries),
+        (false, 117, 1)
+    );
+    for failed in 0..3 {
+        let (nr, f) = balance(spec, &[0, 0, 1, 1], failed, 0, Kind::Idle);
+        assert_eq!((nr, f), (vec![0, 0, 1, 1], failed + 1), "failed {failed}");
+    }
+    let (nr, f) = balance(spec, &[0, 0, 1, 1], 3, 0, Kind::Idle);
+    assert_eq!((nr, f), (vec![1, 0, 0, 1], 2));
+}
+
+#[test]
+fn kernel_helpers_place_threads_as_told() {
+    // The builders above: the first thread of a CPU runs, the others queue.
+    let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
+    fill(&mut sim, &[1, 2]);
+    assert_eq!(sim.cpus[1].cur, Some(1));
+    assert_eq!(sim.cpus[1].rq, vec![2]);
+    assert_eq!(sim.th[2].st, St::Runnable);
+    assert!(matches!(sim.th[0].act, Act::Idle));
+}

@@ -1,0 +1,113 @@
+//! The Linux model's parameters and its scheduling domains: the data of the kernel part
+//! ([`crate::scheduler`]), which builds the domains and does the scheduling.
+
+use serde::Serialize;
+
+/// Parameters of the Linux model (defaults: Linux 6.x, `HZ=250`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Linux {
+    /// Scheduler ticks per second.
+    pub hz: u32,
+    /// `sysctl_sched_base_slice` before scaling by `1 + log2(min(ncpu, 8))`, ns.
+    pub base_slice_ns: u64,
+    /// `sysctl_sched_migration_cost`: a task that ran this recently is cache-hot, ns.
+    pub migration_cost_ns: u64,
+    /// Balance interval multiplier for busy CPUs (`busy_factor`).
+    pub busy_factor: u64,
+    /// Cost of a context switch, charged as system time, ns.
+    pub switch_ns: u64,
+    /// Cost of a futex or yield system call, ns.
+    pub syscall_ns: u64,
+    /// Extra delay for waking an idle CPU (IPI, idle exit), ns.
+    pub wake_idle_ns: u64,
+    /// Time between two thread creations, ns.
+    pub spawn_gap_ns: u64,
+    /// Kernel threads (kworkers, RCU, timers) that briefly preempt a busy CPU, per second.
+    /// They break the lock-step of perfectly periodic ticks, as on a real machine.
+    pub kernel_noise_per_s: f64,
+    /// How long each such kernel thread runs, ns: time the CPU's thread does not get
+    /// (kworkers, RCU callbacks, timer softirqs, a hypervisor's exits). With 20 a second
+    /// of 0.5 ms, 1 % of every busy CPU.
+    pub kernel_noise_ns: u64,
+    /// `SIS_UTIL`: the idle-CPU scan of a wake-up shrinks as its LLC gets busy and stops
+    /// at about 85 % utilization (on by default since Linux 6.0).
+    pub sis_util: bool,
+    /// Automatic NUMA balancing moves pages after their threads ([`crate::autonuma`]).
+    pub numa_balancing: bool,
+    /// Cost of migrating one 4 KiB page (hinting fault, copy, remap), ns.
+    pub page_migrate_ns: u64,
+}
+
+impl Default for Linux {
+    fn default() -> Linux {
+        Linux {
+            hz: 250,
+            base_slice_ns: 750_000,
+            migration_cost_ns: 500_000,
+            busy_factor: 16,
+            switch_ns: 1_500,
+            syscall_ns: 500,
+            wake_idle_ns: 4_000,
+            spawn_gap_ns: 20_000,
+            kernel_noise_per_s: 20.0,
+            kernel_noise_ns: 500_000,
+            sis_util: true,
+            numa_balancing: true,
+            page_migrate_ns: 2_000,
+        }
+    }
+}
+
+impl Linux {
+    pub(crate) fn tick_ns(&self) -> u64 {
+        1_000_000_000 / u64::from(self.hz.max(1))
+    }
+}
+
+/// One level of scheduling domains.
+#[derive(Debug, Clone)]
+pub(crate) struct SdLevel {
+    /// Domain index of each CPU.
+    pub dom_of: Vec<u32>,
+    /// For each domain, its groups, each a list of CPUs.
+    pub groups: Vec<Vec<Vec<u32>>>,
+    pub numa: bool,
+    pub imbalance_pct: u64,
+    pub cache_nice_tries: u32,
+    pub min_interval: u64,
+    pub max_interval: u64,
+    pub imb_numa_nr: usize,
+    pub prefer_sibling: bool,
+}
+
+/// The kernel part's own state: what only [`crate::scheduler`] reads and writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Kernel {
+    /// Scheduling domains, lowest level first.
+    pub levels: Vec<SdLevel>,
+    /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
+    pub llc_scan: Vec<Option<(u64, usize)>>,
+    /// When idle CPUs may next be kicked into balancing (`nohz.next_balance`), ns.
+    pub nohz_next: u64,
+    /// Per CPU, what only the kernel keeps about it.
+    pub cpus: Vec<KernelCpu>,
+}
+
+/// What only the kernel keeps about one CPU (its running thread and queue are in
+/// `CpuState`, which the programs part reads too).
+#[derive(Debug, Clone)]
+pub(crate) struct KernelCpu {
+    /// The queue's `min_vruntime`, ns.
+    pub min_vruntime: u64,
+    /// A tick is pending (idle CPUs stop ticking: nohz).
+    pub tick_armed: bool,
+    /// When it went idle (`None`: it runs a thread).
+    pub idle_since: Option<u64>,
+    /// `rq->avg_idle`, ns.
+    pub avg_idle: u64,
+    /// Per domain level: when it last balanced, its balance interval (ns) and its failed
+    /// attempts since the last success (`nr_balance_failed`).
+    pub last_balance: Vec<u64>,
+    pub interval: Vec<u64>,
+    pub failed: Vec<u32>,
+}

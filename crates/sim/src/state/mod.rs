@@ -1,0 +1,135 @@
+//! The state every part of the simulator reads, and nothing else: the [`Sim`] struct,
+//! threads and CPUs, the hardware facts, the Linux model's parameters and domains, the
+//! programs' locks, barriers and queues, and the NUMA scanner's state.
+//!
+//! The parts that act on it import this module and not each other; the kernel asks the
+//! programs part for what it needs through [`Programs`]:
+//!
+//! ```text
+//!   run/ (programs, event loop) ──► scheduler/ (kernel) ──► state/
+//!        │                                                    ▲
+//!        └──► autonuma (NUMA balancing) ──────────────────────┘
+//! ```
+//!
+//! Each part adds its own `impl Sim` block: `run/` executes programs and drives events,
+//! `scheduler/` places, switches and balances threads, `autonuma.rs` moves pages.
+
+mod data;
+mod hw;
+mod kernel;
+mod numa;
+
+pub use data::TimelinePoint;
+pub(crate) use data::{
+    Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
+};
+pub(crate) use hw::{Hw, build_hw};
+pub use kernel::Linux;
+pub(crate) use kernel::{Kernel, KernelCpu, SdLevel};
+pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
+
+use crate::queue::EventQueue;
+use threadbalance_model::Topology;
+use threadbalance_policy::rng::Rng;
+
+/// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
+/// that go that way. The programs part calls the kernel's `impl Sim` methods directly
+/// (`block`, `wake`, `yield_cpu`, `enqueue`, `schedule`, `set_affinity`, `fork_cpu`).
+pub(crate) trait Programs {
+    /// Runs thread `t`'s program on CPU `c`, which has just given it the CPU and has no
+    /// activity for it, until something takes time, blocks or exits.
+    fn run_program(&mut self, c: usize, t: usize);
+    /// Starts (or restarts) the running thread's activity on CPU `c` now.
+    fn begin_segment(&mut self, c: usize);
+    /// Stops the running thread's activity on CPU `c` now and accounts its time.
+    fn end_segment(&mut self, c: usize);
+    /// Whether thread `t`, spinning or yielding, no longer needs to wait: its mutex is
+    /// free (it then leaves the spinners) or its barrier opened.
+    fn wait_over(&mut self, t: usize) -> bool;
+    /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
+    fn yield_waiting(&self, t: usize) -> bool;
+    /// Cache lines thread `t`'s working set spans (refetched after a migration).
+    fn footprint_lines(&self, t: usize) -> f64;
+}
+
+/// "No thread", "no lock", "no time".
+pub(crate) const NONE: u32 = u32::MAX;
+/// An end time that never comes.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// A machine running a workload.
+#[derive(Debug)]
+pub struct Sim {
+    pub(crate) now: u64,
+    pub(crate) q: EventQueue,
+    pub(crate) th: Vec<Thread>,
+    pub(crate) cpus: Vec<CpuState>,
+    pub(crate) locks: Vec<LockState>,
+    pub(crate) barriers: Vec<BarrierState>,
+    pub(crate) queues: Vec<QueueState>,
+    pub(crate) progs: Vec<Prog>,
+    pub(crate) apps: Vec<AppState>,
+    pub(crate) hw: Hw,
+    pub(crate) lx: Linux,
+    /// The kernel part's own state: domains, SIS_UTIL depths, the nohz balancer.
+    pub(crate) kernel: Kernel,
+    pub(crate) rng: Rng,
+    pub(crate) stats: Stats,
+    pub(crate) streams: Vec<f64>,
+    pub(crate) timeline: Vec<TimelinePoint>,
+    pub(crate) sample_every: u64,
+    pub(crate) last_sample_busy: Vec<u64>,
+    pub(crate) last_sample_migr: u64,
+    pub(crate) live: usize,
+    pub(crate) horizon: u64,
+    pub(crate) topo: Topology,
+    /// Period of per-process memory samples, ns (0: every sample).
+    pub(crate) memory_every: u64,
+    /// When `SimHost` last sampled memory (`NEVER`: not yet).
+    pub(crate) memory_at: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    /// The non-test code of a source file, comments and docs left out.
+    fn code(src: &str) -> String {
+        let body = src.split("#[cfg(test)]").next().unwrap_or(src);
+        body.lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn kernel_and_numa_parts_import_state_not_the_programs_part() {
+        // The shape the module docs teach: `scheduler/` and `autonuma.rs` reach the
+        // programs part only through `Programs`, and never read its locks, barriers,
+        // queues or applications.
+        let kernel = [
+            ("scheduler/mod.rs", include_str!("../scheduler/mod.rs")),
+            ("scheduler/wake.rs", include_str!("../scheduler/wake.rs")),
+            (
+                "scheduler/balance.rs",
+                include_str!("../scheduler/balance.rs"),
+            ),
+        ];
+        for (name, src) in kernel {
+            let code = code(src);
+            for banned in ["crate::run", ".locks[", ".barriers[", ".queues[", ".apps["] {
+                assert!(!code.contains(banned), "{name} uses {banned}");
+            }
+        }
+        let numa = code(include_str!("../autonuma.rs"));
+        assert!(!numa.contains("crate::run"), "autonuma.rs imports run/");
+        for (name, src) in [
+            ("state/data.rs", include_str!("data.rs")),
+            ("state/hw.rs", include_str!("hw.rs")),
+            ("state/kernel.rs", include_str!("kernel.rs")),
+            ("state/numa.rs", include_str!("numa.rs")),
+        ] {
+            for banned in ["crate::run", "crate::scheduler", "crate::autonuma"] {
+                assert!(!code(src).contains(banned), "{name} uses {banned}");
+            }
+        }
+    }
+}
