@@ -2,8 +2,7 @@
 //! by `taskset` as the benchmark's Figure 3 cells are. No timing is asserted: only the
 //! shape of what is printed and written, and that every mask is as it was.
 
-use crate::support::{bin, run};
-use std::path::{Path, PathBuf};
+use crate::support::{bin, build_openmp_c, run};
 use std::process::Command;
 
 /// The CPU list this test process may use (`Cpus_allowed_list` of its main thread); the
@@ -139,23 +138,6 @@ fn bench_rejects_an_unknown_policy_and_zero_work_before_running() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// Builds `bench/omp_stencil.c` into `dir`.
-fn build_stencil(dir: &Path) -> PathBuf {
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/omp_stencil.c");
-    let exe = dir.join("omp_stencil");
-    let out = Command::new("cc")
-        .args(["-O2", "-fopenmp", src, "-o"])
-        .arg(&exe)
-        .output()
-        .expect("a C compiler (cc) with OpenMP: .ci/run installs gcc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 fn score(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
@@ -169,7 +151,7 @@ fn score(out: &std::process::Output) -> serde_json::Value {
 #[test]
 fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build_stencil(dir.path());
+    let exe = build_openmp_c("bench/omp_stencil.c", 2, dir.path(), "omp_stencil");
     // 3 threads of 8 rows × 64 columns, 20 sweeps, judged on 2 CPUs.
     let out = Command::new(&exe)
         .env("OMP_NUM_THREADS", "3")

@@ -108,3 +108,27 @@ pub fn finish(child: &mut Child, limit: Duration) -> i32 {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Builds the C program `rel` (a path from the repository's root) with OpenMP at `-O{opt}`
+/// into `dir/name`: the tests that run third-party runtimes need a C compiler with libgomp,
+/// which `.ci/run` installs.
+pub fn build_openmp_c(rel: &str, opt: u8, dir: &std::path::Path, name: &str) -> PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    let exe = dir.join(name);
+    let out = Command::new("cc")
+        .arg(format!("-O{opt}"))
+        .arg("-fopenmp")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("a C compiler (cc) with OpenMP: .ci/run installs gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}

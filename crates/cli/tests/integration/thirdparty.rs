@@ -3,34 +3,13 @@
 //! the policies that move threads. It must run to completion with its own result, every
 //! thread the runtime starts must be seen and placed, and nothing may be refused.
 
-use crate::support::run;
-use std::path::PathBuf;
+use crate::support::{build_openmp_c, run};
 use std::process::Command;
-
-/// Builds the OpenMP test program into `dir`.
-fn build_openmp(dir: &std::path::Path) -> PathBuf {
-    let src = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../fixtures/programs/omp_teams.c"
-    );
-    let exe = dir.join("omp_teams");
-    let out = Command::new("cc")
-        .args(["-O1", "-fopenmp", src, "-o"])
-        .arg(&exe)
-        .output()
-        .expect("a C compiler (cc) with OpenMP: .ci/run installs gcc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
 
 #[test]
 fn thirdparty_openmp_program_under_speed_and_tumbler_runs_and_is_managed() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build_openmp(dir.path());
+    let exe = build_openmp_c("fixtures/programs/omp_teams.c", 1, dir.path(), "omp_teams");
     let alone = Command::new(&exe).output().unwrap();
     assert!(alone.status.success());
     for policy in ["speed", "tumbler", "pbind"] {
