@@ -61,7 +61,8 @@ pub struct BenchArgs {
     /// Policies compared in each cell, comma-separated; `none` is the baseline.
     #[arg(long, value_delimiter = ',', default_value = "none,speed,pbind")]
     pub policies: Vec<String>,
-    /// Also write every result (each run of each cell) as JSON to FILE.
+    /// Also write every result (each run of each cell) as JSON to FILE (`-`: stdout, the
+    /// table then going to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Instead of the matrix, measure what management costs: `run --policy speed
@@ -371,10 +372,13 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         affinity_after: own_affinity()?.to_string(),
         cells: results,
     };
-    out!("{}", to_table(&report));
+    // With `--json -` the JSON alone goes to stdout and the table to stderr.
+    match &args.json {
+        Some(path) if crate::jsonout::is_stdout(path) => err!("{}", to_table(&report)),
+        _ => out!("{}", to_table(&report)),
+    }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        crate::jsonout::write(path, &report)?;
     }
     Ok(0)
 }

@@ -20,6 +20,7 @@ mod say;
 mod bench;
 mod compare;
 mod host;
+mod jsonout;
 mod lockprobe;
 mod manage;
 mod recover;
@@ -84,7 +85,7 @@ pub struct ManageArgs {
     /// Decide and report, but change no affinity.
     #[arg(long)]
     pub dry_run: bool,
-    /// Also write the summary as JSON to FILE.
+    /// Also write the summary as JSON to FILE (`-`: stdout, after the command has exited).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Seed of the policy's random generator.

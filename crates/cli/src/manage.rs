@@ -43,7 +43,8 @@ struct Prepared {
     level: Level,
     policy: Box<dyn Policy>,
     state: StateDir,
-    /// The `--json` file, opened (not truncated) before the command starts.
+    /// The `--json` file, opened (not truncated) before the command starts; `None` for
+    /// stdout (`--json -`).
     json: Option<File>,
 }
 
@@ -69,7 +70,10 @@ fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
     settings.seed = args.seed;
     let policy = threadbalance_policy::build(&args.policy, &settings, &topo)
         .map_err(|e| input_error(e.to_string()))?;
+    // `-` is stdout, written at the end; a real file is opened now, so that one that
+    // cannot be written is refused before the command starts.
     let json = match &args.json {
+        Some(path) if crate::jsonout::is_stdout(path) => None,
         Some(path) => Some(
             std::fs::OpenOptions::new()
                 .write(true)
@@ -345,10 +349,22 @@ fn control_loop(
     }
 }
 
-/// Prints the summary, and writes it to the `--json` file opened at the start. A file that
-/// cannot be written now is reported, and the command's status is kept.
+/// Prints the summary, and writes it to the `--json` file opened at the start, or to
+/// stdout for `--json -` (the command has exited by now: its output and ours do not
+/// interleave). A file that cannot be written now is reported, and the command's status
+/// is kept.
 fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
     err!("{}", summary.to_text());
+    if let Some(path) = args
+        .json
+        .as_deref()
+        .filter(|p| crate::jsonout::is_stdout(p))
+    {
+        if let Err(e) = crate::jsonout::write(path, summary) {
+            errln!("threadbalance: {e:#}");
+        }
+        return;
+    }
     let (Some(file), Some(path)) = (json.as_mut(), &args.json) else {
         return;
     };

@@ -136,10 +136,13 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         migration,
         migration_cpus: pair.iter().copied().collect::<CpuSet>().to_string(),
     };
-    out!("{}", to_table(&report));
+    // With `--json -` the JSON alone goes to stdout and the table to stderr.
+    match json {
+        Some(path) if crate::jsonout::is_stdout(path) => err!("{}", to_table(&report)),
+        _ => out!("{}", to_table(&report)),
+    }
     if let Some(path) = json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        crate::jsonout::write(path, &report)?;
     }
     Ok(0)
 }

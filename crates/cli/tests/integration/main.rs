@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod bench;
+mod cliux;
 mod compare;
 mod live;
 mod locktime;
