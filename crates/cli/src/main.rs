@@ -72,9 +72,10 @@ enum Command {
 /// Options shared by `run` and `attach`.
 #[derive(Debug, Clone, Args)]
 pub struct ManageArgs {
-    /// Placement policy: none, psets, pbind, tumbler, shuffling, speed, numa-*.
-    #[arg(long, short = 'p', default_value = "tumbler")]
-    pub policy: String,
+    /// Placement policy: none, psets, pbind, tumbler, shuffling, speed, numa-*
+    /// [default: tumbler].
+    #[arg(long, short = 'p')]
+    pub policy: Option<String>,
     /// Level whose domains play the papers' "sockets": package, node, llc or core
     /// [default: the widest level with more than one domain].
     #[arg(long)]
@@ -101,6 +102,16 @@ pub struct ManageArgs {
     /// For tests of crash recovery: panic after this many ticks.
     #[arg(long, hide = true, value_name = "TICKS")]
     pub fault_panic_after: Option<u64>,
+}
+
+impl ManageArgs {
+    /// The policy used when `--policy` is not given.
+    pub const DEFAULT_POLICY: &'static str = "tumbler";
+
+    /// The policy given, or the default.
+    pub fn policy(&self) -> &str {
+        self.policy.as_deref().unwrap_or(Self::DEFAULT_POLICY)
+    }
 }
 
 #[derive(Debug, Args)]

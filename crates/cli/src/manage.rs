@@ -68,7 +68,7 @@ fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
     let mut settings = Settings::new(level);
     settings.interval = args.interval.map(Nanos::from_millis);
     settings.seed = args.seed;
-    let policy = threadbalance_policy::build(&args.policy, &settings, &topo)
+    let policy = threadbalance_policy::build(args.policy(), &settings, &topo)
         .map_err(|e| input_error(e.to_string()))?;
     // `-` is stdout, written at the end; a real file is opened now, so that one that
     // cannot be written is refused before the command starts.
@@ -92,14 +92,14 @@ fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
         .map_err(|e| input_error(format!("state directory: {e}")))?;
     // What instances that died left changed is put back before anything else happens.
     recover::restore_stale(&state)?;
-    if args.policy.starts_with("numa-")
+    if args.policy().starts_with("numa-")
         && threadbalance_linux::read_numa_balancing(&Root::system()) == Some(true)
     {
         errln!(
             "threadbalance: warning: the kernel's automatic NUMA balancing is on \
              (/proc/sys/kernel/numa_balancing = 1); it moves threads and pages too and will \
              compete with {}; `sysctl kernel.numa_balancing=0` turns it off",
-            args.policy
+            args.policy()
         );
     }
     Ok(Prepared {
@@ -272,7 +272,14 @@ fn manage(
     args: &ManageArgs,
     forward: bool,
 ) -> (Summary, Result<Option<i32>>) {
-    let mut summary = Summary::new(&args.policy, &p.topo, p.level, args.dry_run, host.now());
+    let mut summary = Summary::new(
+        args.policy(),
+        args.policy.is_none(),
+        &p.topo,
+        p.level,
+        args.dry_run,
+        host.now(),
+    );
     let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         control_loop(
             host,

@@ -1,4 +1,12 @@
 //! The end-of-run summary, `perf stat`-like, on stderr and optionally as JSON.
+//!
+//! The text says only what means something: the tool's share of one core is given over a
+//! management of at least [`MIN_WALL_FOR_PCT`] (over a few milliseconds, start-up and the
+//! final restore dominate and the share reads "8738 %"); restoring says how many of the
+//! masks changed it put back ("restored 3 of 4"); the lock-time line appears when lock time
+//! was measured exactly or the policy decides on it (an estimate nothing reads is noise);
+//! and a policy chosen by default is named as such ("policy tumbler (default)"). The JSON
+//! keeps every field whatever the text leaves out.
 
 use serde::Serialize;
 use std::fmt::Write;
@@ -8,7 +16,10 @@ use threadbalance_model::{
 use threadbalance_policy::TickReport;
 
 /// The shortest management, in seconds, over which the tool's CPU share is reported.
-const MIN_WALL_FOR_PCT: f64 = 0.01;
+pub const MIN_WALL_FOR_PCT: f64 = 0.1;
+
+/// Policies that decide on lock time: for the others an estimated lock time says nothing.
+const READS_LOCK_TIME: &[&str] = &["shuffling"];
 
 /// How many of the policy's explanations the summary keeps (the last ones).
 const NOTES_KEPT: usize = 8;
@@ -18,6 +29,8 @@ const NOTES_KEPT: usize = 8;
 pub struct Summary {
     /// The policy's name.
     pub policy: String,
+    /// Whether the policy is the default one (no `--policy` given).
+    pub policy_default: bool,
     /// The level the policy grouped at.
     pub level: Level,
     /// Number of domains at that level.
@@ -38,6 +51,13 @@ pub struct Summary {
     pub applied: ApplyReport,
     /// Affinities put back at the end.
     pub restored: u64,
+    /// Masks changed that restoring dealt with: put back, already back, gone with their
+    /// thread, or left (as the program chose them, or refused by the kernel).
+    pub restore_total: u64,
+    /// Of `restore_total`, threads already back on their original mask.
+    pub restore_already: u64,
+    /// Of `restore_total`, threads gone before they could be restored.
+    pub restore_vanished: u64,
     /// Masks that could not be put back at the end (the kernel refused); each is listed in
     /// `left`, and the exit status is 1.
     pub unrestored: u64,
@@ -47,8 +67,11 @@ pub struct Summary {
     pub left: Vec<String>,
     /// CPU time threadbalance itself used (user + system, its own process only), seconds.
     pub tool_cpu_s: f64,
-    /// `tool_cpu_s` over the wall time: the share of one core the management cost.
+    /// `tool_cpu_s` over the wall time: the share of one core the management cost; 0
+    /// when `tool_cpu_pct_known` is false.
     pub tool_cpu_pct: f64,
+    /// Whether management lasted long enough (0.1 s) for `tool_cpu_pct` to mean anything.
+    pub tool_cpu_pct_known: bool,
     /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).
     pub domain_util: Vec<f64>,
     /// Mean of `domain_util`.
@@ -85,6 +108,7 @@ impl Summary {
     /// An empty summary for `policy` at `level`, starting at `start`.
     pub fn new(
         policy: &str,
+        policy_default: bool,
         topo: &Topology,
         level: Level,
         dry_run: bool,
@@ -93,6 +117,7 @@ impl Summary {
         let domains = topo.domains(level).len();
         Summary {
             policy: policy.to_string(),
+            policy_default,
             level,
             domains,
             dry_run,
@@ -103,11 +128,15 @@ impl Summary {
             moves_decided: 0,
             applied: ApplyReport::default(),
             restored: 0,
+            restore_total: 0,
+            restore_already: 0,
+            restore_vanished: 0,
             unrestored: 0,
             program_chose: 0,
             left: Vec::new(),
             tool_cpu_s: 0.0,
             tool_cpu_pct: 0.0,
+            tool_cpu_pct_known: false,
             domain_util: vec![0.0; domains],
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
@@ -156,6 +185,10 @@ impl Summary {
     /// Records what restoring at the end did.
     pub fn set_restored(&mut self, r: &threadbalance_linux::ledger::RestoreReport) {
         self.restored = u64::from(r.restored);
+        self.restore_already = u64::from(r.already);
+        self.restore_vanished = u64::from(r.vanished);
+        self.restore_total =
+            self.restored + self.restore_already + self.restore_vanished + r.kept.len() as u64;
         self.unrestored = r.failures().count() as u64;
         self.program_chose = (r.kept.len() as u64).saturating_sub(self.unrestored);
         self.left = crate::recover::kept_lines(r);
@@ -172,7 +205,8 @@ impl Summary {
         // Over the same span as the wall time (not counting start-up), and not at all over
         // a span too short to mean anything (a target that had already exited).
         self.tool_cpu_s = (own_cpu_seconds() - self.cpu_at_start).max(0.0);
-        self.tool_cpu_pct = if self.wall_s >= MIN_WALL_FOR_PCT {
+        self.tool_cpu_pct_known = self.wall_s >= MIN_WALL_FOR_PCT;
+        self.tool_cpu_pct = if self.tool_cpu_pct_known {
             100.0 * self.tool_cpu_s / self.wall_s
         } else {
             0.0
@@ -200,8 +234,13 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "\n threadbalance summary: policy {} at level {} ({} domains){}",
+            "\n threadbalance summary: policy {}{} at level {} ({} domains){}",
             self.policy,
+            if self.policy_default {
+                " (default)"
+            } else {
+                ""
+            },
             self.level,
             self.domains,
             if self.dry_run { ", dry run" } else { "" }
@@ -222,8 +261,13 @@ impl Summary {
         } else {
             let _ = writeln!(
                 s,
-                "   {:>12}    moves made ({} decided: {} unchanged, {} vanished, {} denied), {} restored",
-                a.done, self.moves_decided, a.unchanged, a.vanished, a.denied, self.restored
+                "   {:>12}    moves made ({} decided: {} unchanged, {} vanished, {} denied), {}",
+                a.done,
+                self.moves_decided,
+                a.unchanged,
+                a.vanished,
+                a.denied,
+                self.restored_text()
             );
         }
         if self.program_chose > 0 || self.unrestored > 0 {
@@ -250,13 +294,20 @@ impl Summary {
             self.domain_util_cv,
             per.join(" ")
         );
+        let share = if self.tool_cpu_pct_known {
+            format!("{:.2} % of one core", self.tool_cpu_pct)
+        } else {
+            format!("no share of one core: under {MIN_WALL_FOR_PCT} s of management")
+        };
         let _ = writeln!(
             s,
-            "   {:>12.3} s  threadbalance's own CPU time ({:.2} % of one core)",
-            self.tool_cpu_s, self.tool_cpu_pct
+            "   {:>12.3} s  threadbalance's own CPU time ({share})",
+            self.tool_cpu_s
         );
-        let _ = writeln!(s, "   lock time: {}", self.lock_time);
         let probe = &self.lock_probe;
+        if probe.exact || READS_LOCK_TIME.contains(&self.policy.as_str()) {
+            let _ = writeln!(s, "   lock time: {}", self.lock_time);
+        }
         if probe.exact {
             let lock = probe.threads.iter().fold(0.0, |a, t| a + t.lock_s);
             let sync = probe.threads.iter().fold(0.0, |a, t| a + t.sync_s);
@@ -286,6 +337,28 @@ impl Summary {
         }
         s
     }
+
+    /// "restored 3 of 4 (1 already back)": how many of the masks changed were put back,
+    /// and what became of the others.
+    fn restored_text(&self) -> String {
+        let mut text = format!("restored {} of {}", self.restored, self.restore_total);
+        let kept = self
+            .restore_total
+            .saturating_sub(self.restored + self.restore_already + self.restore_vanished);
+        let others: Vec<String> = [
+            (self.restore_already, "already back"),
+            (self.restore_vanished, "gone with their thread"),
+            (kept, "left (below)"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if !others.is_empty() {
+            let _ = write!(text, " ({})", others.join(", "));
+        }
+        text
+    }
 }
 
 /// User + system CPU time of this process so far (`getrusage(RUSAGE_SELF)`), in seconds.
@@ -300,15 +373,101 @@ fn own_cpu_seconds() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use threadbalance_linux::ledger::RestoreReport;
 
     #[test]
     fn summary_finish_right_after_start_reports_no_cpu_share() {
         // Attaching to a process that had already exited used to print "70086 % of one
         // core": start-up CPU time (topology reading) over a wall time of microseconds.
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new("none", &topo, Level::Core, false, Nanos(1_000));
+        let mut s = Summary::new("none", false, &topo, Level::Core, false, Nanos(1_000));
         s.finish(Nanos(21_000), Vec::new(), "process exited".into());
         assert_eq!(s.tool_cpu_pct, 0.0);
-        assert!(s.to_text().contains("(0.00 % of one core)"));
+        assert!(!s.tool_cpu_pct_known);
+        let text = s.to_text();
+        assert!(!text.contains("% of one core"), "{text}");
+        assert!(text.contains("no share of one core: under 0.1 s"), "{text}");
+    }
+
+    #[test]
+    fn summary_finish_after_50_ms_still_reports_no_cpu_share() {
+        // 50 ms of management is under the 0.1 s floor: a few milliseconds of start-up
+        // and restore CPU time over it would read as a large share of a core.
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new("none", false, &topo, Level::Core, false, Nanos(0));
+        s.finish(Nanos::from_millis(50), Vec::new(), "exit 0".into());
+        assert!(!s.tool_cpu_pct_known);
+        assert_eq!(s.tool_cpu_pct, 0.0);
+    }
+
+    #[test]
+    fn summary_finish_after_a_second_reports_the_share() {
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new("none", false, &topo, Level::Core, false, Nanos(0));
+        s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        assert!(s.tool_cpu_pct_known);
+        // The share is tool_cpu_s / 1 s, in percent.
+        assert!((s.tool_cpu_pct - 100.0 * s.tool_cpu_s).abs() < 1e-9);
+        assert!(s.to_text().contains("% of one core"));
+    }
+
+    fn restore_report(restored: u32, already: u32, vanished: u32) -> RestoreReport {
+        RestoreReport {
+            restored,
+            already,
+            vanished,
+            ..RestoreReport::default()
+        }
+    }
+
+    #[test]
+    fn summary_restored_says_n_of_m_and_what_became_of_the_rest() {
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new("pbind", false, &topo, Level::Core, false, Nanos(0));
+        // 3 put back + 1 already back + 2 gone = 6 masks changed.
+        s.set_restored(&restore_report(3, 1, 2));
+        s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        assert_eq!(s.restore_total, 6);
+        let text = s.to_text();
+        assert!(
+            text.contains("restored 3 of 6 (1 already back, 2 gone with their thread)"),
+            "{text}"
+        );
+        // All put back: no parenthesis.
+        s.set_restored(&restore_report(4, 0, 0));
+        assert!(s.to_text().contains("restored 4 of 4\n"), "{}", s.to_text());
+    }
+
+    #[test]
+    fn summary_default_policy_is_named_as_the_default() {
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut given = Summary::new("tumbler", false, &topo, Level::Core, false, Nanos(0));
+        given.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        assert!(given.to_text().contains("policy tumbler at level core"));
+        let mut default = Summary::new("tumbler", true, &topo, Level::Core, false, Nanos(0));
+        default.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        assert!(
+            default
+                .to_text()
+                .contains("policy tumbler (default) at level core")
+        );
+    }
+
+    #[test]
+    fn summary_estimated_lock_time_shown_only_to_a_policy_that_reads_it() {
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        for (policy, shown) in [("tumbler", false), ("none", false), ("shuffling", true)] {
+            let mut s = Summary::new(policy, false, &topo, Level::Core, false, Nanos(0));
+            s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+            assert!(!s.lock_probe.exact);
+            assert_eq!(s.to_text().contains("lock time:"), shown, "{policy}");
+            // The JSON keeps it either way.
+            assert!(s.lock_time.starts_with("estimate from blocked time"));
+        }
+        // Measured exactly, it is shown whatever the policy.
+        let mut s = Summary::new("tumbler", false, &topo, Level::Core, false, Nanos(0));
+        s.lock_probe.exact = true;
+        s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        assert!(s.to_text().contains("lock time: exact (futex probe)"));
     }
 }

@@ -108,3 +108,97 @@ fn bench_cost_json_dash_puts_the_json_on_stdout_and_the_table_on_stderr() {
     assert!(stderr.contains("tool CPU % of one core"), "{stderr}");
     assert!(!dir.path().join("-").exists());
 }
+
+/// The summary of a `run` as text (stderr) and JSON (stdout, through `--json -`).
+fn summary_of(args: &[&str]) -> (String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(dir.path(), args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The workload prints its score line first; the summary is the rest.
+    let json = &stdout[stdout.find("\n{").map_or(0, |i| i + 1)..];
+    (stderr, serde_json::from_str(json).unwrap())
+}
+
+#[test]
+fn run_summary_names_the_default_policy_only_when_none_was_given() {
+    let exe = bin();
+    let exe = exe.to_str().unwrap();
+    let cmd = [exe, "workload", "spmd", "--threads", "2", "--work-ms", "20"];
+    let (text, v) = summary_of(&[&["run", "--json", "-", "--"][..], &cmd].concat());
+    assert!(text.contains("policy tumbler (default) at level"), "{text}");
+    assert_eq!(v["policy"], "tumbler");
+    assert_eq!(v["policy_default"], true);
+    let (text, v) = summary_of(
+        &[
+            &["run", "--policy", "tumbler", "--json", "-", "--"][..],
+            &cmd,
+        ]
+        .concat(),
+    );
+    assert!(text.contains("policy tumbler at level"), "{text}");
+    assert_eq!(v["policy_default"], false);
+}
+
+#[test]
+fn run_summary_says_restored_n_of_m_as_the_json_counts_them() {
+    let exe = bin();
+    let (text, v) = summary_of(&[
+        "run",
+        "--policy",
+        "pbind",
+        "--level",
+        "core",
+        "--json",
+        "-",
+        "--",
+        exe.to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "2",
+        "--work-ms",
+        "40",
+    ]);
+    let restored = v["restored"].as_u64().unwrap();
+    let total = v["restore_total"].as_u64().unwrap();
+    assert!(restored <= total, "{v}");
+    if v["applied"]["done"].as_u64().unwrap() > 0 {
+        assert!(total > 0, "a mask was changed, so one was dealt with: {v}");
+    }
+    // Every mask changed is accounted for: put back, already back, gone or left.
+    let kept = total
+        - restored
+        - v["restore_already"].as_u64().unwrap()
+        - v["restore_vanished"].as_u64().unwrap();
+    assert_eq!(
+        kept,
+        v["program_chose"].as_u64().unwrap() + v["unrestored"].as_u64().unwrap()
+    );
+    assert!(
+        text.contains(&format!("restored {restored} of {total}")),
+        "{text}"
+    );
+    assert!(!text.contains(&format!("), {restored} restored")), "{text}");
+}
+
+#[test]
+fn run_summary_of_a_very_short_run_gives_no_cpu_share_and_no_idle_lock_line() {
+    let (text, v) = summary_of(&["run", "--policy", "none", "--json", "-", "--", "true"]);
+    let wall = v["wall_s"].as_f64().unwrap();
+    if wall < 0.1 {
+        assert!(!text.contains("% of one core"), "{text}");
+        assert!(text.contains("no share of one core"), "{text}");
+        assert_eq!(v["tool_cpu_pct_known"], false);
+    } else {
+        assert!(text.contains("% of one core"), "{text}");
+    }
+    // `none` does not read lock time: an estimate of it is not shown (JSON keeps it).
+    assert_eq!(
+        text.contains("lock time:"),
+        v["lock_probe"]["exact"] == true,
+        "{text}"
+    );
+    assert!(v["lock_time"].as_str().is_some(), "{v}");
+}
