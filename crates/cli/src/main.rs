@@ -36,7 +36,12 @@ use std::process::ExitCode;
 
 /// Places the threads of multithreaded programs across sockets, NUMA nodes and cores.
 #[derive(Debug, Parser)]
-#[command(name = "threadbalance", version, about, long_about = None)]
+#[command(
+    name = "threadbalance",
+    version = env!("THREADBALANCE_VERSION"),
+    about,
+    long_about = None
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

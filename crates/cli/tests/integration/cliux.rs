@@ -202,3 +202,30 @@ fn run_summary_of_a_very_short_run_gives_no_cpu_share_and_no_idle_lock_line() {
     );
     assert!(v["lock_time"].as_str().is_some(), "{v}");
 }
+
+#[test]
+fn version_names_the_commit_built_from_inside_a_git_checkout() {
+    let out = crate::support::run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let line = String::from_utf8(out.stdout).unwrap();
+    let line = line.trim_end();
+    let bare = format!("threadbalance {}", env!("CARGO_PKG_VERSION"));
+    assert!(line.starts_with("threadbalance "), "{line}");
+    // The commit git sees now: the binary was rebuilt for this test run, and its build
+    // script reruns whenever HEAD or its branch moves.
+    let head = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    match head {
+        Some(commit) => {
+            assert!(commit.chars().all(|c| c.is_ascii_hexdigit()), "{commit}");
+            assert_eq!(line, format!("{bare} (commit {commit})"));
+        }
+        // A source tarball, or no git: the bare version, silently.
+        None => assert_eq!(line, bare),
+    }
+}
