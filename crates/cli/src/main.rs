@@ -10,6 +10,9 @@
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! ```
 //!
+//! `--json FILE` takes `-` for stdout: the JSON alone goes there, and what is meant for a
+//! person (the summary, the table) to stderr. `--version` names the commit built from.
+//!
 //! Exit status: `run` exits with the command's status (128 + signal if it was killed);
 //! every command exits 2 on bad input (unknown policy, bad pid, bad spec, a process that is
 //! not a user program or is already managed) having changed nothing, and 1 on any other
