@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
     double fair = total / (double)cores;
     if (busiest > fair) fair = busiest;
     printf("{\"scenario\":\"omp-stencil\",\"threads\":%d,\"cores\":%ld,\"rows_per_thread\":%ld,"
-           "\"cols\":%ld,\"sweeps\":%ld,\"wall_s\":%.6f,\"work_s\":%.6f,"
-           "\"fair_share_wall_s\":%.6f,\"fair_share_pct\":%.3f,\"checksum\":%.9e}\n",
+           "\"cols\":%ld,\"sweeps\":%ld,\"wall_s\":%.9f,\"work_s\":%.9f,"
+           "\"fair_share_wall_s\":%.9f,\"fair_share_pct\":%.3f,\"checksum\":%.9e}\n",
            n, cores, rows_per_thread, cols, sweeps, wall, total, fair,
            100.0 * fair / (wall > 1e-9 ? wall : 1e-9), checksum);
     free(a);

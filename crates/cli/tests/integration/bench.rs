@@ -173,7 +173,7 @@ fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
     // fair = max(busiest thread's work, all work / 2 CPUs) ≥ work / 2, and ≤ work (the
     // busiest thread did no more than all of it).
     assert!(fair >= work / 2.0 - 1e-6 && fair <= work + 1e-6, "{s}");
-    // pct = 100 · fair / wall, printed to 3 decimals from 6-decimal inputs.
+    // pct = 100 · fair / wall, printed to 3 decimals from times printed to the nanosecond.
     assert!(
         (pct - 100.0 * fair / wall).abs() < 0.01 * pct.max(1.0),
         "{s}"
