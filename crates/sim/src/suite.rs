@@ -4,8 +4,8 @@
 //! Calibration rows (Linux measured on real machines) are held to a tolerance and counted
 //! apart. A paper claim is reproduced when its direction holds (the test written next to
 //! each claim) and every effect the paper gives a number for comes out within 2× of it;
-//! see [the `verdict` module](mod@crate::verdict). Nothing is tuned to pass: when the mechanics do not produce a
-//! claim, the report says so and why.
+//! see [the `verdict` module](mod@crate::verdict). Nothing is tuned to pass: when the
+//! mechanics do not produce a claim, the report says so and why.
 
 use crate::machine::machine;
 use crate::report::RunResult;
