@@ -56,7 +56,11 @@ pub struct SimArgs {
     /// Directory of scenario files.
     #[arg(long, default_value = "scenarios")]
     scenarios: PathBuf,
-    /// Run a suite of claims instead of one comparison: "papers".
+    /// Run a suite of claims instead of one comparison: "papers". Each paper claim prints
+    /// the paper's effect, the simulated one and their ratio, and is "reproduced" (direction
+    /// and size within 2×), "direction only" or "not reproduced"; calibration rows are
+    /// counted apart. With --json: `claims` (each with `paper_effect`, `simulated_effect`,
+    /// `ratio`, `verdict`) and `counts`.
     #[arg(long, value_name = "SUITE")]
     suite: Option<String>,
     /// Seeds the suite runs each claim with, comma-separated.

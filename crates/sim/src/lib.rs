@@ -47,6 +47,7 @@ pub mod scheduler;
 pub mod splash2x;
 mod state;
 pub mod suite;
+pub mod verdict;
 pub mod workload;
 
 pub use error::SimError;
@@ -55,7 +56,8 @@ pub use machine::{Costs, MACHINES, Machine, machine};
 pub use report::{Comparison, RunResult};
 pub use run::{RunOptions, Sim, TimelinePoint};
 pub use scheduler::Linux;
-pub use suite::{Claim, SuiteReport, suite_papers};
+pub use suite::suite_papers;
+pub use verdict::{Claim, Counts, Effect, Kind, SuiteReport, Verdict, verdict};
 pub use workload::{App, BUILTINS, FirstTouch, Group, Op, QueueSpec, Wait, Workload};
 
 use std::path::Path;

@@ -1,8 +1,140 @@
-//! The papers' claims in direction, on reduced workloads (debug builds run these). The
-//! full claims with three seeds are `threadbalance sim --suite papers`.
+//! The papers' claims in direction, on reduced workloads (debug builds run these), and the
+//! rules the suite judges them by. The full claims with three seeds are
+//! `threadbalance sim --suite papers`.
 
 use threadbalance_policy::Settings;
-use threadbalance_sim::{Comparison, compare, machine, workload};
+use threadbalance_sim::{
+    Claim, Comparison, Effect, Kind, SuiteReport, Verdict, compare, machine, verdict, workload,
+};
+
+#[test]
+fn verdict_ratio_0_4_is_direction_only() {
+    // The paper +10 %, the simulation +4 %: 4 / 10 = 0.4 < 0.5.
+    let e = Effect::new("speedup, %", Some(10.0), 4.0);
+    assert!((e.ratio.unwrap() - 0.4).abs() < 1e-12);
+    assert_eq!(verdict(true, &[e.ratio]), Verdict::DirectionOnly);
+}
+
+#[test]
+fn verdict_ratio_1_5_is_reproduced() {
+    // The paper −20 %, the simulation −30 %: −30 / −20 = 1.5, within [0.5, 2].
+    let e = Effect::new("speed change, %", Some(-20.0), -30.0);
+    assert!((e.ratio.unwrap() - 1.5).abs() < 1e-12);
+    assert_eq!(verdict(true, &[e.ratio]), Verdict::Reproduced);
+}
+
+#[test]
+fn verdict_band_edges_0_5_and_2_are_reproduced_and_just_outside_are_not() {
+    assert_eq!(verdict(true, &[Some(0.5), Some(2.0)]), Verdict::Reproduced);
+    assert_eq!(verdict(true, &[Some(0.49)]), Verdict::DirectionOnly);
+    assert_eq!(verdict(true, &[Some(2.01)]), Verdict::DirectionOnly);
+    // One of two effects outside the band is enough.
+    assert_eq!(
+        verdict(true, &[Some(1.0), Some(6.6)]),
+        Verdict::DirectionOnly
+    );
+}
+
+#[test]
+fn verdict_wrong_sign_is_not_reproduced_whatever_the_ratio() {
+    // The paper −3.1 % (pinning slower), the simulation +16.4 %: ratio −5.3, and the
+    // direction test (slower by ≥ 1 %) fails.
+    let e = Effect::new("speed change, %", Some(-3.1), 16.4);
+    assert!(e.ratio.unwrap() < 0.0);
+    assert_eq!(verdict(false, &[e.ratio]), Verdict::NotReproduced);
+    assert_eq!(verdict(false, &[Some(1.0)]), Verdict::NotReproduced);
+}
+
+#[test]
+fn verdict_qualitative_claim_is_direction_only_at_best() {
+    // No number in the paper: no ratio, nothing invented.
+    let e = Effect::new("speedup, %", None, 19.6);
+    assert_eq!(e.ratio, None);
+    assert_eq!(verdict(true, &[e.ratio]), Verdict::DirectionOnly);
+    assert_eq!(verdict(true, &[]), Verdict::DirectionOnly);
+    assert_eq!(verdict(false, &[None]), Verdict::NotReproduced);
+}
+
+#[test]
+fn claim_paper_numa_at_a_few_per_cent_is_direction_only_with_the_deciding_ratio() {
+    // The paper: Excl +10.7 %, MB+ +11.1 %. Simulated +2.9 % and +4.5 %: ratios
+    // 2.9 / 10.7 = 0.27 and 4.5 / 11.1 = 0.41, both outside; the first decides.
+    let c = Claim::paper(
+        "numa",
+        "Excl +10.7 %, MB+ +11.1 %",
+        "excl +2.9 %, mb-plus +4.5 %".into(),
+        true,
+        vec![
+            Effect::new("excl speedup, %", Some(10.7), 2.9),
+            Effect::new("mb-plus speedup, %", Some(11.1), 4.5),
+        ],
+        "slower",
+        "few moves",
+    );
+    assert_eq!(c.verdict, Verdict::DirectionOnly);
+    assert_eq!(c.paper_effect, Some(10.7));
+    assert_eq!(c.simulated_effect, Some(2.9));
+    assert!((c.ratio.unwrap() - 0.271).abs() < 1e-3, "{:?}", c.ratio);
+    assert!(
+        c.why
+            .starts_with("direction holds; excl speedup, % is 0.27×"),
+        "{}",
+        c.why
+    );
+    assert!(c.why.contains("mb-plus speedup, % is 0.41×"), "{}", c.why);
+    assert!(c.why.ends_with("few moves"), "{}", c.why);
+}
+
+#[test]
+fn claim_paper_failed_direction_gives_its_reason_and_in_band_gives_none() {
+    let e = || vec![Effect::new("speedup, %", Some(10.5), 12.3)];
+    let no = Claim::paper("c", "p", "s".into(), false, e(), "regrouping fails", "");
+    assert_eq!(no.verdict, Verdict::NotReproduced);
+    assert_eq!(no.why, "regrouping fails");
+    // 12.3 / 10.5 = 1.17: reproduced, nothing to explain.
+    let yes = Claim::paper("c", "p", "s".into(), true, e(), "regrouping fails", "");
+    assert_eq!(yes.verdict, Verdict::Reproduced);
+    assert!(yes.why.is_empty());
+}
+
+#[test]
+fn suite_report_counts_calibration_apart_from_paper_claims() {
+    let e = |sim| vec![Effect::new("speedup, %", Some(10.0), sim)];
+    let report = SuiteReport {
+        seeds: vec![1, 2, 3],
+        claims: vec![
+            Claim::calibration("row 1", "Linux", "s".into(), true, ""),
+            Claim::calibration("row 2", "Linux", "s".into(), false, "outside ±10 %"),
+            Claim::calibration("row 3", "Linux", "s".into(), true, ""),
+            Claim::paper("a", "p", "s".into(), true, e(12.0), "", ""),
+            Claim::paper("b", "p", "s".into(), true, e(3.0), "", ""),
+            Claim::paper("c", "p", "s".into(), true, vec![], "", ""),
+            Claim::paper("d", "p", "s".into(), false, e(-5.0), "wrong way", ""),
+        ],
+        events: 0,
+    };
+    assert_eq!(report.claims[0].kind, Kind::Calibration);
+    assert_eq!(report.claims[3].kind, Kind::Paper);
+    let line = "calibration: 2 of 3 rows within tolerance; paper claims: 1 reproduced, 2 direction only, 1 not reproduced";
+    assert_eq!(report.counts().line(), line);
+    let table = report.to_table();
+    assert!(table.trim_end().ends_with(line), "{table}");
+    assert!(table.contains("[direction only] b"), "{table}");
+    assert!(
+        table.contains("effect:    speedup, %: paper +10.0, simulated +3.0, ratio 0.30"),
+        "{table}"
+    );
+    let json = report.to_json();
+    let b = &json["claims"][4];
+    assert_eq!(b["verdict"], "direction_only");
+    assert_eq!(b["paper_effect"], 10.0);
+    assert_eq!(b["simulated_effect"], 3.0);
+    assert!((b["ratio"].as_f64().unwrap() - 0.3).abs() < 1e-12);
+    assert_eq!(json["claims"][0]["verdict"], "within_tolerance");
+    assert_eq!(json["claims"][0]["ratio"], serde_json::Value::Null);
+    assert_eq!(json["counts"]["direction_only"], 2);
+    assert_eq!(json["counts"]["calibration_rows"], 3);
+}
 
 fn run(m: &str, w: &str, threads: usize, policies: &[&str]) -> Comparison {
     let m = machine(m, None).unwrap();
