@@ -206,15 +206,18 @@ pub fn compare_with_progress(
         &args.command,
     )?;
     let exe = std::env::current_exe().context("finding this program")?;
-    let dir = std::env::temp_dir();
+    // Each run's summary goes to a file in a private directory (mode 0700, a random name),
+    // never to a predictable name in the shared temp dir, where a planted symlink could
+    // make a run as root write over another file.
+    let dir = tempfile::Builder::new()
+        .prefix("threadbalance-compare-")
+        .tempdir()
+        .context("creating a temporary directory")?;
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); args.policies.len()];
     for round in 0..args.repeat {
         for (i, policy) in args.policies.iter().enumerate() {
             progress(round, policy);
-            let json = dir.join(format!(
-                "threadbalance-compare-{}-{round}-{i}.json",
-                std::process::id()
-            ));
+            let json = dir.path().join(format!("run-{round}-{i}.json"));
             let mut cmd = Command::new(&exe);
             cmd.arg("run").arg("--policy").arg(policy);
             if let Some(l) = &args.level {

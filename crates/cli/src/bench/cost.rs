@@ -164,15 +164,17 @@ fn management_row(
     let mut pct = Vec::new();
     let mut ticks = Vec::new();
     let mut per_tick = Vec::new();
+    // The runs' summaries go to a private directory (mode 0700, a random name).
+    let dir = tempfile::Builder::new()
+        .prefix("threadbalance-cost-")
+        .tempdir()
+        .context("creating a temporary directory")?;
     for r in 0..repeat {
         errln!(
             "management cost: {threads} threads (run {}/{repeat})",
             r + 1
         );
-        let json = std::env::temp_dir().join(format!(
-            "threadbalance-cost-{}-{threads}-{r}.json",
-            std::process::id()
-        ));
+        let json = dir.path().join(format!("run-{threads}-{r}.json"));
         let out = Command::new(exe)
             .args(["run", "--policy", "speed", "--level", "core"])
             .args(["--interval", "2", "--no-children", "--json"])

@@ -44,7 +44,8 @@ pub struct Sizing {
 /// The program, built into a directory of its own (removed when dropped).
 #[derive(Debug)]
 pub struct Stencil {
-    dir: PathBuf,
+    /// A private directory (mode 0700, a random name), removed when the stencil is dropped.
+    dir: tempfile::TempDir,
     exe: PathBuf,
 }
 
@@ -52,14 +53,15 @@ impl Stencil {
     /// Writes the source to a fresh temporary directory and compiles it with
     /// `cc -O2 -fopenmp`; `Err` says why it could not (no compiler, no OpenMP).
     pub fn build() -> Result<Stencil, String> {
-        let dir = std::env::temp_dir().join(format!("threadbalance-bench-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("threadbalance-bench-")
+            .tempdir()
+            .map_err(|e| format!("creating a temporary directory: {e}"))?;
         let stencil = Stencil {
-            exe: dir.join("omp_stencil"),
+            exe: dir.path().join("omp_stencil"),
             dir,
         };
-        std::fs::create_dir_all(&stencil.dir)
-            .map_err(|e| format!("creating {}: {e}", stencil.dir.display()))?;
-        let src = stencil.dir.join("omp_stencil.c");
+        let src = stencil.dir.path().join("omp_stencil.c");
         std::fs::write(&src, SOURCE).map_err(|e| format!("writing {}: {e}", src.display()))?;
         let out = Command::new("cc")
             .args(["-O2", "-fopenmp"])
@@ -111,12 +113,6 @@ impl Stencil {
             s.sweeps.to_string(),
             cores.to_string(),
         ]
-    }
-}
-
-impl Drop for Stencil {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

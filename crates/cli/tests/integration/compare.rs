@@ -96,3 +96,48 @@ fn demo_with_short_settings_gives_a_verdict() {
     assert!(text.contains("fair-share bound"), "{text}");
     assert!(text.contains("verdict: "), "{text}");
 }
+
+/// Each run's summary went to a predictable name in the shared temp dir
+/// (`threadbalance-compare-<pid>-<round>-<i>.json`): as root, a symlink planted there made a
+/// run write over its target. Now the files live in a private directory of a random name,
+/// and nothing is left behind. See: issue 13 (`compare` temp files).
+#[test]
+fn compare_writes_only_inside_a_private_temp_dir_and_leaves_nothing() {
+    let me = bin();
+    let tmp = tempfile::tempdir().unwrap();
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    // The names the old code used for this run's pid are unknown in advance; plant links
+    // for the child pids most likely to come next, and check none was followed.
+    let base = std::process::id();
+    for pid in base..base + 64 {
+        for (round, i) in [(0, 0), (0, 1)] {
+            let name = format!("threadbalance-compare-{pid}-{round}-{i}.json");
+            let _ = std::os::unix::fs::symlink(&victim, tmp.path().join(name));
+        }
+    }
+    let planted = std::fs::read_dir(tmp.path()).unwrap().count();
+    let out = std::process::Command::new(&me)
+        .env("TMPDIR", tmp.path())
+        .args([
+            "compare",
+            "--policies",
+            "none,tumbler",
+            "--repeat",
+            "1",
+            "--",
+        ])
+        .arg(&me)
+        .args(["workload", "uneven", "--periods", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    // Only what the test put there remains: the private directory is gone.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), planted);
+}
