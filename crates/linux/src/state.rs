@@ -78,14 +78,7 @@ impl StateDir {
         let me = Pid(std::process::id() as i32);
         let start = read_start_time(root, me, Tid(me.0))?.unwrap_or(0);
         let path = self.path.join(format!("journal.{}.{start}", me.0));
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| LinuxError::io(&path, e))?;
+        let file = open_journal_file(&path).map_err(|e| LinuxError::io(&path, e))?;
         let file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| LinuxError::io(&path, io::Error::from(e)))?;
         let _ = file.set_len(0);
@@ -313,13 +306,7 @@ impl Journal {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = self.path.with_file_name(format!("compact.{name}"));
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&tmp)?;
+        let file = open_journal_file(&tmp)?;
         let mut file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| io::Error::from(e))?;
         file.set_len(0)?;
@@ -438,6 +425,17 @@ impl World for SystemWorld {
     fn parent(&mut self, pid: Pid) -> Option<Pid> {
         self.stat_field(pid, "PPid:").map(Pid)
     }
+}
+
+/// Opens (creating it, mode 0600, close-on-exec) a journal file for reading and appending.
+fn open_journal_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
 }
 
 #[cfg(test)]
