@@ -1,0 +1,161 @@
+//! Defaults, accepted forms, error placement and reload. The rejections themselves are
+//! fixtures, one file each (`fixtures/daemon/`, tested by the integration tests).
+
+use super::*;
+
+#[test]
+fn config_empty_file_gives_the_defaults() {
+    let c = Config::parse("t.toml", "").unwrap();
+    let d = &c.daemon;
+    assert_eq!(d.cpus, None);
+    assert!(d.banned_cpus.is_empty());
+    assert!(d.kernel_banned);
+    assert_eq!(d.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+    assert_eq!(
+        d.control_socket,
+        PathBuf::from("/run/threadbalance/control.sock")
+    );
+    assert_eq!(d.state_dir, PathBuf::from("/run/threadbalance"));
+    assert!(!d.observe);
+    assert_eq!(d.sample_interval, Nanos::from_secs(1));
+    assert_eq!(d.busy_thread_percent, 50.0);
+    assert!(c.rules.rules.is_empty());
+}
+
+#[test]
+fn config_every_daemon_key_is_read() {
+    let text = r#"
+[daemon]
+cpus = "0-7,16"
+banned_cpus = "3"
+kernel_banned = false
+hands_off_comm = ["sshd", "chronyd"]
+hands_off_pid_files = ["/run/app.pid"]
+metrics = "off"
+control_socket = "/run/tb/ctl.sock"
+state_dir = "/var/lib/tb"
+observe = true
+sample_ms = 250
+busy_thread_percent = 80
+"#;
+    let c = Config::parse("t.toml", text).unwrap();
+    let d = &c.daemon;
+    assert_eq!(d.cpus.as_ref().unwrap().to_string(), "0-7,16");
+    assert_eq!(d.banned_cpus.to_string(), "3");
+    assert!(!d.kernel_banned && d.observe);
+    assert_eq!(d.metrics, None);
+    assert_eq!(d.hands_off_pid_files, [PathBuf::from("/run/app.pid")]);
+    assert_eq!(d.control_socket, PathBuf::from("/run/tb/ctl.sock"));
+    assert_eq!(d.state_dir, PathBuf::from("/var/lib/tb"));
+    assert_eq!(d.sample_interval, Nanos::from_millis(250));
+    assert_eq!(d.busy_thread_percent, 80.0);
+    let comms: Vec<&str> = c.rules.hands_off_comms.iter().map(String::as_str).collect();
+    assert_eq!(comms, ["chronyd", "sshd"]);
+}
+
+#[test]
+fn config_every_rule_key_is_read() {
+    let text = r#"
+[[rule]]
+name = "all-keys"
+comm = "^x$"
+cmdline = "--fast"
+cgroup = "/a/*"
+user = 1000
+min_threads = 2
+min_busy_threads = 1
+min_cpu_percent = 50.5
+policy = "shuffling"
+level = "llc"
+interval_ms = 200
+seed = 9
+lock_threshold = 0.1
+
+[[rule]]
+name = "speedy"
+user = "alice"
+policy = "speed"
+allow_numa = true
+"#;
+    let c = Config::parse("t.toml", text).unwrap();
+    let [r, s] = &c.rules.rules[..] else {
+        panic!("two rules")
+    };
+    assert_eq!(r.line, Some(2));
+    let k = &r.conditions;
+    assert!(k.comm.is_some() && k.cmdline.is_some());
+    assert!(matches!(&k.cgroup, Some(CgroupPattern::Glob { text, .. }) if text == "/a/*"));
+    assert_eq!(k.user, Some(UserSpec::Uid(1000)));
+    assert_eq!((k.min_threads, k.min_busy_threads), (Some(2), Some(1)));
+    assert_eq!(k.min_cpu_percent, Some(50.5));
+    let want = Placement {
+        policy: "shuffling".into(),
+        level: Some(Level::Llc),
+        interval: Some(Nanos::from_millis(200)),
+        seed: 9,
+        lock_threshold: Some(0.1),
+        allow_numa: None,
+    };
+    assert_eq!(r.action, Action::Manage(want));
+    assert_eq!(s.line, Some(17));
+    assert_eq!(s.conditions.user, Some(UserSpec::Name("alice".into())));
+    assert!(matches!(&s.action, Action::Manage(p) if p.allow_numa == Some(true)));
+}
+
+#[test]
+fn config_every_registry_policy_is_accepted() {
+    for name in threadbalance_policy::names() {
+        let text = format!("[[rule]]\nname = \"r\"\npolicy = \"{name}\"\n");
+        assert!(Config::parse("t.toml", &text).is_ok(), "{name}");
+    }
+}
+
+#[test]
+fn config_error_on_a_key_points_at_its_line() {
+    // The bad key is on line 5, inside the second table.
+    let text = "[daemon]\nobserve = true\n\n[[rule]]\nmin_threads = -1\nname = \"r\"\n";
+    let e = Config::parse("t.toml", text).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.toml:5: rule \"r\": min_threads: invalid value: integer `-1`, expected u32"
+    );
+}
+
+#[test]
+fn config_error_in_a_rule_without_name_numbers_it() {
+    let text = "[[rule]]\nname = \"a\"\npolicy = \"none\"\n\n[[rule]]\npolicy = \"none\"\n";
+    let e = Config::parse("t.toml", text).unwrap_err();
+    assert_eq!(e.to_string(), "t.toml:5: rule #2: missing field `name`");
+}
+
+#[test]
+fn config_reload_good_text_replaces_the_config() {
+    let old = Config::parse("t.toml", "[daemon]\nobserve = true\n").unwrap();
+    let new = Config::reload(old, "[[rule]]\nname = \"r\"\npolicy = \"speed\"\n").unwrap();
+    assert!(!new.daemon.observe);
+    assert_eq!(new.rules.rules.len(), 1);
+    assert_eq!(new.file, "t.toml");
+}
+
+#[test]
+fn config_reload_bad_text_keeps_the_old_config_and_gives_one_line() {
+    let old = Config::parse("t.toml", "[[rule]]\nname = \"r\"\npolicy = \"speed\"\n").unwrap();
+    // The new file is valid TOML; its second rule's regex is not.
+    let bad = "[[rule]]\nname = \"r\"\ncomm = \"^r$\"\npolicy = \"none\"\n\n[[rule]]\nname = \"s\"\ncomm = \"(\"\npolicy = \"speed\"\n";
+    let (kept, line) = Config::reload(old, bad).unwrap_err();
+    // Nothing of the new file leaked in: still one rule, still speed.
+    assert_eq!(kept.rules.rules.len(), 1);
+    assert!(matches!(&kept.rules.rules[0].action, Action::Manage(p) if p.policy == "speed"));
+    assert_eq!(
+        line,
+        "reload rejected, keeping the running config: t.toml:8: rule \"s\": comm: \
+         bad regex \"(\": unclosed group"
+    );
+}
+
+#[test]
+fn parse_policy_is_the_registry_list() {
+    assert!(parse_policy("tumbler").is_ok());
+    assert!(parse_policy("Tumbler").is_err());
+    assert!(parse_policy("").is_err());
+}

@@ -1,0 +1,129 @@
+//! The crate's two error types: a config that was rejected, and a file under `/proc` or
+//! `/sys` that could not be read or made no sense.
+//!
+//! Both print as **one line** that names the file, then what was wrong, so the daemon can
+//! log them as they are and the command line can print them and exit with status
+//! [`ConfigError::EXIT_STATUS`].
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a config file was rejected. Prints as one line:
+///
+/// ```text
+/// threadbalance.toml:14: rule "busy": comm: bad regex "(": unclosed group
+/// ^file              ^line ^where      ^key  ^what was wrong
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file, as the user named it.
+    pub file: String,
+    /// The 1-based line the problem is on, when known.
+    pub line: Option<usize>,
+    /// Where in the file: `rule "busy": comm`, `daemon: cpus`, or empty when the whole
+    /// file is at fault (not TOML at all).
+    pub key: String,
+    /// What was wrong, one line.
+    pub why: String,
+}
+
+impl ConfigError {
+    /// The exit status of a command that stops on a rejected config (bad input).
+    pub const EXIT_STATUS: i32 = 2;
+
+    pub(crate) fn new(
+        file: &str,
+        line: Option<usize>,
+        key: impl Into<String>,
+        why: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            key: key.into(),
+            why: one_line(&why.into()),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.why)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Why a file under the root could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file or directory could not be read (other than a process that vanished, which
+    /// readers report as `Ok(None)`).
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file was read but a line in it made no sense.
+    #[error("parsing {path}: {why}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong, one line.
+        why: String,
+    },
+}
+
+/// Folds a message that may span lines (a regex or TOML error with a caret diagram) into
+/// one: the diagram is dropped and the remaining lines are joined with "; ".
+pub(crate) fn one_line(text: &str) -> String {
+    // regex's syntax errors end with a line "error: <what>" under the diagram; that line
+    // says it all.
+    if let Some(what) = text.lines().find_map(|l| l.trim().strip_prefix("error: ")) {
+        return what.trim().to_string();
+    }
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^' || c == ' ' || c == '~'))
+        .collect();
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_error_with_line_and_key_prints_file_line_key_why() {
+        let e = ConfigError::new("t.toml", Some(3), "rule \"a\": comm", "bad regex");
+        assert_eq!(e.to_string(), "t.toml:3: rule \"a\": comm: bad regex");
+    }
+
+    #[test]
+    fn config_error_without_line_or_key_prints_file_and_why() {
+        let e = ConfigError::new("t.toml", None, "", "not TOML");
+        assert_eq!(e.to_string(), "t.toml: not TOML");
+    }
+
+    #[test]
+    fn one_line_regex_diagram_keeps_the_error_line() {
+        let text = "regex parse error:\n    (\n    ^\nerror: unclosed group";
+        assert_eq!(one_line(text), "unclosed group");
+    }
+
+    #[test]
+    fn one_line_plain_lines_are_joined() {
+        assert_eq!(one_line("a\n\n  b  \n"), "a; b");
+    }
+}

@@ -1,0 +1,65 @@
+//! The building blocks of `threadbalance daemon`: the operator's config, which processes
+//! it manages, which CPUs it leaves alone, and what else on the machine competes with it.
+//!
+//! A daemon for a whole machine decides, every sampling window, which processes to manage
+//! and how. Everything that decides is a pure function over values; the one module that
+//! reads files is [`read`]:
+//!
+//! ```text
+//!   threadbalance.toml ──read_config──► Config ─────────────┐  (config: validated once;
+//!                                       │ daemon  rules     │   reload keeps the old one
+//!   /proc/<pid>/… ──read_process──► ProcessReading ×2       │   when the new is bad)
+//!                        facts_between ──► ProcessFacts ──► match_process ──► Decision
+//!   /proc/cmdline, /sys/…/isolated ──read_kernel_bans──► KernelBans ──► usable_cpus
+//!   sched_ext, numad, numa_balancing, cpusets ──read_competitors──► [Competitor] (warnings)
+//! ```
+//!
+//! | module | what | I/O |
+//! |---|---|---|
+//! | [`config`] | `threadbalance.toml` → [`Config`], one-line [`ConfigError`]s, [`Config::reload`] | none |
+//! | [`rule`] | rules, [`match_process`]: first match wins, default hands-off | none |
+//! | [`process`] | [`ProcessFacts`] from two readings; `/proc` text parsers | none |
+//! | [`banned`] | `isolcpus=` / `nohz_full=` and the usable CPUs | none |
+//! | [`competitor`] | sched_ext, numad, NUMA balancing, cpuset changes | none |
+//! | [`read`] | files under a [`read::Root`] → the values above | all of it |
+//!
+//! ```
+//! use threadbalance_daemon::{Config, Decision, ProcessFacts, match_process};
+//! let config = Config::parse("threadbalance.toml", r#"
+//!     [[rule]]
+//!     name = "databases"
+//!     comm = "^(postgres|mysqld)$"
+//!     hands_off = true
+//!
+//!     [[rule]]
+//!     name = "busy"
+//!     min_busy_threads = 2
+//!     policy = "speed"
+//! "#).unwrap();
+//! let mut pg = ProcessFacts::example("postgres");
+//! pg.busy_threads = 8;
+//! // Busy, but the first rule that matches wins: the databases are left alone.
+//! assert!(matches!(match_process(&config.rules, &pg), Decision::HandsOff(_)));
+//! let mut make = ProcessFacts::example("cc1plus");
+//! make.busy_threads = 2;
+//! match match_process(&config.rules, &make) {
+//!     Decision::Manage { rule, placement } => {
+//!         assert_eq!((rule.name.as_str(), placement.policy.as_str()), ("busy", "speed"));
+//!     }
+//!     other => panic!("{other:?}"),
+//! }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod banned;
+pub mod competitor;
+pub mod config;
+mod error;
+pub mod process;
+pub mod read;
+pub mod rule;
+
+pub use config::{Config, DaemonSettings};
+pub use error::{ConfigError, ReadError};
+pub use process::ProcessFacts;
+pub use rule::{Decision, HandsOff, Rules, match_process};

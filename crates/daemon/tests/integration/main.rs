@@ -1,0 +1,1 @@
+//! Integration tests of the daemon's building blocks on fixture files.
