@@ -91,9 +91,8 @@ fn kernel_params(text: &str) -> Vec<String> {
     if started {
         params.push(current);
     }
-    match params.iter().position(|p| p == "--") {
-        Some(end) => params.truncate(end),
-        None => {}
+    if let Some(end) = params.iter().position(|p| p == "--") {
+        params.truncate(end);
     }
     params
 }

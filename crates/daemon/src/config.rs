@@ -218,7 +218,7 @@ impl Place<'_> {
     /// turned into the key they name.
     fn serde_err(&self, e: &toml::de::Error) -> ConfigError {
         // A table deserialized on its own prints its message, then "in `key`".
-        let msg = e.to_string();
+        let msg = readable(&e.to_string());
         let first = msg.lines().next().unwrap_or("").trim();
         let within = msg
             .lines()
@@ -240,10 +240,7 @@ impl Place<'_> {
 impl Config {
     /// Parses and validates `text`, the contents of the config file named `file`.
     pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of(text, s.start));
-            ConfigError::new(file, line, "", e.message())
-        })?;
+        let raw: RawFile = toml::from_str(text).map_err(|e| file_error(file, text, &e))?;
         let mut starts: Vec<usize> = raw.rule.iter().map(|r| r.span().start).collect();
         starts.extend(raw.daemon.as_ref().map(|d| d.span().start));
         starts.sort_unstable();
@@ -322,6 +319,10 @@ impl Config {
     /// assert!(kept.daemon.observe);
     /// assert!(line.starts_with("reload rejected, keeping the running config: t.toml:2:"));
     /// ```
+    #[expect(
+        clippy::result_large_err,
+        reason = "the error hands the running config back by value, once per reload"
+    )]
     pub fn reload(old: Config, new_text: &str) -> Result<Config, (Config, String)> {
         match Config::parse(&old.file, new_text) {
             Ok(new) => Ok(new),
@@ -331,6 +332,43 @@ impl Config {
             )),
         }
     }
+}
+
+/// An error of the file as a whole (not TOML, or a top-level key that is not `daemon` or
+/// `rule`), with the top-level key named when the error is about one.
+fn file_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
+    let line = e.span().map(|s| line_of(text, s.start));
+    let msg = readable(e.message());
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or("");
+        let expected = rest
+            .split_once('`')
+            .map_or("", |(_, x)| x.trim_start_matches(','));
+        return ConfigError::new(file, line, "", format!("unknown key `{key}`,{expected}"));
+    }
+    // A type error on a top-level key points at its table header: `[rule]`.
+    let header = line
+        .and_then(|l| text.lines().nth(l - 1))
+        .map(str::trim)
+        .and_then(|h| h.strip_prefix('[')?.strip_suffix(']'))
+        .filter(|h| !h.starts_with('['));
+    match header {
+        Some("rule") if msg.contains("expected a sequence") => ConfigError::new(
+            file,
+            line,
+            "rule",
+            "a single [rule] table: write each rule as [[rule]]",
+        ),
+        Some(key) => ConfigError::new(file, line, key, msg),
+        None => ConfigError::new(file, line, "", msg),
+    }
+}
+
+/// serde's words for the types a key takes, in the config's words.
+fn readable(msg: &str) -> String {
+    msg.replace("expected u32", "expected a whole number ≥ 0")
+        .replace("expected u64", "expected a whole number ≥ 0")
+        .replace("expected f64", "expected a number")
 }
 
 fn cpu_list(p: &Place<'_>, key: &str, text: &str) -> Result<CpuSet, ConfigError> {
@@ -470,7 +508,7 @@ fn validate_rule(r: RawRule, p: &Place<'_>) -> Result<Rule, ConfigError> {
         cgroup: r
             .cgroup
             .as_ref()
-            .map(|c| CgroupPattern::parse(&c).map_err(|why| p.err("cgroup", why)))
+            .map(|c| CgroupPattern::parse(c).map_err(|why| p.err("cgroup", why)))
             .transpose()?,
         user,
         min_threads: r.min_threads,

@@ -117,7 +117,7 @@ fn config_error_on_a_key_points_at_its_line() {
     let e = Config::parse("t.toml", text).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "t.toml:5: rule \"r\": min_threads: invalid value: integer `-1`, expected u32"
+        "t.toml:5: rule \"r\": min_threads: invalid value: integer `-1`, expected a whole number ≥ 0"
     );
 }
 

@@ -176,7 +176,8 @@ pub fn parse_cmdline(bytes: &[u8]) -> String {
 
 /// Parses `/proc/<pid>/cgroup` (`hierarchy-id:controllers:path` lines) into the path the
 /// rules compare: the cgroup v2 line (`0::/path`), else on a v1-only host the `cpuset`
-/// hierarchy's line, else `None`. A line without two colons is an error naming its number.
+/// hierarchy's line, else `None`. A line without two colons, anywhere, is an error naming its
+/// number.
 ///
 /// ```
 /// use threadbalance_daemon::process::parse_cgroup;
@@ -186,7 +187,7 @@ pub fn parse_cmdline(bytes: &[u8]) -> String {
 /// assert!(parse_cgroup("garbage\n").is_err());
 /// ```
 pub fn parse_cgroup(text: &str) -> Result<Option<String>, String> {
-    let mut cpuset = None;
+    let (mut v2, mut cpuset) = (None, None);
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() {
             continue;
@@ -200,13 +201,12 @@ pub fn parse_cgroup(text: &str) -> Result<Option<String>, String> {
             ));
         };
         if id == "0" && controllers.is_empty() {
-            return Ok(Some(path.to_string()));
-        }
-        if controllers.split(',').any(|c| c == "cpuset") {
+            v2 = Some(path.to_string());
+        } else if controllers.split(',').any(|c| c == "cpuset") {
             cpuset = Some(path.to_string());
         }
     }
-    Ok(cpuset)
+    Ok(v2.or(cpuset))
 }
 
 /// Parses the effective user id from `/proc/<pid>/status` (`Uid:` real, effective, saved,

@@ -252,7 +252,7 @@ pub fn read_cpuset_effective(root: &Root, cgroup: &str) -> Result<Option<CpuSet>
         .join("cpuset.cpus.effective");
     match text_opt(&path)? {
         None => Ok(None),
-        Some(text) => CpuSet::parse_list(&text)
+        Some(text) => CpuSet::parse_list(text.trim())
             .map(Some)
             .map_err(|e| parse_err(&path, e.to_string())),
     }

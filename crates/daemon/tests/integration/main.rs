@@ -1,1 +1,17 @@
-//! Integration tests of the daemon's building blocks on fixture files.
+//! Integration tests of the daemon's building blocks on fixture files: one config file
+//! per rejection (`fixtures/daemon/`), the packaged example (`packaging/`), and `/proc`
+//! trees (`fixtures/proc/daemon-*`).
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod config_fixtures;
+mod example;
+mod proc_fixtures;
+
+/// The repository's root, where `fixtures/` and `packaging/` are.
+pub fn repo(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
