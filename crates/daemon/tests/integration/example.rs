@@ -53,3 +53,64 @@ fn example_config_leaves_sshd_alone_however_busy() {
         Decision::HandsOff(HandsOff::ListedComm)
     ));
 }
+
+/// The ```toml blocks of the crate's README.
+fn readme_toml_blocks(readme: &str) -> Vec<String> {
+    readme
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn readme_config_examples_parse() {
+    let readme = std::fs::read_to_string(repo("crates/daemon/README.md")).unwrap();
+    let blocks = readme_toml_blocks(&readme);
+    assert_eq!(blocks.len(), 2);
+    for block in blocks {
+        let c = threadbalance_daemon::Config::parse("README.md", &block);
+        assert!(c.is_ok(), "{}", c.unwrap_err());
+    }
+}
+
+/// The keys the parser knows in the table `head` opens, from the list its unknown-key
+/// error gives.
+fn known_keys(head: &str) -> Vec<String> {
+    let text = format!("{head}\nno_such_key = 1\n");
+    let line = threadbalance_daemon::Config::parse("t", &text)
+        .unwrap_err()
+        .to_string();
+    let list = line.split("expected one of ").nth(1).unwrap();
+    let mut keys: Vec<String> = list
+        .split(", ")
+        .map(|k| k.trim_matches('`').to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The keys documented in the README section that starts with `heading`: the first cells
+/// of its tables.
+fn documented_keys(readme: &str, heading: &str) -> Vec<String> {
+    let section = readme.split(heading).nth(1).unwrap();
+    let section = section.split("\n### ").next().unwrap();
+    let mut keys: Vec<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next().map(str::to_string))
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn readme_documents_every_key_and_no_other() {
+    let readme = std::fs::read_to_string(repo("crates/daemon/README.md")).unwrap();
+    assert_eq!(
+        documented_keys(&readme, "### `[daemon]`"),
+        known_keys("[daemon]")
+    );
+    let rule_keys = known_keys("[[rule]]\nname = \"r\"");
+    assert_eq!(documented_keys(&readme, "### `[[rule]]`"), rule_keys);
+    assert!(rule_keys.contains(&"min_busy_threads".to_string()));
+}
