@@ -179,6 +179,13 @@ pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
     }
 }
 
+/// The registry name of a validated policy (`"speed"`), for messages, logs and
+/// [`threadbalance_policy::build`]. With [`parse_policy`], the only code that knows what a
+/// [`PolicyName`] is.
+pub fn policy_name(policy: &PolicyName) -> &str {
+    policy
+}
+
 /// The 1-based line holding byte `at` of `text`.
 fn line_of(text: &str, at: usize) -> usize {
     text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1
@@ -306,6 +313,43 @@ impl Config {
                 hands_off_pids: BTreeSet::new(),
             },
         })
+    }
+
+    /// One line saying what the daemon runs with, to log at start and after a reload:
+    ///
+    /// ```
+    /// use threadbalance_daemon::Config;
+    /// let c = Config::parse("t.toml", "[daemon]\nobserve = true\nmetrics = \"off\"\n\n\
+    ///                                  [[rule]]\nname = \"busy\"\nmin_busy_threads = 2\npolicy = \"speed\"\n").unwrap();
+    /// assert_eq!(c.summary(), "t.toml: 1 rule (busy), cpus all, banned config none + kernel's, \
+    ///                          observe, metrics off");
+    /// ```
+    pub fn summary(&self) -> String {
+        let d = &self.daemon;
+        let rules = &self.rules.rules;
+        let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+        let rules = match rules.len() {
+            0 => "no rules (every process left alone)".to_string(),
+            1 => format!("1 rule ({})", names.join(", ")),
+            n => format!("{n} rules ({})", names.join(", ")),
+        };
+        let set = |s: &CpuSet| match s.is_empty() {
+            true => "none".to_string(),
+            false => s.to_string(),
+        };
+        format!(
+            "{}: {rules}, cpus {}, banned config {}{}, {}, metrics {}",
+            self.file,
+            d.cpus.as_ref().map_or("all".to_string(), |c| c.to_string()),
+            set(&d.banned_cpus),
+            if d.kernel_banned {
+                " + kernel's"
+            } else {
+                " only"
+            },
+            if d.observe { "observe" } else { "manage" },
+            d.metrics.map_or("off".to_string(), |m| m.to_string()),
+        )
     }
 
     /// The config to run with after a reload (SIGHUP, `ctl reload`) read `new_text`:
@@ -559,21 +603,22 @@ fn validate_placement(r: &RawRule, p: &Place<'_>) -> Result<Placement, ConfigErr
     if r.interval_ms == Some(0) {
         return Err(p.err("interval_ms", "must be greater than 0"));
     }
+    let name = policy_name(&policy);
     if let Some(t) = r.lock_threshold {
-        if policy != "shuffling" {
+        if name != "shuffling" {
             return Err(p.err(
                 "lock_threshold",
-                format!("applies to policy shuffling only, not {policy}"),
+                format!("applies to policy shuffling only, not {name}"),
             ));
         }
         if !(0.0..=1.0).contains(&t) {
             return Err(p.err("lock_threshold", format!("{t} is not a fraction in [0, 1]")));
         }
     }
-    if r.allow_numa.is_some() && policy != "speed" {
+    if r.allow_numa.is_some() && name != "speed" {
         return Err(p.err(
             "allow_numa",
-            format!("applies to policy speed only, not {policy}"),
+            format!("applies to policy speed only, not {name}"),
         ));
     }
     Ok(Placement {

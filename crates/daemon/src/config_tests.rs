@@ -89,7 +89,7 @@ allow_numa = true
     assert_eq!((k.min_threads, k.min_busy_threads), (Some(2), Some(1)));
     assert_eq!(k.min_cpu_percent, Some(50.5));
     let want = Placement {
-        policy: "shuffling".into(),
+        policy: parse_policy("shuffling").unwrap(),
         level: Some(Level::Llc),
         interval: Some(Nanos::from_millis(200)),
         seed: 9,
@@ -145,7 +145,7 @@ fn config_reload_bad_text_keeps_the_old_config_and_gives_one_line() {
     let (kept, line) = Config::reload(old, bad).unwrap_err();
     // Nothing of the new file leaked in: still one rule, still speed.
     assert_eq!(kept.rules.rules.len(), 1);
-    assert!(matches!(&kept.rules.rules[0].action, Action::Manage(p) if p.policy == "speed"));
+    assert!(matches!(&kept.rules.rules[0].action, Action::Manage(p) if p.policy_name() == "speed"));
     assert_eq!(
         line,
         "reload rejected, keeping the running config: t.toml:8: rule \"s\": comm: \
@@ -158,4 +158,22 @@ fn parse_policy_is_the_registry_list() {
     assert!(parse_policy("tumbler").is_ok());
     assert!(parse_policy("Tumbler").is_err());
     assert!(parse_policy("").is_err());
+}
+
+#[test]
+fn config_summary_names_rules_and_settings() {
+    let none = Config::parse("a.toml", "").unwrap();
+    assert_eq!(
+        none.summary(),
+        "a.toml: no rules (every process left alone), cpus all, banned config none + kernel's, \
+         manage, metrics 127.0.0.1:9464"
+    );
+    let text = "[daemon]\ncpus = \"0-7\"\nbanned_cpus = \"0\"\nkernel_banned = false\n\n\
+                [[rule]]\nname = \"a\"\ncomm = \"a\"\npolicy = \"none\"\n\n\
+                [[rule]]\nname = \"b\"\npolicy = \"speed\"\n";
+    let two = Config::parse("b.toml", text).unwrap();
+    assert_eq!(
+        two.summary(),
+        "b.toml: 2 rules (a, b), cpus 0-7, banned config 0 only, manage, metrics 127.0.0.1:9464"
+    );
 }

@@ -44,7 +44,7 @@
 //! make.busy_threads = 2;
 //! match match_process(&config.rules, &make) {
 //!     Decision::Manage { rule, placement } => {
-//!         assert_eq!((rule.name.as_str(), placement.policy.as_str()), ("busy", "speed"));
+//!         assert_eq!((rule.name.as_str(), placement.policy_name()), ("busy", "speed"));
 //!     }
 //!     other => panic!("{other:?}"),
 //! }

@@ -34,10 +34,13 @@
 use crate::process::ProcessFacts;
 use regex::Regex;
 use std::collections::BTreeSet;
+use std::fmt;
 use threadbalance_model::{Level, Nanos, Pid};
 
 /// The type a rule's policy is held in once validated. Today the name as the policy
-/// registry spells it ([`threadbalance_policy::names`]); see [`crate::config::parse_policy`].
+/// registry spells it ([`threadbalance_policy::names`]). Only
+/// [`crate::config::parse_policy`] makes one and only [`crate::config::policy_name`] looks
+/// inside, so a typed policy enum replaces it by changing those two and this line.
 pub type PolicyName = String;
 
 /// A user, by name (`"postgres"`) or by uid (`999`).
@@ -200,14 +203,19 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// The policy's registry name (`"speed"`).
+    pub fn policy_name(&self) -> &str {
+        crate::config::policy_name(&self.policy)
+    }
+
     /// The policy settings this placement gives at `level` (the rule's own level when it
     /// names one, else the `level` the daemon chose), ready for
     /// [`threadbalance_policy::build`].
     ///
     /// ```
-    /// use threadbalance_daemon::rule::Placement;
+    /// use threadbalance_daemon::{config::parse_policy, rule::Placement};
     /// use threadbalance_model::{Level, Nanos};
-    /// let p = Placement { policy: "speed".into(), level: None, interval: Some(Nanos::from_millis(50)),
+    /// let p = Placement { policy: parse_policy("speed").unwrap(), level: None, interval: Some(Nanos::from_millis(50)),
     ///                     seed: 7, lock_threshold: None, allow_numa: Some(true) };
     /// let s = p.settings(Level::Node);
     /// assert_eq!((s.level, s.interval, s.seed, s.speed.allow_numa),
@@ -288,6 +296,32 @@ pub enum Decision<'r> {
     },
     /// Leave it alone, and why.
     HandsOff(HandsOff<'r>),
+}
+
+impl fmt::Display for Decision<'_> {
+    /// One line for the daemon's log: `managed by rule "busy" (policy speed)`,
+    /// `left alone: no rule matched`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Decision::Manage { rule, placement } => write!(
+                f,
+                "managed by rule {:?} (policy {})",
+                rule.name,
+                placement.policy_name()
+            ),
+            Decision::HandsOff(why) => match why {
+                HandsOff::KernelThread => f.write_str("left alone: kernel thread"),
+                HandsOff::ListedPid => {
+                    f.write_str("left alone: pid listed (hands_off_pid_files, or the daemon)")
+                }
+                HandsOff::ListedComm => f.write_str("left alone: name in hands_off_comm"),
+                HandsOff::Rule(rule) => {
+                    write!(f, "left alone by rule {:?} (hands_off = true)", rule.name)
+                }
+                HandsOff::NoRule => f.write_str("left alone: no rule matched"),
+            },
+        }
+    }
 }
 
 /// Decides what to do with a process: kernel threads and listed processes are left

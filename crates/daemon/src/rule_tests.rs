@@ -40,7 +40,9 @@ fn server() -> Rules {
 /// The name of the rule that manages `facts`, or the hands-off reason.
 fn outcome(rules: &Rules, facts: &ProcessFacts) -> String {
     match match_process(rules, facts) {
-        Decision::Manage { rule, placement } => format!("{} {}", rule.name, placement.policy),
+        Decision::Manage { rule, placement } => {
+            format!("{} {}", rule.name, placement.policy_name())
+        }
         Decision::HandsOff(HandsOff::Rule(rule)) => format!("hands off by {}", rule.name),
         Decision::HandsOff(why) => format!("hands off: {why:?}"),
     }
@@ -205,5 +207,37 @@ fn placement_settings_fills_policy_settings() {
     let s = p.settings(Level::Package);
     assert_eq!((s.level, s.interval, s.seed), (Level::Node, None, 1));
     let topo = threadbalance_model::Topology::synthetic("package:2 core:4 pu:1").unwrap();
-    assert!(threadbalance_policy::build(&p.policy, &s, &topo).is_ok());
+    assert!(threadbalance_policy::build(p.policy_name(), &s, &topo).is_ok());
+}
+
+#[test]
+fn decision_display_is_one_log_line_per_outcome() {
+    let rules = {
+        let mut r = server();
+        r.hands_off_pids.insert(Pid(7));
+        r
+    };
+    let cases = [
+        (
+            facts("x", |f| f.busy_threads = 2),
+            "managed by rule \"busy\" (policy speed)",
+        ),
+        (
+            facts("postgres", |_| ()),
+            "left alone by rule \"databases\" (hands_off = true)",
+        ),
+        (facts("sshd", |_| ()), "left alone: name in hands_off_comm"),
+        (
+            facts("x", |f| f.pid = Pid(7)),
+            "left alone: pid listed (hands_off_pid_files, or the daemon)",
+        ),
+        (
+            facts("x", |f| f.kernel_thread = true),
+            "left alone: kernel thread",
+        ),
+        (facts("x", |_| ()), "left alone: no rule matched"),
+    ];
+    for (f, want) in cases {
+        assert_eq!(match_process(&rules, &f).to_string(), want);
+    }
 }

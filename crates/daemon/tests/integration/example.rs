@@ -31,7 +31,7 @@ fn example_config_manages_two_busy_threads_under_speed() {
             Decision::Manage { rule, placement } => {
                 assert!(managed, "{busy} busy threads managed");
                 assert_eq!(
-                    (rule.name.as_str(), placement.policy.as_str()),
+                    (rule.name.as_str(), placement.policy_name()),
                     ("busy", "speed")
                 );
             }

@@ -214,7 +214,7 @@ fn read_two_windows_then_match_the_example_manages_the_busy_encoder() {
     match match_process(&config.rules, &f) {
         Decision::Manage { rule, placement } => {
             assert_eq!(
-                (rule.name.as_str(), placement.policy.as_str()),
+                (rule.name.as_str(), placement.policy_name()),
                 ("busy", "speed")
             );
         }
