@@ -76,8 +76,10 @@ pub struct ProcessReading {
     pub comm: String,
     /// Its command line, arguments joined by spaces.
     pub cmdline: String,
-    /// Its cgroup, when `cgroup` names one.
+    /// Its cgroup as the rules see it ([`CgroupPaths::rule_path`]), when `cgroup` names one.
     pub cgroup: Option<String>,
+    /// Its cgroup in a v1 `cpuset` hierarchy, on hosts that mount one (v1-only or hybrid).
+    pub cpuset_v1: Option<String>,
     /// Its effective user id.
     pub uid: u32,
     /// Whether it is a kernel thread.
@@ -112,7 +114,7 @@ impl Users {
 /// use threadbalance_daemon::process::{ProcessReading, Users, facts_between};
 /// use threadbalance_model::{Nanos, Pid, Tid};
 /// let at = |cpu_ms, threads: &[(i32, u64)]| ProcessReading {
-///     pid: Pid(7), start_time: 1, comm: "x".into(), cmdline: "x".into(), cgroup: None,
+///     pid: Pid(7), start_time: 1, comm: "x".into(), cmdline: "x".into(), cgroup: None, cpuset_v1: None,
 ///     uid: 0, kernel_thread: false, cpu_time: Nanos::from_millis(cpu_ms),
 ///     threads: threads.iter().map(|&(t, ms)| (Tid(t), Nanos::from_millis(ms))).collect(),
 /// };
@@ -174,19 +176,35 @@ pub fn parse_cmdline(bytes: &[u8]) -> String {
     args.join(" ")
 }
 
-/// Parses `/proc/<pid>/cgroup` (`hierarchy-id:controllers:path` lines) into the path the
-/// rules compare: the cgroup v2 line (`0::/path`), else on a v1-only host the `cpuset`
-/// hierarchy's line, else `None`. A line without two colons, anywhere, is an error naming its
-/// number.
+/// The lines of `/proc/<pid>/cgroup` the daemon uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupPaths {
+    /// The cgroup v2 path (`0::/path`), when the host mounts v2 (alone or hybrid).
+    pub unified: Option<String>,
+    /// The path in the v1 `cpuset` hierarchy, when the host mounts one.
+    pub cpuset_v1: Option<String>,
+}
+
+impl CgroupPaths {
+    /// The path rules compare: the v2 one, else (v1-only host) the `cpuset` hierarchy's.
+    pub fn rule_path(&self) -> Option<&str> {
+        self.unified.as_deref().or(self.cpuset_v1.as_deref())
+    }
+}
+
+/// Parses `/proc/<pid>/cgroup` (`hierarchy-id:controllers:path` lines). A line without two
+/// colons, anywhere, is an error naming its number.
 ///
 /// ```
 /// use threadbalance_daemon::process::parse_cgroup;
-/// assert_eq!(parse_cgroup("0::/system.slice/nginx.service\n").unwrap().as_deref(),
-///            Some("/system.slice/nginx.service"));
-/// assert_eq!(parse_cgroup("4:cpu,cpuacct:/a\n3:cpuset:/b\n").unwrap().as_deref(), Some("/b"));
+/// let v2 = parse_cgroup("0::/system.slice/nginx.service\n").unwrap();
+/// assert_eq!(v2.rule_path(), Some("/system.slice/nginx.service"));
+/// // A hybrid host: v2 for the rules, the v1 cpuset hierarchy for the CPUs.
+/// let hybrid = parse_cgroup("4:cpu,cpuacct:/a\n3:cpuset:/b\n0::/c\n").unwrap();
+/// assert_eq!((hybrid.rule_path(), hybrid.cpuset_v1.as_deref()), (Some("/c"), Some("/b")));
 /// assert!(parse_cgroup("garbage\n").is_err());
 /// ```
-pub fn parse_cgroup(text: &str) -> Result<Option<String>, String> {
+pub fn parse_cgroup(text: &str) -> Result<CgroupPaths, String> {
     let (mut v2, mut cpuset) = (None, None);
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() {
@@ -206,7 +224,10 @@ pub fn parse_cgroup(text: &str) -> Result<Option<String>, String> {
             cpuset = Some(path.to_string());
         }
     }
-    Ok(v2.or(cpuset))
+    Ok(CgroupPaths {
+        unified: v2,
+        cpuset_v1: cpuset,
+    })
 }
 
 /// Parses the effective user id from `/proc/<pid>/status` (`Uid:` real, effective, saved,
@@ -269,6 +290,7 @@ mod tests {
             comm: "app".into(),
             cmdline: "app --fast".into(),
             cgroup: Some("/app.slice".into()),
+            cpuset_v1: None,
             uid: 999,
             kernel_thread: false,
             cpu_time: Nanos::from_millis(cpu_ms),
@@ -320,13 +342,18 @@ mod tests {
     #[test]
     fn parse_cgroup_v2_line_wins_over_v1_cpuset() {
         let text = "3:cpuset:/v1\n0::/v2/x.scope\n";
-        assert_eq!(parse_cgroup(text).unwrap().as_deref(), Some("/v2/x.scope"));
+        let paths = parse_cgroup(text).unwrap();
+        assert_eq!(paths.rule_path(), Some("/v2/x.scope"));
+        assert_eq!(paths.cpuset_v1.as_deref(), Some("/v1"));
     }
 
     #[test]
     fn parse_cgroup_without_v2_or_cpuset_is_none() {
-        assert_eq!(parse_cgroup("4:cpu,cpuacct:/a\n").unwrap(), None);
-        assert_eq!(parse_cgroup("").unwrap(), None);
+        assert_eq!(
+            parse_cgroup("4:cpu,cpuacct:/a\n").unwrap().rule_path(),
+            None
+        );
+        assert_eq!(parse_cgroup("").unwrap(), CgroupPaths::default());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!   ├─ proc/<pid>/{stat,comm,cmdline,cgroup,status}, task/<tid>/stat   read_process → ProcessReading
 //!   ├─ proc/cmdline, sys/devices/system/cpu/{isolated,nohz_full}       read_kernel_bans → KernelBans
 //!   ├─ proc/sys/kernel/numa_balancing, sys/kernel/sched_ext/…, comms   read_competitors → [Competitor]
-//!   ├─ sys/fs/cgroup/<cgroup>/cpuset.cpus.effective                    read_cpuset_effective
+//!   ├─ sys/fs/cgroup/{<v2>/cpuset.cpus.effective,cpuset/<v1>/cpuset.effective_cpus}  read_cpuset_effective
 //!   └─ etc/passwd, pid files                                           read_users, read_pid_files
 //! ```
 //!
@@ -134,8 +134,8 @@ pub fn read_process(
         return Ok(None);
     };
     let path = dir.join("cgroup");
-    let cgroup = match text_opt(&path)? {
-        None => None,
+    let cgroups = match text_opt(&path)? {
+        None => Default::default(),
         Some(text) => parse_cgroup(&text).map_err(|why| parse_err(&path, why))?,
     };
     let path = dir.join("status");
@@ -167,7 +167,8 @@ pub fn read_process(
         start_time: stat.start_time,
         comm: comm.trim_end_matches('\n').to_string(),
         cmdline: parse_cmdline(&cmdline),
-        cgroup,
+        cgroup: cgroups.rule_path().map(str::to_string),
+        cpuset_v1: cgroups.cpuset_v1,
         uid,
         kernel_thread: stat.is_kernel_thread(),
         cpu_time: Nanos(stat.utime.0.saturating_add(stat.stime.0)),
@@ -243,13 +244,48 @@ pub fn read_competitors(
     Ok(found)
 }
 
-/// `cpuset.cpus.effective` of `cgroup` (`/system.slice/app.service`) in the cgroup v2
-/// tree at `sys/fs/cgroup`; `None` when the cgroup is gone or has no cpuset controller.
-pub fn read_cpuset_effective(root: &Root, cgroup: &str) -> Result<Option<CpuSet>, ReadError> {
+/// The cpuset cgroup of a process: its path in a v1 `cpuset` hierarchy when the host
+/// mounts one, else its v2 cgroup; `None` when it has neither.
+pub fn cpuset_cgroup(p: &ProcessReading) -> Option<CpusetCgroup> {
+    match (&p.cpuset_v1, &p.cgroup) {
+        (Some(v1), _) => Some(CpusetCgroup::V1(v1.clone())),
+        (None, Some(v2)) => Some(CpusetCgroup::V2(v2.clone())),
+        (None, None) => None,
+    }
+}
+
+/// A cgroup whose effective CPUs are read, and in which hierarchy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpusetCgroup {
+    /// In the cgroup v2 tree at `sys/fs/cgroup`: `<path>/cpuset.cpus.effective`.
+    V2(String),
+    /// In the v1 cpuset hierarchy at `sys/fs/cgroup/cpuset`: `<path>/cpuset.effective_cpus`.
+    V1(String),
+}
+
+impl CpusetCgroup {
+    /// The cgroup's path (`/system.slice/app.service`).
+    pub fn path(&self) -> &str {
+        match self {
+            CpusetCgroup::V2(p) | CpusetCgroup::V1(p) => p,
+        }
+    }
+}
+
+/// The CPUs a cgroup may use now (`cpuset.cpus.effective`, or `cpuset.effective_cpus` in
+/// v1); `None` when the cgroup is gone or the file is absent (no cpuset controller).
+pub fn read_cpuset_effective(
+    root: &Root,
+    cgroup: &CpusetCgroup,
+) -> Result<Option<CpuSet>, ReadError> {
+    let (dir, file) = match cgroup {
+        CpusetCgroup::V2(_) => ("sys/fs/cgroup", "cpuset.cpus.effective"),
+        CpusetCgroup::V1(_) => ("sys/fs/cgroup/cpuset", "cpuset.effective_cpus"),
+    };
     let path = root
-        .join("sys/fs/cgroup")
-        .join(cgroup.trim_start_matches('/'))
-        .join("cpuset.cpus.effective");
+        .join(dir)
+        .join(cgroup.path().trim_start_matches('/'))
+        .join(file);
     match text_opt(&path)? {
         None => Ok(None),
         Some(text) => CpuSet::parse_list(text.trim())

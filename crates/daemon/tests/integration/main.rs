@@ -7,6 +7,7 @@
 
 mod config_fixtures;
 mod example;
+mod live;
 mod proc_fixtures;
 
 /// The repository's root, where `fixtures/` and `packaging/` are.

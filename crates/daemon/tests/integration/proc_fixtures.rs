@@ -7,8 +7,8 @@ use threadbalance_daemon::banned::usable_cpus;
 use threadbalance_daemon::competitor::{Competitor, cpuset_changed};
 use threadbalance_daemon::process::facts_between;
 use threadbalance_daemon::read::{
-    Root, read_comms, read_competitors, read_config, read_cpuset_effective, read_kernel_bans,
-    read_pid_files, read_process, read_users,
+    CpusetCgroup, Root, cpuset_cgroup, read_comms, read_competitors, read_config,
+    read_cpuset_effective, read_kernel_bans, read_pid_files, read_process, read_users,
 };
 use threadbalance_daemon::{Config, Decision, match_process};
 use threadbalance_model::{CpuSet, Nanos, Pid, Tid};
@@ -138,20 +138,33 @@ fn read_competitors_quiet_machine_finds_none() {
 
 #[test]
 fn read_cpuset_effective_change_between_two_reads_is_reported() {
-    let cgroup = "/system.slice/encoder.service";
+    let encoder = read_process(&host(), Pid(2100), HZ).unwrap().unwrap();
+    let cgroup = cpuset_cgroup(&encoder).unwrap();
+    assert_eq!(
+        cgroup,
+        CpusetCgroup::V2("/system.slice/encoder.service".into())
+    );
     let before = CpuSet::parse_list("0-15").unwrap();
-    let now = read_cpuset_effective(&host(), cgroup).unwrap().unwrap();
+    let now = read_cpuset_effective(&host(), &cgroup).unwrap().unwrap();
     assert_eq!(now.to_string(), "0-5,8-14");
-    let w = cpuset_changed(Pid(2100), cgroup, &before, &now).unwrap();
+    let w = cpuset_changed(Pid(2100), cgroup.path(), &before, &now).unwrap();
     assert!(
         w.to_string().contains("changed from 0-15 to 0-5,8-14"),
         "{w}"
     );
-    assert!(
-        read_cpuset_effective(&host(), "/gone.slice")
-            .unwrap()
-            .is_none()
-    );
+    let gone = CpusetCgroup::V2("/gone.slice".into());
+    assert!(read_cpuset_effective(&host(), &gone).unwrap().is_none());
+}
+
+#[test]
+fn read_cpuset_effective_hybrid_host_reads_the_v1_hierarchy() {
+    // Pid 3000's rules see its v2 cgroup; its CPUs come from the v1 cpuset hierarchy.
+    let p = read_process(&host(), Pid(3000), HZ).unwrap().unwrap();
+    assert_eq!(p.cgroup.as_deref(), Some("/user.slice/user-1000.slice"));
+    let cgroup = cpuset_cgroup(&p).unwrap();
+    assert_eq!(cgroup, CpusetCgroup::V1("/legacy".into()));
+    let cpus = read_cpuset_effective(&host(), &cgroup).unwrap().unwrap();
+    assert_eq!(cpus.to_string(), "0-3");
 }
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -273,7 +286,7 @@ fn read_malformed_files_give_one_line_naming_the_file() {
             ),
         ),
         (
-            read_cpuset_effective(&root, "/bad.slice")
+            read_cpuset_effective(&root, &CpusetCgroup::V2("/bad.slice".into()))
                 .unwrap_err()
                 .to_string(),
             format!(
