@@ -1,6 +1,6 @@
 //! Integration tests of the daemon's building blocks on fixture files: one config file
-//! per rejection (`fixtures/daemon/`), the packaged example (`packaging/`), and `/proc`
-//! trees (`fixtures/proc/daemon-*`).
+//! per rejection (`fixtures/daemon/`), the packaged example (`packaging/`), `/proc` trees
+//! (`fixtures/proc/daemon-*`), and the readers on this machine (`live`, reading only).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
