@@ -142,7 +142,7 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         _ => out!("{}", to_table(&report)),
     }
     if let Some(path) = json {
-        crate::jsonout::write(path, &report)?;
+        crate::jsonout::write(path, &crate::schema::versioned(&report))?;
     }
     Ok(0)
 }
