@@ -248,7 +248,10 @@ impl PolicySummary {
             PolicySummary::Tumbler(s) => vec![
                 l("regroupings", s.regroupings.to_string()),
                 l("moves", s.moves.to_string()),
-                l("last CV", or_dash(s.last_cv, |cv| format!("{cv:.3}"))),
+                l(
+                    "last CV of thread utilization (σ / mean)",
+                    or_dash(s.last_cv, |cv| format!("{cv:.3}")),
+                ),
                 l("last interval", or_dash(s.last_interval_ms, ms_text)),
                 l("skipped (CV < 0.05)", s.skipped_low_cv.to_string()),
                 l("skipped (domains balanced)", s.skipped_balanced.to_string()),

@@ -495,7 +495,13 @@ mod tests {
         assert_eq!(p.stats().regroupings, 0);
         let summary = p.summary().lines();
         assert_eq!(summary[4], ("skipped (CV < 0.05)".into(), "1".into()));
-        assert_eq!(summary[2], ("last CV".into(), "0.028".into()));
+        assert_eq!(
+            summary[2],
+            (
+                "last CV of thread utilization (σ / mean)".into(),
+                "0.028".into()
+            )
+        );
         assert_eq!(summary[3], ("last interval".into(), "800.000ms".into()));
     }
 
@@ -542,7 +548,7 @@ mod tests {
             [
                 "regroupings",
                 "moves",
-                "last CV",
+                "last CV of thread utilization (σ / mean)",
                 "last interval",
                 "skipped (CV < 0.05)",
                 "skipped (domains balanced)"
