@@ -38,12 +38,14 @@ mod omp;
 
 use crate::compare::{self, CompareArgs, Comparison, Spread};
 use crate::input_error;
+use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
-use threadbalance_model::{CpuSet, Tid};
+use threadbalance_model::{CpuSet, Level, Tid};
+use threadbalance_policy::PolicyKind;
 
 /// Options of `bench`.
 #[derive(Debug, Clone, Args)]
@@ -59,8 +61,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "MS")]
     pub work_ms: Option<u64>,
     /// Policies compared in each cell, comma-separated; `none` is the baseline.
-    #[arg(long, value_delimiter = ',', default_value = "none,speed,pbind")]
-    pub policies: Vec<String>,
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,speed,pbind",
+        value_parser = crate::settings::ByName::<PolicyKind>::new()
+    )]
+    pub policies: Vec<PolicyKind>,
     /// Also write every result (each run of each cell) as JSON to FILE (`-`: stdout, the
     /// table then going to stderr).
     #[arg(long, value_name = "FILE")]
@@ -269,7 +276,12 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     if work_ms == 0 {
         return Err(input_error("--work-ms must be at least 1"));
     }
-    compare::check(&args.policies, repeat, Some("core"), None, &[])?;
+    let settings = SettingsArgs {
+        policy: args.policies.clone(),
+        level: Some(Level::Core),
+        ..SettingsArgs::default()
+    };
+    compare::check(&settings, &args.policies, repeat, &[])?;
     if args.cost {
         return cost::run(repeat, quick, args.json.as_deref());
     }
@@ -324,10 +336,8 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
             _ => (spmd_command(&exe, &cell, work_ms), Vec::new()),
         };
         let cmp = CompareArgs {
-            policies: args.policies.clone(),
+            settings: settings.clone(),
             repeat,
-            level: Some("core".into()),
-            interval: None,
             json: false,
             command,
             env,
@@ -365,7 +375,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         repeat,
         work_ms,
         quick,
-        policies: args.policies.clone(),
+        policies: args.policies.iter().map(ToString::to_string).collect(),
         openmp_left_out: openmp.as_ref().err().cloned(),
         openmp: openmp.ok(),
         affinity_before: me.to_string(),
@@ -378,7 +388,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         _ => out!("{}", to_table(&report)),
     }
     if let Some(path) = &args.json {
-        crate::jsonout::write(path, &report)?;
+        crate::jsonout::write(path, &crate::schema::versioned(&report))?;
     }
     Ok(0)
 }

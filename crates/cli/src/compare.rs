@@ -10,28 +10,26 @@
 //! reported too.
 
 use crate::input_error;
+use crate::settings::SettingsArgs;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
 use std::process::{Command, Stdio};
+use threadbalance_model::{Level, PolicySummary};
+use threadbalance_policy::PolicyKind;
 
 /// Options of `compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Policies to compare, comma-separated; `none` first gives the baseline.
-    #[arg(long, value_delimiter = ',', default_value = "none,tumbler")]
-    pub policies: Vec<String>,
+    /// Policies to compare (comma-separated, `none` gives the baseline; `--policies` is the
+    /// same option), and the level, interval, CPU list, dry run and seed passed to every run.
+    #[command(flatten)]
+    pub settings: SettingsArgs,
     /// Runs of each policy.
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
-    /// Level passed to every run (default: each run's own default).
-    #[arg(long)]
-    pub level: Option<String>,
-    /// Fixed interval in ms passed to every run.
-    #[arg(long, value_name = "MS")]
-    pub interval: Option<u64>,
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -42,6 +40,16 @@ pub struct CompareArgs {
     /// a command-line option: callers such as `bench` fill it.
     #[arg(skip)]
     pub env: Vec<(String, String)>,
+}
+
+impl CompareArgs {
+    /// The policies compared when none are given.
+    pub const DEFAULT_POLICIES: [PolicyKind; 2] = [PolicyKind::None, PolicyKind::Tumbler];
+
+    /// The policies to compare, in the order given.
+    pub fn policies(&self) -> Vec<PolicyKind> {
+        self.settings.policies(&Self::DEFAULT_POLICIES).0
+    }
 }
 
 /// One run of one policy.
@@ -57,6 +65,8 @@ pub struct RunResult {
     pub fair_share_pct: Option<f64>,
     /// The command's fair-share wall time, when it printed one.
     pub fair_share_wall_s: Option<f64>,
+    /// The policy's own account of the run, typed as `run` writes it.
+    pub policy_summary: PolicySummary,
 }
 
 /// min, median and max of some values.
@@ -148,24 +158,18 @@ fn executable(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| is_exe(&d.join(program))))
 }
 
-/// Rejects, before anything runs, a repeat count of 0, an empty policy list, an interval of
-/// 0, a command that cannot be executed, an unknown level or a policy that cannot be built
-/// on this machine.
+/// Rejects, before anything runs, a repeat count of 0, a command that cannot be executed,
+/// a CPU list with none of the usable CPUs, or a policy that cannot be built on this
+/// machine (policy names, levels, intervals of 0 and malformed CPU lists are refused while
+/// the command line is read: see [`crate::settings`]).
 pub fn check(
-    policies: &[String],
+    settings: &SettingsArgs,
+    policies: &[PolicyKind],
     repeat: usize,
-    level: Option<&str>,
-    interval: Option<u64>,
     command: &[String],
 ) -> Result<()> {
     if repeat == 0 {
         return Err(input_error("--repeat must be at least 1"));
-    }
-    if policies.is_empty() {
-        return Err(input_error("--policies needs at least one policy"));
-    }
-    if interval == Some(0) {
-        return Err(input_error("--interval must be at least 1 ms"));
     }
     if let Some(program) = command.first() {
         if !executable(program) {
@@ -174,15 +178,9 @@ pub fn check(
             )));
         }
     }
-    let topo = crate::topo::read_system()?;
-    for p in policies {
-        let level = level
-            .map(str::parse)
-            .transpose()
-            .map_err(|e: threadbalance_model::ModelError| input_error(e.to_string()))?
-            .unwrap_or_else(|| topo.default_level());
-        threadbalance_policy::build(p, &threadbalance_policy::Settings::new(level), &topo)
-            .map_err(|e| input_error(e.to_string()))?;
+    let topo = settings.topology(crate::usable::read_usable()?)?;
+    for &p in policies {
+        settings.build(p, &topo)?;
     }
     Ok(())
 }
@@ -198,13 +196,8 @@ pub fn compare_with_progress(
     args: &CompareArgs,
     progress: &mut dyn FnMut(usize, &str),
 ) -> Result<Comparison> {
-    check(
-        &args.policies,
-        args.repeat,
-        args.level.as_deref(),
-        args.interval,
-        &args.command,
-    )?;
+    let policies = args.policies();
+    check(&args.settings, &policies, args.repeat, &args.command)?;
     let exe = std::env::current_exe().context("finding this program")?;
     // Each run's summary goes to a file in a private directory (mode 0700, a random name),
     // never to a predictable name in the shared temp dir, where a planted symlink could
@@ -213,19 +206,14 @@ pub fn compare_with_progress(
         .prefix("threadbalance-compare-")
         .tempdir()
         .context("creating a temporary directory")?;
-    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); args.policies.len()];
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); policies.len()];
     for round in 0..args.repeat {
-        for (i, policy) in args.policies.iter().enumerate() {
-            progress(round, policy);
+        for (i, policy) in policies.iter().enumerate() {
+            progress(round, policy.name());
             let json = dir.path().join(format!("run-{round}-{i}.json"));
             let mut cmd = Command::new(&exe);
-            cmd.arg("run").arg("--policy").arg(policy);
-            if let Some(l) = &args.level {
-                cmd.arg("--level").arg(l);
-            }
-            if let Some(ms) = args.interval {
-                cmd.arg("--interval").arg(ms.to_string());
-            }
+            cmd.arg("run").arg("--policy").arg(policy.name());
+            cmd.args(args.settings.child_args());
             cmd.arg("--json").arg(&json).arg("--").args(&args.command);
             cmd.envs(args.env.iter().map(|(k, v)| (k, v)));
             let out = cmd
@@ -244,8 +232,10 @@ pub fn compare_with_progress(
                     .unwrap_or("");
                 bail!("{policy}: the command failed ({}): {last}", out.status);
             }
-            let summary: Value = serde_json::from_str(&summary.context("reading a run's summary")?)
-                .context("parsing a run's summary")?;
+            let summary = crate::runread::parse(&summary.context("reading a run's summary")?)?;
+            if summary.policy != *policy {
+                bail!("a run of {policy} reports policy {}", summary.policy);
+            }
             let score = String::from_utf8_lossy(&out.stdout)
                 .lines()
                 .rev()
@@ -258,11 +248,12 @@ pub fn compare_with_progress(
                 v.as_ref().and_then(|v| v.get(k)).and_then(Value::as_f64)
             };
             runs[i].push(RunResult {
-                wall_s: summary["wall_s"].as_f64().unwrap_or(0.0),
-                moves: summary["applied"]["done"].as_u64().unwrap_or(0),
+                wall_s: summary.wall_s,
+                moves: summary.applied.done,
                 score_wall_s: f(&score, "wall_s"),
                 fair_share_pct: f(&score, "fair_share_pct"),
                 fair_share_wall_s: f(&score, "fair_share_wall_s"),
+                policy_summary: summary.policy_summary,
             });
         }
     }
@@ -276,15 +267,18 @@ fn judged(r: &RunResult) -> f64 {
 }
 
 fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
-    let base = args.policies.iter().position(|p| p == "none").unwrap_or(0);
+    let policies = args.policies();
+    let base = policies
+        .iter()
+        .position(|&p| p == PolicyKind::None)
+        .unwrap_or(0);
     let base_walls: Vec<f64> = runs[base].iter().map(judged).collect();
     let fair: Vec<f64> = runs
         .iter()
         .flatten()
         .filter_map(|r| r.fair_share_wall_s)
         .collect();
-    let results = args
-        .policies
+    let results = policies
         .iter()
         .zip(runs)
         .map(|(policy, runs)| {
@@ -305,7 +299,7 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
                 max: 0.0,
             });
             PolicyResult {
-                policy: policy.clone(),
+                policy: policy.to_string(),
                 spread_frac: (wall.max - wall.min) / wall.median.max(1e-9),
                 wall_s: wall,
                 ratio_vs_baseline: Spread::of(&ratios),
@@ -317,7 +311,7 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
         .collect();
     Comparison {
         command: args.command.clone(),
-        baseline: args.policies[base].clone(),
+        baseline: policies[base].to_string(),
         results,
         fair_share_wall_s: Spread::of(&fair).map(|s| s.median),
     }
@@ -372,7 +366,10 @@ impl Comparison {
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let c = compare(args)?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&c)?);
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&crate::schema::versioned(&c))?
+        );
     } else {
         out!("{}", c.to_table());
     }
@@ -406,10 +403,12 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
         args.work_ms
     );
     let cmp = CompareArgs {
-        policies: vec!["none".into(), "speed".into()],
+        settings: SettingsArgs {
+            policy: vec![PolicyKind::None, PolicyKind::Speed],
+            level: Some(Level::Core),
+            ..SettingsArgs::default()
+        },
         repeat: args.repeat,
-        level: Some("core".into()),
-        interval: None,
         json: false,
         command: vec![
             exe,

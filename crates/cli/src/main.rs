@@ -2,13 +2,18 @@
 //! packages, NUMA nodes, caches and cores of a Linux machine while they run.
 //!
 //! ```text
-//! threadbalance run [--policy P] [--level L] [--interval MS] [--dry-run] [--json FILE] -- CMD…
+//! threadbalance run [--policy P] [--level L] [--interval MS] [--cpus LIST] [--dry-run] [--json FILE] -- CMD…
 //! threadbalance attach --pid PID [--no-children] [same options]
+//! threadbalance compare [--policy P1,P2…] [same options] [--repeat N] [--json] -- CMD…
 //! threadbalance restore [--state-dir DIR]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
 //! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! ```
+//!
+//! The policy, level, interval, CPU list, dry-run and seed options are one group
+//! ([`settings::SettingsArgs`]) with the same meaning and checks in every command. Every
+//! JSON output carries `schema_version` and follows `schema/threadbalance.schema.json`.
 //!
 //! `--json FILE` takes `-` for stdout: the JSON alone goes there, and what is meant for a
 //! person (the summary, the table) to stderr. `--version` names the commit built from.
@@ -27,6 +32,9 @@ mod jsonout;
 mod lockprobe;
 mod manage;
 mod recover;
+mod runread;
+mod schema;
+mod settings;
 mod signals;
 mod sim;
 mod summary;
@@ -80,26 +88,12 @@ enum Command {
 /// Options shared by `run` and `attach`.
 #[derive(Debug, Clone, Args)]
 pub struct ManageArgs {
-    /// Placement policy: none, psets, pbind, tumbler, shuffling, speed, numa-*
-    /// [default: tumbler].
-    #[arg(long, short = 'p')]
-    pub policy: Option<String>,
-    /// Level whose domains play the papers' "sockets": package, node, llc or core
-    /// [default: the widest level with more than one domain].
-    #[arg(long)]
-    pub level: Option<String>,
-    /// Fixed decision interval in milliseconds (overrides the policy's own choice).
-    #[arg(long, value_name = "MS")]
-    pub interval: Option<u64>,
-    /// Decide and report, but change no affinity.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// Policy, level, interval, CPU list, dry run, seed: as in every command.
+    #[command(flatten)]
+    pub settings: settings::SettingsArgs,
     /// Also write the summary as JSON to FILE (`-`: stdout, after the command has exited).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Seed of the policy's random generator.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
     /// Print each decision the policy explains, as it happens.
     #[arg(long, short = 'v')]
     pub verbose: bool,
@@ -110,16 +104,6 @@ pub struct ManageArgs {
     /// For tests of crash recovery: panic after this many ticks.
     #[arg(long, hide = true, value_name = "TICKS")]
     pub fault_panic_after: Option<u64>,
-}
-
-impl ManageArgs {
-    /// The policy used when `--policy` is not given.
-    pub const DEFAULT_POLICY: &'static str = "tumbler";
-
-    /// The policy given, or the default.
-    pub fn policy(&self) -> &str {
-        self.policy.as_deref().unwrap_or(Self::DEFAULT_POLICY)
-    }
 }
 
 #[derive(Debug, Args)]
@@ -173,8 +157,33 @@ fn workload(scenario: &threadbalance_workload::Scenario) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Reads the command line. A value refused while parsing (an unknown policy or level, an
+/// interval of 0, a malformed CPU list) is one line, `threadbalance: …`, and exit status 2,
+/// as every other input error; help, version and usage errors are clap's own.
+fn parse_cli() -> Result<Cli, ExitCode> {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::InvalidValue | ErrorKind::ValueValidation
+            ) =>
+        {
+            let text = e.to_string();
+            let line = text.lines().next().unwrap_or_default();
+            errln!("threadbalance: {}", line.trim_start_matches("error: "));
+            Err(ExitCode::from(2))
+        }
+        Err(e) => e.exit(),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let result = match cli.command {
         Command::Run(a) => manage::run(&a.manage, &a.command, !a.no_children),
         Command::Attach(a) => manage::attach(&a.manage, a.pid, !a.no_children),

@@ -11,9 +11,11 @@
 //!
 //! `run` places threads only on the CPUs it may use itself (`taskset`, a cpuset): the
 //! command it launches inherits that mask, and a policy that counted CPUs outside it would
-//! plan moves the kernel refuses. `attach` sees the whole machine.
+//! plan moves the kernel refuses. `attach` places threads only on the CPUs its target's
+//! threads may use. `--cpus LIST` narrows either further, and `run` starts the command
+//! confined to that list, as `taskset -c LIST` would.
 //!
-//! Everything that can be rejected (policy, level, interval, `--json` file, pid, a process
+//! Everything that can be rejected (policy, level, interval, CPU list, `--json` file, pid, a process
 //! already managed) is checked before the command starts or the first affinity changes,
 //! so bad input leaves nothing changed. Before the first change, journals left by
 //! instances that died are replayed and this instance's journal is opened (see
@@ -32,7 +34,7 @@ use std::process::Command;
 use threadbalance_linux::Root;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
 use threadbalance_model::{Level, Nanos, Pid, Topology};
-use threadbalance_policy::{Engine, Host, Policy, Settings};
+use threadbalance_policy::{Engine, Host, Policy, PolicyKind};
 
 /// The shortest pause between ticks, whatever a policy asks.
 const MIN_TICK: Nanos = Nanos::from_millis(1);
@@ -41,6 +43,8 @@ const MIN_TICK: Nanos = Nanos::from_millis(1);
 struct Prepared {
     topo: Topology,
     level: Level,
+    kind: PolicyKind,
+    kind_default: bool,
     policy: Box<dyn Policy>,
     state: StateDir,
     /// The `--json` file, opened (not truncated) before the command starts; `None` for
@@ -48,28 +52,16 @@ struct Prepared {
     json: Option<File>,
 }
 
-/// Checks the options and builds the policy. With `confine`, the policy sees only the CPUs
-/// this process may use (its own affinity, inherited by the command it launches: see
-/// [`crate::usable::read_usable`]), so `taskset -c 0-8 threadbalance run …` balances over
-/// those nine CPUs as a container's cpuset would.
-fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
-    let topo = if confine {
-        crate::usable::read_usable()?
-    } else {
-        crate::topo::read_system()?
-    };
-    let level = match &args.level {
-        None => topo.default_level(),
-        Some(l) => l.parse::<Level>().map_err(|e| input_error(e.to_string()))?,
-    };
-    if args.interval == Some(0) {
-        return Err(input_error("--interval must be at least 1 ms"));
-    }
-    let mut settings = Settings::new(level);
-    settings.interval = args.interval.map(Nanos::from_millis);
-    settings.seed = args.seed;
-    let policy = threadbalance_policy::build(args.policy(), &settings, &topo)
-        .map_err(|e| input_error(e.to_string()))?;
+/// Checks the options and builds the policy over `usable`, the CPUs the threads may use
+/// (for `run` this process's own affinity, inherited by the command it launches, so
+/// `taskset -c 0-8 threadbalance run …` balances over those nine CPUs as a container's
+/// cpuset would; for `attach` its target's), cut down to `--cpus`.
+fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Result<Prepared> {
+    let s = &args.settings;
+    let (kind, kind_default) = s.one_policy(command)?;
+    let topo = s.topology(usable)?;
+    let level = s.level(&topo);
+    let policy = s.build(kind, &topo)?;
     // `-` is stdout, written at the end; a real file is opened now, so that one that
     // cannot be written is refused before the command starts.
     let json = match &args.json {
@@ -92,19 +84,18 @@ fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
         .map_err(|e| input_error(format!("state directory: {e}")))?;
     // What instances that died left changed is put back before anything else happens.
     recover::restore_stale(&state)?;
-    if args.policy().starts_with("numa-")
-        && threadbalance_linux::read_numa_balancing(&Root::system()) == Some(true)
-    {
+    if kind.is_numa() && threadbalance_linux::read_numa_balancing(&Root::system()) == Some(true) {
         errln!(
             "threadbalance: warning: the kernel's automatic NUMA balancing is on \
              (/proc/sys/kernel/numa_balancing = 1); it moves threads and pages too and will \
-             compete with {}; `sysctl kernel.numa_balancing=0` turns it off",
-            args.policy()
+             compete with {kind}; `sysctl kernel.numa_balancing=0` turns it off"
         );
     }
     Ok(Prepared {
         topo,
         level,
+        kind,
+        kind_default,
         policy,
         state,
         json,
@@ -155,7 +146,7 @@ fn status_code(status: std::process::ExitStatus) -> u8 {
 
 /// `threadbalance run`: launch `command`, manage it, exit with its status.
 pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Result<u8> {
-    let mut p = prepare(args, true)?;
+    let mut p = prepare(args, "run", crate::usable::read_usable()?)?;
     let Some((program, rest)) = command.split_first() else {
         return Err(input_error("no command given"));
     };
@@ -165,24 +156,17 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     // born of a thread we confined is found and restored at the end.
     nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
     let lock_probe = LockProbe::start();
-    let mut child = Command::new(program)
-        .args(rest)
-        .spawn()
+    let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
         .map_err(|e| input_error(format!("cannot execute {program:?}: {e}")))?;
     let pid = Pid(child.id() as i32);
     let target = Target::Child {
         pid,
         follow_children,
     };
-    let host = claim(&p, pid, args.dry_run).and_then(|(lock, journal)| {
-        LinuxAdapter::new(
-            &p.topo,
-            target,
-            args.dry_run,
-            p.policy.stat_max_age(),
-            journal,
-        )
-        .map(|h| (lock, h))
+    let dry_run = args.settings.dry_run;
+    let host = claim(&p, pid, dry_run).and_then(|(lock, journal)| {
+        LinuxAdapter::new(&p.topo, target, dry_run, p.policy.stat_max_age(), journal)
+            .map(|h| (lock, h))
     });
     let (_lock, mut host) = match host {
         Ok(h) => h,
@@ -220,8 +204,8 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     if pid <= 0 {
         return Err(input_error(format!("--pid {pid}: not a process id")));
     }
-    let mut p = prepare(args, false)?;
     let pid = Pid(pid);
+    let mut p = prepare(args, "attach", crate::usable::read_allowed_for(pid)?)?;
     let root = Root::system();
     let me = Pid(std::process::id() as i32);
     let refusal = threadbalance_linux::permit::refusal(&root, pid, me).map_err(|e| match e {
@@ -237,14 +221,14 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
     signals::install().context("installing signal handlers")?;
     raise_fd_limit();
-    let (_lock, journal) = claim(&p, pid, args.dry_run)?;
+    let (_lock, journal) = claim(&p, pid, args.settings.dry_run)?;
     let mut host = LinuxAdapter::new(
         &p.topo,
         Target::Attached {
             pid,
             follow_children,
         },
-        args.dry_run,
+        args.settings.dry_run,
         p.policy.stat_max_age(),
         journal,
     )?;
@@ -264,6 +248,30 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     looped.map(|_| 0)
 }
 
+/// Starts `command` confined to the CPUs the policy plans over when `--cpus` narrowed them,
+/// as `taskset -c LIST` would start it: this thread takes that mask for the fork (the
+/// child inherits it) and gets its own back at once. Without `--cpus` the command inherits
+/// this process's mask unchanged.
+fn spawn_confined(
+    command: &mut Command,
+    topo: &Topology,
+    args: &ManageArgs,
+) -> std::io::Result<std::process::Child> {
+    if args.settings.cpus.is_none() {
+        return command.spawn();
+    }
+    let me = threadbalance_model::Tid(0);
+    let own = threadbalance_linux::affinity_of(me)?;
+    threadbalance_linux::set_affinity(me, topo.online())?;
+    let child = command.spawn();
+    let back = threadbalance_linux::set_affinity(me, &own);
+    let child = child?;
+    if let Err(e) = back {
+        errln!("threadbalance: warning: could not widen its own mask back to {own}: {e}");
+    }
+    Ok(child)
+}
+
 /// Runs the control loop, then restores every mask changed (before anything else, so an
 /// error, a panic or a command that lingers never leaves threads pinned).
 fn manage(
@@ -273,11 +281,11 @@ fn manage(
     forward: bool,
 ) -> (Summary, Result<Option<i32>>) {
     let mut summary = Summary::new(
-        args.policy(),
-        args.policy.is_none(),
+        p.kind,
+        p.kind_default,
         &p.topo,
         p.level,
-        args.dry_run,
+        args.settings.dry_run,
         host.now(),
     );
     let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -7,11 +7,11 @@
 //! ```
 
 use crate::input_error;
+use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use threadbalance_model::{Level, Nanos};
-use threadbalance_policy::Settings;
+use threadbalance_policy::PolicyKind;
 
 /// Options of `threadbalance sim`.
 #[derive(Debug, Args)]
@@ -25,28 +25,15 @@ pub struct SimArgs {
     /// scenario in --scenarios, or a .toml file; "a+b" runs two at once.
     #[arg(long, short = 'w', default_value = "ferret-pipeline")]
     workload: String,
-    /// Policies to compare, comma-separated (speedups are relative to none).
-    #[arg(
-        long,
-        short = 'p',
-        value_delimiter = ',',
-        default_value = "none,tumbler"
-    )]
-    policy: Vec<String>,
-    /// Seed of every random choice; the same seed gives the same output.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Policies (comma-separated; speedups are relative to none), level, interval and seed
+    /// (of every random choice: the same seed gives the same output), as in every command.
+    /// A simulated machine takes no --cpus (give --machine a smaller spec) and changes no
+    /// real affinity (no --dry-run).
+    #[command(flatten)]
+    settings: SettingsArgs,
     /// Threads of the built-in workload (each application of a "+" mix).
     #[arg(long)]
     threads: Option<usize>,
-    /// Level whose domains play the papers' "sockets": package, node, llc or core
-    /// [default: the widest level with more than one domain].
-    #[arg(long)]
-    level: Option<String>,
-    /// Fixed decision interval in milliseconds for every policy (overrides each policy's own
-    /// choice, as `run --interval` does).
-    #[arg(long, value_name = "MS")]
-    interval: Option<u64>,
     /// Print one JSON object with a `results` array instead of the table.
     #[arg(long)]
     json: bool,
@@ -78,11 +65,24 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         }
         let report = threadbalance_sim::suite_papers(&a.seeds);
         if a.json {
-            outln!("{}", serde_json::to_string_pretty(&report.to_json())?);
+            let json = crate::schema::stamp(report.to_json());
+            outln!("{}", serde_json::to_string_pretty(&json)?);
         } else {
             out!("{}", report.to_table());
         }
         return Ok(0);
+    }
+    let s = &a.settings;
+    if let Some(cpus) = &s.cpus {
+        return Err(input_error(format!(
+            "--cpus {cpus}: sim takes no CPU list; give --machine a spec of the CPUs wanted \
+             (e.g. \"package:1 core:4 pu:1\")"
+        )));
+    }
+    if s.dry_run {
+        return Err(input_error(
+            "--dry-run: sim changes no real affinity; leave it out",
+        ));
     }
     let local = if a.machine == "local" {
         Some(crate::topo::read_system()?)
@@ -93,20 +93,14 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         threadbalance_sim::machine(&a.machine, local).map_err(|e| input_error(e.to_string()))?;
     let workload = threadbalance_sim::workload(&a.workload, a.threads, Some(&a.scenarios))
         .map_err(|e| input_error(e.to_string()))?;
-    let level = match &a.level {
-        Some(l) => l.parse::<Level>().map_err(|e| input_error(e.to_string()))?,
-        None => machine.topo.default_level(),
-    };
-    if a.interval == Some(0) {
-        return Err(input_error("--interval must be at least 1 ms"));
-    }
-    let mut settings = Settings::new(level);
-    settings.seed = a.seed;
-    settings.interval = a.interval.map(Nanos::from_millis);
-    let cmp = threadbalance_sim::compare(&machine, &workload, &a.policy, a.seed, &settings)
+    let settings = s.settings(&machine.topo);
+    let (policies, _) = s.policies(&[PolicyKind::None, PolicyKind::Tumbler]);
+    let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
+    let cmp = threadbalance_sim::compare(&machine, &workload, &names, s.seed, &settings)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&cmp.to_json())?);
+        let json = crate::schema::stamp(cmp.to_json());
+        outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         out!("{}", cmp.to_table());
     }

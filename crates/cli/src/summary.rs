@@ -11,15 +11,12 @@
 use serde::Serialize;
 use std::fmt::Write;
 use threadbalance_model::{
-    ApplyReport, Level, Nanos, Topology, Window, coefficient_of_variation, mean,
+    ApplyReport, Level, Nanos, PolicySummary, Topology, Window, coefficient_of_variation, mean,
 };
-use threadbalance_policy::TickReport;
+use threadbalance_policy::{PolicyKind, TickReport};
 
 /// The shortest management, in seconds, over which the tool's CPU share is reported.
 pub const MIN_WALL_FOR_PCT: f64 = 0.1;
-
-/// Policies that decide on lock time: for the others an estimated lock time says nothing.
-const READS_LOCK_TIME: &[&str] = &["shuffling"];
 
 /// How many of the policy's explanations the summary keeps (the last ones).
 const NOTES_KEPT: usize = 8;
@@ -27,14 +24,19 @@ const NOTES_KEPT: usize = 8;
 /// What a run did, accumulated tick by tick.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// The policy's name.
-    pub policy: String,
+    /// The version of this JSON's shape (`schema/threadbalance.schema.json`).
+    pub schema_version: u32,
+    /// The policy.
+    pub policy: PolicyKind,
     /// Whether the policy is the default one (no `--policy` given).
     pub policy_default: bool,
     /// The level the policy grouped at.
     pub level: Level,
     /// Number of domains at that level.
     pub domains: usize,
+    /// The CPUs the policy placed threads on (the usable ones, cut down to `--cpus`), in
+    /// taskset's syntax.
+    pub cpus: String,
     /// Whether affinities were left untouched.
     pub dry_run: bool,
     /// Wall time from start to end of management, seconds.
@@ -84,8 +86,8 @@ pub struct Summary {
     /// What the futex probe saw (per-thread lock and sync waits, wake edges), or why it
     /// did not run.
     pub lock_probe: crate::lockprobe::LockReport,
-    /// The policy's own account, `(what, value)`.
-    pub policy_summary: Vec<(String, String)>,
+    /// The policy's own account, typed (`kind` names the policy family).
+    pub policy_summary: PolicySummary,
     /// The last explanations the policy gave, with the time (seconds from start).
     pub notes: Vec<(f64, String)>,
     /// How the managed command ended ("exit 0", "signal 9"), or why management stopped.
@@ -107,7 +109,7 @@ pub struct Summary {
 impl Summary {
     /// An empty summary for `policy` at `level`, starting at `start`.
     pub fn new(
-        policy: &str,
+        policy: PolicyKind,
         policy_default: bool,
         topo: &Topology,
         level: Level,
@@ -116,10 +118,12 @@ impl Summary {
     ) -> Summary {
         let domains = topo.domains(level).len();
         Summary {
-            policy: policy.to_string(),
+            schema_version: crate::schema::SCHEMA_VERSION,
+            policy,
             policy_default,
             level,
             domains,
+            cpus: topo.online().to_string(),
             dry_run,
             wall_s: 0.0,
             threads_seen: 0,
@@ -142,7 +146,7 @@ impl Summary {
             domain_util_cv: 0.0,
             lock_time: "estimate from blocked time".into(),
             lock_probe: crate::lockprobe::LockReport::default(),
-            policy_summary: Vec::new(),
+            policy_summary: PolicySummary::Nothing,
             notes: Vec::new(),
             ended: String::new(),
             start,
@@ -200,7 +204,7 @@ impl Summary {
     }
 
     /// Closes the summary at `end`.
-    pub fn finish(&mut self, end: Nanos, policy_summary: Vec<(String, String)>, ended: String) {
+    pub fn finish(&mut self, end: Nanos, policy_summary: PolicySummary, ended: String) {
         self.wall_s = end.saturating_sub(self.start).as_secs_f64();
         // Over the same span as the wall time (not counting start-up), and not at all over
         // a span too short to mean anything (a target that had already exited).
@@ -234,7 +238,7 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "\n threadbalance summary: policy {}{} at level {} ({} domains){}",
+            "\n threadbalance summary: policy {}{} at level {} ({} domains) on CPUs {}{}",
             self.policy,
             if self.policy_default {
                 " (default)"
@@ -243,6 +247,7 @@ impl Summary {
             },
             self.level,
             self.domains,
+            self.cpus,
             if self.dry_run { ", dry run" } else { "" }
         );
         let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
@@ -288,11 +293,15 @@ impl Summary {
             .collect();
         let _ = writeln!(
             s,
-            "   {:>11.1}%    mean {} utilization, CV {:.3}  [{}]",
+            "   {:>11.1}%    mean {} utilization  [{}]",
             self.domain_util_mean * 100.0,
             self.level,
-            self.domain_util_cv,
             per.join(" ")
+        );
+        let _ = writeln!(
+            s,
+            "   {:>12.3}    CV of {} utilization: its spread across the {}s (σ / mean; 0 = evenly loaded)",
+            self.domain_util_cv, self.level, self.level
         );
         let share = if self.tool_cpu_pct_known {
             format!("{:.2} % of one core", self.tool_cpu_pct)
@@ -305,7 +314,7 @@ impl Summary {
             self.tool_cpu_s
         );
         let probe = &self.lock_probe;
-        if probe.exact || READS_LOCK_TIME.contains(&self.policy.as_str()) {
+        if probe.exact || self.policy.reads_lock_time() {
             let _ = writeln!(s, "   lock time: {}", self.lock_time);
         }
         if probe.exact {
@@ -329,7 +338,7 @@ impl Summary {
                 );
             }
         }
-        for (what, value) in &self.policy_summary {
+        for (what, value) in &self.policy_summary.lines() {
             let _ = writeln!(s, "   {what}: {value}");
         }
         for (t, note) in &self.notes {
@@ -380,8 +389,19 @@ mod tests {
         // Attaching to a process that had already exited used to print "70086 % of one
         // core": start-up CPU time (topology reading) over a wall time of microseconds.
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new("none", false, &topo, Level::Core, false, Nanos(1_000));
-        s.finish(Nanos(21_000), Vec::new(), "process exited".into());
+        let mut s = Summary::new(
+            PolicyKind::None,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(1_000),
+        );
+        s.finish(
+            Nanos(21_000),
+            PolicySummary::Nothing,
+            "process exited".into(),
+        );
         assert_eq!(s.tool_cpu_pct, 0.0);
         assert!(!s.tool_cpu_pct_known);
         let text = s.to_text();
@@ -394,8 +414,12 @@ mod tests {
         // 50 ms of management is under the 0.1 s floor: a few milliseconds of start-up
         // and restore CPU time over it would read as a large share of a core.
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new("none", false, &topo, Level::Core, false, Nanos(0));
-        s.finish(Nanos::from_millis(50), Vec::new(), "exit 0".into());
+        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
+        s.finish(
+            Nanos::from_millis(50),
+            PolicySummary::Nothing,
+            "exit 0".into(),
+        );
         assert!(!s.tool_cpu_pct_known);
         assert_eq!(s.tool_cpu_pct, 0.0);
     }
@@ -403,8 +427,8 @@ mod tests {
     #[test]
     fn summary_finish_after_a_second_reports_the_share() {
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new("none", false, &topo, Level::Core, false, Nanos(0));
-        s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
+        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert!(s.tool_cpu_pct_known);
         // The share is tool_cpu_s / 1 s, in percent.
         assert!((s.tool_cpu_pct - 100.0 * s.tool_cpu_s).abs() < 1e-9);
@@ -423,10 +447,17 @@ mod tests {
     #[test]
     fn summary_restored_says_n_of_m_and_what_became_of_the_rest() {
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new("pbind", false, &topo, Level::Core, false, Nanos(0));
+        let mut s = Summary::new(
+            PolicyKind::Pbind,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
         // 3 put back + 1 already back + 2 gone = 6 masks changed.
         s.set_restored(&restore_report(3, 1, 2));
-        s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert_eq!(s.restore_total, 6);
         let text = s.to_text();
         assert!(
@@ -441,11 +472,25 @@ mod tests {
     #[test]
     fn summary_default_policy_is_named_as_the_default() {
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut given = Summary::new("tumbler", false, &topo, Level::Core, false, Nanos(0));
-        given.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        let mut given = Summary::new(
+            PolicyKind::Tumbler,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
+        given.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert!(given.to_text().contains("policy tumbler at level core"));
-        let mut default = Summary::new("tumbler", true, &topo, Level::Core, false, Nanos(0));
-        default.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        let mut default = Summary::new(
+            PolicyKind::Tumbler,
+            true,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
+        default.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert!(
             default
                 .to_text()
@@ -456,18 +501,52 @@ mod tests {
     #[test]
     fn summary_estimated_lock_time_shown_only_to_a_policy_that_reads_it() {
         let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        for (policy, shown) in [("tumbler", false), ("none", false), ("shuffling", true)] {
+        for (policy, shown) in [
+            (PolicyKind::Tumbler, false),
+            (PolicyKind::None, false),
+            (PolicyKind::Shuffling, true),
+        ] {
             let mut s = Summary::new(policy, false, &topo, Level::Core, false, Nanos(0));
-            s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+            s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
             assert!(!s.lock_probe.exact);
             assert_eq!(s.to_text().contains("lock time:"), shown, "{policy}");
             // The JSON keeps it either way.
             assert!(s.lock_time.starts_with("estimate from blocked time"));
         }
         // Measured exactly, it is shown whatever the policy.
-        let mut s = Summary::new("tumbler", false, &topo, Level::Core, false, Nanos(0));
+        let mut s = Summary::new(
+            PolicyKind::Tumbler,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
         s.lock_probe.exact = true;
-        s.finish(Nanos::from_secs(1), Vec::new(), "exit 0".into());
+        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert!(s.to_text().contains("lock time: exact (futex probe)"));
+    }
+
+    #[test]
+    fn summary_cv_is_explained_where_printed() {
+        // Two cores, one busy 90 % and one 30 % of a one-second window: mean .6, σ .3,
+        // CV = .3 / .6 = .5.
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
+        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
+        s.domain_util = vec![0.9, 0.3];
+        s.domain_util_mean = 0.6;
+        s.domain_util_cv = 0.5;
+        let text = s.to_text();
+        assert!(
+            text.contains(
+                "0.500    CV of core utilization: its spread across the cores (σ / mean; 0 = evenly loaded)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("mean core utilization  [core0=90.0% core1=30.0%]"),
+            "{text}"
+        );
     }
 }

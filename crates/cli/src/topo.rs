@@ -42,7 +42,10 @@ fn load(root: Option<&PathBuf>, synthetic: Option<&str>) -> Result<Topology> {
 pub fn topo(args: &TopoArgs) -> Result<()> {
     let t = load(args.sysfs_root.as_ref(), args.synthetic.as_deref())?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&to_json(&t))?);
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&crate::schema::stamp(to_json(&t)))?
+        );
     } else {
         out!("{}", to_tree(&t));
     }

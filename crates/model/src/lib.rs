@@ -23,8 +23,10 @@ mod cpuset;
 mod error;
 mod id;
 mod plan;
+mod restrict;
 mod sample;
 mod stats;
+mod summary;
 mod topology;
 mod window;
 
@@ -37,5 +39,9 @@ pub use id::{CoreId, CpuId, LlcId, Nanos, NodeId, PackageId, Pid, Tid};
 pub use plan::{ApplyReport, Move, MoveOutcome, Plan, Reason, Target};
 pub use sample::{ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState};
 pub use stats::{coefficient_of_variation, mean};
+pub use summary::{
+    GuardMode, GuardSummary, LockTimeSource, NumaSummary, PbindSummary, PolicySummary,
+    PsetsSummary, ShufflingSummary, SpeedSummary, TumblerSummary,
+};
 pub use topology::{Cpu, Domain, Level, Topology};
 pub use window::{DomainLoad, ThreadRates, Window};

@@ -83,6 +83,28 @@ impl fmt::Display for Level {
     }
 }
 
+/// Each level with the other names [`FromStr`] accepts, for command lines (`--level`).
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Level {
+    fn value_variants<'a>() -> &'a [Level] {
+        &Level::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let (aliases, help): (&[&str], &str) = match self {
+            Level::Package => (&["socket"], "packages (sockets)"),
+            Level::Node => (&["numa"], "NUMA nodes"),
+            Level::Llc => (&["l3"], "last-level caches"),
+            Level::Core => (&[], "physical cores"),
+        };
+        Some(
+            clap::builder::PossibleValue::new(self.name())
+                .aliases(aliases.iter().copied())
+                .help(help),
+        )
+    }
+}
+
 impl FromStr for Level {
     type Err = ModelError;
     fn from_str(s: &str) -> Result<Level, ModelError> {

@@ -3,7 +3,8 @@
 use crate::grouping::{Placement, contiguous_group};
 use crate::{Policy, Settings};
 use threadbalance_model::{
-    CpuId, Level, Move, Nanos, Plan, Reason, Target, ThreadRates, Topology, Window,
+    CpuId, Level, Move, Nanos, PbindSummary, Plan, PolicySummary, PsetsSummary, Reason, Target,
+    ThreadRates, Topology, Window,
 };
 
 /// How often `none` samples, to report utilization: Tumbler's longest grouping interval.
@@ -109,8 +110,10 @@ impl Policy for Psets {
         }
     }
 
-    fn summary(&self) -> Vec<(String, String)> {
-        vec![("threads placed".into(), self.placed.to_string())]
+    fn summary(&self) -> PolicySummary {
+        PolicySummary::Psets(PsetsSummary {
+            threads_placed: self.placed,
+        })
     }
 }
 
@@ -214,11 +217,11 @@ impl Policy for Pbind {
         }
     }
 
-    fn summary(&self) -> Vec<(String, String)> {
-        vec![
-            ("threads pinned".into(), self.pinned.to_string()),
-            ("cores".into(), self.cores.len().to_string()),
-        ]
+    fn summary(&self) -> PolicySummary {
+        PolicySummary::Pbind(PbindSummary {
+            threads_pinned: self.pinned,
+            cores: self.cores.len() as u64,
+        })
     }
 }
 
@@ -293,7 +296,7 @@ mod tests {
         // Thread 8: counts 2, 2, 1, 1 → package 2.
         later.push((key(1, 8), 0.5, 0));
         assert_eq!(domains(&p.decide(&t, &window_of(100, &later))), [2]);
-        assert_eq!(p.summary()[0].1, "8");
+        assert_eq!(p.summary().lines()[0].1, "8");
     }
 
     #[test]

@@ -33,9 +33,9 @@ pub mod speed;
 pub mod tumbler;
 
 pub use engine::{Engine, Host, TickReport};
-pub use registry::{PolicyError, Settings, build, names};
+pub use registry::{PolicyError, PolicyKind, Settings, build, names};
 
-use threadbalance_model::{Plan, Topology, Window};
+use threadbalance_model::{Plan, PolicySummary, Topology, Window};
 
 /// A placement policy. Pure: no I/O, no clock, no global state; randomness is seeded from
 /// its settings.
@@ -47,10 +47,10 @@ pub trait Policy {
     /// every thread in it has appeared; policies that need rates wait for the next.
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan;
 
-    /// What the policy did over the run, for the summary, as `(what, value)` lines in a
-    /// stable order ("regroupings", "14").
-    fn summary(&self) -> Vec<(String, String)> {
-        Vec::new()
+    /// What the policy did over the run, typed (numbers as numbers, units in field
+    /// names); [`PolicySummary::lines`] words it for a person.
+    fn summary(&self) -> PolicySummary {
+        PolicySummary::Nothing
     }
 
     /// How stale a thread's slow-changing fields (last CPU, state, user and system time)

@@ -1,6 +1,13 @@
 //! Policy names and their settings, validated once, when a policy is built.
+//!
+//! [`PolicyKind`] is the one list of policies: the command line's choices (a clap
+//! `ValueEnum` with the `clap` feature), the names in JSON and the registry's `build` all
+//! come from its table.
 
 use crate::Policy;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 use threadbalance_model::{Level, Nanos, Topology};
 
 /// Why a policy could not be built from its settings.
@@ -63,23 +70,157 @@ impl Settings {
     }
 }
 
+/// Declares [`PolicyKind`] from one table: variant, name, one line of help. Adding a policy
+/// is one line here and one arm in [`PolicyKind::build`] (the compiler asks for it).
+macro_rules! policy_kinds {
+    ($($variant:ident => $name:literal, $about:literal;)+) => {
+        /// Every policy, by the name the command line, the JSON and the logs use.
+        ///
+        /// ```
+        /// use threadbalance_policy::PolicyKind;
+        /// let k: PolicyKind = "numa-tm".parse().unwrap();
+        /// assert_eq!(k, PolicyKind::NumaTm);
+        /// assert_eq!(k.to_string(), "numa-tm");
+        /// assert!("nonesuch".parse::<PolicyKind>().is_err());
+        /// ```
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum PolicyKind {
+            $(
+                #[doc = $about]
+                #[serde(rename = $name)]
+                $variant,
+            )+
+        }
+
+        impl PolicyKind {
+            /// Every policy, in the order the docs list them.
+            pub const ALL: &'static [PolicyKind] = &[$(PolicyKind::$variant),+];
+
+            /// The name used in config, CLI, JSON and logs (`"tumbler"`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(PolicyKind::$variant => $name,)+
+                }
+            }
+
+            /// One line saying what the policy does.
+            pub fn about(self) -> &'static str {
+                match self {
+                    $(PolicyKind::$variant => $about,)+
+                }
+            }
+        }
+    };
+}
+
+policy_kinds! {
+    None => "none", "Linux alone: observe and report, move nothing.";
+    Psets => "psets", "Processor sets: threads split evenly into one group per domain, once.";
+    Pbind => "pbind", "One thread per core, pinned.";
+    Tumbler => "tumbler", "Tumbler: regroups threads by utilization so domains are evenly loaded.";
+    Shuffling => "shuffling", "Shuffling: regroups threads by lock time so lock holders share a domain.";
+    Speed => "speed", "Speed balancing: rotates threads over unevenly loaded cores.";
+    NumaFirstFit => "numa-first-fit", "NUMA balancing between nodes, moving the first movable thread (Linux's choice).";
+    NumaTm => "numa-tm", "NUMA balancing, moving the thread whose process has the least memory (Total Min).";
+    NumaMb => "numa-mb", "NUMA balancing, moving the thread with the most memory on the destination beyond the source (Most Benefit).";
+    NumaBce => "numa-bce", "NUMA balancing, Most Benefit over the memory left on the source (Best Cost-Effectiveness).";
+    NumaExclBase => "numa-excl-base", "NUMA balancing, moving the least exclusive group, every thread evaluated (Excl base).";
+    NumaExcl => "numa-excl", "NUMA balancing, the least exclusive group, never moving a leader (Excl).";
+    NumaMbPlus => "numa-mb-plus", "NUMA balancing, Most Benefit, never moving a leader (MB+).";
+}
+
+impl PolicyKind {
+    /// The policy used when none is named (`run`, `attach`).
+    pub const DEFAULT: PolicyKind = PolicyKind::Tumbler;
+
+    /// Whether it balances between NUMA nodes (and so competes with the kernel's own NUMA
+    /// balancing).
+    pub fn is_numa(self) -> bool {
+        self.name().starts_with("numa-")
+    }
+
+    /// Whether it decides on lock time (for the others an estimated lock time says
+    /// nothing).
+    pub fn reads_lock_time(self) -> bool {
+        self == PolicyKind::Shuffling
+    }
+
+    /// Every name, comma-separated, for messages.
+    pub fn known() -> String {
+        names().join(", ")
+    }
+
+    /// Builds the policy, checking its settings against the machine.
+    pub fn build(
+        self,
+        settings: &Settings,
+        topo: &Topology,
+    ) -> Result<Box<dyn Policy>, PolicyError> {
+        match self {
+            PolicyKind::None => Ok(Box::new(crate::baseline::Observe::new(settings))),
+            PolicyKind::Psets => {
+                check_interval("psets", settings)?;
+                Ok(Box::new(crate::baseline::Psets::new(settings)))
+            }
+            PolicyKind::Pbind => {
+                check_interval("pbind", settings)?;
+                Ok(Box::new(crate::baseline::Pbind::new(settings, topo)))
+            }
+            PolicyKind::Tumbler => {
+                check_interval("tumbler", settings)?;
+                Ok(Box::new(crate::tumbler::Tumbler::new(settings)))
+            }
+            PolicyKind::Shuffling => {
+                check_shuffling(settings)?;
+                Ok(Box::new(crate::shuffling::Shuffling::new(settings)))
+            }
+            PolicyKind::Speed => Ok(Box::new(crate::speed::Speed::new(settings, topo)?)),
+            PolicyKind::NumaFirstFit
+            | PolicyKind::NumaTm
+            | PolicyKind::NumaMb
+            | PolicyKind::NumaBce
+            | PolicyKind::NumaExclBase
+            | PolicyKind::NumaExcl
+            | PolicyKind::NumaMbPlus => crate::numa_select::build(self.name(), settings, topo),
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PolicyKind {
+    type Err = PolicyError;
+    fn from_str(name: &str) -> Result<PolicyKind, PolicyError> {
+        PolicyKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| PolicyError::Unknown {
+                name: name.to_string(),
+                known: PolicyKind::known(),
+            })
+    }
+}
+
+/// Each policy with its one line of help, for command lines (`--policy`).
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for PolicyKind {
+    fn value_variants<'a>() -> &'a [PolicyKind] {
+        PolicyKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.about()))
+    }
+}
+
 /// Every policy name, in the order the docs list them.
-pub fn names() -> &'static [&'static str] {
-    &[
-        "none",
-        "psets",
-        "pbind",
-        "tumbler",
-        "shuffling",
-        "speed",
-        "numa-first-fit",
-        "numa-tm",
-        "numa-mb",
-        "numa-bce",
-        "numa-excl-base",
-        "numa-excl",
-        "numa-mb-plus",
-    ]
+pub fn names() -> Vec<&'static str> {
+    PolicyKind::ALL.iter().map(|k| k.name()).collect()
 }
 
 /// Builds the policy called `name`, checking its settings against the machine.
@@ -88,33 +229,7 @@ pub fn build(
     settings: &Settings,
     topo: &Topology,
 ) -> Result<Box<dyn Policy>, PolicyError> {
-    let _ = topo;
-    match name {
-        "none" => Ok(Box::new(crate::baseline::Observe::new(settings))),
-        "psets" => {
-            check_interval("psets", settings)?;
-            Ok(Box::new(crate::baseline::Psets::new(settings)))
-        }
-        "pbind" => {
-            check_interval("pbind", settings)?;
-            Ok(Box::new(crate::baseline::Pbind::new(settings, topo)))
-        }
-        "tumbler" => {
-            check_interval("tumbler", settings)?;
-            Ok(Box::new(crate::tumbler::Tumbler::new(settings)))
-        }
-        "shuffling" => {
-            check_shuffling(settings)?;
-            Ok(Box::new(crate::shuffling::Shuffling::new(settings)))
-        }
-        "speed" => Ok(Box::new(crate::speed::Speed::new(settings, topo)?)),
-        "numa-first-fit" | "numa-tm" | "numa-mb" | "numa-bce" | "numa-excl-base" | "numa-excl"
-        | "numa-mb-plus" => crate::numa_select::build(name, settings, topo),
-        _ => Err(PolicyError::Unknown {
-            name: name.to_string(),
-            known: names().join(", "),
-        }),
-    }
+    name.parse::<PolicyKind>()?.build(settings, topo)
 }
 
 /// Rejects a zero `interval` (a policy that looks again at once would spin).

@@ -81,7 +81,8 @@
 use crate::grouping::{IDLE_METRIC, Placement, Regroup, Scheme};
 use crate::{Policy, Settings};
 use threadbalance_model::{
-    Level, Move, Nanos, Plan, Reason, Target, ThreadKey, ThreadState, Topology, Window,
+    Level, LockTimeSource, Move, Nanos, Plan, PolicySummary, Reason, ShufflingSummary, Target,
+    ThreadKey, ThreadState, Topology, Window,
 };
 
 /// Lock time of one thread accumulated since the last shuffle.
@@ -370,20 +371,20 @@ impl Policy for Shuffling {
         }
     }
 
-    fn summary(&self) -> Vec<(String, String)> {
+    fn summary(&self) -> PolicySummary {
         let s = &self.stats;
-        vec![
-            ("shuffles".into(), s.shuffles.to_string()),
-            ("moves".into(), s.moves.to_string()),
-            ("lock checks".into(), s.checks.to_string()),
-            ("below threshold".into(), s.below_threshold.to_string()),
-            (
-                "last lock time".into(),
-                s.last_lock
-                    .map_or("-".into(), |l| format!("{:.1} %", l * 100.0)),
-            ),
-            ("lock time".into(), s.lock_source.describe().into()),
-        ]
+        PolicySummary::Shuffling(ShufflingSummary {
+            shuffles: s.shuffles,
+            moves: s.moves,
+            lock_checks: s.checks,
+            below_threshold: s.below_threshold,
+            last_lock_time_pct: s.last_lock.map(|l| l * 100.0),
+            lock_time_source: match s.lock_source {
+                LockSource::NotSampled => LockTimeSource::NotSampled,
+                LockSource::Measured => LockTimeSource::Measured,
+                LockSource::Estimated => LockTimeSource::Estimated,
+            },
+        })
     }
 }
 
@@ -470,7 +471,7 @@ mod tests {
         );
         assert_eq!(plan.next_in, Nanos::from_millis(200));
         assert_eq!(p.stats().shuffles, 1);
-        let summary = p.summary();
+        let summary = p.summary().lines();
         assert_eq!(summary[5], ("lock time".into(), "measured".into()));
         assert_eq!(summary[4], ("last lock time".into(), "15.5 %".into()));
         assert!(
@@ -551,11 +552,11 @@ mod tests {
         let mut s = settings();
         s.shuffle_interval = Nanos::from_millis(200);
         let mut p = Shuffling::new(&s);
-        assert_eq!(p.summary()[5].1, "not sampled");
+        assert_eq!(p.summary().lines()[5].1, "not sampled");
         // util .5 → blocked .5 → lock estimated .5.
         let plan = p.decide(&t, &window(200, &[0.5, 0.5, 0.9, 0.9], &[0, 0, 0, 0]));
         assert_eq!(
-            p.summary()[5],
+            p.summary().lines()[5],
             (
                 "lock time".into(),
                 "estimated from blocked time (no exact probe)".into()

@@ -119,7 +119,8 @@ pub mod guard;
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
 use threadbalance_model::{
-    Level, Move, Nanos, NodeId, Plan, Reason, Target, ThreadKey, ThreadRates, Topology, Window,
+    Level, Move, Nanos, NodeId, Plan, PolicySummary, Reason, SpeedSummary, Target, ThreadKey,
+    ThreadRates, Topology, Window,
 };
 
 /// Settings of the `speed` policy.
@@ -645,48 +646,27 @@ impl Policy for Speed {
         }
     }
 
-    fn summary(&self) -> Vec<(String, String)> {
+    fn summary(&self) -> PolicySummary {
         let s = &self.stats;
-        let mean = s.interval_sum_ms / s.rounds.max(1) as f64;
-        let range = match (s.min_seen, s.max_seen) {
-            (Some(a), Some(b)) => format!("{a} – {b}"),
-            _ => "-".into(),
-        };
-        let mut out = vec![
-            (
-                "balance interval".into(),
-                format!("{} ({})", self.interval, s.reason),
-            ),
-            ("interval range".into(), range),
-            ("interval mean (ms)".into(), format!("{mean:.2}")),
-            (
-                "sync signals (per thread-s)".into(),
-                format!(
-                    "{:.0} voluntary, {:.0} involuntary switches{}, {:.0} timeslices",
-                    self.vol_rate,
-                    self.invol_rate,
-                    if self.counted { "" } else { " (not counted)" },
-                    self.slice_rate
-                ),
-            ),
-            (
-                "rounds (rotating)".into(),
-                format!("{} ({})", s.rounds, s.rotating_rounds),
-            ),
-            ("rotation swaps".into(), s.swaps.to_string()),
-            ("levelling moves".into(), s.levels.to_string()),
-            (
-                "rotation back-offs (moves that did not speed up)".into(),
-                s.backoffs.to_string(),
-            ),
-            ("initial placements".into(), s.initial.to_string()),
-            (
-                "threads released to Linux (mostly sleeping)".into(),
-                s.released.to_string(),
-            ),
-        ];
-        out.push(("guard".into(), self.guard_summary()));
-        out
+        PolicySummary::Speed(SpeedSummary {
+            balance_interval_ms: self.interval.as_millis_f64(),
+            interval_reason: s.reason.to_string(),
+            interval_min_ms: s.min_seen.map(Nanos::as_millis_f64),
+            interval_max_ms: s.max_seen.map(Nanos::as_millis_f64),
+            interval_mean_ms: s.interval_sum_ms / s.rounds.max(1) as f64,
+            voluntary_switches_per_thread_s: self.vol_rate,
+            involuntary_switches_per_thread_s: self.invol_rate,
+            switches_counted: self.counted,
+            timeslices_per_thread_s: self.slice_rate,
+            rounds: s.rounds,
+            rotating_rounds: s.rotating_rounds,
+            rotation_swaps: s.swaps,
+            levelling_moves: s.levels,
+            backoffs: s.backoffs,
+            initial_placements: s.initial,
+            released_to_linux: s.released,
+            guard: self.guard_summary(),
+        })
     }
 }
 

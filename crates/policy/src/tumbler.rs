@@ -65,7 +65,8 @@
 use crate::grouping::{Placement, Regroup, Scheme};
 use crate::{Policy, Settings};
 use threadbalance_model::{
-    Level, Move, Nanos, Plan, Reason, Target, Topology, Window, coefficient_of_variation,
+    Level, Move, Nanos, Plan, PolicySummary, Reason, Target, Topology, TumblerSummary, Window,
+    coefficient_of_variation,
 };
 
 /// Domains whose utilizations vary by less than this CV (σ/μ) are already balanced: Tumbler
@@ -232,22 +233,16 @@ impl Policy for Tumbler {
         }
     }
 
-    fn summary(&self) -> Vec<(String, String)> {
+    fn summary(&self) -> PolicySummary {
         let s = &self.stats;
-        vec![
-            ("regroupings".into(), s.regroupings.to_string()),
-            ("moves".into(), s.moves.to_string()),
-            (
-                "last CV".into(),
-                s.last_cv.map_or("-".into(), |cv| format!("{cv:.3}")),
-            ),
-            (
-                "last interval".into(),
-                s.last_interval.map_or("-".into(), |i| i.to_string()),
-            ),
-            ("skipped (CV < 0.05)".into(), s.skipped.to_string()),
-            ("skipped (domains balanced)".into(), s.balanced.to_string()),
-        ]
+        PolicySummary::Tumbler(TumblerSummary {
+            regroupings: s.regroupings,
+            moves: s.moves,
+            last_cv: s.last_cv,
+            last_interval_ms: s.last_interval.map(Nanos::as_millis_f64),
+            skipped_low_cv: s.skipped,
+            skipped_balanced: s.balanced,
+        })
     }
 }
 
@@ -498,9 +493,15 @@ mod tests {
         assert_eq!(plan.next_in, NO_GROUPING_LOOK);
         assert_eq!(p.stats().skipped, 1);
         assert_eq!(p.stats().regroupings, 0);
-        let summary = p.summary();
+        let summary = p.summary().lines();
         assert_eq!(summary[4], ("skipped (CV < 0.05)".into(), "1".into()));
-        assert_eq!(summary[2], ("last CV".into(), "0.028".into()));
+        assert_eq!(
+            summary[2],
+            (
+                "last CV of thread utilization (σ / mean)".into(),
+                "0.028".into()
+            )
+        );
         assert_eq!(summary[3], ("last interval".into(), "800.000ms".into()));
     }
 
@@ -541,13 +542,13 @@ mod tests {
         let t = topo(2, 1, 2, 1);
         let mut p = Tumbler::new(&Settings::new(Level::Package));
         p.decide(&t, &window(100, &[0.9, 0.8, 0.2, 0.1], &[0, 1, 2, 3]));
-        let names: Vec<String> = p.summary().into_iter().map(|(k, _)| k).collect();
+        let names: Vec<String> = p.summary().lines().into_iter().map(|(k, _)| k).collect();
         assert_eq!(
             names,
             [
                 "regroupings",
                 "moves",
-                "last CV",
+                "last CV of thread utilization (σ / mean)",
                 "last interval",
                 "skipped (CV < 0.05)",
                 "skipped (domains balanced)"

@@ -17,7 +17,7 @@ use crate::run::{Sim, St, TimelinePoint};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use threadbalance_model::coefficient_of_variation;
+use threadbalance_model::{PolicySummary, coefficient_of_variation};
 
 /// What one run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,8 +62,8 @@ pub struct RunResult {
     pub thread_migrations: Vec<u64>,
     /// Per-socket utilization and migrations over time.
     pub timeline: Vec<TimelinePoint>,
-    /// The policy's own summary lines.
-    pub policy_summary: Vec<(String, String)>,
+    /// The policy's own account, typed.
+    pub policy_summary: PolicySummary,
 }
 
 impl RunResult {
@@ -72,7 +72,7 @@ impl RunResult {
         policy: &str,
         seed: u64,
         ticks: u64,
-        policy_summary: Vec<(String, String)>,
+        policy_summary: PolicySummary,
     ) -> RunResult {
         let end = sim.now.max(1);
         let finished = sim.live == 0;
@@ -272,7 +272,7 @@ impl Comparison {
                     "cross_socket_migrations": r.cross_socket_migrations,
                     "app_runtime_s": r.app_runtime_s.iter().map(|(n, s)| json!({"app": n, "runtime_s": round(*s)})).collect::<Vec<_>>(),
                     "policy_ticks": r.policy_ticks,
-                    "policy_summary": r.policy_summary.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<String, Value>>(),
+                    "policy_summary": r.policy_summary,
                     "events": r.events,
                 })
             })

@@ -142,7 +142,7 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         _ => out!("{}", to_table(&report)),
     }
     if let Some(path) = json {
-        crate::jsonout::write(path, &report)?;
+        crate::jsonout::write(path, &crate::schema::versioned(&report))?;
     }
     Ok(0)
 }
@@ -196,15 +196,8 @@ fn management_row(
                 out.status
             );
         }
-        let v: serde_json::Value =
-            serde_json::from_str(&summary.context("reading the run's summary")?)
-                .context("parsing the run's summary")?;
-        let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-        let (Some(p), Some(cpu_s), Some(wall_s), Some(n)) =
-            (f("tool_cpu_pct"), f("tool_cpu_s"), f("wall_s"), f("ticks"))
-        else {
-            bail!("the run's summary lacks its CPU time or ticks");
-        };
+        let s = crate::runread::parse(&summary.context("reading the run's summary")?)?;
+        let (p, cpu_s, wall_s, n) = (s.tool_cpu_pct, s.tool_cpu_s, s.wall_s, s.ticks as f64);
         pct.push(p);
         ticks.push(n / wall_s.max(1e-9));
         per_tick.push(cpu_s * 1e6 / n.max(1.0));

@@ -2,7 +2,7 @@
 //! by `taskset` as the benchmark's Figure 3 cells are. No timing is asserted: only the
 //! shape of what is printed and written, and that every mask is as it was.
 
-use crate::support::{bin, build_openmp_c, run};
+use crate::support::{assert_schema, bin, build_openmp_c, run};
 use std::process::Command;
 
 /// The CPU list this test process may use (`Cpus_allowed_list` of its main thread); the
@@ -50,6 +50,7 @@ fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_ma
     assert!(err.contains("cell 1/"), "{err}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_schema(&v, "bench");
     assert_eq!(v["cpus"], m);
     assert_eq!(v["repeat"], 1);
     assert_eq!(v["quick"], true);

@@ -1,7 +1,7 @@
 //! The command line as a user meets it: `--json -` on stdout, the summary's wording, and
 //! `--version`.
 
-use crate::support::bin;
+use crate::support::{assert_schema, bin};
 use std::process::{Command, Stdio};
 
 /// Runs the binary in `dir` (so that a file named `-` would land there).
@@ -89,6 +89,7 @@ fn attach_json_dash_writes_the_summary_to_stdout() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["policy"], "none");
+    assert_schema(&v, "run");
     assert!(stderr.contains("threadbalance summary"), "{stderr}");
     assert!(!dir.path().join("-").exists());
 }
@@ -105,6 +106,7 @@ fn bench_cost_json_dash_puts_the_json_on_stdout_and_the_table_on_stderr() {
         v["management"].as_array().is_some_and(|m| !m.is_empty()),
         "{v}"
     );
+    assert_schema(&v, "bench");
     assert!(stderr.contains("tool CPU % of one core"), "{stderr}");
     assert!(!dir.path().join("-").exists());
 }

@@ -22,11 +22,12 @@
 //!   of the time, far above 5 %, so Shuffling shuffles.
 
 use crate::support::*;
+use threadbalance_model::{LockTimeSource, PolicySummary, ShufflingSummary};
 
 /// Runs `shuffling` at core level on `workload locks` with `locks_args`; returns its JSON
-/// summary's policy account as `(what, value)` pairs, the summary's `lock_time` and the
+/// summary's policy account (typed), the summary's `lock_time` and the
 /// workload's score.
-fn shuffling_on_locks(locks_args: &[&str]) -> (Vec<(String, String)>, String, serde_json::Value) {
+fn shuffling_on_locks(locks_args: &[&str]) -> (ShufflingSummary, String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("summary.json");
     let bin = bin();
@@ -50,19 +51,12 @@ fn shuffling_on_locks(locks_args: &[&str]) -> (Vec<(String, String)>, String, se
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let lock_time = v["lock_time"].as_str().unwrap().to_string();
     let score = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
-    (
-        serde_json::from_value(v["policy_summary"].clone()).unwrap(),
-        lock_time,
-        score,
-    )
-}
-
-fn get<'a>(summary: &'a [(String, String)], what: &str) -> &'a str {
-    summary
-        .iter()
-        .find(|(w, _)| w == what)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_else(|| panic!("no {what} in {summary:?}"))
+    // The policy's account, read back typed.
+    let summary = match serde_json::from_value(v["policy_summary"].clone()).unwrap() {
+        PolicySummary::Shuffling(s) => s,
+        other => panic!("not shuffling's summary: {other:?}"),
+    };
+    (summary, lock_time, score)
 }
 
 #[test]
@@ -85,8 +79,7 @@ fn live_shuffling_estimate_leaves_cold_locks_alone() {
     for w in score["lock_wait_s"].as_array().unwrap() {
         assert!(w.as_f64().unwrap() < 0.05 * wall, "{score}");
     }
-    let checks: u64 = get(&s, "lock checks").parse().unwrap();
-    let shuffles: u64 = get(&s, "shuffles").parse().unwrap();
+    let (checks, shuffles) = (s.lock_checks, s.shuffles);
     assert!(checks >= 2, "{s:?}");
     if cfg!(feature = "bpf") {
         assert_eq!(shuffles, 0, "{s:?}");
@@ -96,14 +89,14 @@ fn live_shuffling_estimate_leaves_cold_locks_alone() {
     // Built with the probe, the same control runs on exact lock time. Without it the
     // summary says why in one line.
     let (source, line) = if cfg!(feature = "bpf") {
-        ("measured", "exact (futex probe)")
+        (LockTimeSource::Measured, "exact (futex probe)")
     } else {
         (
-            "estimated from blocked time (no exact probe)",
+            LockTimeSource::Estimated,
             "estimate from blocked time (built without the bpf feature)",
         )
     };
-    assert_eq!(get(&s, "lock time"), source);
+    assert_eq!(s.lock_time_source, source);
     assert_eq!(lock_time, line);
 }
 
@@ -123,8 +116,7 @@ fn live_shuffling_estimate_shuffles_hot_lock() {
         "--ops",
         "10000",
     ]);
-    let checks: u64 = get(&s, "lock checks").parse().unwrap();
-    let shuffles: u64 = get(&s, "shuffles").parse().unwrap();
+    let (checks, shuffles) = (s.lock_checks, s.shuffles);
     assert!(checks >= 2, "{s:?}");
     // Far above the threshold in every check (the control's rare noise is one in five).
     assert!(shuffles * 2 > checks, "{s:?}");

@@ -12,6 +12,8 @@ mod live;
 mod locktime;
 mod numa;
 mod safety;
+mod schema;
+mod settings;
 mod sim;
 mod support;
 mod thirdparty;

@@ -27,10 +27,8 @@ fn excl_ticks(interval: Option<&str>) -> (u64, String) {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v["results"][0];
     assert_eq!(r["policy"], "numa-excl");
-    let moves = r["policy_summary"]["numa moves"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert_eq!(r["policy_summary"]["kind"], "numa");
+    let moves = r["policy_summary"]["moves"].to_string();
     (r["policy_ticks"].as_u64().unwrap(), moves)
 }
 

@@ -132,3 +132,35 @@ pub fn build_openmp_c(rel: &str, opt: u8, dir: &std::path::Path, name: &str) -> 
     );
     exe
 }
+
+/// The repository's JSON Schema (`schema/threadbalance.schema.json`).
+pub fn schema() -> serde_json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schema/threadbalance.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("the schema file"))
+        .expect("the schema is JSON")
+}
+
+/// The errors of `value` against the schema's definition `def` (`run`, `compare`, …),
+/// one line each; empty when it is valid.
+pub fn schema_errors(value: &serde_json::Value, def: &str) -> Vec<String> {
+    let mut s = schema();
+    let obj = s.as_object_mut().expect("the schema is an object");
+    obj.remove("anyOf");
+    obj.insert("$ref".into(), format!("#/$defs/{def}").into());
+    let validator = jsonschema::validator_for(&s).expect("the schema compiles");
+    validator
+        .iter_errors(value)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// Asserts `value` follows the schema's definition `def`.
+pub fn assert_schema(value: &serde_json::Value, def: &str) {
+    let errors = schema_errors(value, def);
+    assert!(
+        errors.is_empty(),
+        "{def} JSON does not follow the schema:\n{}\n{value:#}",
+        errors.join("\n")
+    );
+}

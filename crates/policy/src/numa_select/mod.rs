@@ -122,7 +122,8 @@ use crate::{Policy, PolicyError, Settings};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use threadbalance_model::{
-    Domain, Level, Move, Nanos, Pid, Plan, Reason, Target, ThreadKey, ThreadState, Topology, Window,
+    Domain, Level, Move, Nanos, NumaSummary, Pid, Plan, PolicySummary, Reason, Target, ThreadKey,
+    ThreadState, Topology, Window,
 };
 
 /// How often the balancer looks by default: 20 ms. Linux balances between NUMA nodes
@@ -499,30 +500,18 @@ impl Policy for NumaBalance {
         plan
     }
 
-    fn summary(&self) -> Vec<(String, String)> {
+    fn summary(&self) -> PolicySummary {
         let t = &self.totals;
-        vec![
-            ("numa threads adopted".into(), t.adopted.to_string()),
-            (
-                "numa imbalanced ticks".into(),
-                t.imbalanced_ticks.to_string(),
-            ),
-            ("numa moves".into(), t.moves.to_string()),
-            (
-                "numa moves with leader on destination".into(),
-                t.leader_on_destination.to_string(),
-            ),
-            (
-                "numa selections without a movable thread".into(),
-                t.nothing_movable.to_string(),
-            ),
-            (
-                "numa moves forced after refusals".into(),
-                t.forced.to_string(),
-            ),
-            ("numa candidates examined".into(), t.examined.to_string()),
-            ("numa metric evaluations".into(), t.evaluated.to_string()),
-        ]
+        PolicySummary::Numa(NumaSummary {
+            threads_adopted: t.adopted,
+            imbalanced_ticks: t.imbalanced_ticks,
+            moves: t.moves,
+            moves_leader_on_destination: t.leader_on_destination,
+            selections_nothing_movable: t.nothing_movable,
+            moves_forced: t.forced,
+            candidates_examined: t.examined,
+            metric_evaluations: t.evaluated,
+        })
     }
 }
 

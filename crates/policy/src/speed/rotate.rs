@@ -281,25 +281,22 @@ impl Speed {
     }
 
     /// One line on the guard for the summary.
-    pub(super) fn guard_summary(&self) -> String {
-        let Some(g) = &self.guard else {
-            return "off".into();
-        };
-        let mode = match g.mode {
-            Mode::Managed => "managing",
-            Mode::Probe => "probing Linux",
-            Mode::HandedBack => "handed back to Linux",
-            Mode::Trial => "managing on trial",
-        };
-        let mut s = format!(
-            "{mode}; {} probes ({} skipped: managed rate at the fair share), {} hand-backs, {} resumptions",
-            g.probes, g.skipped, g.handbacks, g.resumes
-        );
-        if let Some(last) = &g.last {
-            s.push_str("; ");
-            s.push_str(last);
-        }
-        s
+    pub(super) fn guard_summary(&self) -> Option<threadbalance_model::GuardSummary> {
+        use threadbalance_model::GuardMode;
+        let g = self.guard.as_ref()?;
+        Some(threadbalance_model::GuardSummary {
+            mode: match g.mode {
+                Mode::Managed => GuardMode::Managing,
+                Mode::Probe => GuardMode::ProbingLinux,
+                Mode::HandedBack => GuardMode::HandedBack,
+                Mode::Trial => GuardMode::Trial,
+            },
+            probes: u64::from(g.probes),
+            skipped_probes: u64::from(g.skipped),
+            handbacks: u64::from(g.handbacks),
+            resumptions: u64::from(g.resumes),
+            last_event: g.last.clone(),
+        })
     }
 
     pub(super) fn note_interval(&mut self) {

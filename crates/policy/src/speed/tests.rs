@@ -508,7 +508,7 @@ fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
     assert_eq!(resumed, vec![2250, 4500, 8750]);
     let g = p.guard.as_ref().unwrap();
     assert_eq!((g.probes, g.handbacks, g.resumes), (1, 1, 0));
-    let summary = p.summary();
+    let summary = p.summary().lines();
     let line = &summary.iter().find(|(k, _)| k == "guard").unwrap().1;
     assert!(line.contains("handed back at 1.25 s"), "{line}");
     assert!(

@@ -22,12 +22,13 @@ fn run(w: &str, threads: usize, policies: &[&str]) -> Comparison {
     .unwrap()
 }
 
-/// One line of a policy's summary.
-fn line<'a>(r: &'a threadbalance_sim::RunResult, what: &str) -> &'a str {
+/// One line of a policy's summary, as a person reads it.
+fn line(r: &threadbalance_sim::RunResult, what: &str) -> String {
     r.policy_summary
-        .iter()
+        .lines()
+        .into_iter()
         .find(|(k, _)| k == what)
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v)
         .unwrap()
 }
 

@@ -1,0 +1,220 @@
+//! The JSON contract: every command's JSON output follows
+//! `schema/threadbalance.schema.json` (one definition per command), with `schema_version`.
+//! `bench` (the matrix and `--cost`) and `attach` are checked where their tests already
+//! run them (`bench.rs`, `cliux.rs`).
+
+use crate::support::*;
+use serde_json::{Value, json};
+use threadbalance_policy::PolicyKind;
+
+fn stdout_json(args: &[&str]) -> Value {
+    let out = run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn schema_policy_names_are_the_policy_kinds() {
+    let s = schema();
+    let listed: Vec<&str> = s["$defs"]["policy"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let kinds: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
+    assert_eq!(listed, kinds);
+}
+
+#[test]
+fn schema_refuses_numbers_written_as_strings_and_unknown_summary_fields() {
+    // The contract has teeth: the old shape (a value with its unit, as a string) and a
+    // field the policy's summary does not have are both errors.
+    let summary = |v: Value| json!({"kind": "pbind", "threads_pinned": v, "cores": 2});
+    let wrap = |s: Value| json!({"wall_s": 1.0, "moves": 0, "policy_summary": s});
+    let cmp = |run: Value| {
+        json!({"schema_version": 1, "command": ["true"], "baseline": "none",
+               "results": [{"policy": "pbind", "runs": [run],
+                            "wall_s": {"min": 1.0, "median": 1.0, "max": 1.0},
+                            "moves_per_s": 0.0}]})
+    };
+    assert!(schema_errors(&cmp(wrap(summary(json!(8)))), "compare").is_empty());
+    assert!(!schema_errors(&cmp(wrap(summary(json!("8")))), "compare").is_empty());
+    let mut extra = summary(json!(8));
+    extra["threads placed"] = json!("8");
+    assert!(!schema_errors(&cmp(wrap(extra)), "compare").is_empty());
+    // No schema_version: an error.
+    let mut unversioned = cmp(wrap(summary(json!(8))));
+    unversioned
+        .as_object_mut()
+        .unwrap()
+        .remove("schema_version");
+    assert!(!schema_errors(&unversioned, "compare").is_empty());
+}
+
+#[test]
+fn schema_run_json_follows_the_schema() {
+    // Speed on 3 threads of barrier phases: its summary has every kind of field (numbers,
+    // nulls or not, a nested guard).
+    let bin = bin();
+    let out = run(&[
+        "run",
+        "--policy",
+        "speed",
+        "--level",
+        "core",
+        "--json",
+        "-",
+        "--",
+        bin.to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "3",
+        "--work-ms",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The workload's score line, then the summary.
+    let json = &stdout[stdout.find("\n{").unwrap() + 1..];
+    let v: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["policy_summary"]["kind"], "speed");
+    assert_schema(&v, "run");
+}
+
+#[test]
+fn schema_compare_json_follows_the_schema() {
+    let bin = bin();
+    let v = stdout_json(&[
+        "compare",
+        "--policy",
+        "none,tumbler",
+        "--repeat",
+        "1",
+        "--level",
+        "core",
+        "--json",
+        "--",
+        bin.to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "3",
+        "--work-ms",
+        "30",
+    ]);
+    assert_eq!(
+        v["results"][1]["runs"][0]["policy_summary"]["kind"],
+        "tumbler"
+    );
+    assert_schema(&v, "compare");
+}
+
+#[test]
+fn schema_sim_json_of_every_policy_follows_the_schema() {
+    // Every policy on a small simulated machine with two nodes per package: every kind of
+    // policy summary appears.
+    let all: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
+    let v = stdout_json(&[
+        "sim",
+        "--machine",
+        "package:2 numa:2 core:2 pu:1",
+        "--workload",
+        "ep-barrier:work_ms=200",
+        "--threads",
+        "10",
+        "--policy",
+        &all.join(","),
+        "--json",
+    ]);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), all.len());
+    for (r, name) in results.iter().zip(&all) {
+        let family = if name.starts_with("numa-") {
+            "numa"
+        } else {
+            name
+        };
+        assert_eq!(r["policy_summary"]["kind"], family, "{r}");
+    }
+    assert_schema(&v, "sim");
+}
+
+#[test]
+fn schema_topo_json_follows_the_schema() {
+    assert_schema(&stdout_json(&["topo", "--json"]), "topo");
+    let v = stdout_json(&[
+        "topo",
+        "--synthetic",
+        "package:2 numa:2 core:4 pu:2",
+        "--json",
+    ]);
+    assert_schema(&v, "topo");
+}
+
+#[test]
+fn schema_sim_suite_json_of_each_kind_of_claim_follows_the_schema() {
+    // The suite's JSON as `sim --suite papers --json` writes it (the report's JSON with
+    // the version added), for a report of one claim of each kind and verdict, without
+    // running the suite's simulations.
+    use threadbalance_sim::{Claim, Effect, SuiteReport};
+    let claims = vec![
+        Claim::calibration("row within", "paper 0.52", "sim 0.50".into(), true, ""),
+        Claim::calibration(
+            "row outside",
+            "paper 0.52",
+            "sim 0.90".into(),
+            false,
+            "too fast",
+        ),
+        Claim::paper(
+            "reproduced",
+            "+10.7 %",
+            "+9.0 %".into(),
+            true,
+            vec![Effect::new("speedup, %", Some(10.7), 9.0)],
+            "",
+            "",
+        ),
+        Claim::paper(
+            "no number",
+            "faster",
+            "+26 %".into(),
+            true,
+            vec![Effect::new("speedup, %", None, 26.0)],
+            "",
+            "",
+        ),
+        Claim::paper(
+            "wrong way",
+            "faster",
+            "-3 %".into(),
+            false,
+            Vec::new(),
+            "slower",
+            "",
+        ),
+    ];
+    let report = SuiteReport {
+        seeds: vec![1, 2],
+        claims,
+        events: 1000,
+    };
+    let mut v = report.to_json();
+    v["schema_version"] = json!(1);
+    assert_schema(&v, "sim_suite");
+}
+
+#[test]
+#[ignore = "runs the papers' suite: about 90 s of CPU in a debug build (cargo test -- --ignored)"]
+fn schema_sim_suite_json_follows_the_schema() {
+    let v = stdout_json(&["sim", "--suite", "papers", "--seeds", "1", "--json"]);
+    assert_schema(&v, "sim_suite");
+}
