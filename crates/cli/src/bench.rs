@@ -329,6 +329,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
             level: Some("core".into()),
             interval: None,
             json: false,
+            opts: compare::options::CompareOptions::quiet(),
             command,
             env,
         };
