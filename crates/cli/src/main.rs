@@ -8,6 +8,7 @@
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
 //! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
+//! threadbalance man | completions bash|zsh|fish
 //! ```
 //!
 //! `--json FILE` takes `-` for stdout: the JSON alone goes there, and what is meant for a
@@ -26,6 +27,7 @@ mod host;
 mod jsonout;
 mod lockprobe;
 mod manage;
+mod manual;
 mod recover;
 mod signals;
 mod sim;
@@ -69,6 +71,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate policies side by side on a modeled machine, or run the papers' claims.
     Sim(sim::SimArgs),
+    /// Print the manual page (roff) to stdout.
+    Man,
+    /// Print a shell completion script to stdout.
+    Completions(manual::CompletionsArgs),
     /// Run a built-in multithreaded workload and print its score as one JSON line.
     Workload {
         /// The scenario and its options.
@@ -185,6 +191,10 @@ fn main() -> ExitCode {
         Command::Demo(a) => compare::demo(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Sim(a) => sim::run(&a),
+        Command::Man => manual::man(<Cli as clap::CommandFactory>::command()),
+        Command::Completions(a) => {
+            manual::completions(<Cli as clap::CommandFactory>::command(), a.shell)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),
