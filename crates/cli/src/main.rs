@@ -48,6 +48,10 @@ use std::process::ExitCode;
     long_about = None
 )]
 struct Cli {
+    /// Check the arguments and exit 0 without doing anything (the README test parses its
+    /// long commands with it).
+    #[arg(long, hide = true, global = true)]
+    parse_only: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -181,6 +185,9 @@ fn workload(scenario: &threadbalance_workload::Scenario) -> anyhow::Result<u8> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.parse_only {
+        return ExitCode::SUCCESS;
+    }
     let result = match cli.command {
         Command::Run(a) => manage::run(&a.manage, &a.command, !a.no_children),
         Command::Attach(a) => manage::attach(&a.manage, a.pid, !a.no_children),

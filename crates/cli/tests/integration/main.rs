@@ -12,6 +12,7 @@ mod install;
 mod live;
 mod locktime;
 mod numa;
+mod readme;
 mod safety;
 mod sim;
 mod support;
