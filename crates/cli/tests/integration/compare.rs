@@ -480,6 +480,8 @@ fn demo_json_to_stdout_is_the_comparison_with_a_verdict() {
         "40",
         "--proc-root",
         proc.path().to_str().unwrap(),
+        "--progress",
+        "always",
         "--json",
         "-",
     ]);
@@ -492,4 +494,7 @@ fn demo_json_to_stdout_is_the_comparison_with_a_verdict() {
     let verdict = v["verdict"].as_str().unwrap();
     assert!(verdict.starts_with("verdict: "), "{verdict}");
     assert!(err.contains(verdict), "{err}");
+    // No longer silent while it runs: a line per run on stderr.
+    assert!(err.contains("run 1/1: none "), "{err}");
+    assert!(err.contains("run 1/1: speed "), "{err}");
 }
