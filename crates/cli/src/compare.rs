@@ -284,16 +284,21 @@ pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Res
                 command: &args.command,
                 env: &args.env,
             };
-            let out = child::run_once(&launch, dir.path(), &format!("run-{round}-{i}"))?;
-            shown.clear();
-            if args.opts.show_output {
-                if to_stderr {
-                    err!("{}", String::from_utf8_lossy(&out.stdout));
-                } else {
-                    out!("{}", String::from_utf8_lossy(&out.stdout));
+            let mut pass = |stream: child::Stream, bytes: &[u8]| {
+                shown.clear();
+                let text = String::from_utf8_lossy(bytes);
+                match stream {
+                    child::Stream::Stdout if !to_stderr => out!("{text}"),
+                    _ => err!("{text}"),
                 }
-                err!("{}", String::from_utf8_lossy(&out.stderr));
-            }
+            };
+            let live: Option<&mut dyn FnMut(child::Stream, &[u8])> = if args.opts.show_output {
+                Some(&mut pass)
+            } else {
+                None
+            };
+            let tag = format!("run-{round}-{i}");
+            let out = child::run_once(&launch, dir.path(), &tag, live)?;
             let summary = out.summary.as_deref().filter(|t| !t.trim().is_empty());
             let Some(summary) = summary else {
                 // `run` itself failed before the command ran: its own last line says why.

@@ -6,9 +6,12 @@
 //! sends the command's streams to two files in the comparison's private directory and then
 //! *becomes* the command (`exec`, same pid), so `run` manages the very process it started
 //! and the command's wall time gains only the shell's start-up (the same in every run of
-//! every policy). `run`'s own stderr is kept apart, for when `run` itself fails.
+//! every policy). `run`'s own stderr goes to a third file, for when `run` itself fails.
+//! With `--show-output` the two files are read as they grow and passed through while the
+//! command runs.
 
 use anyhow::{Context, Result};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 
@@ -43,13 +46,30 @@ pub struct Launch<'a> {
     pub env: &'a [(String, String)],
 }
 
+/// Which of the command's streams some bytes came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Its stdout.
+    Stdout,
+    /// Its stderr.
+    Stderr,
+}
+
 /// Runs `launch` once, its files named `tag` in the private directory `dir` (removed
-/// again before returning).
-pub fn run_once(launch: &Launch<'_>, dir: &Path, tag: &str) -> Result<RunOutput> {
+/// again before returning). With `live`, what the command writes is handed to it as it
+/// comes (the files are read every 20 ms while the run lasts), for `--show-output`.
+pub fn run_once(
+    launch: &Launch<'_>,
+    dir: &Path,
+    tag: &str,
+    mut live: Option<&mut dyn FnMut(Stream, &[u8])>,
+) -> Result<RunOutput> {
     let json = dir.join(format!("{tag}.json"));
     let out = dir.join(format!("{tag}.out"));
     let err = dir.join(format!("{tag}.err"));
-    let result = Command::new(launch.exe)
+    let run_err = dir.join(format!("{tag}.run-err"));
+    let run_err_file = std::fs::File::create(&run_err).context("creating a run's log")?;
+    let mut child = Command::new(launch.exe)
         .arg("run")
         .args(launch.run_args)
         .arg("--json")
@@ -65,24 +85,52 @@ pub fn run_once(launch: &Launch<'_>, dir: &Path, tag: &str) -> Result<RunOutput>
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .context("starting a run");
+        .stderr(Stdio::from(run_err_file))
+        .spawn()
+        .context("starting a run")?;
+    // Each file, once the shell has created it, read on from where the last look stopped.
+    let mut open: [Option<std::fs::File>; 2] = [None, None];
+    let mut pass = |live: &mut dyn FnMut(Stream, &[u8])| {
+        for (k, (path, stream)) in [(&out, Stream::Stdout), (&err, Stream::Stderr)]
+            .into_iter()
+            .enumerate()
+        {
+            if open[k].is_none() {
+                open[k] = std::fs::File::open(path).ok();
+            }
+            let mut bytes = Vec::new();
+            if let Some(f) = &mut open[k] {
+                let _ = f.read_to_end(&mut bytes);
+            }
+            if !bytes.is_empty() {
+                live(stream, &bytes);
+            }
+        }
+    };
+    let status = loop {
+        match &mut live {
+            Some(live) => {
+                if let Some(status) = child.try_wait().context("waiting for a run")? {
+                    pass(&mut **live);
+                    break status;
+                }
+                pass(&mut **live);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            None => break child.wait().context("waiting for a run")?,
+        }
+    };
     let taken = |p: &Path| {
         let v = std::fs::read(p).ok();
         let _ = std::fs::remove_file(p);
         v
     };
-    let summary = taken(&json).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let stdout = taken(&out).unwrap_or_default();
-    let stderr = taken(&err).unwrap_or_default();
-    let result = result?;
     Ok(RunOutput {
-        status: result.status,
-        summary,
-        stdout,
-        stderr,
-        run_stderr: result.stderr,
+        status,
+        summary: taken(&json).map(|b| String::from_utf8_lossy(&b).into_owned()),
+        stdout: taken(&out).unwrap_or_default(),
+        stderr: taken(&err).unwrap_or_default(),
+        run_stderr: taken(&run_err).unwrap_or_default(),
     })
 }
 

@@ -24,8 +24,9 @@ pub struct CompareOptions {
     /// (to fill caches and settle the CPU frequency).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub warmup: usize,
-    /// Pass the command's stdout and stderr through (after each run, in run order); without
-    /// it they are kept only to show the end of stderr when a run fails.
+    /// Pass the command's stdout and stderr through as it runs (stdout to stderr when JSON
+    /// takes stdout); without it they are kept only to show the end of stderr when a run
+    /// fails.
     #[arg(long)]
     pub show_output: bool,
     /// Keep going when the command exits non-zero: the run counts, and the table says how

@@ -105,9 +105,10 @@ impl Report {
             1 => " (after 1 warm-up)".to_string(),
             n => format!(" (after {n} warm-ups)"),
         };
+        let plural = if runs == 1 { "" } else { "s" };
         let _ = writeln!(
             s,
-            "{runs} runs of each policy{warm}, interleaved; ratio = policy / {} run by run (< 1 is faster)",
+            "{runs} run{plural} of each policy{warm}, interleaved; ratio = policy / {} run by run (< 1 is faster)",
             c.baseline
         );
         if let Some(f) = c.fair_share_wall_s {

@@ -498,3 +498,57 @@ fn demo_json_to_stdout_is_the_comparison_with_a_verdict() {
     assert!(err.contains("run 1/1: none "), "{err}");
     assert!(err.contains("run 1/1: speed "), "{err}");
 }
+
+/// `--show-output` passes the output through while the command runs, not after: the
+/// command prints `ready`, then waits for a file that the test creates only once it has
+/// read `ready` from compare's stdout. Had the output waited for the run's end, `ready`
+/// would not arrive within the bound and the test would fail (the file is created then
+/// anyway, so nothing is left running).
+#[test]
+fn compare_show_output_passes_output_through_while_the_command_runs() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let script = format!(
+        "echo ready; while [ ! -e '{}' ]; do sleep 0.02; done; echo finished",
+        flag.display()
+    );
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "compare",
+            "--policies",
+            "none",
+            "--repeat",
+            "1",
+            "--show-output",
+            "--progress",
+            "never",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let first = rx.recv_timeout(std::time::Duration::from_secs(60));
+    std::fs::write(&flag, "").unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert_eq!(first.as_deref(), Ok("ready"), "{rest:?}");
+    assert!(status.success());
+    assert_eq!(
+        rest.first().map(String::as_str),
+        Some("finished"),
+        "{rest:?}"
+    );
+}
