@@ -292,7 +292,7 @@ pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Res
                     _ => err!("{text}"),
                 }
             };
-            let live: Option<&mut dyn FnMut(child::Stream, &[u8])> = if args.opts.show_output {
+            let live: Option<child::Sink<'_>> = if args.opts.show_output {
                 Some(&mut pass)
             } else {
                 None

@@ -55,6 +55,9 @@ pub enum Stream {
     Stderr,
 }
 
+/// Where `--show-output` sends what the command writes, as it comes.
+pub type Sink<'a> = &'a mut dyn FnMut(Stream, &[u8]);
+
 /// Runs `launch` once, its files named `tag` in the private directory `dir` (removed
 /// again before returning). With `live`, what the command writes is handed to it as it
 /// comes (the files are read every 20 ms while the run lasts), for `--show-output`.
@@ -62,7 +65,7 @@ pub fn run_once(
     launch: &Launch<'_>,
     dir: &Path,
     tag: &str,
-    mut live: Option<&mut dyn FnMut(Stream, &[u8])>,
+    mut live: Option<Sink<'_>>,
 ) -> Result<RunOutput> {
     let json = dir.join(format!("{tag}.json"));
     let out = dir.join(format!("{tag}.out"));
