@@ -339,6 +339,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
             settings: settings.clone(),
             repeat,
             json: false,
+            opts: compare::options::CompareOptions::quiet(),
             command,
             env,
         };

@@ -8,15 +8,30 @@
 //! command prints a score line (as `threadbalance workload` does: one JSON object with
 //! `wall_s` and `fair_share_pct`), its own wall time and percentage of the fair share are
 //! reported too.
+//!
+//! Beside that, what hyperfine users expect: `--warmup N` runs, mean ± σ and a verdict line
+//! per policy ([`stats`]), a warning instead of the verdict on a busy machine ([`busy`]),
+//! a line per run on stderr ([`progress`]), `--show-output`, `--ignore-failure` and the
+//! command's own error when it fails ([`child`]), and CSV, Markdown and JSON exports
+//! ([`export`]).
+
+pub mod busy;
+pub mod child;
+pub mod export;
+pub mod options;
+pub mod progress;
+pub mod report;
+pub mod stats;
 
 use crate::input_error;
 use crate::settings::SettingsArgs;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use options::{CompareOptions, ProgressMode};
+use report::Report;
 use serde::Serialize;
 use serde_json::Value;
-use std::fmt::Write;
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use threadbalance_model::{Level, PolicySummary};
 use threadbalance_policy::PolicyKind;
 
@@ -33,6 +48,9 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Warm-up, output, failure, export and progress options.
+    #[command(flatten)]
+    pub opts: CompareOptions,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -99,16 +117,6 @@ impl Spread {
             median,
             max: v[n - 1],
         })
-    }
-
-    fn show(&self, digits: usize) -> String {
-        format!(
-            "{:.d$} / {:.d$} / {:.d$}",
-            self.min,
-            self.median,
-            self.max,
-            d = digits
-        )
     }
 }
 
@@ -185,17 +193,47 @@ pub fn check(
     Ok(())
 }
 
-/// Runs the comparison.
-pub fn compare(args: &CompareArgs) -> Result<Comparison> {
-    compare_with_progress(args, &mut |_, _| {})
-}
-
-/// Runs the comparison, calling `progress(round, policy)` before each run (rounds count
-/// from 0), so a long caller such as `bench` can say what it is doing.
+/// Runs the comparison, calling `progress(round, policy)` before each measured run
+/// (rounds count from 0), so a long caller such as `bench` can say what it is doing.
 pub fn compare_with_progress(
     args: &CompareArgs,
     progress: &mut dyn FnMut(usize, &str),
 ) -> Result<Comparison> {
+    measure(args, progress).map(|m| m.comparison)
+}
+
+/// A comparison with what its report needs beside it.
+#[derive(Debug)]
+pub struct Measured {
+    /// The comparison.
+    pub comparison: Comparison,
+    /// Runs of each policy whose command failed (kept with `--ignore-failure`).
+    pub failed: Vec<usize>,
+    /// Whether other work disturbed the runs.
+    pub busy: busy::Busy,
+}
+
+/// Whether stdout is taken by JSON (`--json`, an export to `-`), so the command's output
+/// shown with `--show-output` and the table go to stderr.
+fn stdout_reserved(args: &CompareArgs) -> bool {
+    let o = &args.opts;
+    args.json
+        || [&o.export_csv, &o.export_markdown, &o.export_json]
+            .iter()
+            .any(|p| p.as_deref().is_some_and(crate::jsonout::is_stdout))
+}
+
+/// `run`'s options for one policy: the policy, then the shared settings (level, interval,
+/// CPU list, dry run, seed) as given.
+fn run_args(args: &CompareArgs, policy: PolicyKind) -> Vec<String> {
+    let mut v = vec!["--policy".to_string(), policy.name().to_string()];
+    v.extend(args.settings.child_args());
+    v
+}
+
+/// Runs the warm-ups and the measured runs, interleaved, and reads the machine's business
+/// around them.
+pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Result<Measured> {
     let policies = args.policies();
     check(&args.settings, &policies, args.repeat, &args.command)?;
     let exe = std::env::current_exe().context("finding this program")?;
@@ -206,34 +244,82 @@ pub fn compare_with_progress(
         .prefix("threadbalance-compare-")
         .tempdir()
         .context("creating a temporary directory")?;
+    let cpus = crate::usable::read_usable()?
+        .cpus()
+        .iter()
+        .map(|c| c.id.0)
+        .collect();
+    let probe = busy::Probe::start(&args.opts.proc_root, cpus);
+    let mut shown = progress::Progress::new(args.opts.progress);
+    let to_stderr = stdout_reserved(args);
+    let warmup = args.opts.warmup;
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); policies.len()];
-    for round in 0..args.repeat {
-        for (i, policy) in policies.iter().enumerate() {
-            progress(round, policy.name());
-            let json = dir.path().join(format!("run-{round}-{i}.json"));
-            let mut cmd = Command::new(&exe);
-            cmd.arg("run").arg("--policy").arg(policy.name());
-            cmd.args(args.settings.child_args());
-            cmd.arg("--json").arg(&json).arg("--").args(&args.command);
-            cmd.envs(args.env.iter().map(|(k, v)| (k, v)));
-            let out = cmd
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .output()
-                .context("starting a run")?;
-            let summary = std::fs::read_to_string(&json);
-            let _ = std::fs::remove_file(&json);
-            if !out.status.success() {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                let last = stderr
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("");
-                bail!("{policy}: the command failed ({}): {last}", out.status);
+    let mut failed = vec![0; policies.len()];
+    for round in 0..warmup + args.repeat {
+        let warm = round < warmup;
+        let (k, of) = if warm {
+            (round, warmup)
+        } else {
+            (round - warmup, args.repeat)
+        };
+        for (i, &policy) in policies.iter().enumerate() {
+            if !warm {
+                progress(k, policy.name());
             }
-            let summary = crate::runread::parse(&summary.context("reading a run's summary")?)?;
-            if summary.policy != *policy {
+            let run_args = run_args(args, policy);
+            let launch = child::Launch {
+                exe: &exe,
+                run_args: &run_args,
+                command: &args.command,
+                env: &args.env,
+            };
+            let mut pass = |stream: child::Stream, bytes: &[u8]| {
+                shown.clear();
+                let text = String::from_utf8_lossy(bytes);
+                match stream {
+                    child::Stream::Stdout if !to_stderr => out!("{text}"),
+                    _ => err!("{text}"),
+                }
+            };
+            let live: Option<child::Sink<'_>> = if args.opts.show_output {
+                Some(&mut pass)
+            } else {
+                None
+            };
+            let tag = format!("run-{round}-{i}");
+            let out = child::run_once(&launch, dir.path(), &tag, live)?;
+            let summary = out.summary.as_deref().filter(|t| !t.trim().is_empty());
+            let Some(summary) = summary else {
+                // `run` itself failed before the command ran: its own last line says why.
+                let why = child::last_lines(&out.run_stderr, 1);
+                bail!(
+                    "{policy}: threadbalance run failed ({}): {}",
+                    out.status,
+                    why.trim()
+                );
+            };
+            if !out.status.success() {
+                if !args.opts.ignore_failure {
+                    let tail = child::last_lines(&out.stderr, 5);
+                    let tail = if tail.is_empty() {
+                        "  (it printed nothing on stderr)".to_string()
+                    } else {
+                        tail
+                    };
+                    let what = if warm { "warm-up" } else { "run" };
+                    bail!(
+                        "{policy}: the command failed ({}) in {what} {}/{of}; the end of its stderr:\n{tail}\n\
+                         (--ignore-failure keeps going, --show-output shows all of its output)",
+                        out.status,
+                        k + 1
+                    );
+                }
+                if !warm {
+                    failed[i] += 1;
+                }
+            }
+            let summary = crate::runread::parse(summary)?;
+            if summary.policy != policy {
                 bail!("a run of {policy} reports policy {}", summary.policy);
             }
             let score = String::from_utf8_lossy(&out.stdout)
@@ -247,22 +333,39 @@ pub fn compare_with_progress(
             let f = |v: &Option<Value>, k: &str| {
                 v.as_ref().and_then(|v| v.get(k)).and_then(Value::as_f64)
             };
-            runs[i].push(RunResult {
+            let result = RunResult {
                 wall_s: summary.wall_s,
                 moves: summary.applied.done,
                 score_wall_s: f(&score, "wall_s"),
                 fair_share_pct: f(&score, "fair_share_pct"),
                 fair_share_wall_s: f(&score, "fair_share_wall_s"),
                 policy_summary: summary.policy_summary,
-            });
+            };
+            shown.show(&progress::line(warm, k, of, policy.name(), judged(&result)));
+            if !warm {
+                runs[i].push(result);
+            }
         }
     }
-    Ok(summarize(args, runs))
+    shown.clear();
+    let comparison = summarize(args, runs);
+    let none_pcts: Vec<f64> = comparison
+        .results
+        .iter()
+        .filter(|r| r.policy == "none")
+        .flat_map(|r| r.runs.iter().filter_map(|x| x.fair_share_pct))
+        .collect();
+    let busy = probe.finish(&none_pcts);
+    Ok(Measured {
+        comparison,
+        failed,
+        busy,
+    })
 }
 
 /// The wall time a run is judged by: the command's own score when it gives one (it leaves
 /// out process start-up), else the whole command's.
-fn judged(r: &RunResult) -> f64 {
+pub(crate) fn judged(r: &RunResult) -> f64 {
     r.score_wall_s.unwrap_or(r.wall_s)
 }
 
@@ -317,62 +420,35 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
     }
 }
 
-impl Comparison {
-    /// The comparison as a table.
-    pub fn to_table(&self) -> String {
-        let mut s = String::new();
-        let runs = self.results.first().map_or(0, |r| r.runs.len());
-        let _ = writeln!(
-            s,
-            "{} runs of each policy, interleaved; ratio = policy / {} run by run (< 1 is faster)",
-            runs, self.baseline
-        );
-        if let Some(f) = self.fair_share_wall_s {
-            let _ = writeln!(s, "fair-share bound: {f:.3} s");
-        }
-        let _ = writeln!(
-            s,
-            "{:<16} {:>26} {:>26} {:>9} {:>8} {:>22}",
-            "policy",
-            "wall s min / med / max",
-            "ratio min / med / max",
-            "moves/s",
-            "spread",
-            "% of fair share (med)"
-        );
-        for r in &self.results {
-            let ratio = r
-                .ratio_vs_baseline
-                .map_or_else(|| "-".to_string(), |x| x.show(3));
-            let pct = r
-                .fair_share_pct
-                .map_or_else(|| "-".to_string(), |p| format!("{:.1}", p.median));
-            let _ = writeln!(
-                s,
-                "{:<16} {:>26} {:>26} {:>9.1} {:>7.1}% {:>22}",
-                r.policy,
-                r.wall_s.show(3),
-                ratio,
-                r.moves_per_s,
-                r.spread_frac * 100.0,
-                pct
-            );
-        }
-        s
-    }
-}
-
-/// Runs `compare` and prints it.
+/// Runs `compare` and prints it: the table on stdout (stderr when JSON takes stdout), then
+/// the exports. Every export file is created before the first run.
 pub fn run(args: &CompareArgs) -> Result<u8> {
-    let c = compare(args)?;
+    check(
+        &args.settings,
+        &args.policies(),
+        args.repeat,
+        &args.command,
+    )?;
+    let o = &args.opts;
+    let mut exports = export::Exports::open(
+        o.export_csv.as_deref(),
+        o.export_markdown.as_deref(),
+        o.export_json.as_deref(),
+        args.json,
+    )?;
+    let m = measure(args, &mut |_, _| {})?;
+    let report = Report::new(m.comparison, o.warmup, &m.failed, m.busy);
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&crate::schema::versioned(&c))?
+            serde_json::to_string_pretty(&crate::schema::versioned(&report))?
         );
+    } else if exports.uses_stdout() {
+        err!("{}", report.to_text());
     } else {
-        out!("{}", c.to_table());
+        out!("{}", report.to_text());
     }
+    exports.write(&report)?;
     Ok(0)
 }
 
@@ -385,23 +461,67 @@ pub struct DemoArgs {
     /// Total compute per thread in ms (the demo's length scales with it).
     #[arg(long, default_value_t = 1000)]
     pub work_ms: u64,
+    /// Also write the comparison as JSON to FILE (`-`: stdout, the table then goes to
+    /// stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Print "run 3/5: speed 1.60 s" on stderr after each run.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Where to read `loadavg` and `stat` for the busy-machine check (tests use fixtures).
+    #[arg(long, hide = true, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+}
+
+/// What `demo --json` writes.
+#[derive(Debug, Serialize)]
+struct DemoJson<'a> {
+    /// The machine, as `topo` describes it.
+    machine: String,
+    /// The workload, in words.
+    workload: String,
+    /// The comparison, its statistics and the machine's business.
+    #[serde(flatten)]
+    report: &'a Report,
+    /// The plain-language verdict; `None` on a busy machine.
+    verdict: Option<String>,
 }
 
 /// `demo`: the embedded default. On this machine, threads that synchronize every 10 ms,
 /// one more than the CPUs it may use (N = M + 1: 3 on 2 CPUs, 17 on 16), the case where
 /// one doubled-up CPU gates every phase and balancing helps most; under `none` and under
-/// `speed`, side by side with the fair-share bound; then the verdict, whichever way it goes.
+/// `speed`, side by side with the fair-share bound; then the verdict, whichever way it goes
+/// (or, on a busy machine, a warning instead).
 pub fn demo(args: &DemoArgs) -> Result<u8> {
     let topo = crate::usable::read_usable()?;
     let cores = topo.cpus().len();
     let threads = cores + 1;
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
-    outln!("machine: {}", topo.describe());
-    outln!(
-        "workload: spmd, {threads} threads on {cores} CPUs, barrier after every 10 ms of compute, {} ms of compute per thread",
+    let json_to_stdout = args.json.as_deref().is_some_and(crate::jsonout::is_stdout);
+    if let Some(path) = args
+        .json
+        .as_deref()
+        .filter(|p| !crate::jsonout::is_stdout(p))
+    {
+        // Found out now, before a minute of runs, that the file cannot be written.
+        std::fs::File::create(path)
+            .map_err(|e| input_error(format!("--json {}: cannot write it: {e}", path.display())))?;
+    }
+    let say = |text: &str| {
+        if json_to_stdout {
+            errln!("{text}");
+        } else {
+            outln!("{text}");
+        }
+    };
+    let machine = topo.describe();
+    let workload = format!(
+        "spmd, {threads} threads on {cores} CPUs, barrier after every 10 ms of compute, {} ms of compute per thread",
         args.work_ms
     );
+    say(&format!("machine: {machine}"));
+    say(&format!("workload: {workload}"));
     let cmp = CompareArgs {
         settings: SettingsArgs {
             policy: vec![PolicyKind::None, PolicyKind::Speed],
@@ -410,6 +530,11 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
         },
         repeat: args.repeat,
         json: false,
+        opts: CompareOptions {
+            progress: args.progress,
+            proc_root: args.proc_root.clone(),
+            ..CompareOptions::default()
+        },
         command: vec![
             exe,
             "workload".into(),
@@ -427,9 +552,24 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
         ],
         env: Vec::new(),
     };
-    let c = compare(&cmp)?;
-    out!("{}", c.to_table());
-    outln!("{}", verdict(&c));
+    let m = measure(&cmp, &mut |_, _| {})?;
+    let report = Report::new(m.comparison, 0, &m.failed, m.busy);
+    let text = report.to_text();
+    say(text.trim_end());
+    // On a busy machine the table already ends with the warning, in place of a verdict.
+    let verdict = report.quiet_machine().then(|| verdict(&report.comparison));
+    if let Some(v) = &verdict {
+        say(v);
+    }
+    if let Some(path) = &args.json {
+        let json = DemoJson {
+            machine,
+            workload,
+            report: &report,
+            verdict,
+        };
+        crate::jsonout::write(path, &crate::schema::versioned(&json))?;
+    }
     Ok(0)
 }
 

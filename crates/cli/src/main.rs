@@ -9,6 +9,7 @@
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
 //! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
+//! threadbalance man | completions bash|zsh|fish
 //! ```
 //!
 //! The policy, level, interval, CPU list, dry-run and seed options are one group
@@ -31,6 +32,7 @@ mod host;
 mod jsonout;
 mod lockprobe;
 mod manage;
+mod manual;
 mod recover;
 mod runread;
 mod schema;
@@ -54,6 +56,10 @@ use std::process::ExitCode;
     long_about = None
 )]
 struct Cli {
+    /// Check the arguments and exit 0 without doing anything (the README test parses its
+    /// long commands with it).
+    #[arg(long, hide = true, global = true)]
+    parse_only: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -77,6 +83,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate policies side by side on a modeled machine, or run the papers' claims.
     Sim(sim::SimArgs),
+    /// Print the manual page (roff) to stdout.
+    Man,
+    /// Print a shell completion script to stdout.
+    Completions(manual::CompletionsArgs),
     /// Run a built-in multithreaded workload and print its score as one JSON line.
     Workload {
         /// The scenario and its options.
@@ -184,6 +194,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if cli.parse_only {
+        return ExitCode::SUCCESS;
+    }
     let result = match cli.command {
         Command::Run(a) => manage::run(&a.manage, &a.command, !a.no_children),
         Command::Attach(a) => manage::attach(&a.manage, a.pid, !a.no_children),
@@ -194,6 +207,10 @@ fn main() -> ExitCode {
         Command::Demo(a) => compare::demo(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Sim(a) => sim::run(&a),
+        Command::Man => manual::man(<Cli as clap::CommandFactory>::command()),
+        Command::Completions(a) => {
+            manual::completions(<Cli as clap::CommandFactory>::command(), a.shell)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -40,7 +40,8 @@ pub struct SimArgs {
     /// Also draw per-socket utilization over time and migrations per policy to FILE.svg.
     #[arg(long, value_name = "FILE.svg")]
     report: Option<PathBuf>,
-    /// Directory of scenario files.
+    /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,
+    /// oversubscribed-barrier, two-apps, two-stage-pipeline) are built in, for any directory.
     #[arg(long, default_value = "scenarios")]
     scenarios: PathBuf,
     /// Run a suite of claims instead of one comparison: "papers". Each paper claim prints

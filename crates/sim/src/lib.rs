@@ -64,7 +64,9 @@ use std::path::Path;
 use threadbalance_policy::Settings;
 
 /// A workload: a built-in name (with `:key=value,…` parameters), a scenario in
-/// `scenarios_dir` (`<name>.toml`) or a path to a `.toml` file; `a+b` runs two at once.
+/// `scenarios_dir` (`<name>.toml`, default `./scenarios`), a scenario built into the program
+/// ([`scenario::EMBEDDED`], when the folder has none of that name) or a path to a `.toml`
+/// file; `a+b` runs two at once.
 /// `threads` overrides each built-in's thread count.
 pub fn workload(
     name: &str,
@@ -92,12 +94,17 @@ pub fn workload(
     if let Some(w) = scenario::read_scenario(name, dir)? {
         return Ok(w);
     }
+    if let Some(w) = scenario::embedded_scenario(name)? {
+        return Ok(w);
+    }
     let known: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
+    let embedded: Vec<&str> = scenario::EMBEDDED.iter().map(|(n, _)| *n).collect();
     Err(SimError::Workload {
         name: name.to_string(),
         why: format!(
-            "unknown (built-ins: {}; or a scenario {}/<name>.toml)",
+            "unknown (built-ins: {}; scenarios: {}; or a scenario {}/<name>.toml)",
             known.join(", "),
+            embedded.join(", "),
             dir.display()
         ),
     })

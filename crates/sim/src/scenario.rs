@@ -260,6 +260,34 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
     })
 }
 
+/// The scenarios of the repository's `scenarios/` folder, built into the program (name,
+/// text), so that `--workload two-apps` works from any directory after an install. A file of
+/// the same name in the scenarios folder given (or `./scenarios`) is read instead.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "lock-convoy",
+        include_str!("../../../scenarios/lock-convoy.toml"),
+    ),
+    (
+        "oversubscribed-barrier",
+        include_str!("../../../scenarios/oversubscribed-barrier.toml"),
+    ),
+    ("two-apps", include_str!("../../../scenarios/two-apps.toml")),
+    (
+        "two-stage-pipeline",
+        include_str!("../../../scenarios/two-stage-pipeline.toml"),
+    ),
+];
+
+/// The embedded scenario `name`, parsed; `None` when there is none of that name.
+pub fn embedded_scenario(name: &str) -> Result<Option<Workload>, SimError> {
+    EMBEDDED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, text)| parse_scenario(text, Path::new(&format!("<embedded>/{n}.toml"))))
+        .transpose()
+}
+
 /// Reads `dir/<name>.toml`, or `name` itself if it is a path to a `.toml` file.
 pub fn read_scenario(name: &str, dir: &Path) -> Result<Option<Workload>, SimError> {
     let path = if name.ends_with(".toml") {
@@ -280,6 +308,29 @@ pub fn read_scenario(name: &str, dir: &Path) -> Result<Option<Workload>, SimErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_holds_every_scenario_of_the_folder_verbatim() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let mut on_disk: Vec<(String, String)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path();
+                let name = p.file_name()?.to_str()?.strip_suffix(".toml")?.to_string();
+                Some((name, std::fs::read_to_string(&p).unwrap()))
+            })
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<(String, String)> = EMBEDDED
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(embedded, on_disk, "add the new scenario to EMBEDDED");
+        for (name, _) in EMBEDDED {
+            assert!(embedded_scenario(name).unwrap().is_some(), "{name}");
+        }
+        assert!(embedded_scenario("no-such").unwrap().is_none());
+    }
 
     #[test]
     fn scenario_module_example_parses() {
