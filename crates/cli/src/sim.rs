@@ -4,6 +4,7 @@
 //! threadbalance sim --machine opteron6272-4x16 --workload ferret-pipeline --policy none,tumbler,pbind
 //! threadbalance sim --machine local --workload ep-barrier:phase_ms=10 --threads 3 --policy none,speed --json
 //! threadbalance sim --suite papers --seeds 1,2,3
+//! threadbalance sim --machine opteron6272-4x16 --workload bodytrack --threads 64 --policy none,shuffling --baseline solaris
 //! ```
 
 use crate::input_error;
@@ -12,6 +13,7 @@ use clap::Args;
 use std::path::PathBuf;
 use threadbalance_model::{Level, Nanos};
 use threadbalance_policy::Settings;
+use threadbalance_sim::{Baseline, RunOptions};
 
 /// Options of `threadbalance sim`.
 #[derive(Debug, Args)]
@@ -63,6 +65,12 @@ pub struct SimArgs {
     /// `ratio`, `verdict`) and `counts`.
     #[arg(long, value_name = "SUITE")]
     suite: Option<String>,
+    /// Kernel model playing `none` (and under every policy): linux, or solaris (a woken
+    /// thread goes to any idle CPU, no cache preference, idle CPUs steal from anywhere).
+    /// With --suite: every claim on this baseline [default: each claim on the paper's own
+    /// baseline, printed with the claim].
+    #[arg(long, value_name = "KERNEL")]
+    baseline: Option<String>,
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
@@ -70,13 +78,17 @@ pub struct SimArgs {
 
 /// Runs `threadbalance sim`.
 pub fn run(a: &SimArgs) -> Result<u8> {
+    let baseline = match &a.baseline {
+        Some(b) => Some(b.parse::<Baseline>().map_err(input_error)?),
+        None => None,
+    };
     if let Some(suite) = &a.suite {
         if suite != "papers" {
             return Err(input_error(format!(
                 "unknown suite {suite:?} (known: papers)"
             )));
         }
-        let report = threadbalance_sim::suite_papers(&a.seeds);
+        let report = threadbalance_sim::suite::suite_papers_on(&a.seeds, baseline);
         if a.json {
             outln!("{}", serde_json::to_string_pretty(&report.to_json())?);
         } else {
@@ -103,7 +115,9 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let mut settings = Settings::new(level);
     settings.seed = a.seed;
     settings.interval = a.interval.map(Nanos::from_millis);
-    let cmp = threadbalance_sim::compare(&machine, &workload, &a.policy, a.seed, &settings)
+    let mut opts = RunOptions::new(a.seed);
+    opts.linux.baseline = baseline.unwrap_or_default();
+    let cmp = threadbalance_sim::compare_with(&machine, &workload, &a.policy, &settings, &opts)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&cmp.to_json())?);

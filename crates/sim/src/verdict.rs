@@ -12,6 +12,7 @@
 //! Calibration rows are our own Linux measurements, held to a tolerance; they are counted
 //! apart from the paper claims.
 
+use crate::state::Baseline;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -135,6 +136,10 @@ pub struct Claim {
     pub verdict: Verdict,
     /// Why, when it is not reproduced or within tolerance; or a caveat.
     pub why: String,
+    /// The kernel model the claim's runs used as `none` and under the policies.
+    pub baseline: Baseline,
+    /// The kernel the paper (or the calibration file) measured against.
+    pub paper_baseline: Baseline,
 }
 
 impl Claim {
@@ -161,6 +166,21 @@ impl Claim {
                 Verdict::OutsideTolerance
             },
             why: if within { String::new() } else { why.into() },
+            baseline: Baseline::Linux,
+            paper_baseline: Baseline::Linux,
+        }
+    }
+
+    /// Which kernel model ran, and whether it is the one the paper measured against:
+    /// "solaris, as the paper" or "linux (the paper measured against solaris)".
+    pub fn baseline_text(&self) -> String {
+        if self.baseline == self.paper_baseline {
+            format!("{}, as the paper", self.baseline)
+        } else {
+            format!(
+                "{} (the paper measured against {})",
+                self.baseline, self.paper_baseline
+            )
         }
     }
 
@@ -219,6 +239,8 @@ impl Claim {
             effects,
             verdict: v,
             why,
+            baseline: Baseline::Linux,
+            paper_baseline: Baseline::Linux,
         }
     }
 }
@@ -293,9 +315,10 @@ impl SuiteReport {
         for c in &self.claims {
             let _ = writeln!(
                 out,
-                "[{}] {}\n      paper:     {}\n      simulated: {}",
+                "[{}] {}\n      baseline:  {}\n      paper:     {}\n      simulated: {}",
                 c.verdict.label(),
                 c.claim,
+                c.baseline_text(),
                 c.paper,
                 c.simulated
             );
