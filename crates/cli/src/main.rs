@@ -31,6 +31,7 @@ mod signals;
 mod sim;
 mod summary;
 mod topo;
+mod trace;
 mod usable;
 
 use clap::{Args, Parser, Subcommand};
@@ -100,6 +101,9 @@ pub struct ManageArgs {
     /// Seed of the policy's random generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also draw the run to FILE.svg: each domain's utilization over time and the moves.
+    #[arg(long, value_name = "FILE.svg")]
+    pub report: Option<PathBuf>,
     /// Print each decision the policy explains, as it happens.
     #[arg(long, short = 'v')]
     pub verbose: bool,

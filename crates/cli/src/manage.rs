@@ -70,6 +70,9 @@ fn prepare(args: &ManageArgs, confine: bool) -> Result<Prepared> {
     settings.seed = args.seed;
     let policy = threadbalance_policy::build(args.policy(), &settings, &topo)
         .map_err(|e| input_error(e.to_string()))?;
+    if let Some(path) = &args.report {
+        crate::trace::check_writable(path)?;
+    }
     // `-` is stdout, written at the end; a real file is opened now, so that one that
     // cannot be written is refused before the command starts.
     let json = match &args.json {
@@ -280,6 +283,9 @@ fn manage(
         args.dry_run,
         host.now(),
     );
+    if args.report.is_some() {
+        summary.trace = Some(crate::trace::RunTrace::new(&p.topo, p.level, host.now()));
+    }
     let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         control_loop(
             host,
@@ -362,6 +368,7 @@ fn control_loop(
 /// is kept.
 fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
     err!("{}", summary.to_text());
+    crate::trace::write_report(summary, args);
     if let Some(path) = args
         .json
         .as_deref()

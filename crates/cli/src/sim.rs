@@ -52,7 +52,9 @@ pub struct SimArgs {
     /// Print one JSON object with a `results` array instead of the table.
     #[arg(long)]
     json: bool,
-    /// Also draw per-socket utilization over time and migrations per policy to FILE.svg.
+    /// Also draw the runs to FILE.svg: per-socket utilization over time per policy (one
+    /// scale), migrations per second and, for memory-bound work, remote accesses over time.
+    /// With --suite: each claim's effects, the paper's against the simulated.
     #[arg(long, value_name = "FILE.svg")]
     report: Option<PathBuf>,
     /// Directory of scenario files.
@@ -93,6 +95,10 @@ pub fn run(a: &SimArgs) -> Result<u8> {
             outln!("{}", serde_json::to_string_pretty(&report.to_json())?);
         } else {
             out!("{}", report.to_table());
+        }
+        if let Some(path) = &a.report {
+            std::fs::write(path, report.to_svg())
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         return Ok(0);
     }

@@ -40,6 +40,7 @@ pub mod host;
 pub mod machine;
 pub mod memory;
 pub mod parsec;
+pub mod plot;
 pub mod queue;
 pub mod report;
 pub mod run;

@@ -349,6 +349,70 @@ impl SuiteReport {
         out
     }
 
+    /// Every paper claim's effects with a paper number, the paper's against the
+    /// simulation's, colored by verdict (see [`crate::plot::effects_svg`]); points are
+    /// labelled by claim number (1, 2, … over the paper claims) and effect letter, and the
+    /// key under the chart names the claims.
+    pub fn to_svg(&self) -> String {
+        use crate::plot::{EffectPoint, effects_svg};
+        let mut points = Vec::new();
+        let mut key = Vec::new();
+        for (n, c) in self
+            .claims
+            .iter()
+            .filter(|c| c.kind == Kind::Paper)
+            .enumerate()
+        {
+            let numbered: Vec<&Effect> = c
+                .effects
+                .iter()
+                .filter(|e| e.paper_effect.is_some())
+                .collect();
+            for (k, e) in numbered.iter().enumerate() {
+                let Some(paper) = e.paper_effect else {
+                    continue;
+                };
+                let letter = if numbered.len() > 1 {
+                    char::from(b'a' + (k as u8 % 26)).to_string()
+                } else {
+                    String::new()
+                };
+                points.push(EffectPoint {
+                    label: format!("{}{letter}", n + 1),
+                    paper,
+                    simulated: e.simulated_effect,
+                    group: c.verdict.label().to_string(),
+                });
+            }
+            let effects: Vec<&str> = numbered.iter().map(|e| e.what.as_str()).collect();
+            let short: String = c.claim.chars().take(70).collect();
+            key.push(format!(
+                "{}: {short}{} [{}; {}]{}",
+                n + 1,
+                if c.claim.chars().count() > 70 {
+                    "…"
+                } else {
+                    ""
+                },
+                c.verdict.label(),
+                c.baseline,
+                if effects.is_empty() {
+                    " (no paper number)".to_string()
+                } else {
+                    format!(" — {}", effects.join("; "))
+                }
+            ));
+        }
+        effects_svg(
+            &format!(
+                "papers suite, seeds {:?}: each effect, paper against simulation",
+                self.seeds
+            ),
+            &points,
+            &key,
+        )
+    }
+
     /// The report as JSON (with the counts).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);

@@ -11,6 +11,7 @@ mod compare;
 mod live;
 mod locktime;
 mod numa;
+mod report;
 mod safety;
 mod sim;
 mod support;
