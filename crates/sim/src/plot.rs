@@ -166,6 +166,8 @@ pub struct EffectPoint {
     pub simulated: f64,
     /// Legend group (the verdict): points of one group share a color.
     pub group: String,
+    /// Index into [`COLORS`] of the group's color.
+    pub color: usize,
 }
 
 /// Height of the suite plot's chart, pixels.
@@ -233,7 +235,13 @@ fn draw_effects<DB: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err)?;
-    let line = |k: f64| vec![(r.start, k * r.start), (r.end, k * r.end)];
+    // y = k·x (k > 0) inside the square range: x where k·x stays in range too (plotters
+    // leaves out a segment whose ends both lie outside).
+    let line = |k: f64| {
+        let x0 = r.start.max(r.start / k);
+        let x1 = r.end.min(r.end / k);
+        vec![(x0, k * x0), (x1, k * x1)]
+    };
     let grey = RGBColor(120, 120, 120);
     chart
         .draw_series(LineSeries::new(line(1.0), BLACK.stroke_width(1)))
@@ -250,14 +258,14 @@ fn draw_effects<DB: DrawingBackend>(
             });
         }
     }
-    let mut groups: Vec<&str> = Vec::new();
+    let mut groups: Vec<(&str, usize)> = Vec::new();
     for p in points {
-        if !groups.contains(&p.group.as_str()) {
-            groups.push(&p.group);
+        if !groups.iter().any(|(g, _)| *g == p.group) {
+            groups.push((&p.group, p.color));
         }
     }
-    for (i, g) in groups.iter().enumerate() {
-        let c = color(i);
+    for (g, ci) in &groups {
+        let c = color(*ci);
         chart
             .draw_series(
                 points
@@ -348,12 +356,14 @@ mod tests {
                 paper: 10.5,
                 simulated: 2.0,
                 group: "direction only".into(),
+                color: 3,
             },
             EffectPoint {
                 label: "2".into(),
                 paper: -23.6,
                 simulated: -38.0,
                 group: "reproduced".into(),
+                color: 2,
             },
         ];
         let svg = effects_svg("papers", &pts, &["1: ferret".to_string()]);

@@ -58,11 +58,6 @@ impl Ctx {
 
     fn push(&mut self, mut c: Claim) {
         c.baseline = self.baseline();
-        if c.baseline != Baseline::Linux && !c.why.is_empty() {
-            // The reasons were worked out on the Linux model's runs.
-            c.why
-                .push_str(" [reason worked out on the linux baseline; its figures are linux's]");
-        }
         c.paper_baseline = self.paper_baseline;
         self.claims.push(c);
     }
@@ -110,8 +105,18 @@ impl Ctx {
         why_not: &str,
         why_size: &str,
     ) {
+        // The written reasons were worked out on the Linux model's runs: say so when the
+        // claim ran on another baseline.
+        let note = |why: &str| {
+            if self.baseline() == Baseline::Linux || why.is_empty() {
+                why.to_string()
+            } else {
+                format!("{why} [reason worked out on the linux baseline; its figures are linux's]")
+            }
+        };
+        let (why_not, why_size) = (note(why_not), note(why_size));
         self.push(Claim::paper(
-            claim, paper, simulated, direction, effects, why_not, why_size,
+            claim, paper, simulated, direction, effects, &why_not, &why_size,
         ));
     }
 

@@ -382,6 +382,12 @@ impl SuiteReport {
                     paper,
                     simulated: e.simulated_effect,
                     group: c.verdict.label().to_string(),
+                    // Green reproduced, orange direction only, red not reproduced.
+                    color: match c.verdict {
+                        Verdict::Reproduced => 2,
+                        Verdict::DirectionOnly => 3,
+                        _ => 1,
+                    },
                 });
             }
             let effects: Vec<&str> = numbered.iter().map(|e| e.what.as_str()).collect();
