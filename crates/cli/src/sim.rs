@@ -126,8 +126,15 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let cmp = threadbalance_sim::compare_with(&machine, &workload, &a.policy, &settings, &opts)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&cmp.to_json())?);
+        let mut v = cmp.to_json();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("baseline".into(), opts.linux.baseline.to_string().into());
+        }
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
+        if opts.linux.baseline != Baseline::Linux {
+            outln!("kernel model: {} (--baseline)", opts.linux.baseline);
+        }
         out!("{}", cmp.to_table());
     }
     if let Some(path) = &a.report {
