@@ -41,6 +41,7 @@ mod signals;
 mod sim;
 mod summary;
 mod topo;
+mod trace;
 mod usable;
 
 use clap::{Args, Parser, Subcommand};
@@ -104,6 +105,9 @@ pub struct ManageArgs {
     /// Also write the summary as JSON to FILE (`-`: stdout, after the command has exited).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also draw the run to FILE.svg: each domain's utilization over time and the moves.
+    #[arg(long, value_name = "FILE.svg")]
+    pub report: Option<PathBuf>,
     /// Print each decision the policy explains, as it happens.
     #[arg(long, short = 'v')]
     pub verbose: bool,

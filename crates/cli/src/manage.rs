@@ -62,6 +62,9 @@ fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Result<Prepare
     let topo = s.topology(usable)?;
     let level = s.level(&topo);
     let policy = s.build(kind, &topo)?;
+    if let Some(path) = &args.report {
+        crate::trace::check_writable(path)?;
+    }
     // `-` is stdout, written at the end; a real file is opened now, so that one that
     // cannot be written is refused before the command starts.
     let json = match &args.json {
@@ -288,6 +291,9 @@ fn manage(
         args.settings.dry_run,
         host.now(),
     );
+    if args.report.is_some() {
+        summary.trace = Some(crate::trace::RunTrace::new(&p.topo, p.level, host.now()));
+    }
     let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         control_loop(
             host,
@@ -370,6 +376,7 @@ fn control_loop(
 /// is kept.
 fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
     err!("{}", summary.to_text());
+    crate::trace::write_report(summary, args);
     if let Some(path) = args
         .json
         .as_deref()

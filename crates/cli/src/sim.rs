@@ -4,6 +4,7 @@
 //! threadbalance sim --machine opteron6272-4x16 --workload ferret-pipeline --policy none,tumbler,pbind
 //! threadbalance sim --machine local --workload ep-barrier:phase_ms=10 --threads 3 --policy none,speed --json
 //! threadbalance sim --suite papers --seeds 1,2,3
+//! threadbalance sim --machine opteron6272-4x16 --workload bodytrack --threads 64 --policy none,shuffling --baseline solaris
 //! ```
 
 use crate::input_error;
@@ -12,6 +13,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use threadbalance_policy::PolicyKind;
+use threadbalance_sim::{Baseline, RunOptions};
 
 /// Options of `threadbalance sim`.
 #[derive(Debug, Args)]
@@ -37,7 +39,9 @@ pub struct SimArgs {
     /// Print one JSON object with a `results` array instead of the table.
     #[arg(long)]
     json: bool,
-    /// Also draw per-socket utilization over time and migrations per policy to FILE.svg.
+    /// Also draw the runs to FILE.svg: per-socket utilization over time per policy (one
+    /// scale), migrations per second and, for memory-bound work, remote accesses over time.
+    /// With --suite: each claim's effects, the paper's against the simulated.
     #[arg(long, value_name = "FILE.svg")]
     report: Option<PathBuf>,
     /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,
@@ -51,6 +55,12 @@ pub struct SimArgs {
     /// `ratio`, `verdict`) and `counts`.
     #[arg(long, value_name = "SUITE")]
     suite: Option<String>,
+    /// Kernel model playing `none` (and under every policy): linux, or solaris (a woken
+    /// thread goes to any idle CPU, no cache preference, idle CPUs steal from anywhere).
+    /// With --suite: every claim on this baseline [default: each claim on the paper's own
+    /// baseline, printed with the claim].
+    #[arg(long, value_name = "KERNEL")]
+    baseline: Option<String>,
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
@@ -58,18 +68,26 @@ pub struct SimArgs {
 
 /// Runs `threadbalance sim`.
 pub fn run(a: &SimArgs) -> Result<u8> {
+    let baseline = match &a.baseline {
+        Some(b) => Some(b.parse::<Baseline>().map_err(input_error)?),
+        None => None,
+    };
     if let Some(suite) = &a.suite {
         if suite != "papers" {
             return Err(input_error(format!(
                 "unknown suite {suite:?} (known: papers)"
             )));
         }
-        let report = threadbalance_sim::suite_papers(&a.seeds);
+        let report = threadbalance_sim::suite::suite_papers_on(&a.seeds, baseline);
         if a.json {
             let json = crate::schema::stamp(report.to_json());
             outln!("{}", serde_json::to_string_pretty(&json)?);
         } else {
             out!("{}", report.to_table());
+        }
+        if let Some(path) = &a.report {
+            std::fs::write(path, report.to_svg())
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         return Ok(0);
     }
@@ -97,12 +115,21 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let settings = s.settings(&machine.topo);
     let (policies, _) = s.policies(&[PolicyKind::None, PolicyKind::Tumbler]);
     let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
-    let cmp = threadbalance_sim::compare(&machine, &workload, &names, s.seed, &settings)
+    let mut opts = RunOptions::new(s.seed);
+    opts.linux.baseline = baseline.unwrap_or_default();
+    let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
-        let json = crate::schema::stamp(cmp.to_json());
+        let mut v = cmp.to_json();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("baseline".into(), opts.linux.baseline.to_string().into());
+        }
+        let json = crate::schema::stamp(v);
         outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
+        if opts.linux.baseline != Baseline::Linux {
+            outln!("kernel model: {} (--baseline)", opts.linux.baseline);
+        }
         out!("{}", cmp.to_table());
     }
     if let Some(path) = &a.report {

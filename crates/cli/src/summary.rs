@@ -104,6 +104,9 @@ pub struct Summary {
     weight: f64,
     #[serde(skip)]
     exact_lock: bool,
+    /// Tick-by-tick samples for `--report` (`None`: no plot asked for).
+    #[serde(skip)]
+    pub trace: Option<crate::trace::RunTrace>,
 }
 
 impl Summary {
@@ -155,6 +158,7 @@ impl Summary {
             cv_weighted: 0.0,
             weight: 0.0,
             exact_lock: false,
+            trace: None,
         }
     }
 
@@ -166,6 +170,9 @@ impl Summary {
         self.moves_decided += tick.moves as u64;
         self.applied.add(&tick.applied);
         self.exact_lock |= window.lock_exact;
+        if let Some(trace) = &mut self.trace {
+            trace.record(topo, window, tick);
+        }
         if let Some(note) = &tick.note {
             if self.notes.len() == NOTES_KEPT {
                 self.notes.remove(0);

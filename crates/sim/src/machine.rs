@@ -8,7 +8,8 @@
 //! | `local_ns` | latency of a line from local memory (another LLC of the same node) | same, between LLCs of a node |
 //! | `remote_ns` | latency of a line from the farthest socket (scaled by node distance in between) | same, across sockets |
 //! | `mem_remote_factor` | slowdown of memory-bound work whose pages sit on another node | memory phases (first touch) |
-//! | `node_streams` | memory-bound threads one node's controller serves at full speed | bandwidth sharing |
+//! | `node_streams` | memory-bound threads one node's controller serves at full speed | bandwidth sharing at the home node and in the issuing node's LLC ([`crate::memory`]) |
+//! | `link_streams` | memory-bound threads' worth of traffic one direction of an inter-socket link carries at full speed | link sharing for remote memory ([`crate::memory`]) |
 //! | `smt_factor` | slowdown of a thread whose SMT sibling is busy | hyperthreads / modules |
 //! | `mlp` | lines fetched in parallel when a migrated thread refills its cache | migration cost |
 //!
@@ -42,6 +43,9 @@ pub struct Costs {
     pub mem_remote_factor: f64,
     /// Memory-bound threads one node serves at full bandwidth; more share it.
     pub node_streams: f64,
+    /// Memory-bound threads' worth of traffic one direction of the link between two nodes
+    /// carries at full speed; more remote streams on it share it.
+    pub link_streams: f64,
     /// Slowdown of a thread whose SMT sibling is running (1 = none).
     pub smt_factor: f64,
     /// Lines a migrated thread fetches in parallel while refilling its cache.
@@ -58,6 +62,8 @@ impl Costs {
             remote_ns: 140.0,
             mem_remote_factor: 140.0 / 90.0,
             node_streams: 4.0,
+            // A UPI link carries about 20 GB/s a direction, a core streams about 10 GB/s.
+            link_streams: 2.0,
             smt_factor: 1.3,
             mlp: 8.0,
         }
@@ -98,7 +104,9 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
         // cores"): an L3 hit (≈ 26 ns on the Opteron 6100, 57 cycles at 2.2 GHz) plus the
         // probe of the core that holds it modified, about 40 ns. A socket has 4 DDR3-1600
         // channels (2 per die), about 30 GB/s achievable; a Bulldozer core streams about
-        // 5 GB/s, so some 6 memory-bound threads share a socket at full speed.
+        // 5 GB/s, so some 6 memory-bound threads share a socket at full speed. Sockets are
+        // linked by HyperTransport 3 at 6.4 GT/s, 16 bits wide: 12.8 GB/s a direction, the
+        // streams of about 2.5 cores.
         "opteron6272-4x16" => (
             synth("package:4 numa:1 core:16 pu:1")?,
             Costs {
@@ -107,6 +115,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 remote_ns: 201.0,
                 mem_remote_factor: 201.0 / 128.0,
                 node_streams: 6.0,
+                link_streams: 2.5,
                 smt_factor: 1.0,
                 mlp: 8.0,
             },
@@ -122,6 +131,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 remote_ns: 110.0,
                 mem_remote_factor: 1.0,
                 node_streams: 2.0,
+                // One node: no link is ever used.
+                link_streams: 2.0,
                 smt_factor: 1.0,
                 mlp: 4.0,
             },
@@ -136,12 +147,15 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 remote_ns: 150.0,
                 mem_remote_factor: 1.5,
                 node_streams: 2.0,
+                // HyperTransport at 2 GT/s, 16 bits: 4 GB/s a direction; a core of the
+                // two per node that saturate its 2 DDR2 channels streams about 5 GB/s.
+                link_streams: 0.8,
                 smt_factor: 1.0,
                 mlp: 6.0,
             },
         ),
         // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6; within a socket, the
-        // shared L3 and the 4 memory channels as on the 6272.
+        // shared L3, the 4 memory channels and the HyperTransport 3 links as on the 6272.
         "opteron6320-4x8" => (
             synth("package:4 numa:1 core:8 pu:1")?,
             Costs {
@@ -150,6 +164,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 remote_ns: 160.0,
                 mem_remote_factor: 1.6,
                 node_streams: 6.0,
+                link_streams: 2.5,
                 smt_factor: 1.0,
                 mlp: 8.0,
             },

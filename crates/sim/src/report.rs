@@ -287,100 +287,98 @@ impl Comparison {
         })
     }
 
-    /// Per-socket utilization over time and migrations, one panel per policy.
+    /// Per-socket utilization over time, one panel per policy on one scale; then moves
+    /// per second and, when the workload does memory-bound work, the share of it done on
+    /// remote pages, one line per policy (see [`crate::plot`]).
     pub fn to_svg(&self) -> String {
-        const W: f64 = 720.0;
-        const H: f64 = 180.0;
-        const PAD: f64 = 40.0;
-        const COLORS: [&str; 8] = [
-            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-        ];
-        let panels = self.results.len().max(1);
-        let total_h = panels as f64 * (H + PAD) + PAD;
+        use crate::plot::{Panel, Series, timeline_svg};
         let t_max = self
             .results
             .iter()
             .map(|r| r.runtime_s)
             .fold(1e-9, f64::max);
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{total_h}\" font-family=\"sans-serif\" font-size=\"11\">"
-        );
-        let _ = writeln!(
-            s,
-            "<text x=\"{PAD}\" y=\"16\">{} on {}: per-socket utilization (lines) and migrations (bars)</text>",
-            xml(&self.workload),
-            xml(&self.machine)
-        );
-        for (i, r) in self.results.iter().enumerate() {
-            let y0 = PAD + i as f64 * (H + PAD);
-            let pw = W - 2.0 * PAD;
-            let _ = writeln!(
-                s,
-                "<g><rect x=\"{PAD}\" y=\"{y0}\" width=\"{pw}\" height=\"{H}\" fill=\"none\" stroke=\"#999\"/>"
-            );
-            let _ = writeln!(
-                s,
-                "<text x=\"{PAD}\" y=\"{}\">{}: {:.3} s, speedup {:.3}, util CV {:.3}, {} migrations</text>",
-                y0 - 4.0,
-                xml(&r.policy),
-                r.runtime_s,
-                self.speedup(r),
-                r.socket_util_cv,
-                r.migrations
-            );
-            let x = |t: f64| PAD + pw * (t / t_max).min(1.0);
-            let y = |u: f64| y0 + H - H * u.clamp(0.0, 1.0);
-            let max_m = r
-                .timeline
+        let mut panels: Vec<Panel> = self
+            .results
+            .iter()
+            .map(|r| {
+                let sockets = r.timeline.first().map_or(0, |p| p.socket_util.len());
+                Panel {
+                    title: format!(
+                        "{}: {:.3} s, speedup {:.3}, utilization CV {:.3}",
+                        r.policy,
+                        r.runtime_s,
+                        self.speedup(r),
+                        r.socket_util_cv
+                    ),
+                    y_desc: "socket utilization (%)".into(),
+                    y_range: (0.0, 100.0),
+                    series: (0..sockets)
+                        .map(|k| Series {
+                            name: format!("socket {k}"),
+                            points: r
+                                .timeline
+                                .iter()
+                                .map(|p| {
+                                    (p.t_s, 100.0 * p.socket_util.get(k).copied().unwrap_or(0.0))
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let per_s = |r: &RunResult| -> Vec<(f64, f64)> {
+            let mut prev = 0.0;
+            r.timeline
                 .iter()
-                .map(|p| p.migrations)
-                .max()
-                .unwrap_or(0)
-                .max(1);
-            let mut prev_t = 0.0;
-            for p in &r.timeline {
-                let h = H * 0.3 * p.migrations as f64 / max_m as f64;
-                let _ = writeln!(
-                    s,
-                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#ccc\"/>",
-                    x(prev_t),
-                    y0 + H - h,
-                    (x(p.t_s) - x(prev_t)).max(0.5),
-                    h
-                );
-                prev_t = p.t_s;
-            }
-            let sockets = r.timeline.first().map_or(0, |p| p.socket_util.len());
-            for k in 0..sockets {
-                let pts: Vec<String> = r
-                    .timeline
+                .map(|p| {
+                    let dt = (p.t_s - prev).max(1e-9);
+                    prev = p.t_s;
+                    (p.t_s, p.migrations as f64 / dt)
+                })
+                .collect()
+        };
+        let moves: Vec<Series> = self
+            .results
+            .iter()
+            .map(|r| Series {
+                name: r.policy.clone(),
+                points: per_s(r),
+            })
+            .collect();
+        let top = moves
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(1.0, f64::max);
+        panels.push(Panel {
+            title: "thread migrations between CPUs (all policies, one scale)".into(),
+            y_desc: "migrations (per s)".into(),
+            y_range: (0.0, top * 1.05),
+            series: moves,
+        });
+        if self.results.iter().any(|r| r.remote_access_frac > 0.0) {
+            panels.push(Panel {
+                title: "memory-bound work on remote pages (all policies, one scale)".into(),
+                y_desc: "remote accesses (%)".into(),
+                y_range: (0.0, 100.0),
+                series: self
+                    .results
                     .iter()
-                    .map(|p| format!("{:.1},{:.1}", x(p.t_s), y(p.socket_util[k])))
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>",
-                    COLORS[k % COLORS.len()],
-                    pts.join(" ")
-                );
-            }
-            let _ = writeln!(
-                s,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.2} s</text></g>",
-                W - PAD,
-                y0 + H + 14.0,
-                t_max
-            );
+                    .map(|r| Series {
+                        name: r.policy.clone(),
+                        points: r
+                            .timeline
+                            .iter()
+                            .map(|p| (p.t_s, 100.0 * p.remote_frac))
+                            .collect(),
+                    })
+                    .collect(),
+            });
         }
-        s.push_str("</svg>\n");
-        s
+        timeline_svg(
+            &format!("{} on {} ({})", self.workload, self.machine, self.topology),
+            t_max,
+            &panels,
+        )
     }
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

@@ -12,6 +12,7 @@
 //! Calibration rows are our own Linux measurements, held to a tolerance; they are counted
 //! apart from the paper claims.
 
+use crate::state::Baseline;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -135,6 +136,10 @@ pub struct Claim {
     pub verdict: Verdict,
     /// Why, when it is not reproduced or within tolerance; or a caveat.
     pub why: String,
+    /// The kernel model the claim's runs used as `none` and under the policies.
+    pub baseline: Baseline,
+    /// The kernel the paper (or the calibration file) measured against.
+    pub paper_baseline: Baseline,
 }
 
 impl Claim {
@@ -161,6 +166,21 @@ impl Claim {
                 Verdict::OutsideTolerance
             },
             why: if within { String::new() } else { why.into() },
+            baseline: Baseline::Linux,
+            paper_baseline: Baseline::Linux,
+        }
+    }
+
+    /// Which kernel model ran, and whether it is the one the paper measured against:
+    /// "solaris, as the paper" or "linux (the paper measured against solaris)".
+    pub fn baseline_text(&self) -> String {
+        if self.baseline == self.paper_baseline {
+            format!("{}, as the paper", self.baseline)
+        } else {
+            format!(
+                "{} (the paper measured against {})",
+                self.baseline, self.paper_baseline
+            )
         }
     }
 
@@ -219,6 +239,8 @@ impl Claim {
             effects,
             verdict: v,
             why,
+            baseline: Baseline::Linux,
+            paper_baseline: Baseline::Linux,
         }
     }
 }
@@ -293,9 +315,10 @@ impl SuiteReport {
         for c in &self.claims {
             let _ = writeln!(
                 out,
-                "[{}] {}\n      paper:     {}\n      simulated: {}",
+                "[{}] {}\n      baseline:  {}\n      paper:     {}\n      simulated: {}",
                 c.verdict.label(),
                 c.claim,
+                c.baseline_text(),
                 c.paper,
                 c.simulated
             );
@@ -324,6 +347,76 @@ impl SuiteReport {
         }
         let _ = writeln!(out, "\n{}", self.counts().line());
         out
+    }
+
+    /// Every paper claim's effects with a paper number, the paper's against the
+    /// simulation's, colored by verdict (see [`crate::plot::effects_svg`]); points are
+    /// labelled by claim number (1, 2, … over the paper claims) and effect letter, and the
+    /// key under the chart names the claims.
+    pub fn to_svg(&self) -> String {
+        use crate::plot::{EffectPoint, effects_svg};
+        let mut points = Vec::new();
+        let mut key = Vec::new();
+        for (n, c) in self
+            .claims
+            .iter()
+            .filter(|c| c.kind == Kind::Paper)
+            .enumerate()
+        {
+            let numbered: Vec<&Effect> = c
+                .effects
+                .iter()
+                .filter(|e| e.paper_effect.is_some())
+                .collect();
+            for (k, e) in numbered.iter().enumerate() {
+                let Some(paper) = e.paper_effect else {
+                    continue;
+                };
+                let letter = if numbered.len() > 1 {
+                    char::from(b'a' + (k as u8 % 26)).to_string()
+                } else {
+                    String::new()
+                };
+                points.push(EffectPoint {
+                    label: format!("{}{letter}", n + 1),
+                    paper,
+                    simulated: e.simulated_effect,
+                    group: c.verdict.label().to_string(),
+                    // Green reproduced, orange direction only, red not reproduced.
+                    color: match c.verdict {
+                        Verdict::Reproduced => 2,
+                        Verdict::DirectionOnly => 3,
+                        _ => 1,
+                    },
+                });
+            }
+            let effects: Vec<&str> = numbered.iter().map(|e| e.what.as_str()).collect();
+            let short: String = c.claim.chars().take(70).collect();
+            key.push(format!(
+                "{}: {short}{} [{}; {}]{}",
+                n + 1,
+                if c.claim.chars().count() > 70 {
+                    "…"
+                } else {
+                    ""
+                },
+                c.verdict.label(),
+                c.baseline,
+                if effects.is_empty() {
+                    " (no paper number)".to_string()
+                } else {
+                    format!(" — {}", effects.join("; "))
+                }
+            ));
+        }
+        effects_svg(
+            &format!(
+                "papers suite, seeds {:?}: each effect, paper against simulation",
+                self.seeds
+            ),
+            &points,
+            &key,
+        )
     }
 
     /// The report as JSON (with the counts).

@@ -84,3 +84,12 @@ fn bad_input_process_we_may_not_touch_exits_2() {
         "is a kernel thread",
     );
 }
+
+#[test]
+fn bad_input_unknown_sim_baseline_exits_2_for_a_run_and_the_suite() {
+    assert_rejected(&["sim", "--baseline", "freebsd"], "linux, solaris");
+    assert_rejected(
+        &["sim", "--suite", "papers", "--baseline", "freebsd"],
+        "unknown baseline",
+    );
+}

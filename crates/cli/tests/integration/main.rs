@@ -13,6 +13,7 @@ mod live;
 mod locktime;
 mod numa;
 mod readme;
+mod report;
 mod safety;
 mod schema;
 mod settings;

@@ -141,6 +141,7 @@ impl Sim {
                 seg_factor: 1.0,
                 seg_stream: 0.0,
                 seg_node: 0,
+                seg_home: 0,
                 seg_debt: 0,
                 busy_ns: 0,
                 in_advance: false,
@@ -156,7 +157,7 @@ impl Sim {
             queues: Vec::new(),
             progs: Vec::new(),
             apps: Vec::new(),
-            streams: vec![0.0; hw.nnode],
+            mem: crate::memory::MemLoad::new(hw.nnode),
             last_sample_busy: vec![0; hw.npkg],
             hw,
             lx,
@@ -171,6 +172,7 @@ impl Sim {
             timeline: Vec::new(),
             sample_every: opts.sample_every.0.max(1),
             last_sample_migr: 0,
+            last_sample_mem: (0.0, 0.0),
             live: 0,
             horizon: opts.horizon.0,
             topo,
@@ -425,7 +427,13 @@ impl Sim {
             t_s: now as f64 / 1e9,
             socket_util: util,
             migrations: self.stats.migrations - self.last_sample_migr,
+            remote_frac: {
+                let total = self.stats.mem_total - self.last_sample_mem.0;
+                let remote = self.stats.mem_remote - self.last_sample_mem.1;
+                if total > 0.0 { remote / total } else { 0.0 }
+            },
         });
+        self.last_sample_mem = (self.stats.mem_total, self.stats.mem_remote);
         self.last_sample_busy = busy;
         self.last_sample_migr = self.stats.migrations;
         if self.live > 0 {

@@ -13,7 +13,7 @@ impl Sim {
         let Some(t) = self.cpus[c].cur else { return };
         let t = t as usize;
         let now = self.now;
-        let (factor, stream, node) = self.speed_factor(c, t);
+        let (factor, stream, node, home) = self.speed_factor(c, t);
         let th = &self.th[t];
         let base = now + th.debt;
         let end = match th.act {
@@ -35,9 +35,10 @@ impl Sim {
         cpu.seg_factor = factor;
         cpu.seg_stream = stream;
         cpu.seg_node = node;
+        cpu.seg_home = home;
         cpu.seg_debt = th.debt;
         if stream > 0.0 {
-            self.streams[node as usize] += stream;
+            self.mem.add(node as usize, home as usize, stream);
         }
         if end != NEVER {
             self.q
@@ -45,22 +46,28 @@ impl Sim {
         }
     }
 
-    fn speed_factor(&mut self, c: usize, t: usize) -> (f64, f64, u32) {
+    /// The speed factor of the running thread's work on CPU `c`, its memory-bound
+    /// weight, the node issuing it and the node whose pages serve it.
+    fn speed_factor(&mut self, c: usize, t: usize) -> (f64, f64, u32, u32) {
         let mut f = 1.0;
         let mut stream = 0.0;
-        let mut node = 0;
+        let (mut node, mut home) = (0, 0);
         if let Act::Work { mem, .. } = self.th[t].act {
             let m = f64::from(mem);
             if m > 0.0 {
                 let h = self.home_of(t, c) as usize;
                 let here = self.hw.node[c] as usize;
-                let remote = self.hw.node_mem[here * self.hw.nnode + h];
-                // The socket issuing the requests shares its request queue and cache among
-                // its memory-bound threads.
-                let share = ((self.streams[here] + m) / self.hw.node_streams).max(1.0);
-                f = (1.0 - m) + m * remote * share;
+                let latency = self.hw.node_mem[here * self.hw.nnode + h];
+                // The issuing node's LLC, the home node's channels and the link between
+                // them are shared with the other memory-bound streams (crate::memory).
+                let cap = crate::memory::Capacity {
+                    node_streams: self.hw.node_streams,
+                    link_streams: self.hw.link_streams,
+                };
+                f = self.mem.factor(cap, here, h, m, latency);
                 stream = m;
                 node = here as u32;
+                home = h as u32;
             }
         }
         if self.hw.smt_factor != 1.0
@@ -70,7 +77,7 @@ impl Sim {
         {
             f *= self.hw.smt_factor;
         }
-        (f, stream, node)
+        (f, stream, node, home)
     }
 
     /// The node holding the pages thread `t` works on, placing them by first touch from CPU
@@ -103,12 +110,16 @@ impl Sim {
         let elapsed = now.saturating_sub(cpu.seg_start);
         cpu.busy_ns += elapsed;
         cpu.version = cpu.version.wrapping_add(1);
-        let (factor, stream, node, debt) =
-            (cpu.seg_factor, cpu.seg_stream, cpu.seg_node, cpu.seg_debt);
+        let (factor, stream, node, seg_home, debt) = (
+            cpu.seg_factor,
+            cpu.seg_stream,
+            cpu.seg_node,
+            cpu.seg_home,
+            cpu.seg_debt,
+        );
         cpu.seg_start = now;
         if stream > 0.0 {
-            let s = &mut self.streams[node as usize];
-            *s = (*s - stream).max(0.0);
+            self.mem.remove(node as usize, seg_home as usize, stream);
         }
         let home = {
             let app = self.th[t].app as usize;

@@ -3,7 +3,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Programs, Sim, St};
+use crate::state::{Act, Baseline, Programs, Sim, St};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -24,7 +24,12 @@ impl Sim {
         let now = self.now;
         self.kernel.cpus[c].tick_armed = true;
         self.q.push(now + tick, EventKind::Tick, c as u32, 0);
-        self.rebalance(c);
+        let linux = self.lx.baseline == Baseline::Linux;
+        if linux {
+            self.rebalance(c);
+        } else {
+            self.solaris_tick(c);
+        }
         let queued = !self.cpus[c].rq.is_empty();
         if queued {
             self.q.push(now, EventKind::Resched, c as u32, 0);
@@ -36,7 +41,10 @@ impl Sim {
                 self.q.push(at, EventKind::Noise, c as u32, 0);
             }
         }
-        if now >= self.kernel.nohz_next && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c)) {
+        if linux
+            && now >= self.kernel.nohz_next
+            && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
+        {
             self.kernel.nohz_next = now + tick;
             for i in 0..self.cpus.len() {
                 if self.cpus[i].idle() {

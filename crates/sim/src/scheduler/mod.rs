@@ -23,14 +23,15 @@
 //! decides.
 
 mod balance;
+mod solaris;
 mod wake;
 #[cfg(test)]
 mod worked;
 
 use crate::queue::EventKind;
-pub use crate::state::Linux;
 pub(crate) use crate::state::SdLevel;
 use crate::state::{Act, Hw, Programs, Sim, St};
+pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Topology};
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
@@ -272,7 +273,12 @@ impl Sim {
             return;
         }
         self.kernel.cpus[c].idle_since = Some(self.now);
-        self.newidle_balance(c);
+        match self.lx.baseline {
+            Baseline::Linux => self.newidle_balance(c),
+            Baseline::Solaris => {
+                self.solaris_steal(c);
+            }
+        }
     }
 
     /// Removes and returns the queued thread with the least vruntime.
@@ -379,7 +385,10 @@ impl Sim {
             return;
         }
         self.pelt_sync(t);
-        let target = self.select_wake_cpu(t, waker);
+        let target = match self.lx.baseline {
+            Baseline::Linux => self.select_wake_cpu(t, waker),
+            Baseline::Solaris => self.solaris_wake_cpu(t),
+        };
         self.set_cpu(t, target);
         self.enqueue(t, target as usize, true);
     }

@@ -111,6 +111,8 @@ pub(crate) struct CpuState {
     pub seg_factor: f64,
     pub seg_stream: f64,
     pub seg_node: u32,
+    /// The node whose pages the segment's memory-bound work uses.
+    pub seg_home: u32,
     pub seg_debt: u64,
     pub busy_ns: u64,
     /// Its thread's program is being advanced: wake-ups must not preempt it now.
@@ -220,4 +222,7 @@ pub struct TimelinePoint {
     pub socket_util: Vec<f64>,
     /// Migrations during the period.
     pub migrations: u64,
+    /// Share of the period's memory-bound work done on another node's pages (0 when none
+    /// was done).
+    pub remote_frac: f64,
 }

@@ -23,6 +23,7 @@ pub(crate) struct Hw {
     pub llc_ns: f64,
     pub local_ns: f64,
     pub node_streams: f64,
+    pub link_streams: f64,
     pub smt_factor: f64,
     pub mlp: f64,
 }
@@ -116,6 +117,7 @@ pub(crate) fn build_hw(m: &Machine) -> Hw {
         llc_ns: c.llc_ns,
         local_ns: c.local_ns,
         node_streams: c.node_streams.max(0.1),
+        link_streams: c.link_streams.max(0.1),
         smt_factor: c.smt_factor,
         mlp: c.mlp.max(1.0),
     }

@@ -1,11 +1,15 @@
 //! The Linux model's parameters and its scheduling domains: the data of the kernel part
 //! ([`crate::scheduler`]), which builds the domains and does the scheduling.
 
+use super::Baseline;
 use serde::Serialize;
 
 /// Parameters of the Linux model (defaults: Linux 6.x, `HZ=250`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Linux {
+    /// Which dispatcher places and balances threads: the Linux model, or a Solaris-like
+    /// one ([`Baseline`]). The other parameters apply to both.
+    pub baseline: Baseline,
     /// Scheduler ticks per second.
     pub hz: u32,
     /// `sysctl_sched_base_slice` before scaling by `1 + log2(min(ncpu, 8))`, ns.
@@ -41,6 +45,7 @@ pub struct Linux {
 impl Default for Linux {
     fn default() -> Linux {
         Linux {
+            baseline: Baseline::Linux,
             hz: 250,
             base_slice_ns: 750_000,
             migration_cost_ns: 500_000,

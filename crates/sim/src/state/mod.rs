@@ -14,11 +14,13 @@
 //! Each part adds its own `impl Sim` block: `run/` executes programs and drives events,
 //! `scheduler/` places, switches and balances threads, `autonuma.rs` moves pages.
 
+mod baseline;
 mod data;
 mod hw;
 mod kernel;
 mod numa;
 
+pub use baseline::Baseline;
 pub use data::TimelinePoint;
 pub(crate) use data::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
@@ -75,11 +77,14 @@ pub struct Sim {
     pub(crate) kernel: Kernel,
     pub(crate) rng: Rng,
     pub(crate) stats: Stats,
-    pub(crate) streams: Vec<f64>,
+    /// Memory-bound streams in flight per node and link ([`crate::memory`]).
+    pub(crate) mem: crate::memory::MemLoad,
     pub(crate) timeline: Vec<TimelinePoint>,
     pub(crate) sample_every: u64,
     pub(crate) last_sample_busy: Vec<u64>,
     pub(crate) last_sample_migr: u64,
+    /// `(mem_total, mem_remote)` at the last sample.
+    pub(crate) last_sample_mem: (f64, f64),
     pub(crate) live: usize,
     pub(crate) horizon: u64,
     pub(crate) topo: Topology,
@@ -109,6 +114,10 @@ mod tests {
             ("scheduler/mod.rs", include_str!("../scheduler/mod.rs")),
             ("scheduler/wake.rs", include_str!("../scheduler/wake.rs")),
             (
+                "scheduler/solaris.rs",
+                include_str!("../scheduler/solaris.rs"),
+            ),
+            (
                 "scheduler/balance.rs",
                 include_str!("../scheduler/balance.rs"),
             ),
@@ -122,6 +131,7 @@ mod tests {
         let numa = code(include_str!("../autonuma.rs"));
         assert!(!numa.contains("crate::run"), "autonuma.rs imports run/");
         for (name, src) in [
+            ("state/baseline.rs", include_str!("baseline.rs")),
             ("state/data.rs", include_str!("data.rs")),
             ("state/hw.rs", include_str!("hw.rs")),
             ("state/kernel.rs", include_str!("kernel.rs")),

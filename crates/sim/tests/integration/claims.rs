@@ -304,3 +304,32 @@ fn claims_parsec_mix_excl_and_mb_plus_beat_first_fit() {
         );
     }
 }
+
+#[test]
+fn claim_baseline_text_says_whether_it_ran_on_the_papers_kernel() {
+    use threadbalance_sim::Baseline;
+    let mut c = Claim::paper("a", "p", "s".into(), true, vec![], "", "");
+    assert_eq!(c.baseline, Baseline::Linux);
+    assert_eq!(c.baseline_text(), "linux, as the paper");
+    c.paper_baseline = Baseline::Solaris;
+    assert_eq!(
+        c.baseline_text(),
+        "linux (the paper measured against solaris)"
+    );
+    c.baseline = Baseline::Solaris;
+    assert_eq!(c.baseline_text(), "solaris, as the paper");
+    let report = SuiteReport {
+        seeds: vec![1],
+        claims: vec![c],
+        events: 0,
+    };
+    assert!(
+        report
+            .to_table()
+            .contains("      baseline:  solaris, as the paper\n"),
+        "{}",
+        report.to_table()
+    );
+    assert_eq!(report.to_json()["claims"][0]["baseline"], "solaris");
+    assert_eq!(report.to_json()["claims"][0]["paper_baseline"], "solaris");
+}

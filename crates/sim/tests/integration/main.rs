@@ -8,5 +8,6 @@ mod calibration16;
 mod claims;
 mod determinism;
 mod invariants;
+mod plots;
 mod scenarios;
 mod speed_many;
