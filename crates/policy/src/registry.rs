@@ -108,6 +108,9 @@ pub fn build(
             Ok(Box::new(crate::shuffling::Shuffling::new(settings)))
         }
         "speed" => Ok(Box::new(crate::speed::Speed::new(settings, topo)?)),
+        // Calibration reference only (the design measured on a real 16-core machine); not
+        // listed by `names()`.
+        "speed-v1" => Ok(Box::new(crate::speed_v1::SpeedV1::new(settings, topo)?)),
         "numa-first-fit" | "numa-tm" | "numa-mb" | "numa-bce" | "numa-excl-base" | "numa-excl"
         | "numa-mb-plus" => crate::numa_select::build(name, settings, topo),
         _ => Err(PolicyError::Unknown {

@@ -36,6 +36,14 @@ pub struct Linux {
     pub numa_balancing: bool,
     /// Cost of migrating one 4 KiB page (hinting fault, copy, remap), ns.
     pub page_migrate_ns: u64,
+    /// `SimHost` reports `schedstat` as the kernel keeps it rather than exactly: a running
+    /// thread's run time (`sum_exec_runtime`) only up to its CPU's last tick (`update_curr`
+    /// runs at ticks and switches), a queued thread's run-queue wait (`run_delay`) only
+    /// once it runs again (`sched_info_arrive`) or leaves the queue. Off by default: it
+    /// reproduces the direction of the first `speed` design's loss at N = 2M on 16 cores
+    /// (with `hz` 1000) but also erases most of its measured gain on 2 cores (see the
+    /// simulator's README, "Calibration at 16 cores").
+    pub schedstat_at_ticks: bool,
 }
 
 impl Default for Linux {
@@ -54,6 +62,7 @@ impl Default for Linux {
             sis_util: true,
             numa_balancing: true,
             page_migrate_ns: 2_000,
+            schedstat_at_ticks: false,
         }
     }
 }

@@ -10,3 +10,4 @@ mod determinism;
 mod invariants;
 mod scenarios;
 mod speed_many;
+mod speed_v1;
