@@ -130,6 +130,8 @@ impl Sim {
                 last_balance: vec![0; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
                 failed: vec![0; nlv],
+                noise_load: 0.0,
+                noise_at: 0,
             })
             .collect();
         let cpus = (0..ncpu)

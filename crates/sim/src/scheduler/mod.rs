@@ -23,6 +23,7 @@
 //! decides.
 
 mod balance;
+mod group_load;
 mod wake;
 #[cfg(test)]
 mod worked;

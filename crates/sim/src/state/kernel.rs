@@ -44,6 +44,11 @@ pub struct Linux {
     /// (with `hz` 1000) but also erases most of its measured gain on 2 cores (see the
     /// simulator's README, "Calibration at 16 cores").
     pub schedstat_at_ticks: bool,
+    /// Group scheduling with autogroup (on in distribution kernels): each application is
+    /// one task group, whose weight is split over its runnable threads, so periodic
+    /// balancing between busy CPUs weighs a thread at `1024 / N` and kernel threads at
+    /// their full weight (`scheduler::group_load`).
+    pub autogroup: bool,
 }
 
 impl Default for Linux {
@@ -63,6 +68,7 @@ impl Default for Linux {
             numa_balancing: true,
             page_migrate_ns: 2_000,
             schedstat_at_ticks: false,
+            autogroup: true,
         }
     }
 }
@@ -119,4 +125,7 @@ pub(crate) struct KernelCpu {
     pub last_balance: Vec<u64>,
     pub interval: Vec<u64>,
     pub failed: Vec<u32>,
+    /// Load kernel threads left on it (PELT, decayed from `noise_at`).
+    pub noise_load: f64,
+    pub noise_at: u64,
 }

@@ -8,7 +8,7 @@
 //! 2 cores, 3 threads: a gain of 1.23 (yield) and 1.14 (block).
 //!
 //! The default model gets the 2-core gains and the 17-thread yield gain, and not the N = 32
-//! loss: it shows no move at all there. With `schedstat` kept as the kernel keeps it and
+//! loss: it shows no move at all there, and pinning's rate. With `schedstat` kept as the kernel keeps it and
 //! a 1000 Hz tick it gets the direction of the N = 32 loss, at about a third of its size,
 //! but the 2-core gains then nearly vanish; so that reporting is not the default (see the
 //! simulator's README, "Calibration at 16 cores").
@@ -79,7 +79,9 @@ fn speed_v1_sixteen_cores_gains_at_one_thread_too_many_with_yield() {
 fn speed_v1_sixteen_cores_default_model_misses_the_two_per_core_loss() {
     // 32 threads, yield barriers: measured 2.844× slower than Linux. The default model
     // reports exact run times, so speed-v1 sees two equally fast threads on every core,
-    // never pulls and ties with Linux: the miss the README reports, kept visible here.
+    // never pulls and keeps pinning's rate, which beats the Linux model (its group-load
+    // balancing stacks three threads on a core now and then): the wrong direction, the
+    // miss the README reports, kept visible here.
     let c = run(
         "package:1 core:16 pu:1",
         "ep-barrier:phase_ms=10,wait=yield,work_ms=1000",
@@ -87,7 +89,7 @@ fn speed_v1_sixteen_cores_default_model_misses_the_two_per_core_loss() {
         &RunOptions::new(1),
     );
     assert_eq!(c.results[1].migrations, 0, "{}", c.to_table());
-    assert!((gain(&c) - 1.0).abs() < 0.01, "{}", c.to_table());
+    assert!(gain(&c) >= 1.0, "{}", c.to_table());
 }
 
 #[test]
