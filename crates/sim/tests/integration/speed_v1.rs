@@ -9,7 +9,7 @@
 //!
 //! The default model gets the 2-core gains and the 17-thread yield gain, and not the N = 32
 //! loss: it shows no move at all there, and pinning's rate. With `schedstat` kept as the kernel keeps it and
-//! a 1000 Hz tick it gets the direction of the N = 32 loss, at about a third of its size,
+//! a 1000 Hz tick it gets the direction of the N = 32 loss, not its size (1.4× of 2.8×),
 //! but the 2-core gains then nearly vanish; so that reporting is not the default (see the
 //! simulator's README, "Calibration at 16 cores").
 
@@ -45,7 +45,7 @@ fn gain(c: &Comparison) -> f64 {
 #[test]
 fn speed_v1_two_cores_keeps_the_measured_gain() {
     // 3 threads on 2 cores, 10 ms phases. Measured gain 1.23 (yield), 1.14 (block); the
-    // model: about 1.20 and 1.05. Both must be gains, yield's within 0.1 of the machine's.
+    // model: about 1.20 and 1.06. Both must be gains, yield's within 0.1 of the machine's.
     let o = RunOptions::new(1);
     let y = gain(&run(
         "local",
@@ -101,7 +101,7 @@ fn speed_v1_sixteen_cores_kernel_schedstat_loses_two_per_core_with_yield() {
     // thread often shows neither run time nor wait over a window: it counts as not wanting
     // a CPU, its core looks as if it held one thread, and that core pulls from a core that
     // holds two, making a core of three. Measured: 2.844× slower (wall), 904 moves/s. The
-    // model: about 1.6× slower at about 190 moves/s: the direction, a third of the size.
+    // model: about 1.4× slower at about 190 moves/s: the direction, not the size.
     let mut o = RunOptions::new(1);
     o.linux.schedstat_at_ticks = true;
     o.linux.hz = 1000;
