@@ -57,6 +57,16 @@ pub enum Reason {
         /// CPU time (decayed): positive when it goes to share a core with more threads.
         lead_ms: f64,
     },
+    /// Speed balancing as first designed (`speed-v1`, a calibration reference): a core
+    /// faster than the global speed pulled the thread from a core slower than `T_s` × it.
+    SpeedPull {
+        /// Speed of the pulling core.
+        to_speed: f64,
+        /// Speed of the core it came from.
+        from_speed: f64,
+        /// Global average speed.
+        global: f64,
+    },
     /// NUMA balancing: moved from the busiest to the idlest node.
     NumaBalance {
         /// Node it left.

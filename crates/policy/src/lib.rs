@@ -30,6 +30,7 @@ pub mod grouping;
 pub mod numa_select;
 pub mod shuffling;
 pub mod speed;
+pub mod speed_v1;
 pub mod tumbler;
 
 pub use engine::{Engine, Host, TickReport};

@@ -229,6 +229,11 @@ pub fn build(
     settings: &Settings,
     topo: &Topology,
 ) -> Result<Box<dyn Policy>, PolicyError> {
+    // Calibration reference only (the design measured on a real 16-core machine): built by
+    // name for the simulator's tests, not a `PolicyKind` and not offered on the command line.
+    if name == "speed-v1" {
+        return Ok(Box::new(crate::speed_v1::SpeedV1::new(settings, topo)?));
+    }
     name.parse::<PolicyKind>()?.build(settings, topo)
 }
 

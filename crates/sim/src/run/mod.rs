@@ -130,6 +130,8 @@ impl Sim {
                 last_balance: vec![0; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
                 failed: vec![0; nlv],
+                noise_load: 0.0,
+                noise_at: 0,
             })
             .collect();
         let cpus = (0..ncpu)
@@ -474,12 +476,18 @@ impl Sim {
             let mut run = th.run;
             let mut utime = th.utime;
             let mut wait = th.wait;
+            // As the kernel keeps them (`Linux::schedstat_at_ticks`): run time up to the
+            // CPU's last tick (ticks fall on multiples of the tick on every CPU), and no
+            // wait for a thread still queued.
+            let stale = self.lx.schedstat_at_ticks;
             if th.st == St::Running {
-                let d = now.saturating_sub(self.cpus[th.cpu as usize].seg_start);
+                let tick = self.lx.tick_ns();
+                let upto = if stale { now / tick * tick } else { now };
+                let d = upto.saturating_sub(self.cpus[th.cpu as usize].seg_start);
                 run += d;
                 utime += d;
             }
-            if th.st == St::Runnable {
+            if th.st == St::Runnable && !stale {
                 wait += now.saturating_sub(th.runnable_since);
             }
             let lock = th.lock_ns + th.wait_start.map_or(0, |start| now.saturating_sub(start));

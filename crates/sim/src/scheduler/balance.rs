@@ -87,6 +87,7 @@ impl Sim {
         if self.lx.kernel_noise_ns > 0 {
             self.end_segment(c);
             self.th[cur as usize].debt += self.lx.kernel_noise_ns;
+            self.add_noise_load(c, self.lx.kernel_noise_ns);
             self.begin_segment(c);
         }
         if self.cpus[c].rq.is_empty() {
@@ -152,29 +153,42 @@ impl Sim {
             }
         }
         let local = self.group_stats(&groups[local_ix]);
-        let mut busiest: Option<(usize, GroupStats)> = None;
+        // Group loads (`sgs->group_load`): threads weighed by `task_h_load`, kernel
+        // threads' decayed load (see `group_load`).
+        let per_app = self.runnable_per_app();
+        let group_load = |g: &[u32]| -> f64 {
+            g.iter()
+                .map(|&x| self.group_cpu_load(x as usize, &per_app))
+                .sum()
+        };
+        let local_load = group_load(&groups[local_ix]);
+        let mut busiest: Option<(usize, GroupStats, f64)> = None;
         let mut total = GroupStats::default();
+        let mut total_load = 0.0;
         for (i, g) in groups.iter().enumerate() {
             let s = self.group_stats(g);
+            let l = group_load(g);
             total.nr += s.nr;
             total.ncpu += s.ncpu;
+            total_load += l;
             if i == local_ix || s.nr == 0 {
                 continue;
             }
             let better = match busiest {
                 None => true,
-                Some((_, b)) => {
+                Some((_, b, bl)) => {
                     if s.kind() != b.kind() {
                         s.kind() > b.kind()
                     } else if s.kind() == 0 {
                         s.idle < b.idle || (s.idle == b.idle && s.nr > b.nr)
                     } else {
-                        s.nr * b.ncpu > b.nr * s.ncpu
+                        // avg_load: load per CPU of the group.
+                        l * b.ncpu as f64 > bl * s.ncpu as f64
                     }
                 }
             };
             if better {
-                busiest = Some((i, s));
+                busiest = Some((i, s, l));
             }
         }
         let (pct, numa, imb_numa_nr, prefer_sibling, tries) = (
@@ -184,27 +198,28 @@ impl Sim {
             level.prefer_sibling,
             level.cache_nice_tries,
         );
-        // (tasks to move, load to move in 1024ths of a task when balancing load)
+        // (tasks to move, load to move when balancing load)
         let mut tasks = 0usize;
-        let mut load: Option<u64> = None;
+        let mut load: Option<f64> = None;
         let mut bix = usize::MAX;
         // migrate_task between groups with spare capacity: spread running threads, one of
         // which may have to be pushed (imbalanced_active_balance).
         let mut spread = false;
-        if let Some((bi, b)) = busiest {
+        if let Some((bi, b, b_load)) = busiest {
             bix = bi;
             if b.kind() == 2 && local.kind() == 0 {
                 tasks = local.idle.min(b.nr - b.ncpu).max(1);
             } else if b.kind() == 2 {
-                // Both groups busy: balance average load.
-                let (bl, ll) = (b.nr * local.ncpu, local.nr * b.ncpu);
-                if bl > ll && (b.nr * 100 * local.ncpu) as u64 > pct * (local.nr * b.ncpu) as u64 {
-                    let avg = |n: usize, k: usize| n as f64 / k as f64;
-                    let sd = avg(total.nr, total.ncpu);
-                    let x = ((avg(b.nr, b.ncpu) - sd) * b.ncpu as f64)
-                        .min((sd - avg(local.nr, local.ncpu)) * local.ncpu as f64);
+                // Both groups busy: balance average load (avg_load per CPU; the busiest
+                // must exceed the local group by imbalance_pct), moving at most
+                // min(busiest above the domain's average, local below it).
+                let avg_b = b_load / b.ncpu as f64;
+                let avg_l = local_load / local.ncpu as f64;
+                let sd = (total_load / total.ncpu.max(1) as f64).floor();
+                if avg_b > avg_l && avg_b * 100.0 > pct as f64 * avg_l && avg_l < sd {
+                    let x = ((avg_b - sd) * b.ncpu as f64).min((sd - avg_l) * local.ncpu as f64);
                     if x > 0.0 {
-                        load = Some((x * 1024.0) as u64);
+                        load = Some(x);
                         tasks = usize::MAX;
                     }
                 }
@@ -250,7 +265,7 @@ impl Sim {
             let now = self.now;
             let mut cands: Vec<u32> = self.cpus[src as usize].rq.clone();
             cands.sort_by_key(|&t| (self.th[t as usize].last_ran, t));
-            let mut budget = load.unwrap_or(0);
+            let mut budget = load.unwrap_or(0.0);
             for t in cands {
                 let t = t as usize;
                 if !self.allowed(t, c) {
@@ -261,7 +276,9 @@ impl Sim {
                     continue;
                 }
                 if load.is_some() {
-                    let l = 1024u64 >> failed.min(10);
+                    // shr_bound(task_h_load, nr_balance_failed) must fit the imbalance.
+                    let l =
+                        (self.task_h_load(t, &per_app) / f64::from(1u32 << failed.min(10))).floor();
                     if l > budget {
                         continue;
                     }
@@ -269,7 +286,7 @@ impl Sim {
                 }
                 self.pull(t, src as usize, c);
                 moved += 1;
-                if moved >= tasks || (load.is_some() && budget == 0) {
+                if moved >= tasks || (load.is_some() && budget <= 0.0) {
                     break;
                 }
                 if kind == Kind::NewIdle {
@@ -302,8 +319,10 @@ impl Sim {
                 self.kernel.cpus[c].failed[lv] += 1;
             } else {
                 self.kernel.cpus[c].failed[lv] = 0;
-                self.kernel.cpus[c].interval[lv] = self.kernel.levels[lv].min_interval;
             }
+            // Unbalanced, moved or not: back to the shortest interval (`sched_balance_rq`
+            // resets `balance_interval` whenever it found an imbalance).
+            self.kernel.cpus[c].interval[lv] = self.kernel.levels[lv].min_interval;
         }
         moved > 0
     }

@@ -18,11 +18,14 @@
 //! | spreading | between groups with spare capacity the busiest CPU may run a lone thread; nothing can be detached, the attempt fails, and after `cache_nice_tries + 2` failures its running thread is pushed | `sched_balance_find_src_rq`, `imbalanced_active_balance`, `active_load_balance_cpu_stop` |
 //!
 //! Load is the number of runnable threads (every simulated thread has nice 0), not PELT's
-//! decayed average; that is the main simplification. Only wake-up placement across LLCs
-//! uses a PELT-like per-thread load (32 ms half-life), since there the sleeper's own load
-//! decides.
+//! decayed average; that is the main simplification. Two places weigh load otherwise:
+//! wake-up placement across LLCs uses a PELT-like per-thread load (32 ms half-life), since
+//! there the sleeper's own load decides; and periodic balancing between busy CPUs weighs
+//! a thread as group scheduling does, `1024 / N` of its program's N runnable threads,
+//! against kernel threads' decayed load at full weight (`group_load.rs`, autogroup).
 
 mod balance;
+mod group_load;
 mod solaris;
 mod wake;
 #[cfg(test)]

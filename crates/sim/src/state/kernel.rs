@@ -40,6 +40,19 @@ pub struct Linux {
     pub numa_balancing: bool,
     /// Cost of migrating one 4 KiB page (hinting fault, copy, remap), ns.
     pub page_migrate_ns: u64,
+    /// `SimHost` reports `schedstat` as the kernel keeps it rather than exactly: a running
+    /// thread's run time (`sum_exec_runtime`) only up to its CPU's last tick (`update_curr`
+    /// runs at ticks and switches), a queued thread's run-queue wait (`run_delay`) only
+    /// once it runs again (`sched_info_arrive`) or leaves the queue. Off by default: it
+    /// reproduces the direction of the first `speed` design's loss at N = 2M on 16 cores
+    /// (with `hz` 1000) but also erases most of its measured gain on 2 cores (see the
+    /// simulator's README, "Calibration at 16 cores").
+    pub schedstat_at_ticks: bool,
+    /// Group scheduling with autogroup (on in distribution kernels): each application is
+    /// one task group, whose weight is split over its runnable threads, so periodic
+    /// balancing between busy CPUs weighs a thread at `1024 / N` and kernel threads at
+    /// their full weight (`scheduler::group_load`).
+    pub autogroup: bool,
 }
 
 impl Default for Linux {
@@ -59,6 +72,8 @@ impl Default for Linux {
             sis_util: true,
             numa_balancing: true,
             page_migrate_ns: 2_000,
+            schedstat_at_ticks: false,
+            autogroup: true,
         }
     }
 }
@@ -115,4 +130,7 @@ pub(crate) struct KernelCpu {
     pub last_balance: Vec<u64>,
     pub interval: Vec<u64>,
     pub failed: Vec<u32>,
+    /// Load kernel threads left on it (PELT, decayed from `noise_at`).
+    pub noise_load: f64,
+    pub noise_at: u64,
 }

@@ -3,8 +3,9 @@
 //!
 //! Each row is held to ±10 points of the % of the fair share measured with the C barrier
 //! program (mean of its two runs) and, at 10 ms phases, with `workload spmd`. The rows at
-//! N = 24 and N = 32 are not reproduced yet (the model is 10–20 points too kind there:
-//! see the simulator's README, "Calibration at 16 cores"); `--suite papers` prints them.
+//! N = 24, N = 32 with block barriers and N = 32 yield at 100 ms (on this seed) are not
+//! reproduced yet (the model is too kind there: see the simulator's README, "Calibration
+//! at 16 cores"); `--suite papers` prints them.
 
 use threadbalance_model::Nanos;
 use threadbalance_policy::Settings;
@@ -65,6 +66,19 @@ fn calibration_sixteen_cores_one_thread_per_core_loses_to_kernel_noise() {
     check(&[(16, 10, Wait::Yield), (16, 100, Wait::Yield)]);
     let pct = simulated(&row(16, 10, Wait::Yield));
     assert!(pct < 97.0, "no loss at N = 16: {pct:.1} %");
+}
+
+#[test]
+fn calibration_sixteen_cores_two_per_core_with_yield_loses_to_group_load() {
+    // N = 2M with yield barriers: two threads on every core, none ever idle. Under
+    // autogroup each of the 32 threads weighs 1024 / 32 = 32 and a core 64, so a kernel
+    // thread's 0.5 ms burst (+11) lifts its core past imbalance_pct (64 × 1.17 = 74.9);
+    // failed attempts lead to active balance, which stacks three threads on a core until
+    // the core left with one pulls one back. Linux: 80–82 % (C), 78.2 % (spmd); an even
+    // split would give 96 %.
+    check(&[(32, 10, Wait::Yield)]);
+    let pct = simulated(&row(32, 10, Wait::Yield));
+    assert!(pct < 90.0, "no loss at N = 32: {pct:.1} %");
 }
 
 #[test]

@@ -11,3 +11,4 @@ mod invariants;
 mod plots;
 mod scenarios;
 mod speed_many;
+mod speed_v1;
