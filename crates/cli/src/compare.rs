@@ -423,12 +423,7 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
 /// Runs `compare` and prints it: the table on stdout (stderr when JSON takes stdout), then
 /// the exports. Every export file is created before the first run.
 pub fn run(args: &CompareArgs) -> Result<u8> {
-    check(
-        &args.settings,
-        &args.policies(),
-        args.repeat,
-        &args.command,
-    )?;
+    check(&args.settings, &args.policies(), args.repeat, &args.command)?;
     let o = &args.opts;
     let mut exports = export::Exports::open(
         o.export_csv.as_deref(),

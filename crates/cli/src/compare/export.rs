@@ -105,9 +105,7 @@ impl Exports {
             t.write(&to_markdown(report))?;
         }
         if let Some(t) = &mut self.json {
-            t.write(
-                &(serde_json::to_string_pretty(&crate::schema::versioned(report))? + "\n"),
-            )?;
+            t.write(&(serde_json::to_string_pretty(&crate::schema::versioned(report))? + "\n"))?;
         }
         Ok(())
     }
