@@ -71,6 +71,7 @@ pub fn names() -> &'static [&'static str] {
         "pbind",
         "tumbler",
         "shuffling",
+        "handoff",
         "speed",
         "numa-first-fit",
         "numa-tm",
@@ -106,6 +107,10 @@ pub fn build(
         "shuffling" => {
             check_shuffling(settings)?;
             Ok(Box::new(crate::shuffling::Shuffling::new(settings)))
+        }
+        "handoff" => {
+            check_interval("handoff", settings)?;
+            Ok(Box::new(crate::handoff::Handoff::new(settings)))
         }
         "speed" => Ok(Box::new(crate::speed::Speed::new(settings, topo)?)),
         "numa-first-fit" | "numa-tm" | "numa-mb" | "numa-bce" | "numa-excl-base" | "numa-excl"

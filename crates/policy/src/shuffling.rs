@@ -370,6 +370,10 @@ impl Policy for Shuffling {
         }
     }
 
+    fn reads_lock_time(&self) -> bool {
+        true
+    }
+
     fn summary(&self) -> Vec<(String, String)> {
         let s = &self.stats;
         vec![

@@ -176,6 +176,7 @@ impl Sim {
             topo,
             memory_every: opts.memory_every.0,
             memory_at: NEVER,
+            wakes: std::collections::HashMap::new(),
         };
         sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();
@@ -265,6 +266,8 @@ impl Sim {
                         utime: 0,
                         stime: 0,
                         lock_ns: 0,
+                        lck_ns: 0,
+                        lck_start: None,
                         timeslices: 0,
                         voluntary: 0,
                         involuntary: 0,
@@ -474,7 +477,7 @@ impl Sim {
             if th.st == St::Runnable {
                 wait += now.saturating_sub(th.runnable_since);
             }
-            let lock = th.lock_ns + th.wait_start.map_or(0, |start| now.saturating_sub(start));
+            let lock = th.lck_ns + th.lck_start.map_or(0, |start| now.saturating_sub(start));
             into.push(Sample {
                 key: th.key,
                 utime: Nanos(utime),

@@ -187,6 +187,7 @@ impl Sim {
                 l.spinners.retain(|&x| x as usize != t);
                 Self::park(l, t);
                 self.th[t].act = Act::Idle;
+                self.th[t].lck_start = Some(self.now);
                 self.block(c, t);
                 return;
             }
@@ -195,6 +196,7 @@ impl Sim {
                 self.th[t].act = Act::Idle;
                 if !passed {
                     self.barriers[barrier as usize].waiters.push(t as u32);
+                    self.th[t].lck_start = Some(self.now);
                     self.block(c, t);
                     return;
                 }

@@ -378,6 +378,10 @@ impl Sim {
         if self.th[t].st != St::Blocked {
             return;
         }
+        // Asleep on a lock or condition variable (`LCK`) until now; runnable from here.
+        if let Some(start) = self.th[t].lck_start.take() {
+            self.th[t].lck_ns += self.now.saturating_sub(start);
+        }
         self.pelt_sync(t);
         let target = self.select_wake_cpu(t, waker);
         self.set_cpu(t, target);
