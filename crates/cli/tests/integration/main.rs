@@ -7,6 +7,7 @@
 mod bad_input;
 mod bench;
 mod cliux;
+mod handoff;
 mod compare;
 mod live;
 mod locktime;
