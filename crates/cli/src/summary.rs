@@ -18,8 +18,9 @@ use threadbalance_policy::TickReport;
 /// The shortest management, in seconds, over which the tool's CPU share is reported.
 pub const MIN_WALL_FOR_PCT: f64 = 0.1;
 
-/// Policies that decide on lock time: for the others an estimated lock time says nothing.
-const READS_LOCK_TIME: &[&str] = &["shuffling"];
+/// Policies that decide on lock time, or on wake edges (`handoff`), which the same probe
+/// measures: for the others an estimated lock time says nothing.
+const READS_LOCK_TIME: &[&str] = &["shuffling", "handoff"];
 
 /// How many of the policy's explanations the summary keeps (the last ones).
 const NOTES_KEPT: usize = 8;

@@ -53,7 +53,10 @@ fn live_handoff_runs_on_mutex_groups_and_restores_every_mask() {
         "{summary:?}"
     );
     if !probe {
-        let moves = summary.iter().find(|(k, _)| k == "moves").map(|(_, v)| v.as_str());
+        let moves = summary
+            .iter()
+            .find(|(k, _)| k == "moves")
+            .map(|(_, v)| v.as_str());
         assert_eq!(moves, Some("0"), "{summary:?}");
     }
     // The workload's own score: four workers, all done.

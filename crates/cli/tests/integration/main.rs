@@ -7,8 +7,8 @@
 mod bad_input;
 mod bench;
 mod cliux;
-mod handoff;
 mod compare;
+mod handoff;
 mod live;
 mod locktime;
 mod numa;
