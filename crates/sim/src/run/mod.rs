@@ -97,6 +97,10 @@ pub struct RunOptions {
     /// How often `SimHost` samples per-process memory per node (`numa_maps`); in between,
     /// snapshots carry none and policies keep the last sample. Zero: at every sample.
     pub memory_every: Nanos,
+    /// A flat-cost oracle: every lock hand-off moves its lines at the in-LLC cost, wherever
+    /// the previous holder ran (nothing else changes), so that a run bounds what any
+    /// placement could gain from hand-offs.
+    pub flat_handoffs: bool,
 }
 
 impl RunOptions {
@@ -108,6 +112,7 @@ impl RunOptions {
             sample_every: Nanos::from_millis(50),
             linux: Linux::default(),
             memory_every: Nanos::from_secs(2),
+            flat_handoffs: false,
         }
     }
 }
@@ -177,6 +182,7 @@ impl Sim {
             memory_every: opts.memory_every.0,
             memory_at: NEVER,
             wakes: std::collections::HashMap::new(),
+            flat_handoffs: opts.flat_handoffs,
         };
         sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();

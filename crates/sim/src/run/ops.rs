@@ -242,7 +242,12 @@ impl Sim {
             *self.wakes.entry((p, t as u32)).or_default() += 1;
         }
         // The lock's line and the protected data follow the lock.
-        let cost = f64::from(1 + lines) * self.hw.line_ns(from, c as u32);
+        let line = if self.flat_handoffs && from != NONE && from != c as u32 {
+            self.hw.llc_ns
+        } else {
+            self.hw.line_ns(from, c as u32)
+        };
+        let cost = f64::from(1 + lines) * line;
         self.th[t].act = Act::Work {
             left: hold_ns as f64 + cost,
             lock: l as u32,
