@@ -79,6 +79,8 @@ pub struct HandoffStats {
     pub kept: u64,
     /// Fraction of hand-offs across domains at the last check (current placement).
     pub last_cut: Option<f64>,
+    /// Hand-offs per second in the graph at the last check, across domains or not.
+    pub last_rate: Option<f64>,
     /// Whether any window carried wake edges.
     pub measured: bool,
 }
@@ -191,7 +193,9 @@ impl Policy for Handoff {
         let (total, now_cut) = (g.total(), cut(&g, &now));
         let frac = if total > 0.0 { now_cut / total } else { 0.0 };
         self.stats.last_cut = Some(frac);
-        let per_s = now_cut / (dt.0 as f64 / 1e9);
+        let secs = dt.0 as f64 / 1e9;
+        self.stats.last_rate = Some(total / secs);
+        let per_s = now_cut / secs;
         if per_s < MIN_CUT_PER_S {
             self.stats.quiet += 1;
             return Plan::wait(self.interval);
@@ -265,6 +269,10 @@ impl Policy for Handoff {
                 "last cross-domain hand-offs".into(),
                 s.last_cut
                     .map_or("-".into(), |c| format!("{:.1} %", c * 100.0)),
+            ),
+            (
+                "last hand-off rate".into(),
+                s.last_rate.map_or("-".into(), |r| format!("{r:.0}/s")),
             ),
         ]
     }
