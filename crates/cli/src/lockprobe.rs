@@ -1,5 +1,9 @@
 //! Exact lock time on Linux, when the binary is built with the `bpf` feature: the futex
-//! probe of `threadbalance_linux::bpf`, started with the host and read at every sample.
+//! probe of `threadbalance_linux::bpf`, started with the host and read at every sample,
+//! for a policy that reads lock time or wake edges (`shuffling`, `handoff`). Samples are
+//! taken at the policy's own interval (Shuffling's 200 ms), so that is how often the probe
+//! is read. For any other policy the probe is not loaded at all: attached, it slows every
+//! futex call on the machine (about 0.7 µs), and nothing would read it.
 //!
 //! ```text
 //!  before the command starts: LockProbe::start ─► loaded? ── no ──► why, for the summary
@@ -82,6 +86,23 @@ impl LockProbe {
                 probe: None,
                 why_not: Some(e.to_string()),
             },
+        }
+    }
+
+    /// Starts the probe when `policy` reads what it measures (exact lock time or wake
+    /// edges); otherwise leaves it unloaded, saying so.
+    pub fn start_for(policy: &dyn threadbalance_policy::Policy) -> LockProbe {
+        if policy.reads_lock_time() || policy.reads_wake_edges() {
+            LockProbe::start()
+        } else {
+            LockProbe {
+                #[cfg(feature = "bpf")]
+                probe: None,
+                why_not: Some(format!(
+                    "not loaded: policy {} does not read it",
+                    policy.name()
+                )),
+            }
         }
     }
 

@@ -158,7 +158,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     // The command's orphans (a process it started, then exited) become ours, so that one
     // born of a thread we confined is found and restored at the end.
     nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
-    let lock_probe = LockProbe::start();
+    let lock_probe = LockProbe::start_for(p.policy.as_ref());
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
         .map_err(|e| input_error(format!("cannot execute {program:?}: {e}")))?;
     let pid = Pid(child.id() as i32);
@@ -235,7 +235,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         p.policy.stat_max_age(),
         journal,
     )?;
-    host.set_lock_probe(LockProbe::start());
+    host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
         Ok(Some(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),

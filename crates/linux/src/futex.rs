@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use threadbalance_linux::futex::{Classifier, WaitOp, WaitRecord, WakeRecord};
-//! use threadbalance_model::{Nanos, Pid, Snapshot, Tid};
+//! use threadbalance_model::{Nanos, Pid, Snapshot, Tid, WakeEdge};
 //! let t = |tid| (Pid(1), Tid(tid));
 //! // Threads 2 and 3 contend on a mutex at 0x10 and wake each other; thread 1 is in join
 //! // on 0x20, which nobody wakes with a syscall.
@@ -44,7 +44,7 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use threadbalance_model::{Nanos, Pid, Snapshot, Tid};
+use threadbalance_model::{Nanos, Pid, Snapshot, Tid, WakeEdge};
 
 /// A thread, as the probe keys it.
 pub type FutexThread = (Pid, Tid);
@@ -158,11 +158,33 @@ pub struct FutexTotals {
 impl FutexTotals {
     /// Sets every sample's `lock` to its thread's cumulative lock-wait time (zero for a
     /// thread that never waited on a lock): the window then takes lock time as exact.
+    /// Also sets the snapshot's wake edges (`Snapshot::wakes`, cumulative) between the
+    /// threads it holds; edges to threads not in it (exited, or not managed) are left out.
     pub fn fill(&self, snap: &mut Snapshot) {
         for s in &mut snap.threads {
             let ns = self.thread((s.key.pid, s.key.tid)).map_or(0, |t| t.lock_ns);
             s.lock = Some(Nanos(ns));
         }
+        let key = |(pid, tid): FutexThread| {
+            snap.threads
+                .binary_search_by(|s| (s.key.pid, s.key.tid).cmp(&(pid, tid)))
+                .ok()
+                .map(|i| snap.threads[i].key)
+        };
+        let wakes: Vec<WakeEdge> = self
+            .edges
+            .iter()
+            .filter_map(|&(a, b, count)| {
+                Some(WakeEdge {
+                    waker: key(a)?,
+                    woken: key(b)?,
+                    count,
+                })
+            })
+            .collect();
+        snap.wakes = wakes;
+        snap.wakes.sort_unstable_by_key(|e| (e.waker, e.woken));
+        snap.wakes_measured = true;
     }
 
     /// The classified waits of `thread`, if it waited at all.
@@ -401,7 +423,8 @@ mod tests {
                 wait(3, 0x10, WaitOp::Wait, 3_000),
             ],
             &[wake(2, 0x10, false), wake(3, 0x10, false)],
-            &[],
+            // 3 woke 2 twice and 2 woke 3 once; 9 (not sampled: exited) woke 2 once.
+            &[(t(3), t(2), 2), (t(2), t(3), 1), (t(9), t(2), 1)],
         );
         let sample = |tid| Sample {
             key: ThreadKey {
@@ -421,6 +444,14 @@ mod tests {
             got,
             [Some(Nanos(0)), Some(Nanos(1_000)), Some(Nanos(3_000))]
         );
+        // Wake edges between sampled threads, sorted by waker: 2→3 once, 3→2 twice.
+        assert!(snap.wakes_measured);
+        let edges: Vec<(i32, i32, u64)> = snap
+            .wakes
+            .iter()
+            .map(|e| (e.waker.tid.0, e.woken.tid.0, e.count))
+            .collect();
+        assert_eq!(edges, [(2, 3, 1), (3, 2, 2)]);
     }
 
     #[test]

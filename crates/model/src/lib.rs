@@ -37,11 +37,11 @@ pub use cpuset::CpuSet;
 pub use error::ModelError;
 pub use id::{CoreId, CpuId, LlcId, Nanos, NodeId, PackageId, Pid, Tid};
 pub use plan::{ApplyReport, Move, MoveOutcome, Plan, Reason, Target};
-pub use sample::{ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState};
+pub use sample::{ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState, WakeEdge};
 pub use stats::{coefficient_of_variation, mean};
 pub use summary::{
-    GuardMode, GuardSummary, LockTimeSource, NumaSummary, PbindSummary, PolicySummary,
-    PsetsSummary, ShufflingSummary, SpeedSummary, TumblerSummary,
+    GuardMode, GuardSummary, HandoffSummary, LockTimeSource, NumaSummary, PbindSummary,
+    PolicySummary, PsetsSummary, ShufflingSummary, SpeedSummary, TumblerSummary,
 };
 pub use topology::{Cpu, Domain, Level, Topology};
 pub use window::{DomainLoad, ThreadRates, Window};

@@ -76,6 +76,14 @@ pub enum Reason {
     },
     /// The policy gives the thread back to the OS.
     Release,
+    /// `handoff`: the thread joins the threads it hands locks to (a part of the
+    /// who-wakes-whom graph's balanced partition).
+    HandOff {
+        /// The group (part) it now belongs to.
+        group: usize,
+        /// Fraction of the graph's hand-offs that crossed domains before the move.
+        cut: f64,
+    },
 }
 
 /// One thread to move.

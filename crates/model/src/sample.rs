@@ -118,6 +118,19 @@ impl ProcessMemory {
     }
 }
 
+/// How often one thread handed a lock to, or woke, another: an edge of the who-wakes-whom
+/// graph. In a [`Snapshot`] the count is cumulative since the host started counting; in a
+/// [`crate::Window`] it is the count within the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
+pub struct WakeEdge {
+    /// The thread that released the lock or woke the other.
+    pub waker: ThreadKey,
+    /// The thread that took the lock or was woken.
+    pub woken: ThreadKey,
+    /// Hand-offs or wake-ups from `waker` to `woken`.
+    pub count: u64,
+}
+
 /// Every managed thread's counters at one instant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
@@ -128,6 +141,12 @@ pub struct Snapshot {
     /// Per-process memory per node, when it was sampled this time (it is expensive on Linux
     /// and sampled rarely); empty otherwise. Sorted by pid.
     pub memory: Vec<ProcessMemory>,
+    /// Wake edges between managed threads (cumulative counts, sorted by waker then woken),
+    /// when the host measures them: the futex probe's on Linux, lock hand-offs in the
+    /// simulator. Empty otherwise; `wakes_measured` tells an empty graph from none.
+    pub wakes: Vec<WakeEdge>,
+    /// Whether `wakes` was measured at this instant.
+    pub wakes_measured: bool,
 }
 
 impl Snapshot {
@@ -136,11 +155,14 @@ impl Snapshot {
         self.at = Nanos::ZERO;
         self.threads.clear();
         self.memory.clear();
+        self.wakes.clear();
+        self.wakes_measured = false;
     }
 
     /// Restores the order invariant after samples were pushed in any order.
     pub fn sort(&mut self) {
         self.threads.sort_unstable_by_key(|s| s.key);
         self.memory.sort_unstable_by_key(|m| m.pid);
+        self.wakes.sort_unstable_by_key(|e| (e.waker, e.woken));
     }
 }

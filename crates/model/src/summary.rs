@@ -39,6 +39,8 @@ pub enum PolicySummary {
     Tumbler(TumblerSummary),
     /// `shuffling`.
     Shuffling(ShufflingSummary),
+    /// `handoff`.
+    Handoff(HandoffSummary),
     /// `speed`.
     Speed(SpeedSummary),
     /// Every `numa-*` policy.
@@ -119,6 +121,28 @@ pub struct ShufflingSummary {
     pub last_lock_time_pct: Option<f64>,
     /// Where the lock time came from.
     pub lock_time_source: LockTimeSource,
+}
+
+/// `handoff`: regroupings by the who-wakes-whom graph.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandoffSummary {
+    /// Whether wake edges were measured (the futex probe on Linux, the simulator's
+    /// hand-offs); without them the policy moves nothing.
+    pub wake_edges_measured: bool,
+    /// Regroupings made.
+    pub regroupings: u64,
+    /// Threads moved, over all regroupings.
+    pub moves: u64,
+    /// Checks of the graph.
+    pub checks: u64,
+    /// Checks with too few hand-offs crossing domains to act on.
+    pub quiet_checks: u64,
+    /// Checks whose best partition did not cut enough hand-offs to be worth moving.
+    pub kept_placement: u64,
+    /// Share of hand-offs crossing domains at the last check, percent; `null` before it.
+    pub last_cross_domain_pct: Option<f64>,
+    /// Hand-offs per second at the last check; `null` before it.
+    pub last_handoffs_per_s: Option<f64>,
 }
 
 /// Who places the threads under `speed`'s guard.
@@ -266,6 +290,30 @@ impl PolicySummary {
                     or_dash(s.last_lock_time_pct, |p| format!("{p:.1} %")),
                 ),
                 l("lock time", s.lock_time_source.describe().to_string()),
+            ],
+            PolicySummary::Handoff(s) => vec![
+                l(
+                    "wake edges",
+                    if s.wake_edges_measured {
+                        "measured"
+                    } else {
+                        "not measured"
+                    }
+                    .to_string(),
+                ),
+                l("regroupings", s.regroupings.to_string()),
+                l("moves", s.moves.to_string()),
+                l("checks", s.checks.to_string()),
+                l("quiet checks", s.quiet_checks.to_string()),
+                l("kept placement", s.kept_placement.to_string()),
+                l(
+                    "last cross-domain hand-offs",
+                    or_dash(s.last_cross_domain_pct, |p| format!("{p:.1} %")),
+                ),
+                l(
+                    "last hand-off rate",
+                    or_dash(s.last_handoffs_per_s, |r| format!("{r:.0}/s")),
+                ),
             ],
             PolicySummary::Speed(s) => speed_lines(s),
             PolicySummary::Numa(s) => vec![

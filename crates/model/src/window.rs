@@ -19,7 +19,7 @@
 
 use crate::{
     CpuId, Level, Nanos, ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState, Topology,
-    coefficient_of_variation, mean,
+    WakeEdge, coefficient_of_variation, mean,
 };
 use serde::Serialize;
 
@@ -85,6 +85,11 @@ pub struct Window {
     pub memory: Vec<ProcessMemory>,
     /// Whether any thread's lock time was measured rather than estimated.
     pub lock_exact: bool,
+    /// Wake edges counted within the window (sorted by waker then woken; edges with no
+    /// wake-up in it are left out), when both snapshots measured them.
+    pub wakes: Vec<WakeEdge>,
+    /// Whether both snapshots measured wake edges (so `wakes` is the graph, maybe empty).
+    pub wakes_measured: bool,
 }
 
 impl Window {
@@ -101,6 +106,8 @@ impl Window {
         self.threads.clear();
         self.vanished.clear();
         self.lock_exact = false;
+        self.wakes.clear();
+        self.wakes_measured = false;
         for s in &cur.threads {
             self.threads.push(Self::rates(None, s, Nanos::ZERO));
         }
@@ -144,6 +151,38 @@ impl Window {
         }
         if !cur.memory.is_empty() {
             self.memory.clone_from(&cur.memory);
+        }
+        self.wake_deltas(prev, cur);
+    }
+
+    /// The wake edges counted between `prev` and `cur` (both sorted): a merge of the two
+    /// cumulative lists. An edge new in `cur` counts whole; a count that went down (the
+    /// host lost and restarted its counter) counts as what `cur` shows.
+    fn wake_deltas(&mut self, prev: &Snapshot, cur: &Snapshot) {
+        self.wakes.clear();
+        self.wakes_measured = prev.wakes_measured && cur.wakes_measured;
+        if !self.wakes_measured {
+            return;
+        }
+        let mut j = 0;
+        for e in &cur.wakes {
+            let id = (e.waker, e.woken);
+            while j < prev.wakes.len() && (prev.wakes[j].waker, prev.wakes[j].woken) < id {
+                j += 1;
+            }
+            let before = prev
+                .wakes
+                .get(j)
+                .filter(|p| (p.waker, p.woken) == id)
+                .map_or(0, |p| p.count);
+            let count = if e.count >= before {
+                e.count - before
+            } else {
+                e.count
+            };
+            if count > 0 {
+                self.wakes.push(WakeEdge { count, ..*e });
+            }
         }
     }
 
@@ -263,7 +302,7 @@ mod tests {
         let mut s = Snapshot {
             at: Nanos::from_millis(at_ms),
             threads,
-            memory: vec![],
+            ..Snapshot::default()
         };
         s.sort();
         s
@@ -350,5 +389,31 @@ mod tests {
         // mean .35, σ .25 → CV ≈ .714
         assert!((l.mean - 0.35).abs() < 1e-9);
         assert!((l.cv - 0.25 / 0.35).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_wake_edges_are_counts_within_the_window() {
+        // 1→2 went 5 → 12 (7 in the window), 2→1 stayed at 3 (left out), 2→3 is new with 4.
+        let edge = |a, b, count| WakeEdge {
+            waker: key(a),
+            woken: key(b),
+            count,
+        };
+        let mut prev = snap(0, vec![sample(1, 0, 0, 0)]);
+        prev.wakes = vec![edge(1, 2, 5), edge(2, 1, 3)];
+        prev.wakes_measured = true;
+        let mut cur = snap(100, vec![sample(1, 10, 0, 0)]);
+        cur.wakes = vec![edge(2, 3, 4), edge(1, 2, 12), edge(2, 1, 3)];
+        cur.wakes_measured = true;
+        cur.sort();
+        let mut w = Window::default();
+        w.update(&prev, &cur);
+        assert!(w.wakes_measured);
+        assert_eq!(w.wakes, [edge(1, 2, 7), edge(2, 3, 4)]);
+        // Unmeasured at either end: no graph.
+        prev.wakes_measured = false;
+        w.update(&prev, &cur);
+        assert!(!w.wakes_measured);
+        assert!(w.wakes.is_empty());
     }
 }

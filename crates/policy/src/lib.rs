@@ -27,6 +27,8 @@ pub mod rng;
 
 pub mod baseline;
 pub mod grouping;
+pub mod handoff;
+pub mod handoff_partition;
 pub mod numa_select;
 pub mod shuffling;
 pub mod speed;
@@ -60,5 +62,17 @@ pub trait Policy {
     /// thread itself and reads only run time and run-queue wait can allow much more.
     fn stat_max_age(&self) -> Option<threadbalance_model::Nanos> {
         None
+    }
+
+    /// Whether the policy reads exact lock time (`Sample::lock`): a host loads and reads
+    /// its lock probe (the BPF futex probe on Linux) only for policies that do.
+    fn reads_lock_time(&self) -> bool {
+        false
+    }
+
+    /// Whether the policy reads the who-wakes-whom graph (`Snapshot::wakes`): a host
+    /// gathers wake edges only for policies that do.
+    fn reads_wake_edges(&self) -> bool {
+        false
     }
 }

@@ -119,6 +119,7 @@ policy_kinds! {
     Pbind => "pbind", "One thread per core, pinned.";
     Tumbler => "tumbler", "Tumbler: regroups threads by utilization so domains are evenly loaded.";
     Shuffling => "shuffling", "Shuffling: regroups threads by lock time so lock holders share a domain.";
+    Handoff => "handoff", "Hand-off graph: partitions who wakes whom so lock hand-offs stay inside a domain.";
     Speed => "speed", "Speed balancing: rotates threads over unevenly loaded cores.";
     NumaFirstFit => "numa-first-fit", "NUMA balancing between nodes, moving the first movable thread (Linux's choice).";
     NumaTm => "numa-tm", "NUMA balancing, moving the thread whose process has the least memory (Total Min).";
@@ -139,10 +140,10 @@ impl PolicyKind {
         self.name().starts_with("numa-")
     }
 
-    /// Whether it decides on lock time (for the others an estimated lock time says
-    /// nothing).
+    /// Whether it decides on lock time, or on wake edges (`handoff`), which the same probe
+    /// measures (for the others an estimated lock time says nothing).
     pub fn reads_lock_time(self) -> bool {
-        self == PolicyKind::Shuffling
+        matches!(self, PolicyKind::Shuffling | PolicyKind::Handoff)
     }
 
     /// Every name, comma-separated, for messages.
@@ -173,6 +174,10 @@ impl PolicyKind {
             PolicyKind::Shuffling => {
                 check_shuffling(settings)?;
                 Ok(Box::new(crate::shuffling::Shuffling::new(settings)))
+            }
+            PolicyKind::Handoff => {
+                check_interval("handoff", settings)?;
+                Ok(Box::new(crate::handoff::Handoff::new(settings)))
             }
             PolicyKind::Speed => Ok(Box::new(crate::speed::Speed::new(settings, topo)?)),
             PolicyKind::NumaFirstFit

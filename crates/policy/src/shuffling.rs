@@ -371,6 +371,10 @@ impl Policy for Shuffling {
         }
     }
 
+    fn reads_lock_time(&self) -> bool {
+        true
+    }
+
     fn summary(&self) -> PolicySummary {
         let s = &self.stats;
         PolicySummary::Shuffling(ShufflingSummary {

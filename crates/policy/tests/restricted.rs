@@ -70,6 +70,8 @@ fn snapshot(n: u64, cpus: &[u32]) -> Snapshot {
         at,
         threads,
         memory,
+        wakes: Vec::new(),
+        wakes_measured: false,
     };
     s.sort();
     s

@@ -1,8 +1,9 @@
 //! `SimHost`: the simulator behind the engine's [`Host`] trait, so policies run unchanged.
 //!
 //! `sample` reports what `/proc` would (run and wait time, user/system time, context
-//! switches, last CPU, state) plus what the BPF futex probe would (lock time) and the
-//! migration count; `apply` changes simulated affinities: a thread running or queued on a
+//! switches, last CPU, state) plus what the BPF futex probe would (lock time as Solaris
+//! `LCK` counts it; with [`SimHost::with_wakes`], the wake edges: lock hand-offs from one
+//! thread to another) and the migration count; `apply` changes simulated affinities: a thread running or queued on a
 //! CPU it may no longer use moves at once and pays its cache refill there.
 //!
 //! [`run_policy`] drives a whole run: events until the next policy tick, then
@@ -17,6 +18,7 @@ use crate::workload::Workload;
 use std::convert::Infallible;
 use threadbalance_model::{
     ApplyReport, CpuSet, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, Target,
+    WakeEdge,
 };
 use threadbalance_policy::{Engine, Host, Settings};
 
@@ -24,12 +26,35 @@ use threadbalance_policy::{Engine, Host, Settings};
 #[derive(Debug)]
 pub struct SimHost<'a> {
     sim: &'a mut Sim,
+    wakes: bool,
 }
 
 impl<'a> SimHost<'a> {
-    /// A host view of `sim`.
+    /// A host view of `sim`; samples carry no wake edges.
     pub fn new(sim: &'a mut Sim) -> SimHost<'a> {
-        SimHost { sim }
+        SimHost { sim, wakes: false }
+    }
+
+    /// A host view of `sim` whose samples carry the wake edges (`Snapshot::wakes`): every
+    /// lock hand-off from one thread to another so far. Building them costs a pass over
+    /// the graph per sample, so only policies that read them ask for them.
+    pub fn with_wakes(sim: &'a mut Sim, wakes: bool) -> SimHost<'a> {
+        SimHost { sim, wakes }
+    }
+
+    fn sample_wakes(&self, into: &mut Snapshot) {
+        into.wakes_measured = true;
+        let th = &self.sim.th;
+        into.wakes
+            .extend(self.sim.wakes.iter().filter_map(|(&(a, b), &count)| {
+                let (a, b) = (th.get(a as usize)?, th.get(b as usize)?);
+                let live = |t: &crate::run::Thread| !matches!(t.st, St::New | St::Done);
+                (live(a) && live(b)).then_some(WakeEdge {
+                    waker: a.key,
+                    woken: b.key,
+                    count,
+                })
+            }));
     }
 
     fn target_set(&self, original: &CpuSet, to: Target) -> CpuSet {
@@ -56,6 +81,9 @@ impl Host for SimHost<'_> {
         into.clear();
         into.at = self.sim.now();
         self.sim.sample_threads(&mut into.threads);
+        if self.wakes {
+            self.sample_wakes(into);
+        }
         // Per-node memory, like `numa_maps`, only every `memory_every`; policies keep the
         // last sample in between.
         let now = self.sim.now;
@@ -145,7 +173,7 @@ pub fn run_policy(
     let horizon = Nanos(sim.horizon);
     let mut ticks = 0u64;
     while let Some(_tick) = sim.run_until(horizon) {
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges());
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
         ticks += 1;
         let next = report.next_in.0.max(1_000_000);

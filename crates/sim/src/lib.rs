@@ -37,6 +37,7 @@
 pub mod autonuma;
 mod error;
 pub mod host;
+pub mod lockgroups;
 pub mod machine;
 pub mod memory;
 pub mod parsec;

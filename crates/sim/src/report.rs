@@ -7,7 +7,8 @@
 //! | `socket_util` | busy fraction of each socket's CPUs over the run | CPU segments |
 //! | `socket_util_cv` | σ/μ of `socket_util` (Tumbler Table II's spread) | derived |
 //! | `cross_socket_handoff_frac` | lock acquisitions whose previous holder ran on another socket, over all hand-offs | lock model |
-//! | `lock_time_frac` | time threads waited on mutexes, barriers and queues, over their lifetimes (Solaris `LCK`, the BPF futex probe) | lock model |
+//! | `lock_time_frac` | time threads slept on user-level locks and condition variables (a mutex's sleep queue; a barrier's or queue's condition variable), over their lifetimes: Solaris `LCK`, the papers' lock time; not spinning, not `pthread_join`, not timed sleeps | lock model |
+//! | `sync_wait_frac` | every wait for a mutex, barrier, queue or join, spinning included, over thread lifetimes (what the model counted as lock time before) | lock model |
 //! | `remote_access_frac` | memory-bound work done on pages of another node, over all memory-bound work | first touch + placement + NUMA balancing |
 //! | `run_wait_frac` | time threads waited on a run queue for a CPU, over their lifetimes (schedstat's wait) | scheduler |
 //! | `page_migrations` | 4 KiB pages moved by automatic NUMA balancing | [`crate::autonuma`] |
@@ -40,8 +41,12 @@ pub struct RunResult {
     pub lock_handoffs: u64,
     /// Fraction of hand-offs whose previous holder ran on another socket.
     pub cross_socket_handoff_frac: f64,
-    /// Fraction of thread lifetime spent waiting on locks, barriers and queues.
+    /// Fraction of thread lifetime asleep on user-level locks and condition variables
+    /// (Solaris `LCK`).
     pub lock_time_frac: f64,
+    /// Fraction of thread lifetime in any wait for a mutex, barrier, queue or join,
+    /// spinning included.
+    pub sync_wait_frac: f64,
     /// Fraction of memory-bound work done on remote pages.
     pub remote_access_frac: f64,
     /// Fraction of thread lifetime spent runnable but waiting for a CPU.
@@ -97,14 +102,15 @@ impl RunResult {
             .locks
             .iter()
             .fold((0, 0), |(h, x), l| (h + l.handoffs, x + l.cross));
-        let (mut lock, mut life, mut wait) = (0u64, 0u64, 0u64);
+        let (mut lock, mut sync, mut life, mut wait) = (0u64, 0u64, 0u64, 0u64);
         for th in &sim.th {
             if th.st == St::New {
                 continue;
             }
             let died = if th.st == St::Done { th.died } else { end };
             life += died.saturating_sub(th.born);
-            lock += th.lock_ns;
+            lock += th.lck_ns;
+            sync += th.lock_ns;
             wait += th.wait;
         }
         let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
@@ -119,6 +125,7 @@ impl RunResult {
             lock_handoffs: handoffs,
             cross_socket_handoff_frac: frac(cross as f64, handoffs as f64),
             lock_time_frac: frac(lock as f64, life as f64),
+            sync_wait_frac: frac(sync as f64, life as f64),
             remote_access_frac: frac(sim.stats.mem_remote, sim.stats.mem_total),
             run_wait_frac: frac(wait as f64, life as f64),
             page_migrations: sim.stats.page_migrations,
@@ -265,6 +272,7 @@ impl Comparison {
                     "lock_handoffs": r.lock_handoffs,
                     "cross_socket_handoff_frac": round(r.cross_socket_handoff_frac),
                     "lock_time_frac": round(r.lock_time_frac),
+                    "sync_wait_frac": round(r.sync_wait_frac),
                     "remote_access_frac": round(r.remote_access_frac),
                     "run_wait_frac": round(r.run_wait_frac),
                     "page_migrations": r.page_migrations,

@@ -348,6 +348,10 @@ pub const BUILTINS: &[(&str, &str)] = &[
         "a cache server: servers (4) threads serve requests (20000) from threads (64) clients through one queue and one cache lock",
     ),
     (
+        "lock-groups",
+        "threads (64) in groups (4), thread i using mutex i mod groups: lock for hold_us (1) with lines (64) protected lines, compute outside_us (150, ± 50 %), ops (12000) times; hold=equal|distinct (distinct: group g holds hold_us · ratio^g, ratio (2)). The positive control of lock-aware placement (see the lockgroups module)",
+    ),
+    (
         "parsec-mix",
         "Chiang & Su §4.2: 27 PARSEC 3.0 programs at once (Table 2's first touch by leader or by thread), 16 workers each (threads sets them all, 1–32) splitting a fixed input, starting over 4 s; scale (1) multiplies their inputs; only=NAME runs one of them alone (e.g. only=facesim, only=splash2x.fft)",
     ),
@@ -478,6 +482,41 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
             let n = p.count("threads", 64)?;
             let frames = p.count("frames", 100)?;
             bodytrack(n, frames as u64)
+        }
+        "lock-groups" => {
+            let n = p.count("threads", 64)?;
+            let groups = p.count("groups", 4)?;
+            let hold = match p.map.remove("hold").as_deref() {
+                None | Some("distinct") => crate::lockgroups::Hold::Distinct,
+                Some("equal") => crate::lockgroups::Hold::Equal,
+                Some(other) => {
+                    return Err(SimError::Workload {
+                        name: spec.to_string(),
+                        why: format!("hold={other} (expected equal or distinct)"),
+                    });
+                }
+            };
+            if groups > 16 {
+                return Err(SimError::Workload {
+                    name: spec.to_string(),
+                    why: format!("groups={groups}: at most 16"),
+                });
+            }
+            let hold_us = p.num("hold_us", 1.0)?;
+            let ratio = p.num("ratio", 2.0)?;
+            let outside = p.num("outside_us", 150.0)?;
+            let lines = p.count("lines", 64)?;
+            let ops = p.count("ops", 12_000)?;
+            crate::lockgroups::lock_groups(&crate::lockgroups::LockGroups {
+                threads: n,
+                groups,
+                hold,
+                hold_ns: ns(hold_us * US),
+                ratio,
+                outside_ns: ns(outside * US),
+                lines: lines.min(u32::MAX as usize) as u32,
+                ops: ops as u64,
+            })
         }
         "memcached-like" => {
             let n = p.count("threads", 64)?;

@@ -1,6 +1,10 @@
 //! `locks`: N threads, M mutexes. Each operation picks a mutex (a per-thread xorshift
 //! stream, so runs repeat), computes C µs while holding it, then W µs outside it.
 //!
+//! Mutex groups (`--groups G`): thread `i` is in group `i mod G` and uses only the mutexes
+//! `m` with `m mod G` equal to its group, so threads hand locks only within their group: the
+//! case the `handoff` policy is for (with G = 1, the default, every thread uses every mutex).
+//!
 //! Mutexes: `std` is the standard library's mutex, a futex with a short spin on Linux;
 //! `spin-block` spins up to `--spins` times on `try_lock` before blocking (the adaptive
 //! spin-then-block mutex of Solaris and glibc's `PTHREAD_MUTEX_ADAPTIVE_NP`).
@@ -45,6 +49,9 @@ pub struct LocksOpts {
     /// Operations per thread.
     #[arg(long, default_value_t = 10_000)]
     pub ops: u32,
+    /// Mutex groups (G): thread i uses only the mutexes m with m mod G = i mod G.
+    #[arg(long, default_value_t = 1)]
+    pub groups: u32,
     /// Mutex implementation.
     #[arg(long, value_enum, default_value_t = MutexKind::Std)]
     pub mutex: MutexKind,
@@ -65,11 +72,29 @@ fn lock<'a>(m: &'a Mutex<u64>, kind: MutexKind, spins: u32) -> MutexGuard<'a, u6
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The mutex thread `i` takes for random draw `x`: one of the `m` mutexes of its group
+/// (`i mod g`), those whose index has the same remainder mod `g`.
+fn group_mutex(i: u32, x: u64, m: u32, g: u32) -> u32 {
+    let group = i % g;
+    // Mutexes group, group + g, group + 2g, … below m.
+    let own = (m - group).div_ceil(g);
+    group + g * (x % u64::from(own.max(1))) as u32
+}
+
 pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
     if o.threads == 0 || o.mutexes == 0 {
         return Err(WorkloadError::Invalid {
             scenario: "locks",
             why: "--threads and --mutexes must be positive".into(),
+        });
+    }
+    if o.groups == 0 || o.groups > o.mutexes {
+        return Err(WorkloadError::Invalid {
+            scenario: "locks",
+            why: format!(
+                "--groups {} must be between 1 and --mutexes ({})",
+                o.groups, o.mutexes
+            ),
         });
     }
     let mutexes: Vec<Mutex<u64>> = (0..o.mutexes).map(|_| Mutex::new(0)).collect();
@@ -82,7 +107,7 @@ pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let m = &mutexes[(x % u64::from(o.mutexes)) as usize];
+            let m = &mutexes[group_mutex(i as u32, x, o.mutexes, o.groups) as usize];
             {
                 let asked = std::time::Instant::now();
                 let mut g = lock(m, o.mutex, o.spins);
@@ -108,4 +133,21 @@ pub(crate) fn run(o: &LocksOpts) -> Result<Score, WorkloadError> {
     score.lock_wait_s = Some(done.iter().map(|d| d.1).collect());
     score.tids = Some(done.iter().map(|d| d.2).collect());
     Ok(score)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_mutex_stays_within_the_threads_group() {
+        // 5 mutexes in 2 groups: group 0 has 0, 2, 4 (3 of them), group 1 has 1, 3.
+        // Thread 2 (group 0), draws 0..6 → 0 2 4 0 2 4; thread 3 (group 1) → 1 3 1 3 1 3.
+        let t2: Vec<u32> = (0..6).map(|x| group_mutex(2, x, 5, 2)).collect();
+        assert_eq!(t2, [0, 2, 4, 0, 2, 4]);
+        let t3: Vec<u32> = (0..6).map(|x| group_mutex(3, x, 5, 2)).collect();
+        assert_eq!(t3, [1, 3, 1, 3, 1, 3]);
+        // One group: every mutex, as x mod m.
+        assert_eq!(group_mutex(7, 11, 4, 1), 3);
+    }
 }

@@ -97,6 +97,10 @@ pub struct RunOptions {
     /// How often `SimHost` samples per-process memory per node (`numa_maps`); in between,
     /// snapshots carry none and policies keep the last sample. Zero: at every sample.
     pub memory_every: Nanos,
+    /// A flat-cost oracle: every lock hand-off moves its lines at the in-LLC cost, wherever
+    /// the previous holder ran (nothing else changes), so that a run bounds what any
+    /// placement could gain from hand-offs.
+    pub flat_handoffs: bool,
 }
 
 impl RunOptions {
@@ -108,6 +112,7 @@ impl RunOptions {
             sample_every: Nanos::from_millis(50),
             linux: Linux::default(),
             memory_every: Nanos::from_secs(2),
+            flat_handoffs: false,
         }
     }
 }
@@ -180,6 +185,8 @@ impl Sim {
             topo,
             memory_every: opts.memory_every.0,
             memory_at: NEVER,
+            wakes: std::collections::HashMap::new(),
+            flat_handoffs: opts.flat_handoffs,
         };
         sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();
@@ -269,6 +276,8 @@ impl Sim {
                         utime: 0,
                         stime: 0,
                         lock_ns: 0,
+                        lck_ns: 0,
+                        lck_start: None,
                         timeslices: 0,
                         voluntary: 0,
                         involuntary: 0,
@@ -490,7 +499,7 @@ impl Sim {
             if th.st == St::Runnable && !stale {
                 wait += now.saturating_sub(th.runnable_since);
             }
-            let lock = th.lock_ns + th.wait_start.map_or(0, |start| now.saturating_sub(start));
+            let lock = th.lck_ns + th.lck_start.map_or(0, |start| now.saturating_sub(start));
             into.push(Sample {
                 key: th.key,
                 utime: Nanos(utime),

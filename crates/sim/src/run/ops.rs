@@ -131,6 +131,7 @@ impl Sim {
                             self.th[t].wait_start = Some(self.now);
                         }
                         q.putters.push_back(t as u32);
+                        self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
                     }
@@ -166,6 +167,7 @@ impl Sim {
                             self.th[t].wait_start = Some(self.now);
                         }
                         q.getters.push_back(t as u32);
+                        self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
                     }
@@ -227,6 +229,7 @@ impl Sim {
         self.end_wait(t);
         let lock = &mut self.locks[l];
         let from = lock.last_cpu;
+        let previous = lock.last_holder.replace(t as u32);
         lock.holder = Some(t as u32);
         lock.acquisitions += 1;
         if from != NONE {
@@ -235,8 +238,16 @@ impl Sim {
                 lock.cross += 1;
             }
         }
+        if let Some(p) = previous.filter(|&p| p as usize != t) {
+            *self.wakes.entry((p, t as u32)).or_default() += 1;
+        }
         // The lock's line and the protected data follow the lock.
-        let cost = f64::from(1 + lines) * self.hw.line_ns(from, c as u32);
+        let line = if self.flat_handoffs && from != NONE && from != c as u32 {
+            self.hw.llc_ns
+        } else {
+            self.hw.line_ns(from, c as u32)
+        };
+        let cost = f64::from(1 + lines) * line;
         self.th[t].act = Act::Work {
             left: hold_ns as f64 + cost,
             lock: l as u32,

@@ -198,6 +198,7 @@ impl Sim {
                 l.spinners.retain(|&x| x as usize != t);
                 Self::park(l, t);
                 self.th[t].act = Act::Idle;
+                self.th[t].lck_start = Some(self.now);
                 self.block(c, t);
                 return;
             }
@@ -206,6 +207,7 @@ impl Sim {
                 self.th[t].act = Act::Idle;
                 if !passed {
                     self.barriers[barrier as usize].waiters.push(t as u32);
+                    self.th[t].lck_start = Some(self.now);
                     self.block(c, t);
                     return;
                 }

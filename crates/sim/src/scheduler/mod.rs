@@ -387,6 +387,10 @@ impl Sim {
         if self.th[t].st != St::Blocked {
             return;
         }
+        // Asleep on a lock or condition variable (`LCK`) until now; runnable from here.
+        if let Some(start) = self.th[t].lck_start.take() {
+            self.th[t].lck_ns += self.now.saturating_sub(start);
+        }
         self.pelt_sync(t);
         let target = match self.lx.baseline {
             Baseline::Linux => self.select_wake_cpu(t, waker),

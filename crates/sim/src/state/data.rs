@@ -65,7 +65,14 @@ pub(crate) struct Thread {
     pub wait: u64,
     pub utime: u64,
     pub stime: u64,
+    /// Every wait for a lock, barrier, queue or join, spinning included (ns).
     pub lock_ns: u64,
+    /// Solaris `LCK`: time asleep on a user-level lock or condition variable (a mutex's
+    /// sleep queue, a barrier's or queue's condition variable), ns; not spinning, not
+    /// `pthread_join` (Solaris joins in the kernel's `lwp_wait`: `SLP`), not timed sleeps.
+    pub lck_ns: u64,
+    /// When its current `LCK` sleep began (`None`: not asleep on a lock).
+    pub lck_start: Option<u64>,
     pub timeslices: u64,
     pub voluntary: u64,
     pub involuntary: u64,
@@ -142,6 +149,8 @@ pub(crate) struct LockState {
     /// Enqueues so far, for the queue's occasional FIFO turn (`qh_qcnt`).
     pub enqueues: u8,
     pub acquisitions: u64,
+    /// The thread that held it last (`None`: never held).
+    pub last_holder: Option<u32>,
     pub handoffs: u64,
     pub cross: u64,
     /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`None`: not

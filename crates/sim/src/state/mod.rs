@@ -92,6 +92,11 @@ pub struct Sim {
     pub(crate) memory_every: u64,
     /// When `SimHost` last sampled memory (`NEVER`: not yet).
     pub(crate) memory_at: u64,
+    /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
+    /// count: the who-wakes-whom graph `SimHost` reports.
+    pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
+    /// Lock hand-offs all cost the in-LLC line latency (`RunOptions::flat_handoffs`).
+    pub(crate) flat_handoffs: bool,
 }
 
 #[cfg(test)]

@@ -101,6 +101,7 @@ fn locks_both_mutex_kinds_score_ops() {
             cs_us: 5.0,
             outside_us: 10.0,
             ops: 50,
+            groups: 1,
             mutex,
             spins: 100,
         };
@@ -109,6 +110,24 @@ fn locks_both_mutex_kinds_score_ops() {
         // 3 threads × 50 ops × 15 µs.
         assert!((s.work_s - 2.25e-3).abs() < 1e-9);
         assert!(s.ops_per_s.unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn locks_groups_out_of_range_is_refused() {
+    // 3 groups need at least 3 mutexes; 0 groups is none.
+    for groups in [0, 3] {
+        let o = LocksOpts {
+            threads: 2,
+            mutexes: 2,
+            cs_us: 1.0,
+            outside_us: 1.0,
+            ops: 1,
+            groups,
+            mutex: MutexKind::Std,
+            spins: 1,
+        };
+        assert!(run(&Scenario::Locks(o)).is_err(), "groups {groups}");
     }
 }
 
@@ -124,6 +143,7 @@ fn locks_self_measurement_reports_each_threads_wait_and_tid() {
         cs_us: 200.0,
         outside_us: 0.0,
         ops: 50,
+        groups: 1,
         mutex: MutexKind::Std,
         spins: 100,
     };

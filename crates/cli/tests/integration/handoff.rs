@@ -1,0 +1,66 @@
+//! Live: `handoff` on `workload locks` with mutex groups (2 groups of 2 threads, one mutex
+//! each), at core level. Built with the futex probe and run as root, the windows carry wake
+//! edges and the policy reads them; without it, it says the edges were not measured and moves
+//! nothing. Either way the run ends as the command did and every mask it changed is put
+//! back. No timing is asserted.
+
+use crate::support::*;
+
+#[test]
+fn live_handoff_runs_on_mutex_groups_and_restores_every_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.json");
+    let bin = bin();
+    let out = run(&[
+        "run",
+        "--policy",
+        "handoff",
+        "--level",
+        "core",
+        "--json",
+        path.to_str().unwrap(),
+        "--",
+        bin.to_str().unwrap(),
+        "workload",
+        "locks",
+        "--threads",
+        "4",
+        "--mutexes",
+        "2",
+        "--groups",
+        "2",
+        "--cs-us",
+        "20",
+        "--outside-us",
+        "40",
+        "--ops",
+        "3000",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["unrestored"].as_u64(), Some(0), "{v}");
+    let summary: Vec<(String, String)> =
+        serde_json::from_value(v["policy_summary"].clone()).unwrap();
+    let edges = summary
+        .iter()
+        .find(|(k, _)| k == "wake edges")
+        .map(|(_, v)| v.as_str());
+    let probe = v["lock_probe"]["exact"].as_bool() == Some(true);
+    assert_eq!(
+        edges,
+        Some(if probe { "measured" } else { "not measured" }),
+        "{summary:?}"
+    );
+    if !probe {
+        let moves = summary
+            .iter()
+            .find(|(k, _)| k == "moves")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(moves, Some("0"), "{summary:?}");
+    }
+    // The workload's own score: four workers, all done.
+    let score: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(score["threads"].as_u64(), Some(4), "{score}");
+}

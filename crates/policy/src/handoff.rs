@@ -1,0 +1,396 @@
+//! `handoff`: beyond the papers. Threads that hand locks to each other are placed in the
+//! same domain, found as a balanced k-way partition of the measured who-wakes-whom graph.
+//!
+//! Shuffling groups threads by lock time, which works when threads that share a lock also
+//! wait about as long as each other, and not when lock times carry no signal (several
+//! mutexes with equal hold times: every thread waits alike). The graph says directly who
+//! hands a lock to whom.
+//!
+//! ```text
+//!  every interval (500 ms): the window's wake edges (Snapshot::wakes: the futex probe's
+//!  waker → woken on Linux, lock hand-offs in the simulator)
+//!     │  none measured ──► nothing moves ("no wake edges")
+//!     ▼
+//!  graph over the live threads: w(u, v) = edges u→v + v→u in the window
+//!     │  hand-offs across domains under the current placement < 20/s ──► nothing moves
+//!     ▼
+//!  balanced partition into K parts (one per domain, sizes differ by ≤ 1), the lower cut of:
+//!     greedy growth + Kernighan–Lin,
+//!     the current placement with half its threads swapped at random + Kernighan–Lin
+//!     │  cut not below (1 − 20 %) of the current placement's ──► nothing moves
+//!     ▼
+//!  parts → domains with the fewest moves (grouping::Assignment); Move { why: HandOff }
+//! ```
+//!
+//! **Why a perturbed start.** A graph measured under one placement favours it: spinners on
+//! the releasing socket see the lock first, so threads already together hand off to each
+//! other more than to the rest. Refined from the current placement itself, Kernighan–Lin
+//! would mostly confirm it. Greedy growth does not look at the placement at all, and the
+//! second start keeps only half of it; the current placement is then only the yardstick
+//! the new partition must beat by 20 % (hysteresis: a graph with no structure, such as one
+//! mutex shared by all, never beats its own placement by that much, so nothing moves).
+//!
+//! **Balance** is by thread count, as Shuffling's groups are: one part per domain, of
+//! [`crate::grouping::equal_size`] threads. Threads without edges (a main thread in `join`)
+//! fill parts like any other.
+//!
+//! ```
+//! use threadbalance_model::{Level, Nanos, Topology};
+//! use threadbalance_model::testutil::window;
+//! use threadbalance_policy::{Policy, Settings, build};
+//! let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+//! let mut p = build("handoff", &Settings::new(Level::Package), &topo).unwrap();
+//! // A window without wake edges (no probe): nothing moves, look again in 500 ms.
+//! let plan = p.decide(&topo, &window(500, &[0.9, 0.9], &[0, 1]));
+//! assert!(plan.moves.is_empty());
+//! assert_eq!(plan.next_in, Nanos::from_millis(500));
+//! assert_eq!(p.summary()[0], ("wake edges".into(), "not measured".into()));
+//! ```
+
+use crate::grouping::{Assignment, Placement, equal_size};
+use crate::handoff_partition::{Graph, cut, partition};
+use crate::rng::Rng;
+use crate::{Policy, Settings};
+use threadbalance_model::{
+    HandoffSummary, Level, Move, Nanos, Plan, PolicySummary, Reason, Target, Topology, Window,
+};
+
+/// The default interval between decisions (Shuffling's shuffle interval).
+pub const INTERVAL: Nanos = Nanos::from_millis(500);
+/// Hand-offs across domains per second below which placement is not worth changing. Low,
+/// because on Linux the probe sees a hand-off only when the next holder slept in the
+/// kernel: 2 threads per mutex on 2 cores with 20 µs sections (`workload locks --groups
+/// 2`) give some 60 wake edges a second, where the simulator counts every hand-off (about
+/// 10⁵ a second on `lock-groups`).
+pub const MIN_CUT_PER_S: f64 = 20.0;
+/// How much lower than the current placement's cut a new partition's must be.
+pub const MIN_GAIN: f64 = 0.2;
+
+/// What `handoff` did over a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HandoffStats {
+    /// Decisions taken on a window with wake edges.
+    pub checks: u64,
+    /// Checks that moved threads.
+    pub regroupings: u64,
+    /// Threads moved.
+    pub moves: u64,
+    /// Checks with too few cross-domain hand-offs to act on.
+    pub quiet: u64,
+    /// Checks whose best partition did not beat the current placement by [`MIN_GAIN`].
+    pub kept: u64,
+    /// Fraction of hand-offs across domains at the last check (current placement).
+    pub last_cut: Option<f64>,
+    /// Hand-offs per second in the graph at the last check, across domains or not.
+    pub last_rate: Option<f64>,
+    /// Whether any window carried wake edges.
+    pub measured: bool,
+}
+
+/// The `handoff` policy.
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    level: Level,
+    interval: Nanos,
+    rng: Rng,
+    placement: Placement,
+    assignment: Assignment,
+    stats: HandoffStats,
+}
+
+impl Handoff {
+    /// `handoff` at `settings.level`, deciding every `settings.interval` (default
+    /// [`INTERVAL`]), its random perturbation seeded by `settings.seed`.
+    pub fn new(settings: &Settings) -> Handoff {
+        Handoff {
+            level: settings.level,
+            interval: settings.interval.unwrap_or(INTERVAL),
+            rng: Rng::new(settings.seed ^ 0x4A4D_0FF5),
+            placement: Placement::new(),
+            assignment: Assignment::new(),
+            stats: HandoffStats::default(),
+        }
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> &HandoffStats {
+        &self.stats
+    }
+
+    /// The window's wake edges as a graph over `window.threads` (by index); edges to
+    /// threads no longer alive are left out.
+    fn graph(window: &Window) -> Graph {
+        let mut g = Graph::new(window.threads.len());
+        let index = |k| window.threads.binary_search_by(|t| t.key.cmp(k)).ok();
+        for e in &window.wakes {
+            if let (Some(u), Some(v)) = (index(&e.waker), index(&e.woken)) {
+                g.add(u, v, e.count as f64);
+            }
+        }
+        g
+    }
+
+    /// `current` as a balanced start with half its threads swapped at random: a thread of
+    /// each pair goes to the other's part, so sizes stay as they are.
+    fn perturbed(&mut self, current: &[usize]) -> Vec<usize> {
+        let mut start = current.to_vec();
+        let n = start.len();
+        for _ in 0..n / 2 {
+            let a = self.rng.below(n as u64) as usize;
+            let b = self.rng.below(n as u64) as usize;
+            start.swap(a, b);
+        }
+        start
+    }
+}
+
+/// `current[i]` (a domain, or `None`) turned into a balanced grouping over `k` parts: each
+/// thread keeps its domain while that part has room, the rest fill the smallest parts.
+fn balanced(current: &[Option<usize>], k: usize) -> Vec<usize> {
+    let n = current.len();
+    let mut room: Vec<usize> = (0..k).map(|g| equal_size(n, k, g)).collect();
+    let mut part = vec![usize::MAX; n];
+    for (i, c) in current.iter().enumerate() {
+        if let Some(d) = c.filter(|&d| d < k && room[d] > 0) {
+            part[i] = d;
+            room[d] -= 1;
+        }
+    }
+    for p in part.iter_mut().filter(|p| **p == usize::MAX) {
+        let g = (0..k)
+            .max_by_key(|&g| (room[g], std::cmp::Reverse(g)))
+            .unwrap_or(0);
+        *p = g;
+        room[g] = room[g].saturating_sub(1);
+    }
+    part
+}
+
+impl Policy for Handoff {
+    fn name(&self) -> &'static str {
+        "handoff"
+    }
+
+    fn reads_wake_edges(&self) -> bool {
+        true
+    }
+
+    fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
+        self.placement.retain_alive(&window.threads);
+        let dt = window.duration();
+        let k = topo.domains(self.level).len();
+        if dt == Nanos::ZERO || !window.wakes_measured || window.threads.is_empty() || k < 2 {
+            return Plan::wait(self.interval);
+        }
+        self.stats.measured = true;
+        self.stats.checks += 1;
+        let g = Self::graph(window);
+        let current: Vec<Option<usize>> = window
+            .threads
+            .iter()
+            .map(|t| self.placement.current(t, topo, self.level))
+            .collect();
+        // The current placement's cut, counting a thread of unknown domain as apart.
+        let now: Vec<usize> = current.iter().map(|c| c.unwrap_or(usize::MAX)).collect();
+        let (total, now_cut) = (g.total(), cut(&g, &now));
+        let frac = if total > 0.0 { now_cut / total } else { 0.0 };
+        self.stats.last_cut = Some(frac);
+        let secs = dt.0 as f64 / 1e9;
+        self.stats.last_rate = Some(total / secs);
+        let per_s = now_cut / secs;
+        if per_s < MIN_CUT_PER_S {
+            self.stats.quiet += 1;
+            return Plan::wait(self.interval);
+        }
+        let n = window.threads.len();
+        let sizes: Vec<usize> = (0..k).map(|p| equal_size(n, k, p)).collect();
+        let start = self.perturbed(&balanced(&current, k));
+        let part = partition(&g, &sizes, Some(&start));
+        let new_cut = cut(&g, &part);
+        if new_cut > (1.0 - MIN_GAIN) * now_cut {
+            self.stats.kept += 1;
+            return Plan::wait(self.interval);
+        }
+        let domain_of = self.assignment.fewest_moves(k, &part, &current).to_vec();
+        let mut moves = Vec::new();
+        for (i, t) in window.threads.iter().enumerate() {
+            let d = domain_of.get(part[i]).copied().unwrap_or(0);
+            let placed = self.placement.get(&t.key).is_some();
+            if !placed || current[i] != Some(d) {
+                moves.push(Move {
+                    thread: t.key,
+                    to: Target::Domain {
+                        level: self.level,
+                        index: d,
+                    },
+                    why: Reason::HandOff {
+                        group: d,
+                        cut: frac,
+                    },
+                });
+            }
+            self.placement.set(t.key, d);
+        }
+        self.stats.regroupings += 1;
+        self.stats.moves += moves.len() as u64;
+        let note = format!(
+            "hand-offs across domains {:.1} % → {:.1} %: regrouped {n} threads, moved {}",
+            frac * 100.0,
+            if total > 0.0 {
+                new_cut / total * 100.0
+            } else {
+                0.0
+            },
+            moves.len()
+        );
+        Plan {
+            moves,
+            next_in: self.interval,
+            note: Some(note),
+        }
+    }
+
+    fn summary(&self) -> PolicySummary {
+        let s = &self.stats;
+        PolicySummary::Handoff(HandoffSummary {
+            wake_edges_measured: s.measured,
+            regroupings: s.regroupings,
+            moves: s.moves,
+            checks: s.checks,
+            quiet_checks: s.quiet,
+            kept_placement: s.kept,
+            last_cross_domain_pct: s.last_cut.map(|c| c * 100.0),
+            last_handoffs_per_s: s.last_rate,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::testutil::{key, topo, window_of};
+    use threadbalance_model::{ThreadKey, WakeEdge};
+
+    /// A 500 ms window of `n` threads (tid 1..=n of process 1, running half the time) on
+    /// `cpus`, with the given wake edges `(waker tid, woken tid, count)`.
+    fn with_edges(cpus: &[u32], edges: &[(i32, i32, u64)]) -> Window {
+        let threads: Vec<(ThreadKey, f64, u32)> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (key(1, i as i32 + 1), 0.5, c))
+            .collect();
+        let mut w = window_of(500, &threads);
+        w.wakes_measured = true;
+        w.wakes = edges
+            .iter()
+            .map(|&(a, b, count)| WakeEdge {
+                waker: key(1, a),
+                woken: key(1, b),
+                count,
+            })
+            .collect();
+        w
+    }
+
+    fn domain(m: &Move) -> usize {
+        match m.to {
+            Target::Domain { index, .. } => index,
+            _ => usize::MAX,
+        }
+    }
+
+    #[test]
+    fn handoff_pairs_threads_that_hand_locks_to_each_other() {
+        // Two packages of two CPUs. Threads 1 and 3 share a mutex (1000 hand-offs each way
+        // in 500 ms), as do 2 and 4; they run 1, 2 on package 0 and 3, 4 on package 1, so
+        // every hand-off crosses: 4000 of 4000, 8000/s ≥ 20/s. The partition {1, 3}
+        // {2, 4} cuts 0 ≤ 80 % of 4000: regroup. Either part keeps one thread where it is
+        // whichever package it gets (a tie); every thread gets a move, as none was placed.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Handoff::new(&Settings::new(Level::Package));
+        let w = with_edges(
+            &[0, 1, 2, 3],
+            &[(1, 3, 1000), (3, 1, 1000), (2, 4, 1000), (4, 2, 1000)],
+        );
+        let plan = p.decide(&t, &w);
+        let got: Vec<(i32, usize)> = plan
+            .moves
+            .iter()
+            .map(|m| (m.thread.tid.0, domain(m)))
+            .collect();
+        assert_eq!(got.len(), 4);
+        let (d1, d2) = (got[0].1, got[1].1);
+        assert_ne!(d1, d2);
+        assert_eq!(got, [(1, d1), (2, d2), (3, d1), (4, d2)]);
+        assert!(
+            matches!(plan.moves[0].why, Reason::HandOff { group, cut } if group == d1 && cut == 1.0)
+        );
+        assert_eq!(p.stats().regroupings, 1);
+        // Measured again under the new placement: nothing crosses, so the check is quiet
+        // and nothing moves.
+        let cpu = |d: usize, i: u32| d as u32 * 2 + i;
+        let w = with_edges(
+            &[cpu(d1, 0), cpu(d2, 0), cpu(d1, 1), cpu(d2, 1)],
+            &[(1, 3, 1000), (3, 1, 1000), (2, 4, 1000), (4, 2, 1000)],
+        );
+        assert!(p.decide(&t, &w).moves.is_empty());
+        assert_eq!(p.stats().quiet, 1);
+        assert_eq!(p.stats().last_cut, Some(0.0));
+    }
+
+    #[test]
+    fn handoff_keeps_placement_of_one_shared_lock() {
+        // One mutex passed around all four threads evenly (every ordered pair 300): any
+        // balanced split cuts the 4 pairs across it, 4 × 600 = 2400 of 3600, the same as
+        // the current one: not 20 % lower, so nothing moves.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Handoff::new(&Settings::new(Level::Package));
+        let mut edges = Vec::new();
+        for a in 1..=4 {
+            for b in 1..=4 {
+                if a != b {
+                    edges.push((a, b, 300));
+                }
+            }
+        }
+        let plan = p.decide(&t, &with_edges(&[0, 1, 2, 3], &edges));
+        assert!(plan.moves.is_empty());
+        assert_eq!(p.stats().kept, 1);
+        assert!(
+            p.stats()
+                .last_cut
+                .is_some_and(|c| (c - 2400.0 / 3600.0).abs() < 1e-9)
+        );
+    }
+
+    #[test]
+    fn handoff_ignores_rare_hand_offs() {
+        // 8 crossing hand-offs in 500 ms: 16/s < 20/s.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Handoff::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &with_edges(&[0, 1, 2, 3], &[(1, 3, 4), (3, 1, 4)]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(p.stats().quiet, 1);
+    }
+
+    #[test]
+    fn balanced_keeps_domains_with_room_and_fills_the_rest() {
+        // 5 threads, 2 parts of sizes 3 and 2. Current: 0 0 0 0 ?: the fourth thread of
+        // domain 0 finds no room and, with the unknown one, fills part 1.
+        let got = balanced(&[Some(0), Some(0), Some(0), Some(0), None], 2);
+        assert_eq!(got, [0, 0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn handoff_registry_builds_it() {
+        let t = topo(2, 1, 2, 1);
+        let p = crate::build("handoff", &Settings::new(Level::Package), &t).unwrap();
+        assert_eq!(p.name(), "handoff");
+        assert!(p.reads_wake_edges() && !p.reads_lock_time());
+        assert!(
+            !crate::build("tumbler", &Settings::new(Level::Package), &t)
+                .unwrap()
+                .reads_wake_edges()
+        );
+    }
+}
