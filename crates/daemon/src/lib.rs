@@ -54,6 +54,7 @@
 pub mod banned;
 pub mod competitor;
 pub mod config;
+pub mod control;
 mod error;
 pub mod process;
 pub mod read;
