@@ -107,13 +107,12 @@ impl Request {
             Request::Release { pid } => ("release", Some(pid)),
             Request::Reload => ("reload", None),
         };
-        let mut object = serde_json::Map::new();
-        object.insert("version".into(), PROTOCOL_VERSION.into());
-        object.insert("request".into(), name.into());
-        if let Some(pid) = pid {
-            object.insert("pid".into(), pid.0.into());
+        match pid {
+            Some(pid) => {
+                format!(r#"{{"version":{PROTOCOL_VERSION},"request":"{name}","pid":{pid}}}"#)
+            }
+            None => format!(r#"{{"version":{PROTOCOL_VERSION},"request":"{name}"}}"#),
         }
-        Value::Object(object).to_string()
     }
 }
 

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod config_fixtures;
+mod control_socket;
 mod example;
 mod live;
 mod proc_fixtures;
