@@ -9,6 +9,7 @@ mod config_fixtures;
 mod control_socket;
 mod example;
 mod live;
+mod metrics_scrape;
 mod proc_fixtures;
 
 /// The repository's root, where `fixtures/` and `packaging/` are.
