@@ -214,12 +214,17 @@ impl Metrics {
 ///
 /// ```
 /// use threadbalance_daemon::metrics::to_text_format;
-/// let om = "# HELP x_moves Moves.\n# TYPE x_moves counter\nx_moves_total 3\n\
-///           # HELP x_cpu_seconds CPU.\n# TYPE x_cpu_seconds counter\n# UNIT x_cpu_seconds seconds\n\
-///           x_cpu_seconds_total 1\n# EOF\n";
-/// assert_eq!(to_text_format(om),
-///     "# HELP x_moves_total Moves.\n# TYPE x_moves_total counter\nx_moves_total 3\n\
-///      # HELP x_cpu_seconds_total CPU.\n# TYPE x_cpu_seconds_total counter\nx_cpu_seconds_total 1\n");
+/// let om = [
+///     "# HELP x_moves Moves.", "# TYPE x_moves counter", "x_moves_total 3",
+///     "# HELP x_cpu_seconds CPU.", "# TYPE x_cpu_seconds counter",
+///     "# UNIT x_cpu_seconds seconds", "x_cpu_seconds_total 1", "# EOF", "",
+/// ].join("\n");
+/// let text = [
+///     "# HELP x_moves_total Moves.", "# TYPE x_moves_total counter", "x_moves_total 3",
+///     "# HELP x_cpu_seconds_total CPU.", "# TYPE x_cpu_seconds_total counter",
+///     "x_cpu_seconds_total 1", "",
+/// ].join("\n");
+/// assert_eq!(to_text_format(&om), text);
 /// ```
 pub fn to_text_format(openmetrics: &str) -> String {
     let mut out = String::with_capacity(openmetrics.len());
