@@ -56,6 +56,7 @@ pub mod competitor;
 pub mod config;
 pub mod control;
 mod error;
+pub mod log;
 pub mod metrics;
 pub mod process;
 pub mod read;
