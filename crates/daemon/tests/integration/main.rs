@@ -10,6 +10,7 @@ mod control_socket;
 mod example;
 mod live;
 mod metrics_scrape;
+mod packaging;
 mod proc_fixtures;
 
 /// The repository's root, where `fixtures/` and `packaging/` are.
