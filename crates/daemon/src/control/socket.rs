@@ -425,13 +425,18 @@ pub fn request(path: &Path, req: &Request, timeout: Duration) -> Result<Response
     })?;
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
     stream.set_write_timeout(Some(timeout)).map_err(io)?;
-    writeln!(&stream, "{}", req.to_line()).map_err(io)?;
-    stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
+    // A daemon that refuses this client answers and closes before reading, so a failed
+    // write is reported only if no answer can be read after it.
+    let sent = writeln!(&stream, "{}", req.to_line())
+        .and_then(|()| stream.shutdown(std::net::Shutdown::Write));
     let mut line = String::new();
-    BufReader::new(&stream)
+    let read = BufReader::new(&stream)
         .take(64 * 1024 * 1024)
-        .read_line(&mut line)
-        .map_err(io)?;
+        .read_line(&mut line);
+    if line.is_empty() {
+        sent.map_err(io)?;
+        read.map_err(io)?;
+    }
     let response: Response = serde_json::from_str(line.trim_end())
         .map_err(|e| ClientError::Answer(super::one_line(&format!("{e}: {line}"))))?;
     if response.version != super::PROTOCOL_VERSION {
