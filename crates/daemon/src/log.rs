@@ -154,7 +154,7 @@ pub fn init(settings: &LogSettings) -> Result<(), AlreadySet> {
 pub fn log_move(m: &Move) {
     let to = match m.to {
         Target::Cpu(c) => format!("cpu{c}"),
-        Target::Domain { level, index } => format!("{level:?}{index}").to_lowercase(),
+        Target::Domain { level, index } => crate::metrics::domain_label(level, index),
         Target::Original => "original".into(),
     };
     tracing::debug!(

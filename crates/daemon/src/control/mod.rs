@@ -284,6 +284,62 @@ impl Response {
         })
     }
 
+    /// What `threadbalance ctl` prints for this answer, and its exit status: 0 for an
+    /// answer, 1 when the daemon refused the request.
+    ///
+    /// ```
+    /// use threadbalance_daemon::control::{ProcessEntry, Reply, Response};
+    /// let list = Response::new(Reply::List { processes: vec![ProcessEntry {
+    ///     pid: 4242, comm: "ffmpeg".into(), rule: "busy".into(), policy: "speed".into(),
+    ///     threads: 3, paused: true }] });
+    /// assert_eq!(list.render(), ("PID      COMM             RULE             POLICY           THREADS  STATE\n\
+    ///                             4242     ffmpeg           busy             speed            3        paused\n".into(), 0));
+    /// assert_eq!(Response::error("4 is not managed").render(), ("error: 4 is not managed\n".into(), 1));
+    /// ```
+    pub fn render(&self) -> (String, i32) {
+        match &self.reply {
+            Reply::Status(s) => {
+                let (h, m, sec) = (s.uptime_s / 3600, s.uptime_s / 60 % 60, s.uptime_s % 60);
+                let mode = if s.observe {
+                    "observing (changes nothing)"
+                } else {
+                    "managing"
+                };
+                (
+                    format!(
+                        "daemon pid {}, up {h}h {m}m {sec}s, {mode}\nconfig: {}\nmanaged: {} processes, {} threads, {} paused\n",
+                        s.daemon_pid,
+                        s.config,
+                        s.managed_processes,
+                        s.managed_threads,
+                        s.paused_processes
+                    ),
+                    0,
+                )
+            }
+            Reply::List { processes } => {
+                let mut out = format!(
+                    "{:<8} {:<16} {:<16} {:<16} {:<8} STATE\n",
+                    "PID", "COMM", "RULE", "POLICY", "THREADS"
+                );
+                for p in processes {
+                    let state = if p.paused { "paused" } else { "managed" };
+                    out.push_str(&format!(
+                        "{:<8} {:<16} {:<16} {:<16} {:<8} {state}\n",
+                        p.pid,
+                        one_line(&p.comm),
+                        p.rule,
+                        p.policy,
+                        p.threads
+                    ));
+                }
+                (out, 0)
+            }
+            Reply::Done { message } => (format!("{}\n", one_line(message)), 0),
+            Reply::Error { message } => (format!("error: {}\n", one_line(message)), 1),
+        }
+    }
+
     /// The answer as one line of JSON, without the newline. JSON escapes every control
     /// character inside strings, so the line never breaks.
     pub fn to_line(&self) -> String {

@@ -215,6 +215,22 @@ fn response_status_line_parses_back() {
     assert_eq!(back, r);
 }
 
+#[test]
+fn render_status_worked_example() {
+    let r = answer(&Fake::default(), br#"{"version":1,"request":"status"}"#);
+    // uptime 2 s: 0 h, 0 m, 2 s.
+    assert_eq!(
+        r.render(),
+        (
+            "daemon pid 1, up 0h 0m 2s, managing\nconfig: c\nmanaged: 3 processes, 4 threads, 0 paused\n"
+                .to_string(),
+            0
+        )
+    );
+    let done = answer(&Fake::default(), Request::Reload.to_line().as_bytes());
+    assert_eq!(done.render(), ("reload: done\n".to_string(), 0));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 

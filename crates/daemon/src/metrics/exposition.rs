@@ -36,6 +36,17 @@ pub enum Exposure {
     Remote,
 }
 
+impl Exposure {
+    /// What the config allows: [`Exposure::Remote`] only with `metrics_remote = true`.
+    pub fn of(settings: &crate::DaemonSettings) -> Exposure {
+        if settings.metrics_remote {
+            Exposure::Remote
+        } else {
+            Exposure::Loopback
+        }
+    }
+}
+
 /// Why the endpoint could not be opened. One line each.
 #[derive(Debug, thiserror::Error)]
 pub enum ExpositionError {
@@ -310,6 +321,14 @@ mod tests {
         );
         let v6: SocketAddr = "[::]:0".parse().unwrap();
         assert!(MetricsServer::bind(v6, Exposure::Loopback).is_err());
+    }
+
+    #[test]
+    fn exposure_of_config_remote_only_when_it_says_so() {
+        let parse = |t: &str| crate::Config::parse("t.toml", t).unwrap().daemon;
+        assert_eq!(Exposure::of(&parse("")), Exposure::Loopback);
+        let remote = parse("[daemon]\nmetrics = \"0.0.0.0:9464\"\nmetrics_remote = true\n");
+        assert_eq!(Exposure::of(&remote), Exposure::Remote);
     }
 
     #[test]

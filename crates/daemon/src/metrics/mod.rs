@@ -38,7 +38,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 use std::sync::atomic::AtomicU64;
-use threadbalance_model::Reason;
+use threadbalance_model::{Level, Reason};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -258,12 +258,40 @@ fn clamp_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// The `domain` label of a domain: its level's name and its dense index (`node0`,
+/// `package1`, `llc3`, `core12`), as the logs name a move's target too.
+///
+/// ```
+/// use threadbalance_daemon::metrics::domain_label;
+/// use threadbalance_model::Level;
+/// assert_eq!(domain_label(Level::Node, 1), "node1");
+/// assert_eq!(domain_label(Level::Llc, 0), "llc0");
+/// ```
+pub fn domain_label(level: Level, index: usize) -> String {
+    let name = match level {
+        Level::Package => "package",
+        Level::Node => "node",
+        Level::Llc => "llc",
+        Level::Core => "core",
+    };
+    format!("{name}{index}")
+}
+
+/// The CPU time this process has used so far (user and system), in seconds, for
+/// [`Metrics::set_own_cpu_seconds`].
+pub fn own_cpu_seconds() -> Result<f64, nix::Error> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_SELF)?;
+    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    Ok(seconds(usage.user_time()) + seconds(usage.system_time()))
+}
+
 /// The short name of a move's reason, as the `reason` label and the logs use it: the
 /// kebab-case kind of [`Reason`] (`speed-rotate`, `regroup`, `numa-balance`, …).
 ///
 /// ```
 /// use threadbalance_daemon::metrics::reason_name;
-/// use threadbalance_model::Reason;
+/// use threadbalance_model::{Level, Reason};
 /// assert_eq!(reason_name(&Reason::SpeedRotate { lead_ms: 3.0 }), "speed-rotate");
 /// assert_eq!(reason_name(&Reason::Initial), "initial");
 /// ```

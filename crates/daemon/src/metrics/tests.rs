@@ -142,3 +142,19 @@ fn reason_name_every_reason_kind() {
         assert_eq!(reason_name(&r), want);
     }
 }
+
+#[test]
+fn own_cpu_seconds_grows_with_work_and_feeds_the_counter() {
+    let before = own_cpu_seconds().unwrap();
+    // Spin until the kernel has charged at least 20 ms more CPU time to this process.
+    let mut x = 0u64;
+    while own_cpu_seconds().unwrap() < before + 0.02 {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+    let after = own_cpu_seconds().unwrap();
+    assert!(after >= before + 0.02);
+    let m = Metrics::new();
+    m.set_own_cpu_seconds(after);
+    let s = samples(&m.encode().unwrap());
+    assert_eq!(s["threadbalance_cpu_seconds_total"], after);
+}
