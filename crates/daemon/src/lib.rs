@@ -25,6 +25,7 @@
 //! | [`read`] | files under a [`read::Root`] → the values above | all of it |
 //! | [`control`] | the control socket's JSON lines, [`control::Control`], [`control::parse_request`] | none |
 //! | [`control::socket`] | the Unix socket server (0600, peer uid checked) and `ctl`'s client | the socket |
+//! | [`control::channel`] | a [`control::Control`] that hands requests to the loop's thread | none |
 //! | [`metrics`] | the Prometheus registry [`metrics::Metrics`] | none |
 //! | [`metrics::exposition`] | `GET /metrics` on a loopback port | the port |
 //! | [`log`] | `tracing` to stderr, one line per event, [`log::log_move`] | stderr |

@@ -36,6 +36,7 @@
 //! assert_eq!(e.to_string(), "bad request: pid -1 is not a process id (1 or more)");
 //! ```
 
+pub mod channel;
 pub mod socket;
 
 use serde::{Deserialize, Serialize};

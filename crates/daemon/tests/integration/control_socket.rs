@@ -466,3 +466,33 @@ fn peer_helper_sends_status() {
     let r = request(Path::new(&path), &Request::Status, T).unwrap();
     println!("ANSWER {}", r.to_line());
 }
+
+#[test]
+fn control_socket_with_channel_control_the_loop_answers_changes() {
+    use threadbalance_daemon::control::channel::{Command, Snapshot, channel};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("run/control.sock");
+    let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(4));
+    let mut snapshot = Snapshot::default();
+    snapshot.status.managed_threads = 5;
+    inbox.publish(snapshot);
+    let server = ControlServer::bind(&path)
+        .unwrap()
+        .spawn(Arc::new(control), |e| eprintln!("control: {e}"))
+        .unwrap();
+    // The daemon's loop: waits for a command instead of sleeping, carries it out, answers.
+    let the_loop = std::thread::spawn(move || {
+        let pending = inbox.wait(T).unwrap();
+        let command = pending.command;
+        pending.answer(Ok("released 4242 (ffmpeg): 3 masks restored".into()));
+        command
+    });
+    let Reply::Status(s) = request(&path, &Request::Status, T).unwrap().reply else {
+        panic!()
+    };
+    assert_eq!(s.managed_threads, 5);
+    let r = request(&path, &Request::Release { pid: Pid(4242) }, T).unwrap();
+    assert_eq!(r.render().0, "released 4242 (ffmpeg): 3 masks restored\n");
+    assert_eq!(the_loop.join().unwrap(), Command::Release(Pid(4242)));
+    server.stop();
+}
