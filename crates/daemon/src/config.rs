@@ -72,6 +72,9 @@ pub struct DaemonSettings {
     /// `metrics` (default `127.0.0.1:9464`; `"off"` disables): where Prometheus metrics
     /// are served.
     pub metrics: Option<SocketAddr>,
+    /// `metrics_remote` (default false): serve metrics on a non-loopback address (a
+    /// cluster's Prometheus scraping the node); without it such an address is rejected.
+    pub metrics_remote: bool,
     /// `control_socket`: the control socket's path.
     pub control_socket: PathBuf,
     /// `state_dir`: where restore journals and locks live.
@@ -107,6 +110,7 @@ struct RawDaemon {
     #[serde(default)]
     hands_off_pid_files: Vec<String>,
     metrics: Option<String>,
+    metrics_remote: Option<bool>,
     control_socket: Option<String>,
     state_dir: Option<String>,
     observe: Option<bool>,
@@ -476,6 +480,17 @@ fn validate_daemon(
             )
         })?),
     };
+    let metrics_remote = d.metrics_remote.unwrap_or(false);
+    if let Some(addr) = metrics {
+        if !addr.ip().is_loopback() && !metrics_remote {
+            return Err(p.err(
+                "metrics",
+                format!(
+                    "{addr} is not a loopback address; set metrics_remote = true to serve metrics beyond this machine"
+                ),
+            ));
+        }
+    }
     let control_socket = absolute(
         p,
         "control_socket",
@@ -504,6 +519,7 @@ fn validate_daemon(
         kernel_banned: d.kernel_banned.unwrap_or(true),
         hands_off_pid_files: pid_files,
         metrics,
+        metrics_remote,
         control_socket,
         state_dir,
         observe: d.observe.unwrap_or(false),

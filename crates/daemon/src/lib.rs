@@ -3,7 +3,8 @@
 //!
 //! A daemon for a whole machine decides, every sampling window, which processes to manage
 //! and how. Everything that decides is a pure function over values; the one module that
-//! reads files is [`read`]:
+//! reads files is [`read`], and the control socket, the metrics endpoint and the log are
+//! shells around pure parts ([`control::parse_request`], [`metrics::Metrics`]):
 //!
 //! ```text
 //!   threadbalance.toml ──read_config──► Config ─────────────┐  (config: validated once;
@@ -22,6 +23,12 @@
 //! | [`banned`] | `isolcpus=` / `nohz_full=` and the usable CPUs | none |
 //! | [`competitor`] | sched_ext, numad, NUMA balancing, cpuset changes | none |
 //! | [`read`] | files under a [`read::Root`] → the values above | all of it |
+//! | [`control`] | the control socket's JSON lines, [`control::Control`], [`control::parse_request`] | none |
+//! | [`control::socket`] | the Unix socket server (0600, peer uid checked) and `ctl`'s client | the socket |
+//! | [`control::channel`] | a [`control::Control`] that hands requests to the loop's thread | none |
+//! | [`metrics`] | the Prometheus registry [`metrics::Metrics`] | none |
+//! | [`metrics::exposition`] | `GET /metrics` on a loopback port | the port |
+//! | [`log`] | `tracing` to stderr, one line per event, [`log::log_move`] | stderr |
 //!
 //! ```
 //! use threadbalance_daemon::{Config, Decision, ProcessFacts, match_process};
@@ -54,7 +61,10 @@
 pub mod banned;
 pub mod competitor;
 pub mod config;
+pub mod control;
 mod error;
+pub mod log;
+pub mod metrics;
 pub mod process;
 pub mod read;
 pub mod rule;

@@ -82,6 +82,10 @@ const REJECTIONS: &[(&str, &str)] = &[
         "3: daemon: hands_off_comm: \"systemd-journald-audit\" can never match: a process name has 1 to 15 bytes",
     ),
     (
+        "metrics-not-loopback",
+        "3: daemon: metrics: 0.0.0.0:9464 is not a loopback address; set metrics_remote = true to serve metrics beyond this machine",
+    ),
+    (
         "negative-min-cpu",
         "4: rule \"cpu\": min_cpu_percent: -5 is not a percentage of a core ≥ 0",
     ),
@@ -121,7 +125,7 @@ const REJECTIONS: &[(&str, &str)] = &[
     ),
     (
         "unknown-daemon-key",
-        "4: daemon: cpu: unknown key `cpu`, expected one of `cpus`, `banned_cpus`, `kernel_banned`, `hands_off_comm`, `hands_off_pid_files`, `metrics`, `control_socket`, `state_dir`, `observe`, `sample_ms`, `busy_thread_percent`",
+        "4: daemon: cpu: unknown key `cpu`, expected one of `cpus`, `banned_cpus`, `kernel_banned`, `hands_off_comm`, `hands_off_pid_files`, `metrics`, `metrics_remote`, `control_socket`, `state_dir`, `observe`, `sample_ms`, `busy_thread_percent`",
     ),
     (
         "unknown-level",

@@ -6,8 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod config_fixtures;
+mod control_socket;
 mod example;
 mod live;
+mod metrics_scrape;
+mod packaging;
 mod proc_fixtures;
 
 /// The repository's root, where `fixtures/` and `packaging/` are.

@@ -1,0 +1,271 @@
+//! A ready-made [`Control`] for a daemon whose loop runs on another thread: reads are
+//! answered from the last snapshot the loop published, and changes are handed to the loop,
+//! which carries them out between two windows and answers.
+//!
+//! ```text
+//!   control thread                         the daemon's loop
+//!   ChannelControl::status/list ◄─ Mutex ─ Inbox::publish(Snapshot)   (each window)
+//!   ChannelControl::pause(pid) ── Pending ──► Inbox::wait(timeout)    (instead of sleep)
+//!        waits ≤ answer_within  ◄─ answer ──  pending.answer(Ok("paused 4242 (ffmpeg)"))
+//! ```
+//!
+//! The loop waits on [`Inbox::wait`] instead of sleeping until its next window, so a
+//! request is carried out at once rather than a window later. A loop that does not answer
+//! in time, or has stopped, gives the client an error line and nothing is left waiting.
+//!
+//! ```
+//! use std::time::Duration;
+//! use threadbalance_daemon::control::channel::{Command, Snapshot, channel};
+//! use threadbalance_daemon::control::Control;
+//! use threadbalance_model::Pid;
+//! let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(5));
+//! let the_loop = std::thread::spawn(move || {
+//!     let pending = inbox.wait(Duration::from_secs(5)).unwrap();
+//!     assert_eq!(pending.command, Command::Pause(Pid(4242)));
+//!     pending.answer(Ok("paused 4242 (ffmpeg)".into()));
+//! });
+//! assert_eq!(control.pause(Pid(4242)), Ok("paused 4242 (ffmpeg)".into()));
+//! the_loop.join().unwrap();
+//! ```
+
+use super::{Control, ProcessEntry, Status};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use threadbalance_model::Pid;
+
+/// What `status` and `list` answer, as the loop last published it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// The answer to `status`.
+    pub status: Status,
+    /// The answer to `list`.
+    pub processes: Vec<ProcessEntry>,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            daemon_pid: std::process::id().try_into().unwrap_or(0),
+            uptime_s: 0,
+            config: String::new(),
+            observe: false,
+            managed_processes: 0,
+            managed_threads: 0,
+            paused_processes: 0,
+        }
+    }
+}
+
+/// A change the loop is asked to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Stop moving the process's threads.
+    Pause(Pid),
+    /// Manage a paused process again.
+    Resume(Pid),
+    /// Restore the process's masks and leave it alone.
+    Release(Pid),
+    /// Re-read the config.
+    Reload,
+}
+
+/// A command waiting for the loop, with the way back to the client.
+#[derive(Debug)]
+pub struct Pending {
+    /// What is asked.
+    pub command: Command,
+    reply: SyncSender<Result<String, String>>,
+}
+
+impl Pending {
+    /// Answers the client: `Ok` with what was done, `Err` with why nothing was (one line
+    /// each). A client that gave up waiting is not an error.
+    pub fn answer(self, result: Result<String, String>) {
+        let _ = self.reply.send(result);
+    }
+}
+
+/// The control socket's side: implements [`Control`].
+#[derive(Debug)]
+pub struct ChannelControl {
+    snapshot: Arc<Mutex<Snapshot>>,
+    commands: Mutex<Sender<Pending>>,
+    answer_within: Duration,
+}
+
+/// The loop's side: publishes snapshots, receives commands.
+#[derive(Debug)]
+pub struct Inbox {
+    snapshot: Arc<Mutex<Snapshot>>,
+    commands: Receiver<Pending>,
+}
+
+/// A connected pair. `answer_within` is how long a client's change waits for the loop
+/// (keep it under the socket's per-client deadline).
+pub fn channel(initial: Snapshot, answer_within: Duration) -> (ChannelControl, Inbox) {
+    let snapshot = Arc::new(Mutex::new(initial));
+    let (tx, rx) = mpsc::channel();
+    (
+        ChannelControl {
+            snapshot: Arc::clone(&snapshot),
+            commands: Mutex::new(tx),
+            answer_within,
+        },
+        Inbox {
+            snapshot,
+            commands: rx,
+        },
+    )
+}
+
+/// A lock that survives a panicked holder (the data is plain values, never half-written
+/// in a way that matters to a status answer).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Inbox {
+    /// Replaces what `status` and `list` answer.
+    pub fn publish(&self, snapshot: Snapshot) {
+        *lock(&self.snapshot) = snapshot;
+    }
+
+    /// The next command if one is waiting.
+    pub fn try_next(&self) -> Option<Pending> {
+        self.commands.try_recv().ok()
+    }
+
+    /// Waits up to `timeout` for a command: the loop's sleep until its next window.
+    pub fn wait(&self, timeout: Duration) -> Option<Pending> {
+        self.commands.recv_timeout(timeout).ok()
+    }
+}
+
+impl ChannelControl {
+    fn ask(&self, command: Command) -> Result<String, String> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        lock(&self.commands)
+            .send(Pending { command, reply })
+            .map_err(|_| "the daemon is stopping".to_string())?;
+        match answer.recv_timeout(self.answer_within) {
+            Ok(result) => result,
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "the daemon did not answer within {} ms; the request may still be carried out",
+                self.answer_within.as_millis()
+            )),
+            Err(RecvTimeoutError::Disconnected) => Err("the daemon is stopping".into()),
+        }
+    }
+}
+
+impl Control for ChannelControl {
+    fn status(&self) -> Status {
+        lock(&self.snapshot).status.clone()
+    }
+    fn list(&self) -> Vec<ProcessEntry> {
+        lock(&self.snapshot).processes.clone()
+    }
+    fn pause(&self, pid: Pid) -> Result<String, String> {
+        self.ask(Command::Pause(pid))
+    }
+    fn resume(&self, pid: Pid) -> Result<String, String> {
+        self.ask(Command::Resume(pid))
+    }
+    fn release(&self, pid: Pid) -> Result<String, String> {
+        self.ask(Command::Release(pid))
+    }
+    fn reload(&self) -> Result<String, String> {
+        self.ask(Command::Reload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pid: i32) -> ProcessEntry {
+        ProcessEntry {
+            pid,
+            comm: "ffmpeg".into(),
+            rule: "busy".into(),
+            policy: "speed".into(),
+            threads: 3,
+            paused: false,
+        }
+    }
+
+    #[test]
+    fn status_and_list_answer_the_last_published_snapshot() {
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(1));
+        assert_eq!(control.list(), []);
+        let mut s = Snapshot::default();
+        s.status.managed_processes = 1;
+        s.processes.push(entry(4242));
+        inbox.publish(s.clone());
+        assert_eq!(control.status(), s.status);
+        assert_eq!(control.list(), s.processes);
+    }
+
+    #[test]
+    fn each_change_reaches_the_loop_and_its_answer_comes_back() {
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(10));
+        let the_loop = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while let Some(p) = inbox.wait(Duration::from_secs(10)) {
+                seen.push(p.command);
+                let r = match p.command {
+                    Command::Release(Pid(7)) => Err("7 is not managed".to_string()),
+                    c => Ok(format!("{c:?} done")),
+                };
+                p.answer(r);
+                if seen.len() == 4 {
+                    break;
+                }
+            }
+            seen
+        });
+        assert_eq!(control.pause(Pid(1)), Ok("Pause(Pid(1)) done".into()));
+        assert_eq!(control.resume(Pid(1)), Ok("Resume(Pid(1)) done".into()));
+        assert_eq!(control.release(Pid(7)), Err("7 is not managed".into()));
+        assert_eq!(control.reload(), Ok("Reload done".into()));
+        assert_eq!(
+            the_loop.join().unwrap(),
+            [
+                Command::Pause(Pid(1)),
+                Command::Resume(Pid(1)),
+                Command::Release(Pid(7)),
+                Command::Reload
+            ]
+        );
+    }
+
+    #[test]
+    fn a_loop_that_does_not_answer_gives_an_error_in_time() {
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_millis(50));
+        let r = control.reload();
+        assert_eq!(
+            r,
+            Err(
+                "the daemon did not answer within 50 ms; the request may still be carried out"
+                    .into()
+            )
+        );
+        // The request is still there for the loop, which may answer late, harmlessly.
+        let late = inbox.try_next().unwrap();
+        assert_eq!(late.command, Command::Reload);
+        late.answer(Ok("late".into()));
+    }
+
+    #[test]
+    fn a_stopped_loop_means_stopping() {
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(1));
+        drop(inbox);
+        assert_eq!(control.pause(Pid(3)), Err("the daemon is stopping".into()));
+        // A loop that drops a pending command without answering: same line.
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(10));
+        let dropper = std::thread::spawn(move || drop(inbox.wait(Duration::from_secs(10))));
+        assert_eq!(control.reload(), Err("the daemon is stopping".into()));
+        dropper.join().unwrap();
+    }
+}
