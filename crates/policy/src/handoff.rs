@@ -44,7 +44,8 @@
 //! let plan = p.decide(&topo, &window(500, &[0.9, 0.9], &[0, 1]));
 //! assert!(plan.moves.is_empty());
 //! assert_eq!(plan.next_in, Nanos::from_millis(500));
-//! assert_eq!(p.summary()[0], ("wake edges".into(), "not measured".into()));
+//! let threadbalance_model::PolicySummary::Handoff(s) = p.summary() else { unreachable!() };
+//! assert!(!s.wake_edges_measured);
 //! ```
 
 use crate::grouping::{Assignment, Placement, equal_size};

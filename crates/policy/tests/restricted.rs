@@ -11,7 +11,7 @@
 use threadbalance_model::testutil::{key, topo};
 use threadbalance_model::{
     CpuId, CpuSet, Level, Nanos, NodeId, Pid, Plan, ProcessMemory, Sample, Snapshot, Target,
-    ThreadState, Topology, Window,
+    ThreadState, Topology, WakeEdge, Window,
 };
 use threadbalance_policy::{PolicyKind, Settings};
 
@@ -30,7 +30,9 @@ fn target_cpus(t: &Topology, to: Target) -> Option<CpuSet> {
 
 /// Snapshot `n` (100 ms apart) of 12 threads of two processes: thread i ran a share of
 /// the interval that depends on i and on the tick, blocked on locks part of the rest, and
-/// was last seen on CPU `cpus[(i + n) % len]`; each process has memory on two nodes.
+/// was last seen on CPU `cpus[(i + n) % len]`; each process has memory on two nodes; and
+/// thread i hands its lock to thread i + 6 (of the other process) 50 times a tick, so a
+/// policy reading wake edges (`handoff`) has a graph to partition.
 fn snapshot(n: u64, cpus: &[u32]) -> Snapshot {
     let dt = Nanos::from_millis(100);
     let at = Nanos(dt.0 * n);
@@ -70,8 +72,14 @@ fn snapshot(n: u64, cpus: &[u32]) -> Snapshot {
         at,
         threads,
         memory,
-        wakes: Vec::new(),
-        wakes_measured: false,
+        wakes: (0..6)
+            .map(|i| WakeEdge {
+                waker: key(1, 100 + i),
+                woken: key(2, 106 + i),
+                count: 50 * n,
+            })
+            .collect(),
+        wakes_measured: true,
     };
     s.sort();
     s

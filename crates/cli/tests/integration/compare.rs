@@ -392,11 +392,18 @@ fn compare_exports_parse_back_with_the_same_numbers() {
             .contains(&verdict["kind"].as_str().unwrap()),
         "{verdict}"
     );
-    assert!(json["busy"]["warnings"].as_array().unwrap().is_empty());
+    // The idle fixture gives no load or steal warning. Rule 3 (a `none` run far from the
+    // other `none` runs) reads the real runs, so a loaded machine can still raise it; then
+    // the warning takes the verdict's place on stderr.
+    let warnings = json["busy"]["warnings"].as_array().unwrap();
     assert!(
-        err.contains(stats[1]["verdict_line"].as_str().unwrap()),
-        "{err}"
+        warnings
+            .iter()
+            .all(|w| w.as_str().unwrap().starts_with("none reached")),
+        "{warnings:?}"
     );
+    let line = stats[1]["verdict_line"].as_str().unwrap();
+    assert_eq!(err.contains(line), warnings.is_empty(), "{err}");
 }
 
 #[test]

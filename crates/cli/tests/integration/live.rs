@@ -157,9 +157,12 @@ fn attach_then_interrupt_restores(sig: i32) {
         .spawn()
         .unwrap();
     let pid = work.id();
+    // Once the four workers carry their names (a thread is named just after it starts, so
+    // a snapshot taken earlier would differ from the one after in names, not masks).
     let before = wait_for(LIMIT, || {
-        let m = masks(pid);
-        (m.len() == 5).then_some(m)
+        (worker_masks(pid, "uneven").len() == 4)
+            .then(|| masks(pid))
+            .filter(|m| m.len() == 5)
     })
     .expect("workload threads started");
     let pid_s = pid.to_string();

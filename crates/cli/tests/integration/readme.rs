@@ -16,7 +16,8 @@
 //!   temporary directory); a `--features F` must be a feature of `crates/cli`.
 //! - `cargo bench -p CRATE --bench NAME …`: `NAME` must be a bench target of `CRATE` (CI's
 //!   `clippy --all-targets` compiles every one; timings are not a test's business).
-//! - `sudo threadbalance …`: parsed as above (it needs root and a real program).
+//! - `sudo threadbalance …` and `sudo -u USER threadbalance …`: parsed as above (they need
+//!   root, or another user, and a real program).
 
 use crate::support::bin;
 use std::path::{Path, PathBuf};
@@ -153,7 +154,9 @@ fn words(line: &str) -> Vec<String> {
 fn our_args(w: &[String]) -> Option<Vec<String>> {
     let w: Vec<&str> = w.iter().map(String::as_str).collect();
     match w.as_slice() {
-        ["threadbalance", rest @ ..] | ["sudo", "threadbalance", rest @ ..] => {
+        ["threadbalance", rest @ ..]
+        | ["sudo", "threadbalance", rest @ ..]
+        | ["sudo", "-u", _, "threadbalance", rest @ ..] => {
             Some(rest.iter().map(|s| s.to_string()).collect())
         }
         ["cargo", "run", "--release", "--", rest @ ..] => {
