@@ -97,7 +97,7 @@
 //! **Threads that mostly sleep are given back to Linux** (blocked more than 40 % of the
 //! time, placed again below 25 %): they do not compete for cores, and pinning them costs
 //! work conservation. **Threads that are not CPU-bound peers go back to Linux together**
-//! ([`peers`]): when the placed threads' duty cycles (blocked fraction over about a
+//! (`speed/peers.rs`): when the placed threads' duty cycles (blocked fraction over about a
 //! second) differ by more than 0.2 for 150 ms, pinning them would cost more than any
 //! rotation wins (`uneven`, pipelines), so every thread is Linux's for a stint of 4 s,
 //! doubling each time.
