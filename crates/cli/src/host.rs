@@ -61,6 +61,8 @@ pub struct LinuxAdapter {
     pids: Vec<Pid>,
     /// The cost budget: ticks wait while the tool is over it.
     pacer: Pacer,
+    /// CPU time spent carrying out plans (moves), which the budget does not charge.
+    acting: Nanos,
 }
 
 impl LinuxAdapter {
@@ -109,6 +111,7 @@ impl LinuxAdapter {
             lock_probe: LockProbe::off(),
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
+            acting: Nanos::ZERO,
         })
     }
 
@@ -165,7 +168,12 @@ impl LinuxAdapter {
     /// [`pace`]), or until the target exits or a signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
-        let deadline = deadline.max(self.pacer.earliest(now, own_cpu()));
+        let watching = own_cpu().saturating_sub(self.acting);
+        let paced = self
+            .pacer
+            .earliest(now, watching)
+            .min(deadline + pace::MAX_DELAY);
+        let deadline = deadline.max(paced);
         if deadline <= now {
             return;
         }
@@ -221,10 +229,13 @@ impl Host for LinuxAdapter {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        if self.dry_run {
+        if self.dry_run || plan.moves.is_empty() {
             return ApplyReport::default();
         }
-        self.host.apply(plan)
+        let before = own_cpu();
+        let report = self.host.apply(plan);
+        self.acting += own_cpu().saturating_sub(before);
+        report
     }
 }
 

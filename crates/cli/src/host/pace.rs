@@ -8,11 +8,19 @@
 //!
 //! ```text
 //!  tokens += budget × wall time since the last look     (at most `burst`)
-//!  tokens −= this process's CPU time since the last look (ticks, sampling, moves, all)
-//!  tokens < 0 ?  the next tick waits until they are back to 0: wall + (−tokens) / budget
+//!  tokens −= this process's CPU time since the last look, less what moves cost
+//!  tokens < 0 ?  the next tick waits until they are back to 0: wall + (−tokens) / budget,
+//!                but never more than `MAX_DELAY` (1 s) past the time the policy asked for
 //! ```
 //!
-//! Over any stretch of the run the tool's CPU time is at most `budget × wall + burst`.
+//! The budget charges *watching* (sampling, deciding, the loop itself), not *acting*:
+//! moves are the policy's choice, they back off on their own when they do not help, and
+//! they come in bursts (placing every thread of a program that just started) that would
+//! otherwise silence the tool for seconds. Over any stretch of the run, watching costs at
+//! most `budget × wall + burst`, unless a single tick costs more than `budget × 1 s`:
+//! then the tool still looks once a second and says it could not keep to the budget only
+//! through the summary's count of ticks pushed back (a program of thousands of threads
+//! read by open/read/close, past what the open-file limit lets it keep open).
 //! The interval actually taken is the policy's, or the one this budget allows, whichever
 //! is longer: with 64 threads whose ticks cost 60 µs and a 1 % budget, ticks come every
 //! 6 ms at the fastest, however often the policy asks. This is what "the fastest interval"
@@ -30,6 +38,9 @@ use threadbalance_model::Nanos;
 pub const BUDGET: f64 = 0.009;
 /// The CPU time the tool may spend ahead of its budget (a burst after a quiet stretch).
 pub const BURST: Nanos = Nanos::from_millis(1);
+/// The longest a tick is pushed back past the time the policy asked for: a program too
+/// big to watch within the budget is still looked at every second.
+pub const MAX_DELAY: Nanos = Nanos::from_secs(1);
 
 /// A token bucket of CPU time, fed by wall time at `budget` ns per ns.
 #[derive(Debug, Clone)]
