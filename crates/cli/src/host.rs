@@ -1,7 +1,7 @@
 //! The engine's `Host` on Linux: forwards to `threadbalance_linux::LinuxHost`, and adds what
 //! the control loop needs around it: waiting for the target with a pidfd (so the loop wakes
 //! the moment it exits), forwarding signals, dry runs, and the cost budget ([`pace`]: the
-//! tool's loop never spends more than 0.9 % of one core, whatever interval the policy
+//! tool's loop never spends more than 0.8 % of one core, whatever interval the policy
 //! asks for).
 
 use crate::input_error;

@@ -72,7 +72,7 @@ pub struct Summary {
     pub tool_cpu_pct: f64,
     /// Whether management lasted long enough (0.1 s) for `tool_cpu_pct` to mean anything.
     pub tool_cpu_pct_known: bool,
-    /// Ticks the cost budget (0.9 % of one core) pushed back: the policy asked for a tick
+    /// Ticks the cost budget (0.8 % of one core) pushed back: the policy asked for a tick
     /// sooner than the tool could afford.
     pub ticks_paced: u64,
     /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).

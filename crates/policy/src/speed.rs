@@ -187,8 +187,11 @@ const SPED_UP: f64 = 1.1;
 /// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
 const RELEASE_ABOVE: f64 = 0.4;
 const ADOPT_BELOW: f64 = 0.25;
-/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`).
-const MAX_STAT_AGE: Nanos = Nanos::from_millis(100);
+/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): a
+/// second. The policy never reads them; the summary's per-core utilization does, and may
+/// lag by that much for threads Linux moves. Re-reading `stat` (3 µs a thread) on every
+/// tick is what made slow, budget-paced ticks of many threads cost twice what they must.
+const MAX_STAT_AGE: Nanos = Nanos::from_secs(1);
 /// The guard measures over the last this-many intervals of a stint, and at least
 /// `GUARD_MIN_MEASURE`.
 const GUARD_INTERVALS: u64 = 50;

@@ -12,7 +12,7 @@
 //! **The fastest interval**, as measured here: `--interval 2` pins `speed`'s interval to
 //! its floor, 2 ms (the policy's own adaptive interval, P/16 of the program's phase, never
 //! goes below it). The tick actually taken is the later of that and what the cost budget
-//! allows (`run`'s loop never spends more than 0.9 % of one core: see the host's `pace` module), so
+//! allows (`run`'s loop never spends more than 0.8 % of one core: see the host's `pace` module), so
 //! the table gives the ticks per second reached, the share of ticks the budget pushed back,
 //! and the tool's CPU time per tick (the first ticks, which open every thread's files and
 //! place and release every thread, weigh on it).

@@ -3,14 +3,14 @@
 //! A policy asks for its next tick (`speed` down to every 2 ms), but a tick costs what
 //! sampling every thread costs, about 1 µs a thread in the kernel alone: 1024 threads at
 //! 2 ms would take half a core. So the loop is paced by a token bucket of CPU time, with a
-//! budget of 0.9 % of one core (the tool's target is 1 %; the rest is for the first tick
-//! and the restore at the end, which are not paced):
+//! budget of 0.8 % of one core (the tool's target is 1 %; the rest is for moves, the
+//! first tick and the restore at the end, which are not paced):
 //!
 //! ```text
 //!  tokens += budget × wall time since the last look     (at most `burst`)
 //!  tokens −= this process's CPU time since the last look, less what moves cost
 //!  tokens < 0 ?  the next tick waits until they are back to 0: wall + (−tokens) / budget,
-//!                but never more than `MAX_DELAY` (1 s) past the time the policy asked for
+//!                but never more than `MAX_DELAY` (2 s) past the time the policy asked for
 //! ```
 //!
 //! The budget charges *watching* (sampling, deciding, the loop itself), not *acting*:
@@ -18,7 +18,7 @@
 //! they come in bursts (placing every thread of a program that just started) that would
 //! otherwise silence the tool for seconds. Over any stretch of the run, watching costs at
 //! most `budget × wall + burst`, unless a single tick costs more than `budget × 1 s`:
-//! then the tool still looks once a second and says it could not keep to the budget only
+//! then the tool still looks every 2 s and says it could not keep to the budget only
 //! through the summary's count of ticks pushed back (a program of thousands of threads
 //! read by open/read/close, past what the open-file limit lets it keep open).
 //! The interval actually taken is the policy's, or the one this budget allows, whichever
@@ -33,14 +33,14 @@
 
 use threadbalance_model::Nanos;
 
-/// The budget: 0.9 % of one core. The 1 % the tool aims for, less a tenth for what is not
-/// paced: the first tick, and restoring every mask at the end.
-pub const BUDGET: f64 = 0.009;
+/// The budget: 0.8 % of one core. The 1 % the tool aims for, less a fifth for what is not
+/// paced: moves, the first tick, and restoring every mask at the end.
+pub const BUDGET: f64 = 0.008;
 /// The CPU time the tool may spend ahead of its budget (a burst after a quiet stretch).
 pub const BURST: Nanos = Nanos::from_millis(1);
 /// The longest a tick is pushed back past the time the policy asked for: a program too
-/// big to watch within the budget is still looked at every second.
-pub const MAX_DELAY: Nanos = Nanos::from_secs(1);
+/// big to watch within the budget is still looked at every 2 s.
+pub const MAX_DELAY: Nanos = Nanos::from_secs(2);
 
 /// A token bucket of CPU time, fed by wall time at `budget` ns per ns.
 #[derive(Debug, Clone)]
