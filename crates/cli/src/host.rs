@@ -1,6 +1,8 @@
 //! The engine's `Host` on Linux: forwards to `threadbalance_linux::LinuxHost`, and adds what
 //! the control loop needs around it: waiting for the target with a pidfd (so the loop wakes
-//! the moment it exits), forwarding signals, and dry runs.
+//! the moment it exits), forwarding signals, dry runs, and the cost budget ([`pace`]: the
+//! tool's loop never spends more than 0.8 % of one core, whatever interval the policy
+//! asks for).
 
 use crate::input_error;
 use crate::lockprobe::{LockProbe, LockReport};
@@ -12,6 +14,14 @@ use threadbalance_linux::state::Journal;
 use threadbalance_linux::{HostFacts, LinuxError, LinuxHost, Root, SamplerConfig};
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
 use threadbalance_policy::Host;
+
+pub mod pace;
+use pace::Pacer;
+
+/// The longest a sleeping thread goes unread under a policy that allows stale `stat`
+/// fields (see `SamplerConfig::idle_max_age`): a thread that wakes is seen this late at
+/// the most.
+const IDLE_MAX_AGE: Nanos = Nanos::from_millis(16);
 
 /// The longest the loop sleeps without looking at signals and the target, when the target
 /// cannot be watched through a pidfd.
@@ -49,6 +59,10 @@ pub struct LinuxAdapter {
     lock_probe: LockProbe,
     /// The processes sampled last (reused buffer for the probe's lookup).
     pids: Vec<Pid>,
+    /// The cost budget: ticks wait while the tool is over it.
+    pacer: Pacer,
+    /// CPU time spent carrying out plans (moves), which the budget does not charge.
+    acting: Nanos,
 }
 
 impl LinuxAdapter {
@@ -75,7 +89,10 @@ impl LinuxAdapter {
         let mut cfg = SamplerConfig::new(facts);
         cfg.follow_children = follow;
         if let Some(age) = stat_max_age {
+            // A policy that allows stale `stat` fields reads run time and wait only, and
+            // a sleeping thread has none to report: it is read less often while it sleeps.
             cfg.stat_max_age = age;
+            cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
         let host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)
             .map_err(|e| match e {
@@ -93,6 +110,8 @@ impl LinuxAdapter {
             reaped: Nanos::ZERO,
             lock_probe: LockProbe::off(),
             pids: Vec::new(),
+            pacer: Pacer::new(pace::BUDGET, pace::BURST),
+            acting: Nanos::ZERO,
         })
     }
 
@@ -145,9 +164,16 @@ impl LinuxAdapter {
         self.exited
     }
 
-    /// Sleeps until `deadline`, or until the target exits or a signal arrives.
+    /// Sleeps until `deadline`, or later while the tool is over its cost budget (see
+    /// [`pace`]), or until the target exits or a signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
+        let watching = own_cpu().saturating_sub(self.acting);
+        let paced = self
+            .pacer
+            .earliest(now, watching)
+            .min(deadline + pace::MAX_DELAY);
+        let deadline = deadline.max(paced);
         if deadline <= now {
             return;
         }
@@ -164,6 +190,11 @@ impl LinuxAdapter {
                 std::thread::sleep(std::time::Duration::from_nanos(pause.0));
             }
         }
+    }
+
+    /// How many times the cost budget pushed a tick back.
+    pub fn paced(&self) -> u64 {
+        self.pacer.stretched()
     }
 
     /// Takes the futex probe (started before the command, so that its first waits count).
@@ -198,11 +229,25 @@ impl Host for LinuxAdapter {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        if self.dry_run {
+        if self.dry_run || plan.moves.is_empty() {
             return ApplyReport::default();
         }
-        self.host.apply(plan)
+        let before = own_cpu();
+        let report = self.host.apply(plan);
+        self.acting += own_cpu().saturating_sub(before);
+        report
     }
+}
+
+/// This process's CPU time so far, user and system (`getrusage(RUSAGE_SELF)`).
+fn own_cpu() -> Nanos {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(Nanos::ZERO, |u| {
+        let ns = |tv: nix::sys::time::TimeVal| {
+            (tv.tv_sec().max(0) as u64) * 1_000_000_000 + (tv.tv_usec().max(0) as u64) * 1_000
+        };
+        Nanos(ns(u.user_time()) + ns(u.system_time()))
+    })
 }
 
 /// Whether `fd` becomes readable within `timeout_ms` (a pidfd is readable once the process

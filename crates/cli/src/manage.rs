@@ -313,6 +313,7 @@ fn manage(
         Err(anyhow::anyhow!("internal error (panic: {what})"))
     });
     summary.set_restored(&host.restore_all());
+    summary.set_paced(host.paced());
     summary.lock_probe(host.lock_report());
     (summary, looped)
 }

@@ -21,6 +21,8 @@ pub struct RunSummary {
     pub wall_s: f64,
     /// Control ticks taken.
     pub ticks: u64,
+    /// Ticks the cost budget pushed back later than the policy asked.
+    pub ticks_paced: u64,
     /// What the host did with the policy's moves.
     pub applied: Applied,
     /// CPU time threadbalance itself used, seconds.

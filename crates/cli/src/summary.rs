@@ -74,6 +74,9 @@ pub struct Summary {
     pub tool_cpu_pct: f64,
     /// Whether management lasted long enough (0.1 s) for `tool_cpu_pct` to mean anything.
     pub tool_cpu_pct_known: bool,
+    /// Ticks the cost budget (0.8 % of one core) pushed back: the policy asked for a tick
+    /// sooner than the tool could afford.
+    pub ticks_paced: u64,
     /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).
     pub domain_util: Vec<f64>,
     /// Mean of `domain_util`.
@@ -144,6 +147,7 @@ impl Summary {
             tool_cpu_s: 0.0,
             tool_cpu_pct: 0.0,
             tool_cpu_pct_known: false,
+            ticks_paced: 0,
             domain_util: vec![0.0; domains],
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
@@ -203,6 +207,11 @@ impl Summary {
         self.unrestored = r.failures().count() as u64;
         self.program_chose = (r.kept.len() as u64).saturating_sub(self.unrestored);
         self.left = crate::recover::kept_lines(r);
+    }
+
+    /// Takes how many ticks the cost budget pushed back.
+    pub fn set_paced(&mut self, paced: u64) {
+        self.ticks_paced = paced;
     }
 
     /// Takes what the futex probe saw (before [`Summary::finish`]).
@@ -320,6 +329,14 @@ impl Summary {
             "   {:>12.3} s  threadbalance's own CPU time ({share})",
             self.tool_cpu_s
         );
+        if self.ticks_paced > 0 {
+            let _ = writeln!(
+                s,
+                "   {:>14}  ticks later than asked, to stay within {:.1} % of one core",
+                self.ticks_paced,
+                crate::host::pace::BUDGET * 100.0
+            );
+        }
         let probe = &self.lock_probe;
         if probe.exact || self.policy.reads_lock_time() {
             let _ = writeln!(s, "   lock time: {}", self.lock_time);

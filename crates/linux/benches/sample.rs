@@ -8,6 +8,7 @@
 //! | variant | files | `stat` |
 //! |---|---|---|
 //! | `pread` | kept, `pread` at 0 (the default sampler) | only for threads that ran since the last sample |
+//! | `pread_idle_backoff_2ms_ticks` | kept; idle threads read at half their idle time, at most every 16 ms (`speed`'s sampler), samples 2 ms apart | as `pread` |
 //! | `pread_stat_every_sample` | kept, `pread` at 0 | every sample |
 //! | `open_read_close` | opened, read, closed each sample | every sample |
 //!
@@ -63,11 +64,12 @@ impl Drop for Parked {
     }
 }
 
-fn sampler(keep_files_open: bool, stat_every_sample: bool) -> Sampler {
+fn sampler(keep_files_open: bool, stat_every_sample: bool, idle: Nanos) -> Sampler {
     let mut cfg = SamplerConfig::new(HostFacts::system().expect("host facts"));
     cfg.memory_every = None;
     cfg.keep_files_open = keep_files_open;
     cfg.stat_every_sample = stat_every_sample;
+    cfg.idle_max_age = idle;
     let me = Pid(std::process::id() as i32);
     Sampler::new(Root::system(), &[me], cfg).expect("sampler of this process")
 }
@@ -76,19 +78,33 @@ fn bench_sample(c: &mut Criterion) {
     let mut group = c.benchmark_group("sample");
     for n in [64usize, 256, 1024] {
         let parked = Parked::start(n);
-        for (name, keep, every) in [
-            ("pread", true, false),
-            ("pread_stat_every_sample", true, true),
-            ("open_read_close", false, true),
+        // The idle back-off (16 ms, as `speed` uses it) on a 2 ms tick: parked threads
+        // never run, so once idle 32 ms each is read every 16 ms, one sample in eight.
+        for (name, keep, every, idle) in [
+            ("pread", true, false, Nanos::ZERO),
+            (
+                "pread_idle_backoff_2ms_ticks",
+                true,
+                false,
+                Nanos::from_millis(16),
+            ),
+            ("pread_stat_every_sample", true, true, Nanos::ZERO),
+            ("open_read_close", false, true, Nanos::ZERO),
         ] {
-            let mut s = sampler(keep, every);
+            let mut s = sampler(keep, every, idle);
             let mut snap = Snapshot::default();
-            s.sample(Nanos::ZERO, &mut snap).expect("first sample");
+            let mut now = Nanos::ZERO;
+            s.sample(now, &mut snap).expect("first sample");
             // Elements are the threads actually sampled (the parked ones, the main thread
             // and criterion's own).
             group.throughput(Throughput::Elements(snap.threads.len() as u64));
             group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
-                b.iter(|| s.sample(Nanos::ZERO, &mut snap).expect("sample"));
+                b.iter(|| {
+                    if idle > Nanos::ZERO {
+                        now += Nanos::from_millis(2);
+                    }
+                    s.sample(now, &mut snap).expect("sample")
+                });
             });
         }
         drop(parked);

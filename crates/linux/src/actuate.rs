@@ -42,12 +42,13 @@
 //! it can hold the mask, and the raw system calls with a larger buffer beyond that.
 
 use crate::ledger::{Kept, Ledger, Record, RestoreReport, World, replay, set_checked};
-use crate::read::{Root, read_start_time};
+use crate::read::Root;
+use crate::read::alive::AliveCheck;
 use crate::state::{Journal, SystemWorld};
 use std::collections::BTreeMap;
 use std::io;
 use threadbalance_model::{
-    ApplyReport, CpuId, CpuSet, Move, MoveOutcome, Plan, Target, ThreadKey, Tid, Topology,
+    ApplyReport, CpuId, CpuSet, Move, MoveOutcome, Pid, Plan, Target, ThreadKey, Tid, Topology,
 };
 
 /// The CPUs thread `tid` may run on (`sched_getaffinity`).
@@ -134,12 +135,43 @@ fn outcome_of(e: &io::Error) -> MoveOutcome {
     }
 }
 
+/// The system as [`set_checked`] sees it, with its start-time check through kept files.
+struct Checked<'a> {
+    world: &'a mut SystemWorld,
+    alive: &'a mut AliveCheck,
+}
+
+impl World for Checked<'_> {
+    fn start_time(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
+        self.alive.start_time(pid, tid).ok().flatten()
+    }
+    fn affinity(&mut self, tid: Tid) -> io::Result<CpuSet> {
+        self.world.affinity(tid)
+    }
+    fn set_affinity(&mut self, tid: Tid, mask: &CpuSet) -> io::Result<()> {
+        self.world.set_affinity(tid, mask)
+    }
+    fn threads(&mut self, pid: Pid) -> Vec<Tid> {
+        self.world.threads(pid)
+    }
+    fn children(&mut self, pid: Pid) -> Vec<Pid> {
+        self.world.children(pid)
+    }
+    fn process_of(&mut self, tid: Tid) -> Option<Pid> {
+        self.world.process_of(tid)
+    }
+    fn parent(&mut self, pid: Pid) -> Option<Pid> {
+        self.world.parent(pid)
+    }
+}
+
 /// Applies plans with `sched_setaffinity`, writing each change to the ledger (and the
 /// journal, when there is one) before making it.
 #[derive(Debug)]
 pub struct Actuator {
     world: SystemWorld,
-    root: Root,
+    /// Start-time checks through kept files (a pread, not an open, per check).
+    alive: AliveCheck,
     ledger: Ledger,
     journal: Option<Journal>,
     /// Threads that chose a mask of their own after we moved them: hands off from then on.
@@ -155,7 +187,7 @@ impl Actuator {
     pub fn new(root: Root) -> Actuator {
         Actuator {
             world: SystemWorld::new(root.clone()),
-            root,
+            alive: AliveCheck::new(root),
             ledger: Ledger::default(),
             journal: None,
             decided: BTreeMap::new(),
@@ -199,7 +231,7 @@ impl Actuator {
         if self.ledger.processes.contains_key(&pid) {
             return;
         }
-        let Ok(Some(start)) = read_start_time(&self.root, pid, Tid(pid.0)) else {
+        let Ok(Some(start)) = self.alive.start_time(pid, Tid(pid.0)) else {
             return;
         };
         // A process born after management began was born of a managed one: its base is
@@ -344,7 +376,11 @@ impl Actuator {
             // one we do not make.
             return MoveOutcome::Denied;
         }
-        match set_checked(&mut self.world, key, &want) {
+        let mut world = Checked {
+            world: &mut self.world,
+            alive: &mut self.alive,
+        };
+        match set_checked(&mut world, key, &want) {
             Ok(true) => {}
             Ok(false) => return MoveOutcome::Vanished,
             Err(e) => return outcome_of(&e),
@@ -357,8 +393,8 @@ impl Actuator {
 
     /// Whether `key`'s tid still names the thread that started at `key.start_time`:
     /// `Some(false)` when it has gone or been reused, `None` when its `stat` cannot be read.
-    fn same_thread(&self, key: ThreadKey) -> Option<bool> {
-        match read_start_time(&self.root, key.pid, key.tid) {
+    fn same_thread(&mut self, key: ThreadKey) -> Option<bool> {
+        match self.alive.start_time(key.pid, key.tid) {
             Ok(Some(start)) => Some(start == key.start_time),
             Ok(None) => Some(false),
             Err(_) => None,
@@ -390,12 +426,15 @@ impl Actuator {
     /// the journal once it holds more than twice what is still to be restored. Call now
     /// and then (the host does every few seconds): it reads one `stat` per thread changed.
     pub fn maintain(&mut self) {
-        let gone: Vec<ThreadKey> = self
+        let keys: Vec<ThreadKey> = self
             .ledger
             .threads
             .keys()
             .chain(self.decided.keys())
             .copied()
+            .collect();
+        let gone: Vec<ThreadKey> = keys
+            .into_iter()
             .filter(|&k| self.same_thread(k) == Some(false))
             .collect();
         for k in &gone {
@@ -403,6 +442,9 @@ impl Actuator {
             self.decided.remove(k);
         }
         self.ledger.threads.retain(|_, e| !e.released);
+        let ledger = &self.ledger;
+        self.alive
+            .retain(|pid, tid| ledger.threads.keys().any(|k| k.pid == pid && k.tid == tid));
         if let Some(j) = self.journal.as_mut() {
             let records = self.ledger.to_records();
             if j.lines() > 2 * records.len() + 64 {

@@ -60,6 +60,7 @@
 //! assert_eq!(topo.online().to_string(), "0-1,3");
 //! ```
 
+pub mod alive;
 mod topology;
 
 pub use topology::read_topology;

@@ -223,6 +223,11 @@ pub struct SpeedSummary {
     pub initial_placements: u64,
     /// Threads released to Linux (mostly sleeping).
     pub released_to_linux: u64,
+    /// Times every thread was handed to Linux because duty cycles differ (the threads are
+    /// not CPU-bound peers).
+    pub peer_hand_backs: u64,
+    /// Whether the threads are with Linux for that reason now.
+    pub peers_apart_now: bool,
     /// The guard, `null` when off.
     pub guard: Option<GuardSummary>,
 }
@@ -383,6 +388,14 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
         l(
             "threads released to Linux (mostly sleeping)",
             s.released_to_linux.to_string(),
+        ),
+        l(
+            "handed to Linux: duty cycles differ (not CPU-bound peers)",
+            if s.peers_apart_now {
+                format!("{} times, apart now", s.peer_hand_backs)
+            } else {
+                format!("{} times", s.peer_hand_backs)
+            },
         ),
         l("guard", s.guard.as_ref().map_or("off".into(), guard_text)),
     ]

@@ -96,7 +96,11 @@
 //!
 //! **Threads that mostly sleep are given back to Linux** (blocked more than 40 % of the
 //! time, placed again below 25 %): they do not compete for cores, and pinning them costs
-//! work conservation.
+//! work conservation. **Threads that are not CPU-bound peers go back to Linux together**
+//! (`speed/peers.rs`): when the placed threads' duty cycles (blocked fraction over about a
+//! second) differ by more than 0.2 for 150 ms, pinning them would cost more than any
+//! rotation wins (`uneven`, pipelines), so every thread is Linux's for a stint of 4 s,
+//! doubling each time.
 //!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
@@ -115,6 +119,7 @@
 //! 5 µs with 64 threads and 0.1 ms with 1024 (`benches/speed.rs`).
 
 pub mod guard;
+mod peers;
 
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
@@ -160,6 +165,8 @@ const SIGNAL_TAU_S: f64 = 0.2;
 /// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
 /// program, so a lead earned asleep at a barrier does not follow a thread for long.
 const CREDIT_TAU_S: f64 = 0.02;
+/// Time constant of the duty cycle the peer test compares, s.
+const DUTY_TAU_S: f64 = 1.0;
 /// Growth of the interval per round with even counts, once `QUIET_ROUNDS` rounds in a row
 /// had nothing to rotate.
 const BACKOFF: f64 = 1.5;
@@ -181,8 +188,11 @@ const SPED_UP: f64 = 1.1;
 /// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
 const RELEASE_ABOVE: f64 = 0.4;
 const ADOPT_BELOW: f64 = 0.25;
-/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`).
-const MAX_STAT_AGE: Nanos = Nanos::from_millis(100);
+/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): a
+/// second. The policy never reads them; the summary's per-core utilization does, and may
+/// lag by that much for threads Linux moves. Re-reading `stat` (3 µs a thread) on every
+/// tick is what made slow, budget-paced ticks of many threads cost twice what they must.
+const MAX_STAT_AGE: Nanos = Nanos::from_secs(1);
 /// The guard measures over the last this-many intervals of a stint, and at least
 /// `GUARD_MIN_MEASURE`.
 const GUARD_INTERVALS: u64 = 50;
@@ -211,6 +221,11 @@ struct Placed {
     credit: f64,
     /// Smoothed fraction of time it was blocked (sleeping, not runnable).
     blocked: f64,
+    /// How long it has been watched, ns.
+    age: f64,
+    /// Its blocked fraction averaged over its life, or its last second once older: the
+    /// peer test's duty cycle (see [`peers`]).
+    duty: f64,
     /// Given back to Linux because it mostly sleeps; counts on no queue meanwhile.
     released: bool,
     /// `exec` and `wait` at the start of the guard's measured span, and whether the
@@ -260,6 +275,8 @@ pub struct Speed {
     /// When the guard's measured span started (and whether it is open).
     seg_open: bool,
     seg_at: Nanos,
+    /// Whether the busy threads are CPU-bound peers (see [`peers`]).
+    peers: peers::Peers,
     stats: Stats,
 }
 
@@ -334,6 +351,7 @@ impl Speed {
             guard: None,
             seg_open: false,
             seg_at: Nanos::ZERO,
+            peers: peers::Peers::default(),
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()
@@ -377,6 +395,8 @@ impl Speed {
         p.last_free = (1.0 - t.latency).clamp(0.0, 1.0) * dt;
         p.exec += t.speed * dt;
         p.wait += t.latency * dt;
+        p.age += dt;
+        p.duty += (dt / p.age.min(DUTY_TAU_S * 1e9)).min(1.0) * (t.blocked - p.duty);
         let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
         p.blocked += alpha * (t.blocked - p.blocked);
         if !p.released && p.blocked > RELEASE_ABOVE {
@@ -390,7 +410,7 @@ impl Speed {
                     why: Reason::Release,
                 });
             }
-        } else if p.released && p.blocked < ADOPT_BELOW {
+        } else if p.released && p.blocked < ADOPT_BELOW && !self.peers.apart {
             let queue = self.emptiest();
             if let Some(q) = self.queues.get_mut(queue) {
                 q.load += 1;
@@ -471,18 +491,21 @@ impl Speed {
             } else {
                 self.emptiest()
             };
-            if let Some(q) = self.queues.get_mut(queue) {
-                q.load += 1;
-            } else {
+            if queue >= self.queues.len() {
                 continue;
             }
-            self.stats.initial += 1;
-            if managing {
-                moves.push(Move {
-                    thread: t.key,
-                    to: self.target(queue),
-                    why: Reason::Initial,
-                });
+            // While the threads are apart (not peers), a new thread stays with Linux too.
+            let apart = self.peers.apart;
+            if !apart {
+                self.queues[queue].load += 1;
+                self.stats.initial += 1;
+                if managing {
+                    moves.push(Move {
+                        thread: t.key,
+                        to: self.target(queue),
+                        why: Reason::Initial,
+                    });
+                }
             }
             let exec = t.speed * dt;
             out.push(Placed {
@@ -493,7 +516,9 @@ impl Speed {
                 last_free: 0.0,
                 credit: 0.0,
                 blocked: 0.0,
-                released: false,
+                age: 0.0,
+                duty: 0.0,
+                released: apart,
                 seg_exec: exec,
                 seg_wait: t.latency * dt,
                 seg_valid: false,
@@ -590,6 +615,8 @@ impl Policy for Speed {
         let now = w.end;
         let mut moves = Vec::new();
         self.track(w, &mut moves);
+        let managing = self.managing();
+        self.check_peers(now, managing, &mut moves);
         let wanted = self.observe_signals(w);
         if !self.started {
             self.started = true;
@@ -665,6 +692,8 @@ impl Policy for Speed {
             backoffs: s.backoffs,
             initial_placements: s.initial,
             released_to_linux: s.released,
+            peer_hand_backs: self.peers.hand_backs,
+            peers_apart_now: self.peers.apart,
             guard: self.guard_summary(),
         })
     }

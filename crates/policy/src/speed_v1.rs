@@ -732,6 +732,8 @@ impl Policy for SpeedV1 {
             backoffs: s.blocked,
             initial_placements: s.initial,
             released_to_linux: s.released,
+            peer_hand_backs: 0,
+            peers_apart_now: false,
             guard: None,
         })
     }

@@ -9,6 +9,14 @@
 //! small machine: 1024 always-runnable threads on 2 CPUs starve the tool's own thread, and
 //! its CPU share would then measure the starvation, not the cost.
 //!
+//! **The fastest interval**, as measured here: `--interval 2` pins `speed`'s interval to
+//! its floor, 2 ms (the policy's own adaptive interval, P/16 of the program's phase, never
+//! goes below it). The tick actually taken is the later of that and what the cost budget
+//! allows (`run`'s loop never spends more than 0.8 % of one core: see the host's `pace` module), so
+//! the table gives the ticks per second reached, the share of ticks the budget pushed back,
+//! and the tool's CPU time per tick (the first ticks, which open every thread's files and
+//! place and release every thread, weigh on it).
+//!
 //! **One migration, to the moved thread.** A thread updates a working set of W bytes over
 //! and over, in units of 512 KiB of updates, and times each unit with its own CPU clock
 //! (`CLOCK_THREAD_CPUTIME_ID`, so time it spends preempted or in flight does not count).
@@ -62,6 +70,9 @@ pub struct ManagementRow {
     pub ticks_per_s: f64,
     /// The tool's CPU time per tick, µs (median).
     pub us_per_tick: f64,
+    /// Share of the ticks the cost budget pushed back, % (median): the policy asked for
+    /// 2 ms and the tool could not afford it.
+    pub paced_pct: f64,
 }
 
 /// What one migration cost a thread with a working set of some size.
@@ -164,6 +175,7 @@ fn management_row(
     let mut pct = Vec::new();
     let mut ticks = Vec::new();
     let mut per_tick = Vec::new();
+    let mut paced = Vec::new();
     // The runs' summaries go to a private directory (mode 0700, a random name).
     let dir = tempfile::Builder::new()
         .prefix("threadbalance-cost-")
@@ -199,6 +211,7 @@ fn management_row(
         let s = crate::runread::parse(&summary.context("reading the run's summary")?)?;
         let (p, cpu_s, wall_s, n) = (s.tool_cpu_pct, s.tool_cpu_s, s.wall_s, s.ticks as f64);
         pct.push(p);
+        paced.push(100.0 * s.ticks_paced as f64 / n.max(1.0));
         ticks.push(n / wall_s.max(1e-9));
         per_tick.push(cpu_s * 1e6 / n.max(1.0));
     }
@@ -209,6 +222,7 @@ fn management_row(
         tool_cpu_pct: Spread::of(&pct).ok_or_else(|| anyhow!("no run"))?,
         ticks_per_s: median(&ticks),
         us_per_tick: median(&per_tick),
+        paced_pct: median(&paced),
     })
 }
 
@@ -405,19 +419,27 @@ pub fn to_table(r: &CostReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>7} {:>8} {:>30} {:>8} {:>12}",
-        "threads", "duty", "tool CPU % of one core min/med/max", "ticks/s", "µs per tick"
+        "{:>7} {:>8} {:>30} {:>8} {:>12} {:>12} {:>8}",
+        "threads",
+        "duty",
+        "tool CPU % of one core min/med/max",
+        "ticks/s",
+        "ms per tick",
+        "µs per tick",
+        "paced %"
     );
     for row in &r.management {
         let p = row.tool_cpu_pct;
         let _ = writeln!(
             s,
-            "{:>7} {:>8.5} {:>30} {:>8.0} {:>12.1}",
+            "{:>7} {:>8.5} {:>30} {:>8.0} {:>12.1} {:>12.1} {:>8.0}",
             row.threads,
             row.duty,
             format!("{:.2} / {:.2} / {:.2}", p.min, p.median, p.max),
             row.ticks_per_s,
-            row.us_per_tick
+            1000.0 / row.ticks_per_s.max(1e-9),
+            row.us_per_tick,
+            row.paced_pct
         );
     }
     if r.migration.is_empty() {

@@ -6,6 +6,8 @@
 //!   files, no `online` lists, `physical_package_id` -1, masks only, Bulldozer modules,
 //!   dies and clusters, distance rows that do not match the node list, FIFOs;
 //! - `procfs`: `read_threads`, `read_process_memory` and the sampler on `fixtures/proc`;
+//! - `idle`: the sampler's idle back-off on a made tree, and start-time checks through
+//!   kept files on this process's own threads;
 //! - `live`: the sampler and the actuator on this machine's own processes. They start
 //!   their own threads and child processes, stop them, and leave every mask as it was.
 
@@ -13,6 +15,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod futex_probe;
+mod idle;
 mod live;
 mod procfs;
 mod safety;

@@ -554,3 +554,97 @@ fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
     assert_eq!(guard_events(&moves), (vec![], vec![]));
     assert!(p.guard.is_none());
 }
+
+/// Drives `p` with 10 ms windows from `from_ms` to `to_ms`, each thread at the rates
+/// `rates(ms)` gives; returns the moves with the end of their window.
+fn drive(
+    p: &mut Speed,
+    t: &Topology,
+    from_ms: u32,
+    to_ms: u32,
+    rates: impl Fn(u32) -> Vec<Rate>,
+) -> Vec<(u32, Move)> {
+    let mut out = Vec::new();
+    for end in (from_ms + 10..=to_ms).step_by(10) {
+        let plan = p.decide(t, &window(f64::from(end - 10), f64::from(end), &rates(end)));
+        out.extend(plan.moves.into_iter().map(|m| (end, m)));
+    }
+    out
+}
+
+#[test]
+fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
+    // Two cores; 101 and 102 run all the time, 103 runs half the time and sleeps the
+    // rest (`uneven`'s shape). 103's duty cycle (blocked fraction over its life) is 0.5
+    // from its first window, so the gap to the others (0) exceeds 0.2 as soon as the
+    // threads have been watched 50 ms; 150 ms later, at 200 ms, every placed thread goes
+    // back to Linux. (103 would have been released as a sleeper only at ≈ 320 ms: its
+    // 200 ms average reaches 0.4 when 0.5·(1 − e^(−t/0.2)) = 0.4, t = 0.2·ln 5.)
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let start = [
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+        (103, 0.0, 0.0, 0, 0),
+    ];
+    let plan = p.decide(&t, &window(0.0, 0.0, &start));
+    assert_eq!(plan.moves.len(), 3, "all three placed at first");
+    let uneven = |_| {
+        vec![
+            (101, 0.5, 0.5, 0, 0),
+            (102, 0.5, 0.5, 0, 0),
+            (103, 0.5, 0.0, 0, 0),
+        ]
+    };
+    let moves = drive(&mut p, &t, 0, 1000, uneven);
+    let released: Vec<u32> = moves
+        .iter()
+        .filter(|(_, m)| m.to == Target::Original)
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(released, vec![200, 200, 200], "{moves:?}");
+    assert!(p.queues.iter().all(|q| q.load == 0));
+    // Apart, nothing is placed again for the 4 s stint, busy as 101 and 102 are.
+    let moves = drive(&mut p, &t, 1000, 4200, uneven);
+    assert!(moves.is_empty(), "{moves:?}");
+    // After it, the busy threads are placed again (and tested again).
+    let moves = drive(&mut p, &t, 4200, 4300, uneven);
+    let placed: Vec<i32> = moves
+        .iter()
+        .filter(|(_, m)| m.why == Reason::Initial)
+        .map(|(_, m)| m.thread.tid.0)
+        .collect();
+    assert!(placed.contains(&101) && placed.contains(&102), "{moves:?}");
+    let threadbalance_model::PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed reports a speed summary")
+    };
+    assert_eq!(s.peer_hand_backs, 1, "{s:?}");
+}
+
+#[test]
+fn speed_barrier_peers_whose_waits_take_turns_stay_managed() {
+    // Two threads on two cores that take turns waiting at a barrier: in each 10 ms window
+    // one is blocked 40 % of the time and the other not, alternating. Over a window the
+    // gap is 0.4, but their duty cycles (averaged over their lives) stay within
+    // 0.4/n of each other after n windows and converge to 0.2 each: never apart.
+    // (The guard is off: its probe would release them too, for its own reasons.)
+    let t = topo(1, 1, 2, 1);
+    let mut s = settings(Some(10));
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let start = [(101, 0.0, 0.0, 0, 0), (102, 0.0, 0.0, 0, 0)];
+    p.decide(&t, &window(0.0, 0.0, &start));
+    let turns = |end: u32| {
+        if (end / 10) % 2 == 0 {
+            vec![(101, 0.6, 0.0, 0, 0), (102, 1.0, 0.0, 0, 0)]
+        } else {
+            vec![(101, 1.0, 0.0, 0, 0), (102, 0.6, 0.0, 0, 0)]
+        }
+    };
+    let moves = drive(&mut p, &t, 0, 2000, turns);
+    assert!(
+        moves.iter().all(|(_, m)| m.to != Target::Original),
+        "{moves:?}"
+    );
+    assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 2);
+}
