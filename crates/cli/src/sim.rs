@@ -7,6 +7,8 @@
 //! threadbalance sim --machine opteron6272-4x16 --workload bodytrack --threads 64 --policy none,shuffling --baseline solaris
 //! ```
 
+use crate::compare::options::ProgressMode;
+use crate::compare::progress::Progress;
 use crate::input_error;
 use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
@@ -64,6 +66,10 @@ pub struct SimArgs {
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
+    /// With --suite: a line on stderr per group of claims ("suite 5/9: Shuffling on
+    /// bodytrack"): auto (when stderr is a terminal), always or never.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    progress: ProgressMode,
 }
 
 /// Runs `threadbalance sim`.
@@ -78,7 +84,12 @@ pub fn run(a: &SimArgs) -> Result<u8> {
                 "unknown suite {suite:?} (known: papers)"
             )));
         }
-        let report = threadbalance_sim::suite::suite_papers_on(&a.seeds, baseline);
+        let mut shown = Progress::new(a.progress);
+        let report =
+            threadbalance_sim::suite::suite_papers_with(&a.seeds, baseline, &mut |i, n, group| {
+                shown.show(&format!("suite {}/{n}: {group}", i + 1))
+            });
+        shown.clear();
         if a.json {
             let json = crate::schema::stamp(report.to_json());
             outln!("{}", serde_json::to_string_pretty(&json)?);

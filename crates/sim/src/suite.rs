@@ -147,6 +147,38 @@ pub fn suite_papers(seeds: &[u64]) -> SuiteReport {
 
 /// [`suite_papers`], every claim on `force` when given instead of its paper's baseline.
 pub fn suite_papers_on(seeds: &[u64], force: Option<Baseline>) -> SuiteReport {
+    suite_papers_with(seeds, force, &mut |_, _, _| {})
+}
+
+/// The groups of claims of the papers' suite, in the order they run, each with the kernel
+/// its paper measured against.
+const GROUPS: [(&str, Baseline, fn(&mut Ctx)); 9] = [
+    ("2-core calibration", Baseline::Linux, calibration),
+    ("16-core calibration", Baseline::Linux, calibration_sixteen),
+    ("speed balancing", Baseline::Linux, speed_fine_phases),
+    ("Tumbler on ferret", Baseline::Linux, tumbler_ferret),
+    (
+        "Shuffling on bodytrack",
+        Baseline::Solaris,
+        shuffling_bodytrack,
+    ),
+    ("lock groups", Baseline::Solaris, lock_groups),
+    ("Tumbler overloaded", Baseline::Solaris, tumbler_overload),
+    (
+        "Tumbler, two applications",
+        Baseline::Solaris,
+        tumbler_two_apps,
+    ),
+    ("NUMA task selection", Baseline::Linux, numa_parsec_mix),
+];
+
+/// [`suite_papers_on`], calling `progress(i, n, group)` before each of the `n` groups of
+/// claims (`i` from 0), so a caller can say what the suite is doing while it runs.
+pub fn suite_papers_with(
+    seeds: &[u64],
+    force: Option<Baseline>,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> SuiteReport {
     let seeds = if seeds.is_empty() {
         vec![1]
     } else {
@@ -159,17 +191,11 @@ pub fn suite_papers_on(seeds: &[u64], force: Option<Baseline>) -> SuiteReport {
         paper_baseline: Baseline::Linux,
         force,
     };
-    calibration(&mut cx);
-    calibration_sixteen(&mut cx);
-    speed_fine_phases(&mut cx);
-    tumbler_ferret(&mut cx);
-    cx.on(Baseline::Solaris);
-    shuffling_bodytrack(&mut cx);
-    lock_groups(&mut cx);
-    tumbler_overload(&mut cx);
-    tumbler_two_apps(&mut cx);
-    cx.on(Baseline::Linux);
-    numa_parsec_mix(&mut cx);
+    for (i, (name, baseline, run)) in GROUPS.iter().enumerate() {
+        progress(i, GROUPS.len(), name);
+        cx.on(*baseline);
+        run(&mut cx);
+    }
     SuiteReport {
         seeds,
         claims: cx.claims,

@@ -214,9 +214,27 @@ fn schema_sim_suite_json_of_each_kind_of_claim_follows_the_schema() {
     assert_schema(&v, "sim_suite");
 }
 
+/// The real suite (about 90 s of CPU in a debug build, one seed): its JSON follows the
+/// schema, and it is not silent while it runs (a line per group of claims on stderr).
 #[test]
-#[ignore = "runs the papers' suite: about 90 s of CPU in a debug build (cargo test -- --ignored)"]
-fn schema_sim_suite_json_follows_the_schema() {
-    let v = stdout_json(&["sim", "--suite", "papers", "--seeds", "1", "--json"]);
+fn schema_sim_suite_json_follows_the_schema_and_reports_progress() {
+    let args = [
+        "sim",
+        "--suite",
+        "papers",
+        "--seeds",
+        "1",
+        "--json",
+        "--progress",
+        "always",
+    ];
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_schema(&v, "sim_suite");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("suite ")).collect();
+    assert_eq!(lines.len(), 9, "{err}");
+    assert_eq!(lines[0], "suite 1/9: 2-core calibration");
+    assert_eq!(lines[8], "suite 9/9: NUMA task selection");
 }
