@@ -150,9 +150,12 @@ pub fn suite_papers_on(seeds: &[u64], force: Option<Baseline>) -> SuiteReport {
     suite_papers_with(seeds, force, &mut |_, _, _| {})
 }
 
+/// A group of claims: its name, the kernel its paper measured against, and what runs it.
+type Group = (&'static str, Baseline, fn(&mut Ctx));
+
 /// The groups of claims of the papers' suite, in the order they run, each with the kernel
 /// its paper measured against.
-const GROUPS: [(&str, Baseline, fn(&mut Ctx)); 9] = [
+const GROUPS: [Group; 9] = [
     ("2-core calibration", Baseline::Linux, calibration),
     ("16-core calibration", Baseline::Linux, calibration_sixteen),
     ("speed balancing", Baseline::Linux, speed_fine_phases),
