@@ -60,7 +60,7 @@ mod tests {
     #[test]
     fn parse_reads_the_fields_typed() {
         let text = r#"{"schema_version": 1, "policy": "tumbler", "wall_s": 1.25,
-            "ticks": 10, "tool_cpu_s": 0.01, "tool_cpu_pct": 0.8,
+            "ticks": 10, "ticks_paced": 0, "tool_cpu_s": 0.01, "tool_cpu_pct": 0.8,
             "applied": {"done": 7, "unchanged": 1},
             "policy_summary": {"kind": "tumbler", "regroupings": 2, "moves": 7,
               "last_cv": null, "last_interval_ms": 400.0, "skipped_low_cv": 0,
@@ -77,15 +77,15 @@ mod tests {
     fn parse_refuses_a_missing_field_a_wrong_type_or_another_version() {
         // No `wall_s`: an error, not 0.
         let missing = r#"{"schema_version": 1, "policy": "none", "applied": {"done": 0},
-            "ticks": 1, "tool_cpu_s": 0.0, "tool_cpu_pct": 0.0,
+            "ticks": 1, "ticks_paced": 0, "tool_cpu_s": 0.0, "tool_cpu_pct": 0.0,
             "policy_summary": {"kind": "none"}}"#;
         assert!(parse(missing).is_err());
         // `wall_s` as a string with a unit, as summaries once were.
         let text = r#"{"schema_version": 1, "policy": "none", "wall_s": "1.2 s",
-            "ticks": 1, "tool_cpu_s": 0.0, "tool_cpu_pct": 0.0, "applied": {"done": 0}, "policy_summary": {"kind": "none"}}"#;
+            "ticks": 1, "ticks_paced": 0, "tool_cpu_s": 0.0, "tool_cpu_pct": 0.0, "applied": {"done": 0}, "policy_summary": {"kind": "none"}}"#;
         assert!(parse(text).is_err());
         let future = r#"{"schema_version": 99, "policy": "none", "wall_s": 1.0,
-            "ticks": 1, "tool_cpu_s": 0.0, "tool_cpu_pct": 0.0, "applied": {"done": 0}, "policy_summary": {"kind": "none"}}"#;
+            "ticks": 1, "ticks_paced": 0, "tool_cpu_s": 0.0, "tool_cpu_pct": 0.0, "applied": {"done": 0}, "policy_summary": {"kind": "none"}}"#;
         let e = parse(future).unwrap_err().to_string();
         assert!(e.contains("schema version 99"), "{e}");
     }

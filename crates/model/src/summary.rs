@@ -468,7 +468,8 @@ mod tests {
         };
         let text = |s: &SpeedSummary| PolicySummary::Speed(s.clone()).lines();
         assert_eq!(text(&s)[0].1, "20.000ms (no synchronization seen)");
-        assert_eq!(text(&s)[10], ("guard".into(), "off".into()));
+        assert_eq!(text(&s)[10].1, "0 times");
+        assert_eq!(text(&s)[11], ("guard".into(), "off".into()));
         s.guard = Some(GuardSummary {
             mode: GuardMode::HandedBack,
             probes: 2,
@@ -478,7 +479,7 @@ mod tests {
             last_event: Some("handed back at 1.25 s".into()),
         });
         assert_eq!(
-            text(&s)[10].1,
+            text(&s)[11].1,
             "handed back to Linux; 2 probes (1 skipped: managed rate at the fair share), \
              1 hand-backs, 0 resumptions; handed back at 1.25 s"
         );

@@ -165,7 +165,8 @@ const GROUPS: [Group; 9] = [
         Baseline::Solaris,
         shuffling_bodytrack,
     ),
-    ("lock groups", Baseline::Solaris, lock_groups),
+    // Our own control, measured against today's kernel.
+    ("lock groups", Baseline::Linux, lock_groups),
     ("Tumbler overloaded", Baseline::Solaris, tumbler_overload),
     (
         "Tumbler, two applications",

@@ -173,8 +173,15 @@ fn run_ok(args: &[String], cwd: &Path, what: &str) {
         Some(i) => (&args[..i], args.get(i + 1)),
         None => (args, None),
     };
+    // As after `cargo install`: `threadbalance` on PATH, for commands that run it again
+    // (`run … -- threadbalance workload …`).
+    let dir = bin().parent().unwrap().to_path_buf();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path =
+        std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&path))).unwrap();
     let out = Command::new(bin())
         .current_dir(cwd)
+        .env("PATH", path)
         .args(args)
         .output()
         .unwrap();

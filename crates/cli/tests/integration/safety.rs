@@ -29,8 +29,12 @@ impl Target {
         let pid = child.id();
         // Each worker names itself once it runs: wait for all four names, so that a name
         // set later never reads as a change.
+        // The names are checked before the masks are read: read the other way round, a
+        // thread could take its name in between.
         let before = wait_for(LIMIT, || {
-            Some(masks(pid)).filter(|m| m.len() == 5 && worker_masks(pid, "uneven").len() == 4)
+            (worker_masks(pid, "uneven").len() == 4)
+                .then(|| masks(pid))
+                .filter(|m| m.len() == 5)
         })
         .expect("workload threads started");
         Target { child, before }
