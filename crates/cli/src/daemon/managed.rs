@@ -1,0 +1,249 @@
+//! One process under the daemon: the same machinery `attach` uses (a [`LinuxAdapter`] on
+//! the process, an [`Engine`] and the rule's policy), plus its own journal and lock.
+//!
+//! ```text
+//!  rule matches pid ─► permit? lock.<pid>.<start> free? ─► journal in
+//!  <state>/managed.<pid>.<start>/ ─► tick when due (unless paused) ─► … ─►
+//!  stops matching, released, exits, or daemon stops ─► restore_all ─► subdir removed
+//! ```
+//!
+//! Each managed process has a journal of its own, in a subdirectory of the state directory
+//! named after it, because a journal is one file per instance and per actuator: a daemon
+//! killed by SIGKILL leaves one journal per process it had changed, and the next daemon
+//! (or `threadbalance restore`) replays every one of them (see [`super::restore_tree`]).
+
+use crate::host::{LinuxAdapter, Target};
+use anyhow::{Result, anyhow};
+use std::path::PathBuf;
+use threadbalance_daemon::metrics::{Metrics, reason_name};
+use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::state::{ProcessLock, StateDir};
+use threadbalance_linux::{LinuxError, Root};
+use threadbalance_model::{ApplyReport, CpuSet, Nanos, Pid, Plan, Snapshot, Topology};
+use threadbalance_policy::{Engine, Host, Policy};
+
+/// The shortest pause between two ticks of one process, whatever its policy asks.
+const MIN_TICK: Nanos = Nanos::from_millis(1);
+
+/// Why a process could not be taken on (logged once per process, not an error of the
+/// daemon).
+#[derive(Debug)]
+pub enum Refused {
+    /// Not a process this tool manages (the daemon itself, a kernel thread, …), or another
+    /// instance manages it already.
+    NotOurs(String),
+    /// Something failed while setting it up.
+    Failed(anyhow::Error),
+}
+
+/// What a rule said to do with a process.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    /// The rule's name.
+    pub rule: String,
+    /// The policy's name.
+    pub policy: String,
+    /// The policy settings, at the level to use.
+    pub settings: threadbalance_policy::Settings,
+}
+
+/// A managed process.
+pub struct Managed {
+    /// Its pid.
+    pub pid: Pid,
+    /// Its start time (a reused pid is another process).
+    pub start: u64,
+    /// Its name.
+    pub comm: String,
+    /// The rule and policy it is under.
+    pub assignment: Assignment,
+    /// Paused by `ctl pause`: not ticked, masks left where they are.
+    pub paused: bool,
+    /// Threads seen at the last tick.
+    pub threads: usize,
+    host: LinuxAdapter,
+    policy: Box<dyn Policy>,
+    engine: Engine,
+    topo: Topology,
+    next: Nanos,
+    dir: Option<PathBuf>,
+    _lock: ProcessLock,
+}
+
+/// The journal subdirectory of process `pid` started at `start`.
+fn journal_dir(state: &StateDir, pid: Pid, start: u64) -> PathBuf {
+    state.path().join(format!("managed.{}.{start}", pid.0))
+}
+
+impl Managed {
+    /// Takes `pid` on under `assignment`, placing its threads only on `usable` CPUs (and
+    /// those its threads may use). `journal` is false for `--oneshot`, whose placement is
+    /// meant to stay, and in observe mode, which changes nothing.
+    pub fn start(
+        pid: Pid,
+        comm: &str,
+        assignment: Assignment,
+        usable: &CpuSet,
+        state: &StateDir,
+        observe: bool,
+        journal: bool,
+    ) -> Result<Managed, Refused> {
+        let root = Root::system();
+        let me = Pid(std::process::id() as i32);
+        match threadbalance_linux::permit::refusal(&root, pid, me) {
+            Ok(Some(why)) => return Err(Refused::NotOurs(why)),
+            Ok(None) => {}
+            Err(e) => return Err(Refused::NotOurs(e.to_string())),
+        }
+        let start =
+            threadbalance_linux::read_start_time(&root, pid, threadbalance_model::Tid(pid.0))
+                .map_err(|e| Refused::NotOurs(e.to_string()))?
+                .ok_or_else(|| Refused::NotOurs("it has exited".into()))?;
+        let lock = state
+            .lock_process(pid, start)
+            .map_err(|e| Refused::Failed(e.into()))?
+            .map_err(|busy| {
+                let by = busy
+                    .holder
+                    .map_or(String::new(), |h| format!(" (threadbalance pid {h})"));
+                Refused::NotOurs(format!("already managed by another threadbalance{by}"))
+            })?;
+        let allowed = crate::usable::read_allowed_for(pid).map_err(Refused::Failed)?;
+        let topo = allowed
+            .restricted_to(&usable.intersection(allowed.online()))
+            .map_err(|e| Refused::Failed(e.into()))?;
+        let policy = threadbalance_policy::build(&assignment.policy, &assignment.settings, &topo)
+            .map_err(|e| Refused::Failed(anyhow!("policy {}: {e}", assignment.policy)))?;
+        let (dir, journal) = if journal && !observe {
+            let dir = journal_dir(state, pid, start);
+            let sub = StateDir::new(&dir);
+            let j = sub
+                .open_journal(&root)
+                .map_err(|e| Refused::Failed(e.into()))?;
+            (Some(dir), Some(j))
+        } else {
+            (None, None)
+        };
+        let host = LinuxAdapter::new(
+            &topo,
+            Target::Attached {
+                pid,
+                follow_children: false,
+            },
+            observe,
+            policy.stat_max_age(),
+            journal,
+        );
+        let host = match host {
+            Ok(h) => h,
+            Err(e) => {
+                if let Some(d) = &dir {
+                    remove_journal_dir(d);
+                }
+                return Err(Refused::Failed(e));
+            }
+        };
+        Ok(Managed {
+            pid,
+            start,
+            comm: comm.to_string(),
+            next: host.now(),
+            assignment,
+            paused: false,
+            threads: 0,
+            host,
+            policy,
+            engine: Engine::new(),
+            topo,
+            dir,
+            _lock: lock,
+        })
+    }
+
+    /// When this process wants its next tick.
+    pub fn next(&self) -> Nanos {
+        self.next
+    }
+
+    /// Ticks when due and not paused: samples, decides, applies (or, observing, only
+    /// decides). Every move is logged at debug level and counted by reason in `metrics`
+    /// when it was carried out. `Ok(false)` when the process has exited.
+    pub fn tick_if_due(&mut self, now: Nanos, metrics: &Metrics, observe: bool) -> Result<bool> {
+        if self.host.target_exited() {
+            return Ok(false);
+        }
+        if self.paused || now < self.next {
+            return Ok(true);
+        }
+        let mut moves = Vec::new();
+        let mut rec = Recording {
+            host: &mut self.host,
+            moves: &mut moves,
+        };
+        match self.engine.tick(&mut rec, &self.topo, self.policy.as_mut()) {
+            Ok(tick) => {
+                self.threads = tick.threads;
+                self.next = now + tick.next_in.max(MIN_TICK);
+                metrics.record_decision(&self.assignment.policy);
+                for m in &moves {
+                    threadbalance_daemon::log::log_move(m);
+                    if !observe {
+                        metrics.record_move(&reason_name(&m.why));
+                    }
+                }
+                if let Some(note) = &tick.note {
+                    tracing::debug!("pid {} ({}): {note}", self.pid, self.comm);
+                }
+                Ok(true)
+            }
+            Err(_) if self.host.target_exited() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Restores every mask changed and removes the journal's directory.
+    pub fn release(mut self) -> RestoreReport {
+        let report = self.host.restore_all();
+        if report.failures().next().is_none() {
+            if let Some(d) = self.dir.take() {
+                remove_journal_dir(&d);
+            }
+        }
+        report
+    }
+
+    /// Leaves the masks as placed (`--oneshot`): nothing is restored, now or later.
+    pub fn keep_placement(self) {
+        // The actuator restores when dropped; a one-shot placement is meant to stay, and
+        // the process is about to exit, which closes what the adapter holds.
+        std::mem::forget(self);
+    }
+}
+
+/// Removes a process's journal directory once its journal is gone.
+fn remove_journal_dir(dir: &std::path::Path) {
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// The adapter, keeping the moves of each plan for the log and the metrics.
+struct Recording<'a> {
+    host: &'a mut LinuxAdapter,
+    moves: &'a mut Vec<threadbalance_model::Move>,
+}
+
+impl Host for Recording<'_> {
+    type Error = LinuxError;
+
+    fn now(&self) -> Nanos {
+        self.host.now()
+    }
+
+    fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
+        self.host.sample(into)
+    }
+
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        self.moves.extend(plan.moves.iter().cloned());
+        self.host.apply(plan)
+    }
+}
