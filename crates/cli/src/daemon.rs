@@ -27,7 +27,7 @@ use clap::Args;
 use managed::{Assignment, Managed, Refused};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use threadbalance_daemon::control::channel::{Command, Inbox, Pending, Snapshot};
@@ -106,7 +106,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
     state
         .create()
         .map_err(|e| input_error(format!("state directory: {e}")))?;
-    let (report, journals) = restore_tree(&state, &root)?;
+    let (report, journals) = crate::recover::restore_tree(&state, &root)?;
     if journals > 0 {
         tracing::warn!(
             "{journals} journal(s) left by instances that died under {}: {}",
@@ -159,6 +159,13 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         .map_err(|e| input_error(format!("control socket: {e}")))?
         .spawn(Arc::new(control), |e| tracing::warn!("control: {e}"))
         .map_err(|e| input_error(format!("control socket: {e}")))?;
+    if let Some(e) = &exposition {
+        tracing::info!("metrics on http://{}/metrics", e.local_addr());
+    }
+    tracing::info!(
+        "control socket {}",
+        d.config.daemon.control_socket.display()
+    );
     tracing::info!(
         "started: {}; {}; CPUs {}{}",
         d.config.file,
@@ -214,7 +221,8 @@ fn oneshot(d: &mut Daemon) -> Result<u8> {
                 }
                 match ok {
                     Ok(true) => {
-                        tracing::info!("placed pid {pid} ({comm}): {} threads", m.threads);
+                        let done = if d.observe { "decided for" } else { "placed" };
+                        tracing::info!("{done} pid {pid} ({comm}): {} threads", m.threads);
                         placed += 1;
                         if d.observe {
                             drop(m.release());
@@ -230,7 +238,12 @@ fn oneshot(d: &mut Daemon) -> Result<u8> {
             Err(Refused::Failed(e)) => tracing::warn!("pid {pid} ({comm}): {e:#}"),
         }
     }
-    tracing::info!("one-shot: {placed} process(es) placed");
+    let done = if d.observe {
+        "decided for, nothing changed"
+    } else {
+        "placed"
+    };
+    tracing::info!("one-shot: {placed} process(es) {done}");
     Ok(0)
 }
 
@@ -240,35 +253,6 @@ fn usable_cpus(root: &Root, config: &Config) -> Result<CpuSet> {
     let bans = read::read_kernel_bans(root).map_err(|e| input_error(e.to_string()))?;
     threadbalance_daemon::banned::usable_cpus(topo.online(), &config.daemon, &bans)
         .map_err(input_error)
-}
-
-/// Replays the journals of dead instances in `state` and in each process subdirectory of
-/// the daemon's (`managed.<pid>.<start>`), removing the subdirectories left empty.
-pub fn restore_tree(state: &StateDir, root: &Root) -> Result<(RestoreReport, usize)> {
-    let (mut report, mut count) = state.restore_stale(root)?;
-    let subdirs = std::fs::read_dir(state.path())
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| is_managed_dir(p))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    for dir in subdirs {
-        let (r, n) = StateDir::new(&dir).restore_stale(root)?;
-        report.add(r);
-        count += n;
-        let _ = std::fs::remove_dir(&dir);
-    }
-    Ok((report, count))
-}
-
-fn is_managed_dir(p: &Path) -> bool {
-    p.is_dir()
-        && p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("managed."))
 }
 
 impl Daemon {
