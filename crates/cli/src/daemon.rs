@@ -269,6 +269,7 @@ impl Daemon {
             }
             if Instant::now() >= next_sample {
                 self.window();
+                self.publish(inbox);
                 next_sample =
                     Instant::now() + Duration::from_nanos(self.config.daemon.sample_interval.0);
             }
