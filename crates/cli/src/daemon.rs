@@ -40,7 +40,7 @@ use threadbalance_daemon::{Config, Decision, log, read};
 use threadbalance_linux::Root;
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::state::StateDir;
-use threadbalance_model::{CpuSet, Nanos, Pid};
+use threadbalance_model::{CpuSet, Level, Nanos, Pid, Topology};
 
 /// Options of `threadbalance daemon`.
 #[derive(Debug, Args)]
@@ -78,6 +78,8 @@ struct Daemon {
     root: Root,
     ticks_per_sec: u64,
     usable: CpuSet,
+    /// The machine cut down to `usable`: its default level's domains are the metrics'.
+    machine: Topology,
     users: Users,
     state: StateDir,
     metrics: Arc<Metrics>,
@@ -114,7 +116,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
             crate::recover::describe(&report)
         );
     }
-    let usable = usable_cpus(&root, &config)?;
+    let (usable, machine) = usable_cpus(&root, &config)?;
     let ticks_per_sec = threadbalance_linux::HostFacts::system()?.ticks_per_sec;
     let metrics = Arc::new(Metrics::new());
     let mut d = Daemon {
@@ -123,6 +125,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         users: read::read_users(&root).unwrap_or_default(),
         ticks_per_sec,
         usable,
+        machine,
         state,
         metrics: Arc::clone(&metrics),
         managed: BTreeMap::new(),
@@ -247,12 +250,15 @@ fn oneshot(d: &mut Daemon) -> Result<u8> {
     Ok(0)
 }
 
-/// The CPUs the daemon may use: online, within `cpus`, less the banned ones.
-fn usable_cpus(root: &Root, config: &Config) -> Result<CpuSet> {
+/// The CPUs the daemon may use (online, within `cpus`, less the banned ones), and the
+/// machine cut down to them.
+fn usable_cpus(root: &Root, config: &Config) -> Result<(CpuSet, Topology)> {
     let topo = crate::usable::read_usable()?;
     let bans = read::read_kernel_bans(root).map_err(|e| input_error(e.to_string()))?;
-    threadbalance_daemon::banned::usable_cpus(topo.online(), &config.daemon, &bans)
-        .map_err(input_error)
+    let usable = threadbalance_daemon::banned::usable_cpus(topo.online(), &config.daemon, &bans)
+        .map_err(input_error)?;
+    let machine = topo.restricted_to(&usable)?;
+    Ok((usable, machine))
 }
 
 impl Daemon {
@@ -360,10 +366,25 @@ impl Daemon {
 
     /// The level a rule without one balances at: the machine's widest with more than one
     /// domain.
-    fn default_level(&self) -> threadbalance_model::Level {
-        crate::usable::read_usable()
-            .map(|t| t.default_level())
-            .unwrap_or(threadbalance_model::Level::Core)
+    fn default_level(&self) -> Level {
+        self.machine.default_level()
+    }
+
+    /// Sets each domain's utilization (default level) from the managed threads' last
+    /// windows: busy managed-thread time over the domain's CPU time.
+    fn domain_metrics(&self) {
+        let level = self.machine.default_level();
+        let mut util = vec![0.0; self.machine.domains(level).len()];
+        for m in self.managed.values() {
+            let load = m.window().domain_load(&self.machine, level);
+            for (u, add) in util.iter_mut().zip(&load.util) {
+                *u += add;
+            }
+        }
+        for (i, u) in util.iter().enumerate() {
+            self.metrics
+                .set_domain_utilization(&threadbalance_daemon::metrics::domain_label(level, i), *u);
+        }
     }
 
     /// One window: match, take on the new, release those no longer matched.
@@ -424,6 +445,7 @@ impl Daemon {
         let threads: usize = self.managed.values().map(|m| m.threads).sum();
         self.metrics
             .set_managed(self.managed.len() as u64, threads as u64);
+        self.domain_metrics();
         if let Ok(cpu) = threadbalance_daemon::metrics::own_cpu_seconds() {
             self.metrics.set_own_cpu_seconds(cpu);
         }
@@ -497,8 +519,13 @@ impl Daemon {
                     tracing::info!("control_socket and metrics changes take effect at restart");
                 }
                 self.config = new;
-                if let Ok(u) = usable_cpus(&self.root, &self.config) {
-                    self.usable = u;
+                match usable_cpus(&self.root, &self.config) {
+                    Ok((usable, machine)) => {
+                        self.usable = usable;
+                        self.machine = machine;
+                        self.metrics.clear_domains();
+                    }
+                    Err(e) => tracing::warn!("after reload: {e:#}; keeping CPUs {}", self.usable),
                 }
                 let line = format!("reloaded: {}", self.config.summary());
                 tracing::info!("{line}");

@@ -165,6 +165,11 @@ impl Managed {
         self.next
     }
 
+    /// The last window its engine measured (threads, their CPU and utilization).
+    pub fn window(&self) -> &threadbalance_model::Window {
+        self.engine.window()
+    }
+
     /// Ticks when due and not paused: samples, decides, applies (or, observing, only
     /// decides). Every move is logged at debug level and counted by reason in `metrics`
     /// when it was carried out. `Ok(false)` when the process has exited.

@@ -236,6 +236,10 @@ fn daemon_matches_a_started_workload_lists_releases_and_restores_at_sigterm() {
     let body = scrape(addr);
     assert!(body.contains("threadbalance_managed_processes 2"), "{body}");
     assert!(body.contains("threadbalance_moves_total{reason="), "{body}");
+    assert!(
+        body.contains("threadbalance_domain_utilization_ratio{domain="),
+        "{body}"
+    );
 
     // Released through ctl: its masks are back when the answer comes, and it stays alone.
     let released = d.ctl(&["release", &pa.to_string()]);
