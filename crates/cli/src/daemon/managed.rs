@@ -10,7 +10,7 @@
 //! Each managed process has a journal of its own, in a subdirectory of the state directory
 //! named after it, because a journal is one file per instance and per actuator: a daemon
 //! killed by SIGKILL leaves one journal per process it had changed, and the next daemon
-//! (or `threadbalance restore`) replays every one of them (see [`super::restore_tree`]).
+//! (or `threadbalance restore`) replays every one of them (see [`crate::recover::restore_tree`]).
 
 use crate::host::{LinuxAdapter, Target};
 use anyhow::{Result, anyhow};
