@@ -397,3 +397,43 @@ fn ctl_without_a_daemon_exits_1_with_one_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "pid 0 is a bad argument");
 }
+
+#[test]
+fn daemon_killed_leaves_journals_that_restore_puts_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_106;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let mut d = Daemon::start(&path, &[], socket(dir.path()));
+    wait_changed(pid, &before);
+    // SIGKILL: nothing is restored by the daemon; its per-process journal stays behind.
+    let mut child = d.child.take().expect("running");
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    let journals: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("managed."))
+        .collect();
+    assert_eq!(
+        journals.len(),
+        1,
+        "one journal directory per managed process"
+    );
+    let out = Command::new(bin())
+        .arg("restore")
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("1 journal(s) replayed"), "{err}");
+    assert_eq!(worker_masks(pid, "spmd"), before);
+    assert!(
+        !journals[0].path().exists(),
+        "the replayed journal's directory is removed"
+    );
+}
