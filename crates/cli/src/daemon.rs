@@ -24,7 +24,7 @@ mod managed;
 use crate::{input_error, signals};
 use anyhow::{Context, Result};
 use clap::Args;
-use managed::{Assignment, Managed, Refused};
+use managed::{Assignment, Managed, Refused, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,7 +36,7 @@ use threadbalance_daemon::control::{ProcessEntry, Status};
 use threadbalance_daemon::metrics::Metrics;
 use threadbalance_daemon::metrics::exposition::{Exposure, MetricsServer};
 use threadbalance_daemon::process::{ProcessReading, Users, facts_between};
-use threadbalance_daemon::{Config, Decision, log, read};
+use threadbalance_daemon::{Config, Decision, HandsOff, log, read};
 use threadbalance_linux::Root;
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::state::StateDir;
@@ -89,6 +89,8 @@ struct Daemon {
     /// Processes refused once (pid, start time), so the reason is logged once.
     refused: BTreeSet<(Pid, u64)>,
     readings: BTreeMap<Pid, ProcessReading>,
+    /// The processes of the last window that no rule matched.
+    no_rule: BTreeSet<Pid>,
     last_sample: Instant,
     warned: BTreeSet<String>,
     windows: u64,
@@ -132,6 +134,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         released: BTreeSet::new(),
         refused: BTreeSet::new(),
         readings: BTreeMap::new(),
+        no_rule: BTreeSet::new(),
         last_sample: Instant::now(),
         warned: BTreeSet::new(),
         windows: 0,
@@ -331,6 +334,7 @@ impl Daemon {
         let busy = self.config.daemon.busy_thread_percent;
         let mut readings = BTreeMap::new();
         let mut matched = Vec::new();
+        let mut no_rule = BTreeSet::new();
         for (pid, _) in comms {
             let reading = match read::read_process(&self.root, pid, self.ticks_per_sec) {
                 Ok(Some(r)) => r,
@@ -342,9 +346,11 @@ impl Daemon {
             };
             let before = self.readings.get(&pid).unwrap_or(&reading);
             let facts = facts_between(before, &reading, elapsed, busy, &self.users);
-            if let Decision::Manage { rule, placement } =
-                threadbalance_daemon::match_process(&self.config.rules, &facts)
-            {
+            let decision = threadbalance_daemon::match_process(&self.config.rules, &facts);
+            if matches!(decision, Decision::HandsOff(HandsOff::NoRule)) {
+                no_rule.insert(pid);
+            }
+            if let Decision::Manage { rule, placement } = decision {
                 if !self.released.contains(&(pid, reading.start_time)) {
                     let level = placement.level.unwrap_or_else(|| self.default_level());
                     matched.push((
@@ -361,6 +367,7 @@ impl Daemon {
             readings.insert(pid, reading);
         }
         self.readings = readings;
+        self.no_rule = no_rule;
         matched
     }
 
@@ -392,17 +399,22 @@ impl Daemon {
         let matched = self.sample();
         let wanted: BTreeMap<Pid, &Assignment> =
             matched.iter().map(|(pid, _, a)| (*pid, a)).collect();
-        let stale: Vec<Pid> = self
-            .managed
-            .iter()
-            .filter(|(pid, m)| {
-                wanted.get(pid).is_none_or(|a| a.rule != m.assignment.rule)
-                    || self.readings.get(pid).map(|r| r.start_time) != Some(m.start)
-            })
-            .map(|(pid, _)| *pid)
-            .collect();
-        for pid in stale {
-            self.release(pid, "no longer matches its rule");
+        let mut stale = Vec::new();
+        for (pid, m) in &mut self.managed {
+            let verdict = managed::after_window(
+                &m.assignment.rule,
+                wanted.get(pid).map(|a| a.rule.as_str()),
+                self.no_rule.contains(pid),
+                self.readings.get(pid).map(|r| r.start_time) == Some(m.start),
+                m.misses,
+            );
+            match verdict {
+                Verdict::Keep { misses } => m.misses = misses,
+                Verdict::Release(why) => stale.push((*pid, why)),
+            }
+        }
+        for (pid, why) in stale {
+            self.release(pid, why);
         }
         for (pid, comm, assignment) in matched {
             if self.managed.contains_key(&pid) {

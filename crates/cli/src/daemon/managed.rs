@@ -61,6 +61,8 @@ pub struct Managed {
     pub paused: bool,
     /// Threads seen at the last tick.
     pub threads: usize,
+    /// Windows in a row in which no rule matched it (see [`after_window`]).
+    pub misses: u32,
     host: LinuxAdapter,
     policy: Box<dyn Policy>,
     engine: Engine,
@@ -151,6 +153,7 @@ impl Managed {
             assignment,
             paused: false,
             threads: 0,
+            misses: 0,
             host,
             policy,
             engine: Engine::new(),
@@ -225,6 +228,48 @@ impl Managed {
     }
 }
 
+/// Windows in a row with no rule matching before a managed process is released. A
+/// process managed for its CPU use or busy threads may dip under a threshold for a window
+/// (a phase of I/O, or the very placement that spread it); releasing and taking it back
+/// at every dip would restore and re-place its threads each time.
+pub const RELEASE_AFTER: u32 = 3;
+
+/// What a window means for a managed process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Still managed, with this many windows in a row unmatched.
+    Keep {
+        /// Windows in a row in which no rule matched it.
+        misses: u32,
+    },
+    /// Restore and let go, for this reason.
+    Release(&'static str),
+}
+
+/// The verdict on a process managed under rule `rule` after a window in which the first
+/// matching rule was `now` (`None`: none managed it), `no_rule` whether that was because
+/// no rule matched at all (rather than a hands-off rule, a listed name or pid), `same`
+/// whether it is still the same process (pid and start time), and `misses` its unmatched
+/// windows in a row so far. Pure.
+pub fn after_window(
+    rule: &str,
+    now: Option<&str>,
+    no_rule: bool,
+    same: bool,
+    misses: u32,
+) -> Verdict {
+    if !same {
+        return Verdict::Release("exited");
+    }
+    match now {
+        Some(r) if r == rule => Verdict::Keep { misses: 0 },
+        Some(_) => Verdict::Release("another rule matches it now"),
+        None if no_rule && misses + 1 < RELEASE_AFTER => Verdict::Keep { misses: misses + 1 },
+        None if no_rule => Verdict::Release("no rule has matched it for 3 windows"),
+        None => Verdict::Release("it is to be left alone now"),
+    }
+}
+
 /// Removes a process's journal directory once its journal is gone.
 fn remove_journal_dir(dir: &std::path::Path) {
     let _ = std::fs::remove_dir(dir);
@@ -250,5 +295,55 @@ impl Host for Recording<'_> {
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
         self.moves.extend(plan.moves.iter().cloned());
         self.host.apply(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RELEASE_AFTER, Verdict, after_window};
+
+    #[test]
+    fn after_window_same_rule_keeps_and_clears_misses() {
+        assert_eq!(
+            after_window("busy", Some("busy"), false, true, 2),
+            Verdict::Keep { misses: 0 }
+        );
+    }
+
+    #[test]
+    fn after_window_no_rule_releases_on_the_third_window_in_a_row() {
+        // Windows 1 and 2 without a match keep it (misses 1, 2); the third releases it.
+        let mut misses = 0;
+        for expect in 1..RELEASE_AFTER {
+            assert_eq!(
+                after_window("busy", None, true, true, misses),
+                Verdict::Keep { misses: expect }
+            );
+            misses = expect;
+        }
+        assert!(matches!(
+            after_window("busy", None, true, true, misses),
+            Verdict::Release(_)
+        ));
+    }
+
+    #[test]
+    fn after_window_hands_off_other_rule_or_exit_release_at_once() {
+        // A hands-off rule, a listed name or pid: no grace.
+        assert!(matches!(
+            after_window("busy", None, false, true, 0),
+            Verdict::Release(_)
+        ));
+        // Another rule (after a reload, or a rule above it now holds): released, to be
+        // taken on again under the new one.
+        assert!(matches!(
+            after_window("busy", Some("batch"), false, true, 0),
+            Verdict::Release(_)
+        ));
+        // The pid names another process (or none): released whatever matched.
+        assert!(matches!(
+            after_window("busy", Some("busy"), false, false, 0),
+            Verdict::Release(_)
+        ));
     }
 }
