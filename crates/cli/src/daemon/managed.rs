@@ -1,5 +1,5 @@
 //! One process under the daemon: the same machinery `attach` uses (a [`LinuxAdapter`] on
-//! the process, an [`Engine`] and the rule's policy), plus its own journal and lock.
+//! the process, the shared loop's [`Ticker`] and the rule's policy), plus its own journal and lock.
 //!
 //! ```text
 //!  rule matches pid ─► permit? lock.<pid>.<start> free? ─► journal in
@@ -19,11 +19,9 @@ use threadbalance_daemon::metrics::{Metrics, reason_name};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::state::{ProcessLock, StateDir};
 use threadbalance_linux::{LinuxError, Root};
+use threadbalance_manage::Ticker;
 use threadbalance_model::{ApplyReport, CpuSet, Nanos, Pid, Plan, Snapshot, Topology};
-use threadbalance_policy::{Engine, Host, Policy};
-
-/// The shortest pause between two ticks of one process, whatever its policy asks.
-const MIN_TICK: Nanos = Nanos::from_millis(1);
+use threadbalance_policy::{Host, Policy};
 
 /// Why a process could not be taken on (logged once per process, not an error of the
 /// daemon).
@@ -65,9 +63,8 @@ pub struct Managed {
     pub misses: u32,
     host: LinuxAdapter,
     policy: Box<dyn Policy>,
-    engine: Engine,
+    ticker: Ticker,
     topo: Topology,
-    next: Nanos,
     dir: Option<PathBuf>,
     _lock: ProcessLock,
 }
@@ -149,14 +146,13 @@ impl Managed {
             pid,
             start,
             comm: comm.to_string(),
-            next: host.now(),
+            ticker: Ticker::new(host.now()),
             assignment,
             paused: false,
             threads: 0,
             misses: 0,
             host,
             policy,
-            engine: Engine::new(),
             topo,
             dir,
             _lock: lock,
@@ -165,12 +161,12 @@ impl Managed {
 
     /// When this process wants its next tick.
     pub fn next(&self) -> Nanos {
-        self.next
+        self.ticker.next()
     }
 
     /// The last window its engine measured (threads, their CPU and utilization).
     pub fn window(&self) -> &threadbalance_model::Window {
-        self.engine.window()
+        self.ticker.window()
     }
 
     /// Ticks when due and not paused: samples, decides, applies (or, observing, only
@@ -180,7 +176,7 @@ impl Managed {
         if self.host.target_exited() {
             return Ok(false);
         }
-        if self.paused || now < self.next {
+        if self.paused {
             return Ok(true);
         }
         let mut moves = Vec::new();
@@ -188,10 +184,13 @@ impl Managed {
             host: &mut self.host,
             moves: &mut moves,
         };
-        match self.engine.tick(&mut rec, &self.topo, self.policy.as_mut()) {
-            Ok(tick) => {
+        match self
+            .ticker
+            .tick_if_due(&mut rec, &self.topo, self.policy.as_mut(), now)
+        {
+            Ok(None) => Ok(true),
+            Ok(Some(tick)) => {
                 self.threads = tick.threads;
-                self.next = now + tick.next_in.max(MIN_TICK);
                 metrics.record_decision(&self.assignment.policy);
                 for m in &moves {
                     threadbalance_daemon::log::log_move(m);
