@@ -221,9 +221,11 @@ impl Managed {
 
     /// Leaves the masks as placed (`--oneshot`): nothing is restored, now or later.
     pub fn keep_placement(self) {
-        // The actuator restores when dropped; a one-shot placement is meant to stay, and
-        // the process is about to exit, which closes what the adapter holds.
-        std::mem::forget(self);
+        // The actuator restores when dropped; a one-shot placement is meant to stay, so
+        // the adapter alone is not dropped (the process is about to exit, which closes
+        // what it holds). The process lock and the rest are released as usual.
+        let Managed { host, .. } = self;
+        std::mem::forget(host);
     }
 }
 
