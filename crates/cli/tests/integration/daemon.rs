@@ -437,3 +437,28 @@ fn daemon_killed_leaves_journals_that_restore_puts_back() {
         "the replayed journal's directory is removed"
     );
 }
+
+#[test]
+fn daemon_killed_then_restarted_replays_the_journals_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_107;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let mut d = Daemon::start(&path, &[], socket(dir.path()));
+    wait_changed(pid, &before);
+    let mut child = d.child.take().expect("running");
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    drop(d);
+    // The restarted daemon's rule matches nothing (another tag), so what it does to the
+    // workload is only the replay at start.
+    std::fs::write(&path, config_text(dir.path(), tag + 1000, "off")).unwrap();
+    let again = Daemon::start(&path, &[], socket(dir.path()));
+    let line = again.wait_line("journal(s) left by instances that died");
+    assert!(line.contains("0 could not be restored"), "{line}");
+    again.wait_line("started:");
+    assert_eq!(worker_masks(pid, "spmd"), before);
+    assert_eq!(again.stop(), 0);
+}
