@@ -6,6 +6,8 @@
 //! threadbalance attach --pid PID [--no-children] [same options]
 //! threadbalance compare [--policy P1,P2…] [same options] [--repeat N] [--json] -- CMD…
 //! threadbalance restore [--state-dir DIR]
+//! threadbalance daemon --config FILE.toml [--oneshot] [--observe] [--metrics ADDR:PORT]
+//! threadbalance ctl [--socket PATH] status|list|pause PID|resume PID|release PID|reload
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
 //! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
@@ -28,6 +30,8 @@
 mod say;
 mod bench;
 mod compare;
+mod ctl;
+mod daemon;
 mod host;
 mod jsonout;
 mod lockprobe;
@@ -77,6 +81,10 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Show on this machine what balancing does for a bundled workload (under a minute).
     Demo(compare::DemoArgs),
+    /// Manage the whole machine as a config file's rules say (operator mode).
+    Daemon(daemon::DaemonArgs),
+    /// Ask the running daemon: status, list, pause, resume, release, reload.
+    Ctl(ctl::CtlArgs),
     /// Put back the masks left changed by instances that died (SIGKILL, OOM, a crash).
     Restore(recover::RestoreArgs),
     /// The many-core benchmark: thread counts from M to 2M on the M CPUs it may use, an
@@ -205,6 +213,8 @@ fn main() -> ExitCode {
         Command::Run(a) => manage::run(&a.manage, &a.command, !a.no_children),
         Command::Attach(a) => manage::attach(&a.manage, a.pid, !a.no_children),
         Command::Restore(a) => recover::restore(&a),
+        Command::Daemon(a) => daemon::run(&a),
+        Command::Ctl(a) => ctl::run(&a),
         Command::Topo(a) => topo::topo(&a).map(|()| 0),
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),

@@ -1,7 +1,7 @@
 //! `run` and `attach`: the control loop around the engine on the Linux host.
 //!
 //! ```text
-//!  resolve level, build policy ─► (run: spawn CMD) ─► loop {
+//!  resolve level, build policy ─► (run: spawn CMD) ─► threadbalance_manage::manage: loop {
 //!      signal?  run: forward to CMD │ attach: stop
 //!      target exited? stop
 //!      deadline reached? engine.tick(host, topo, policy); next deadline = now + plan.next_in
@@ -33,11 +33,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use threadbalance_linux::Root;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
+use threadbalance_manage::{Ended, LoopError, LoopHost, OnSignal};
 use threadbalance_model::{Level, Nanos, Pid, Topology};
-use threadbalance_policy::{Engine, Host, Policy, PolicyKind};
-
-/// The shortest pause between ticks, whatever a policy asks.
-const MIN_TICK: Nanos = Nanos::from_millis(1);
+use threadbalance_policy::{Host, Policy, PolicyKind};
 
 /// Everything checked before anything starts.
 struct Prepared {
@@ -275,8 +273,9 @@ fn spawn_confined(
     Ok(child)
 }
 
-/// Runs the control loop, then restores every mask changed (before anything else, so an
-/// error, a panic or a command that lingers never leaves threads pinned).
+/// Runs the control loop (`threadbalance_manage`), then restores every mask changed
+/// (before anything else, so an error, a panic or a command that lingers never leaves
+/// threads pinned).
 fn manage(
     host: &mut LinuxAdapter,
     p: &mut Prepared,
@@ -294,80 +293,95 @@ fn manage(
     if args.report.is_some() {
         summary.trace = Some(crate::trace::RunTrace::new(&p.topo, p.level, host.now()));
     }
-    let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        control_loop(
+    let on_signal = if forward {
+        OnSignal::Forward
+    } else {
+        OnSignal::Stop
+    };
+    let topo = &p.topo;
+    let mut take = signals::take;
+    let (restored, looped) = {
+        let mut shell = Shell {
             host,
-            &p.topo,
+            reap: forward,
+        };
+        threadbalance_manage::manage(
+            &mut shell,
+            topo,
             p.policy.as_mut(),
-            &mut summary,
-            args,
-            forward,
+            on_signal,
+            &mut take,
+            &mut |window, tick| {
+                if args.verbose {
+                    if let Some(note) = &tick.note {
+                        errln!("threadbalance: {note}");
+                    }
+                }
+                summary.record(topo, window, tick);
+                if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
+                    panic!("--fault-panic-after {} ticks", summary.ticks);
+                }
+            },
         )
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(anyhow::anyhow!("internal error (panic: {what})"))
-    });
-    summary.set_restored(&host.restore_all());
+    };
+    summary.set_restored(&restored);
     summary.set_paced(host.paced());
     summary.lock_probe(host.lock_report());
+    let looped = match looped {
+        Ok(Ended::Signal(sig)) => Ok(Some(sig)),
+        Ok(Ended::TargetExited) => Ok(None),
+        Err(LoopError::Host(e)) => Err(e.into()),
+        Err(e @ LoopError::Panic(_)) => Err(anyhow::anyhow!("{e}")),
+    };
     (summary, looped)
 }
 
-/// Ticks until the target exits (`Ok(None)`) or, when not forwarding, until a signal
-/// arrives (`Ok(Some(signal))`). With `forward`, signals go to the target instead.
-fn control_loop(
-    host: &mut LinuxAdapter,
-    topo: &Topology,
-    policy: &mut dyn Policy,
-    summary: &mut Summary,
-    args: &ManageArgs,
-    forward: bool,
-) -> Result<Option<i32>> {
-    let mut engine = Engine::new();
-    let mut next = host.now();
-    loop {
-        if forward {
-            host.reap_orphans();
+/// The adapter as the shared loop drives it: `run` reaps its command's orphans at every
+/// turn, `attach` has none.
+struct Shell<'a> {
+    host: &'a mut LinuxAdapter,
+    reap: bool,
+}
+
+impl Host for Shell<'_> {
+    type Error = threadbalance_linux::LinuxError;
+
+    fn now(&self) -> Nanos {
+        self.host.now()
+    }
+
+    fn sample(&mut self, into: &mut threadbalance_model::Snapshot) -> Result<(), Self::Error> {
+        self.host.sample(into)
+    }
+
+    fn apply(&mut self, plan: &threadbalance_model::Plan) -> threadbalance_model::ApplyReport {
+        self.host.apply(plan)
+    }
+}
+
+impl LoopHost for Shell<'_> {
+    type Restored = threadbalance_linux::ledger::RestoreReport;
+
+    fn target_exited(&mut self) -> bool {
+        self.host.target_exited()
+    }
+
+    fn wait_until(&mut self, deadline: Nanos) {
+        self.host.wait_until(deadline);
+    }
+
+    fn forward(&mut self, sig: i32) {
+        self.host.forward(sig);
+    }
+
+    fn restore_all(&mut self) -> Self::Restored {
+        self.host.restore_all()
+    }
+
+    fn housekeeping(&mut self) {
+        if self.reap {
+            self.host.reap_orphans();
         }
-        if let Some(sig) = signals::take() {
-            if forward {
-                host.forward(sig);
-            } else {
-                return Ok(Some(sig));
-            }
-        }
-        if host.target_exited() {
-            return Ok(None);
-        }
-        let now = host.now();
-        if now >= next {
-            match engine.tick(host, topo, policy) {
-                Ok(tick) => {
-                    if args.verbose {
-                        if let Some(note) = &tick.note {
-                            errln!("threadbalance: {note}");
-                        }
-                    }
-                    summary.record(topo, engine.window(), &tick);
-                    if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
-                        panic!("--fault-panic-after {} ticks", summary.ticks);
-                    }
-                    next = now + tick.next_in.max(MIN_TICK);
-                }
-                Err(e) => {
-                    if host.target_exited() {
-                        return Ok(None);
-                    }
-                    return Err(e.into());
-                }
-            }
-        }
-        host.wait_until(next);
     }
 }
 

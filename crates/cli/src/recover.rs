@@ -2,7 +2,9 @@
 //! the replay of stale journals every instance does before it changes anything.
 //!
 //! ```text
-//!  threadbalance restore ─► for each journal whose owner died (its flock can be taken):
+//!  threadbalance restore ─► for each journal whose owner died (its flock can be taken),
+//!                            in the state directory and in the daemon's per-process
+//!                            subdirectories (managed.<pid>.<start>/):
 //!      replay (threadbalance_linux::ledger) ─► one line per mask left or not restored
 //!      exit 0 when every mask that was still ours is back, 1 when one could not be
 //! ```
@@ -10,7 +12,7 @@
 use crate::input_error;
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use threadbalance_linux::Root;
 use threadbalance_linux::ledger::{Kept, RestoreReport};
 use threadbalance_linux::state::StateDir;
@@ -44,7 +46,7 @@ pub fn state_dir(dir: Option<&PathBuf>) -> Result<StateDir> {
 /// Replays the journals of dead instances under `state`; prints what was done when there
 /// was anything. Returns whether every mask could be handled.
 pub fn restore_stale(state: &StateDir) -> Result<bool> {
-    let (report, journals) = state.restore_stale(&Root::system())?;
+    let (report, journals) = restore_tree(state, &Root::system())?;
     if journals > 0 {
         errln!(
             "threadbalance: {} journal(s) left by instances that died under {}: {}",
@@ -60,7 +62,7 @@ pub fn restore_stale(state: &StateDir) -> Result<bool> {
 /// `threadbalance restore`.
 pub fn restore(args: &RestoreArgs) -> Result<u8> {
     let state = state_dir(args.state_dir.as_ref())?;
-    let (report, journals) = state.restore_stale(&Root::system())?;
+    let (report, journals) = restore_tree(&state, &Root::system())?;
     errln!(
         "threadbalance: {} journal(s) replayed from {}: {}",
         journals,
@@ -75,6 +77,35 @@ pub fn restore(args: &RestoreArgs) -> Result<u8> {
             1
         },
     )
+}
+
+/// Replays the journals of dead instances in `state` and in each process subdirectory of
+/// the daemon's (`managed.<pid>.<start>`), removing the subdirectories left empty.
+pub fn restore_tree(state: &StateDir, root: &Root) -> Result<(RestoreReport, usize)> {
+    let (mut report, mut count) = state.restore_stale(root)?;
+    let subdirs = std::fs::read_dir(state.path())
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| is_managed_dir(p))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for dir in subdirs {
+        let (r, n) = StateDir::new(&dir).restore_stale(root)?;
+        report.add(r);
+        count += n;
+        let _ = std::fs::remove_dir(&dir);
+    }
+    Ok((report, count))
+}
+
+fn is_managed_dir(p: &Path) -> bool {
+    p.is_dir()
+        && p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("managed."))
 }
 
 /// One line: how many masks were put back, were back already, had gone, were kept.

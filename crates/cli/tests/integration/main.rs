@@ -8,6 +8,7 @@ mod bad_input;
 mod bench;
 mod cliux;
 mod compare;
+mod daemon;
 mod handoff;
 mod install;
 mod live;

@@ -1,0 +1,624 @@
+//! `threadbalance daemon --config FILE.toml`: operator mode, a whole machine managed from
+//! one config file (see the `threadbalance-daemon` crate for the config, the rules, the
+//! control socket and the metrics).
+//!
+//! ```text
+//!  log init ─► read config (bad: one line, exit 2) ─► replay journals of dead instances
+//!  ─► bind metrics and control socket (refused: one line, exit 2) ─► loop {
+//!      every sample_ms: list processes, read each, facts over the window, match the rules
+//!        matched, new ─► Managed::start (its own journal)  ·  no longer matched ─► release
+//!      each managed process: tick when its policy is due (attach's machinery)
+//!      publish status/list, metrics; answer ctl commands while waiting
+//!      SIGHUP ─► Config::reload (bad: keep the old one, one log line)
+//!      SIGTERM, SIGINT, … ─► stop
+//!  } ─► release every process (restore every mask) ─► exit 0 (1 if one could not be)
+//! ```
+//!
+//! `--oneshot` matches once (over one window), places each matched process with one
+//! policy decision and exits leaving the placement, as irqbalance's one-shot mode leaves
+//! its IRQs; nothing is journaled, so nothing undoes it later. `--observe` (or
+//! `observe = true`) decides and logs but changes no mask, as `--dry-run` does.
+
+mod managed;
+
+use crate::{input_error, signals};
+use anyhow::{Context, Result};
+use clap::Args;
+use managed::{Assignment, Managed, Refused, Verdict};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use threadbalance_daemon::control::channel::{Command, Inbox, Pending, Snapshot};
+use threadbalance_daemon::control::socket::ControlServer;
+use threadbalance_daemon::control::{ProcessEntry, Status};
+use threadbalance_daemon::metrics::Metrics;
+use threadbalance_daemon::metrics::exposition::{Exposure, MetricsServer};
+use threadbalance_daemon::process::{ProcessReading, Users, facts_between};
+use threadbalance_daemon::{Config, Decision, HandsOff, log, read};
+use threadbalance_linux::Root;
+use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::state::StateDir;
+use threadbalance_model::{CpuSet, Level, Nanos, Pid, Topology};
+
+/// Options of `threadbalance daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The config file (see `packaging/threadbalance.toml`).
+    #[arg(long, value_name = "FILE.toml")]
+    pub config: PathBuf,
+    /// Match and place once, then exit leaving the placement.
+    #[arg(long)]
+    pub oneshot: bool,
+    /// Decide and report, change no mask (as the config's `observe = true`).
+    #[arg(long)]
+    pub observe: bool,
+    /// Serve metrics here instead of the config's `metrics` address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// Log filter (`debug`, `warn,threadbalance_daemon=debug`) [default: $THREADBALANCE_LOG
+    /// or info].
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// How long a `ctl` change may wait for the loop (inside the socket's 5 s per client).
+const ANSWER_WITHIN: Duration = Duration::from_secs(4);
+/// The longest the loop waits without looking at signals.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+/// Competitors are looked for every this many windows.
+const COMPETITORS_EVERY: u64 = 30;
+
+/// The loop's state.
+struct Daemon {
+    path: PathBuf,
+    config: Config,
+    observe: bool,
+    root: Root,
+    ticks_per_sec: u64,
+    usable: CpuSet,
+    /// The machine cut down to `usable`: its default level's domains are the metrics'.
+    machine: Topology,
+    users: Users,
+    state: StateDir,
+    metrics: Arc<Metrics>,
+    managed: BTreeMap<Pid, Managed>,
+    /// Processes released by `ctl release` (pid, start time): left alone from then on.
+    released: BTreeSet<(Pid, u64)>,
+    /// Processes refused once (pid, start time), so the reason is logged once.
+    refused: BTreeSet<(Pid, u64)>,
+    readings: BTreeMap<Pid, ProcessReading>,
+    /// The processes of the last window that no rule matched.
+    no_rule: BTreeSet<Pid>,
+    last_sample: Instant,
+    warned: BTreeSet<String>,
+    windows: u64,
+    started: Instant,
+    restore_failures: u64,
+}
+
+/// `threadbalance daemon`.
+pub fn run(args: &DaemonArgs) -> Result<u8> {
+    let settings = log::LogSettings::detect(args.log_level.as_deref())
+        .map_err(|e| input_error(format!("--log-level: {e}")))?;
+    let config = read::read_config(&args.config).map_err(|e| input_error(e.to_string()))?;
+    let _ = log::init(&settings);
+    let observe = args.observe || config.daemon.observe;
+    let root = Root::system();
+    let state = StateDir::new(&config.daemon.state_dir);
+    state
+        .create()
+        .map_err(|e| input_error(format!("state directory: {e}")))?;
+    let (report, journals) = crate::recover::restore_tree(&state, &root)?;
+    if journals > 0 {
+        tracing::warn!(
+            "{journals} journal(s) left by instances that died under {}: {}",
+            state.path().display(),
+            crate::recover::describe(&report)
+        );
+    }
+    let (usable, machine) = usable_cpus(&root, &config)?;
+    let ticks_per_sec = threadbalance_linux::HostFacts::system()?.ticks_per_sec;
+    let metrics = Arc::new(Metrics::new());
+    let mut d = Daemon {
+        path: args.config.clone(),
+        observe,
+        users: read::read_users(&root).unwrap_or_default(),
+        ticks_per_sec,
+        usable,
+        machine,
+        state,
+        metrics: Arc::clone(&metrics),
+        managed: BTreeMap::new(),
+        released: BTreeSet::new(),
+        refused: BTreeSet::new(),
+        readings: BTreeMap::new(),
+        no_rule: BTreeSet::new(),
+        last_sample: Instant::now(),
+        warned: BTreeSet::new(),
+        windows: 0,
+        started: Instant::now(),
+        restore_failures: 0,
+        root,
+        config,
+    };
+    signals::install().context("installing signal handlers")?;
+    if args.oneshot {
+        return oneshot(&mut d);
+    }
+    let exposition = match args.metrics.or(d.config.daemon.metrics) {
+        Some(addr) => {
+            let server = MetricsServer::bind(addr, Exposure::of(&d.config.daemon))
+                .map_err(|e| input_error(format!("metrics: {e}")))?;
+            Some(
+                server
+                    .spawn(metrics, |e| tracing::warn!("metrics: {e}"))
+                    .map_err(|e| input_error(format!("metrics: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    let (control, inbox) =
+        threadbalance_daemon::control::channel::channel(Snapshot::default(), ANSWER_WITHIN);
+    let server = ControlServer::bind(&d.config.daemon.control_socket)
+        .map_err(|e| input_error(format!("control socket: {e}")))?
+        .spawn(Arc::new(control), |e| tracing::warn!("control: {e}"))
+        .map_err(|e| input_error(format!("control socket: {e}")))?;
+    if let Some(e) = &exposition {
+        tracing::info!("metrics on http://{}/metrics", e.local_addr());
+    }
+    tracing::info!(
+        "control socket {}",
+        d.config.daemon.control_socket.display()
+    );
+    tracing::info!(
+        "started: {}; {}; CPUs {}{}",
+        d.config.file,
+        d.config.summary(),
+        d.usable,
+        if d.observe {
+            "; observing, changing nothing"
+        } else {
+            ""
+        }
+    );
+    let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.serve(&inbox)))
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("internal error (panic)")));
+    let released = d.release_all();
+    server.stop();
+    if let Some(e) = exposition {
+        e.stop();
+    }
+    let failed = released.failures().count();
+    match &looped {
+        Ok(sig) => tracing::info!(
+            "stopped by {}: {}",
+            signals::signal_name(*sig),
+            crate::recover::describe(&released)
+        ),
+        Err(e) => tracing::error!("stopped: {e:#}; {}", crate::recover::describe(&released)),
+    }
+    looped?;
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// `--oneshot`: one window to measure, one placement per matched process, exit.
+fn oneshot(d: &mut Daemon) -> Result<u8> {
+    d.sample();
+    std::thread::sleep(Duration::from_nanos(d.config.daemon.sample_interval.0));
+    let matched = d.sample();
+    let mut placed = 0;
+    for (pid, comm, assignment) in matched {
+        match Managed::start(
+            pid, &comm, assignment, &d.usable, &d.state, d.observe, false,
+        ) {
+            Ok(mut m) => {
+                // Two ticks: the first measures nothing yet, the second decides on a
+                // window, as a policy always does.
+                let mut ok = m.tick_if_due(m.next(), &d.metrics, d.observe);
+                if matches!(ok, Ok(true)) {
+                    std::thread::sleep(Duration::from_nanos(
+                        m.next()
+                            .saturating_sub(threadbalance_linux::host::monotonic_now())
+                            .0,
+                    ));
+                    ok = m.tick_if_due(m.next(), &d.metrics, d.observe);
+                }
+                match ok {
+                    Ok(true) => {
+                        let done = if d.observe { "decided for" } else { "placed" };
+                        tracing::info!("{done} pid {pid} ({comm}): {} threads", m.threads);
+                        placed += 1;
+                        if d.observe {
+                            drop(m.release());
+                        } else {
+                            m.keep_placement();
+                        }
+                    }
+                    Ok(false) => tracing::info!("pid {pid} ({comm}) exited"),
+                    Err(e) => tracing::warn!("pid {pid} ({comm}): {e:#}"),
+                }
+            }
+            Err(Refused::NotOurs(why)) => tracing::info!("pid {pid} ({comm}) left alone: {why}"),
+            Err(Refused::Failed(e)) => tracing::warn!("pid {pid} ({comm}): {e:#}"),
+        }
+    }
+    let done = if d.observe {
+        "decided for, nothing changed"
+    } else {
+        "placed"
+    };
+    tracing::info!("one-shot: {placed} process(es) {done}");
+    Ok(0)
+}
+
+/// The CPUs the daemon may use (online, within `cpus`, less the banned ones), and the
+/// machine cut down to them.
+fn usable_cpus(root: &Root, config: &Config) -> Result<(CpuSet, Topology)> {
+    let topo = crate::usable::read_usable()?;
+    let bans = read::read_kernel_bans(root).map_err(|e| input_error(e.to_string()))?;
+    let usable = threadbalance_daemon::banned::usable_cpus(topo.online(), &config.daemon, &bans)
+        .map_err(input_error)?;
+    let machine = topo.restricted_to(&usable)?;
+    Ok((usable, machine))
+}
+
+impl Daemon {
+    /// The loop; returns the signal that stopped it.
+    fn serve(&mut self, inbox: &Inbox) -> Result<i32> {
+        let mut next_sample = Instant::now();
+        loop {
+            if let Some(sig) = signals::take() {
+                if sig == libc::SIGHUP {
+                    let _ = self.reload();
+                } else {
+                    return Ok(sig);
+                }
+            }
+            if Instant::now() >= next_sample {
+                self.window();
+                self.publish(inbox);
+                next_sample =
+                    Instant::now() + Duration::from_nanos(self.config.daemon.sample_interval.0);
+            }
+            let now = threadbalance_linux::host::monotonic_now();
+            let mut gone = Vec::new();
+            for (pid, m) in &mut self.managed {
+                match m.tick_if_due(now, &self.metrics, self.observe) {
+                    Ok(true) => {}
+                    Ok(false) => gone.push((*pid, "exited".to_string())),
+                    Err(e) => gone.push((*pid, format!("{e:#}"))),
+                }
+            }
+            for (pid, why) in gone {
+                self.release(pid, &why);
+            }
+            self.publish(inbox);
+            let wake = self.next_wake(next_sample);
+            if let Some(p) = inbox.wait(wake.min(SIGNAL_POLL)) {
+                self.carry_out(p);
+            }
+        }
+    }
+
+    /// How long until something is due.
+    fn next_wake(&self, next_sample: Instant) -> Duration {
+        let mut left = next_sample.saturating_duration_since(Instant::now());
+        let now = threadbalance_linux::host::monotonic_now();
+        for m in self.managed.values().filter(|m| !m.paused) {
+            left = left.min(Duration::from_nanos(m.next().saturating_sub(now).0));
+        }
+        left
+    }
+
+    /// Reads every process, and returns those a rule manages, with its assignment.
+    fn sample(&mut self) -> Vec<(Pid, String, Assignment)> {
+        let elapsed = Nanos(self.last_sample.elapsed().as_nanos() as u64);
+        self.last_sample = Instant::now();
+        let comms = match read::read_comms(&self.root) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("listing processes: {e}");
+                return Vec::new();
+            }
+        };
+        if self.windows % COMPETITORS_EVERY == 0 {
+            self.competitors(&comms);
+        }
+        self.windows += 1;
+        let mut pids = read::read_pid_files(&self.root, &self.config.daemon.hands_off_pid_files)
+            .unwrap_or_default();
+        pids.insert(Pid(std::process::id() as i32));
+        self.config.rules.hands_off_pids = pids;
+        let busy = self.config.daemon.busy_thread_percent;
+        let mut readings = BTreeMap::new();
+        let mut matched = Vec::new();
+        let mut no_rule = BTreeSet::new();
+        for (pid, _) in comms {
+            let reading = match read::read_process(&self.root, pid, self.ticks_per_sec) {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::debug!("pid {pid}: {e}");
+                    continue;
+                }
+            };
+            let before = self.readings.get(&pid).unwrap_or(&reading);
+            let facts = facts_between(before, &reading, elapsed, busy, &self.users);
+            let decision = threadbalance_daemon::match_process(&self.config.rules, &facts);
+            if matches!(decision, Decision::HandsOff(HandsOff::NoRule)) {
+                no_rule.insert(pid);
+            }
+            if let Decision::Manage { rule, placement } = decision {
+                if !self.released.contains(&(pid, reading.start_time)) {
+                    let level = placement.level.unwrap_or_else(|| self.default_level());
+                    matched.push((
+                        pid,
+                        reading.comm.clone(),
+                        Assignment {
+                            rule: rule.name.clone(),
+                            policy: placement.policy_name().to_string(),
+                            settings: placement.settings(level),
+                        },
+                    ));
+                }
+            }
+            readings.insert(pid, reading);
+        }
+        self.readings = readings;
+        self.no_rule = no_rule;
+        matched
+    }
+
+    /// The level a rule without one balances at: the machine's widest with more than one
+    /// domain.
+    fn default_level(&self) -> Level {
+        self.machine.default_level()
+    }
+
+    /// Sets each domain's utilization (default level) from the managed threads' last
+    /// windows: busy managed-thread time over the domain's CPU time.
+    fn domain_metrics(&self) {
+        let level = self.machine.default_level();
+        let mut util = vec![0.0; self.machine.domains(level).len()];
+        for m in self.managed.values() {
+            let load = m.window().domain_load(&self.machine, level);
+            for (u, add) in util.iter_mut().zip(&load.util) {
+                *u += add;
+            }
+        }
+        for (i, u) in util.iter().enumerate() {
+            self.metrics
+                .set_domain_utilization(&threadbalance_daemon::metrics::domain_label(level, i), *u);
+        }
+    }
+
+    /// One window: match, take on the new, release those no longer matched.
+    fn window(&mut self) {
+        let matched = self.sample();
+        let wanted: BTreeMap<Pid, &Assignment> =
+            matched.iter().map(|(pid, _, a)| (*pid, a)).collect();
+        let mut stale = Vec::new();
+        for (pid, m) in &mut self.managed {
+            let verdict = managed::after_window(
+                &m.assignment.rule,
+                wanted.get(pid).map(|a| a.rule.as_str()),
+                self.no_rule.contains(pid),
+                self.readings.get(pid).map(|r| r.start_time) == Some(m.start),
+                m.misses,
+            );
+            match verdict {
+                Verdict::Keep { misses } => m.misses = misses,
+                Verdict::Release(why) => stale.push((*pid, why)),
+            }
+        }
+        for (pid, why) in stale {
+            self.release(pid, why);
+        }
+        for (pid, comm, assignment) in matched {
+            if self.managed.contains_key(&pid) {
+                continue;
+            }
+            let start = self.readings.get(&pid).map_or(0, |r| r.start_time);
+            if self.refused.contains(&(pid, start)) {
+                continue;
+            }
+            let rule = assignment.rule.clone();
+            let policy = assignment.policy.clone();
+            match Managed::start(
+                pid,
+                &comm,
+                assignment,
+                &self.usable,
+                &self.state,
+                self.observe,
+                true,
+            ) {
+                Ok(m) => {
+                    tracing::info!(
+                        "pid {pid} ({comm}): managed by rule {rule:?} (policy {policy})"
+                    );
+                    self.managed.insert(pid, m);
+                }
+                Err(Refused::NotOurs(why)) => {
+                    tracing::info!("pid {pid} ({comm}) left alone: {why}");
+                    self.refused.insert((pid, start));
+                }
+                Err(Refused::Failed(e)) => {
+                    tracing::warn!("pid {pid} ({comm}): not managed: {e:#}");
+                    self.refused.insert((pid, start));
+                }
+            }
+        }
+        let live: BTreeSet<Pid> = self.readings.keys().copied().collect();
+        self.refused.retain(|(pid, _)| live.contains(pid));
+        self.released.retain(|(pid, _)| live.contains(pid));
+        let threads: usize = self.managed.values().map(|m| m.threads).sum();
+        self.metrics
+            .set_managed(self.managed.len() as u64, threads as u64);
+        self.domain_metrics();
+        if let Ok(cpu) = threadbalance_daemon::metrics::own_cpu_seconds() {
+            self.metrics.set_own_cpu_seconds(cpu);
+        }
+    }
+
+    /// Logs each competitor the first time it is seen.
+    fn competitors(&mut self, comms: &[(Pid, String)]) {
+        match read::read_competitors(&self.root, comms) {
+            Ok(found) => {
+                for c in found {
+                    let line = c.to_string();
+                    if self.warned.insert(line.clone()) {
+                        tracing::warn!("{line}");
+                    }
+                }
+            }
+            Err(e) => tracing::debug!("competitors: {e}"),
+        }
+    }
+
+    /// Stops managing `pid`, restoring its masks.
+    fn release(&mut self, pid: Pid, why: &str) -> Option<RestoreReport> {
+        let m = self.managed.remove(&pid)?;
+        let comm = m.comm.clone();
+        let report = m.release();
+        let failed = report.failures().count() as u64;
+        if failed > 0 {
+            self.restore_failures += failed;
+            self.metrics.record_restore_failures(failed);
+            for line in crate::recover::kept_lines(&report) {
+                tracing::warn!("pid {pid}: {line}");
+            }
+        }
+        tracing::info!(
+            "pid {pid} ({comm}) released ({why}): {}",
+            crate::recover::describe(&report)
+        );
+        Some(report)
+    }
+
+    /// Releases every managed process.
+    fn release_all(&mut self) -> RestoreReport {
+        let mut all = RestoreReport::default();
+        let pids: Vec<Pid> = self.managed.keys().copied().collect();
+        for pid in pids {
+            if let Some(r) = self.release(pid, "the daemon is stopping") {
+                all.add(r);
+            }
+        }
+        self.metrics.set_managed(0, 0);
+        all
+    }
+
+    /// SIGHUP and `ctl reload`: the new config replaces the running one only if valid.
+    fn reload(&mut self) -> Result<String, String> {
+        let text = std::fs::read_to_string(&self.path).map_err(|e| {
+            let line = format!(
+                "reload rejected, keeping the running config: {}: {e}",
+                self.path.display()
+            );
+            tracing::warn!("{line}");
+            line
+        })?;
+        let (socket, metrics) = (
+            self.config.daemon.control_socket.clone(),
+            self.config.daemon.metrics,
+        );
+        match Config::reload(self.config.clone(), &text) {
+            Ok(new) => {
+                if new.daemon.control_socket != socket || new.daemon.metrics != metrics {
+                    tracing::info!("control_socket and metrics changes take effect at restart");
+                }
+                self.config = new;
+                match usable_cpus(&self.root, &self.config) {
+                    Ok((usable, machine)) => {
+                        self.usable = usable;
+                        self.machine = machine;
+                        self.metrics.clear_domains();
+                    }
+                    Err(e) => tracing::warn!("after reload: {e:#}; keeping CPUs {}", self.usable),
+                }
+                let line = format!("reloaded: {}", self.config.summary());
+                tracing::info!("{line}");
+                Ok(line)
+            }
+            Err((old, line)) => {
+                self.config = old;
+                tracing::warn!("{line}");
+                Err(line)
+            }
+        }
+    }
+
+    /// What `ctl status` and `ctl list` answer from now on.
+    fn publish(&self, inbox: &Inbox) {
+        let processes: Vec<ProcessEntry> = self
+            .managed
+            .values()
+            .map(|m| ProcessEntry {
+                pid: m.pid.0,
+                comm: m.comm.clone(),
+                rule: m.assignment.rule.clone(),
+                policy: m.assignment.policy.clone(),
+                threads: m.threads as u64,
+                paused: m.paused,
+            })
+            .collect();
+        let status = Status {
+            daemon_pid: std::process::id() as i32,
+            uptime_s: self.started.elapsed().as_secs(),
+            config: self.config.summary(),
+            observe: self.observe,
+            managed_processes: processes.len() as u64,
+            managed_threads: processes.iter().map(|p| p.threads).sum(),
+            paused_processes: processes.iter().filter(|p| p.paused).count() as u64,
+        };
+        inbox.publish(Snapshot { status, processes });
+    }
+
+    /// Carries out a `ctl` change and answers it.
+    fn carry_out(&mut self, p: Pending) {
+        let not_managed = |pid: Pid| Err(format!("process {pid} is not managed"));
+        let result = match p.command {
+            Command::Pause(pid) => match self.managed.get_mut(&pid) {
+                Some(m) if m.paused => Err(format!("process {pid} is already paused")),
+                Some(m) => {
+                    m.paused = true;
+                    tracing::info!("pid {pid} ({}) paused", m.comm);
+                    Ok(format!("paused {pid} ({})", m.comm))
+                }
+                None => not_managed(pid),
+            },
+            Command::Resume(pid) => match self.managed.get_mut(&pid) {
+                Some(m) if !m.paused => Err(format!("process {pid} is not paused")),
+                Some(m) => {
+                    m.paused = false;
+                    tracing::info!("pid {pid} ({}) resumed", m.comm);
+                    Ok(format!("resumed {pid} ({})", m.comm))
+                }
+                None => not_managed(pid),
+            },
+            Command::Release(pid) => match self.managed.get(&pid) {
+                Some(m) => {
+                    let (start, comm) = (m.start, m.comm.clone());
+                    self.released.insert((pid, start));
+                    match self.release(pid, "ctl release") {
+                        Some(r) if r.failures().next().is_some() => Err(format!(
+                            "released {pid} ({comm}), but {}",
+                            crate::recover::describe(&r)
+                        )),
+                        Some(r) => Ok(format!(
+                            "released {pid} ({comm}): {}",
+                            crate::recover::describe(&r)
+                        )),
+                        None => not_managed(pid),
+                    }
+                }
+                None => not_managed(pid),
+            },
+            Command::Reload => self.reload(),
+        };
+        p.answer(result);
+    }
+}

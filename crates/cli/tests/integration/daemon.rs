@@ -1,0 +1,464 @@
+//! Live tests of `threadbalance daemon` and `threadbalance ctl` on this machine.
+//!
+//! Each test writes a config into a temporary directory (state directory, control socket
+//! and metrics on port 0 there, so tests never share anything) whose rule matches only the
+//! workload the test started, by a command line no other test uses. Every process started
+//! here is stopped by pid from a guard, also when an assertion fails; every mask changed is
+//! put back by the daemon (checked) or goes with the workload when it is stopped. The waits
+//! are bounds, never measurements.
+
+use crate::support::{bin, signal, wait_for, worker_masks};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The bound on every wait.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A process started by a test, stopped by pid when dropped.
+struct Started(Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// `threadbalance workload spmd` (three workers) whose command line ends in `--work-ms
+/// {tag}`: a long run (hours of work) that only this test's rule matches.
+fn spmd(tag: u32) -> Started {
+    let child = Command::new(bin())
+        .args(["workload", "spmd", "--work-ms", &tag.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawns the workload");
+    let w = Started(child);
+    let pid = w.0.id();
+    wait_for(LIMIT, || {
+        (worker_masks(pid, "spmd").len() == 3).then_some(())
+    })
+    .expect("the workload's three workers start");
+    w
+}
+
+/// A running daemon, its stderr collected line by line; SIGTERM then wait when dropped
+/// (SIGKILL after the bound).
+struct Daemon {
+    child: Option<Child>,
+    lines: Arc<Mutex<Vec<String>>>,
+    socket: PathBuf,
+}
+
+impl Daemon {
+    fn start(config: &Path, extra: &[&str], socket: PathBuf) -> Daemon {
+        let mut child = Command::new(bin())
+            .arg("daemon")
+            .arg("--config")
+            .arg(config)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns the daemon");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let stderr = child.stderr.take().expect("stderr piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Daemon {
+            child: Some(child),
+            lines,
+            socket,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Waits for a log line containing `text`, and returns it.
+    fn wait_line(&self, text: &str) -> String {
+        wait_for(LIMIT, || {
+            self.lines
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.contains(text))
+                .cloned()
+        })
+        .unwrap_or_else(|| panic!("no log line with {text:?} in {:#?}", self.log()))
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn ctl(&self, args: &[&str]) -> Output {
+        Command::new(bin())
+            .arg("ctl")
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("runs ctl")
+    }
+
+    /// Waits until `ctl list` (exit 0) shows each pid with its rule; returns the listing.
+    fn wait_listed(&self, want: &[(u32, &str)]) -> String {
+        wait_for(LIMIT, || {
+            let out = self.ctl(&["list"]);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let all = want.iter().all(|(pid, rule)| {
+                text.lines().any(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.first() == Some(&pid.to_string().as_str()) && f.get(2) == Some(rule)
+                })
+            });
+            (out.status.code() == Some(0) && all).then_some(text)
+        })
+        .unwrap_or_else(|| panic!("ctl list never showed {want:?}; log {:#?}", self.log()))
+    }
+
+    /// SIGTERM, then the exit code.
+    fn stop(mut self) -> i32 {
+        let mut child = self.child.take().expect("running");
+        signal(child.id(), libc::SIGTERM);
+        crate::support::finish(&mut child, LIMIT)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), libc::SIGTERM);
+            if wait_for(LIMIT, || child.try_wait().ok().flatten()).is_none() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A config in `dir` managing, under `speed`, the `spmd` workload tagged `tag`.
+fn config(dir: &Path, tag: u32, metrics: &str) -> PathBuf {
+    let path = dir.join("threadbalance.toml");
+    std::fs::write(&path, config_text(dir, tag, metrics)).unwrap();
+    path
+}
+
+fn config_text(dir: &Path, tag: u32, metrics: &str) -> String {
+    format!(
+        r#"[daemon]
+metrics = "{metrics}"
+control_socket = "{}/run/control.sock"
+state_dir = "{}/state"
+sample_ms = 200
+
+[[rule]]
+name = "test-spmd"
+comm = "^threadbalance$"
+cmdline = "workload spmd --work-ms {tag}$"
+policy = "speed"
+"#,
+        dir.display(),
+        dir.display()
+    )
+}
+
+fn socket(dir: &Path) -> PathBuf {
+    dir.join("run/control.sock")
+}
+
+/// Waits until some worker of `pid` has a mask other than `before`'s.
+fn wait_changed(pid: u32, before: &[(usize, String)]) {
+    wait_for(LIMIT, || {
+        let now = worker_masks(pid, "spmd");
+        (now.len() == before.len() && now != before).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the daemon never changed a mask of {pid}: {before:?}"));
+}
+
+/// `GET /metrics` on `addr`, the body.
+fn scrape(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("connects to the metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn daemon_matches_a_started_workload_lists_releases_and_restores_at_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tag_a, tag_b) = (3_600_101, 3_600_102);
+    let path = dir.path().join("threadbalance.toml");
+    // Two rules: one workload to release through ctl, one for SIGTERM to restore.
+    let text = config_text(dir.path(), tag_a, "127.0.0.1:0").replace(
+        "policy = \"speed\"\n",
+        &format!(
+            "policy = \"speed\"\n\n[[rule]]\nname = \"test-spmd-b\"\ncmdline = \"workload spmd --work-ms {tag_b}$\"\npolicy = \"speed\"\n"
+        ),
+    );
+    std::fs::write(&path, text).unwrap();
+    let a = spmd(tag_a);
+    let b = spmd(tag_b);
+    let (pa, pb) = (a.0.id(), b.0.id());
+    let before_a = worker_masks(pa, "spmd");
+    let before_b = worker_masks(pb, "spmd");
+    let d = Daemon::start(&path, &[], socket(dir.path()));
+    wait_changed(pa, &before_a);
+    wait_changed(pb, &before_b);
+
+    // `list` answers what the loop published last, which may be a moment behind the masks.
+    let list = d.wait_listed(&[(pa, "test-spmd"), (pb, "test-spmd-b")]);
+    assert!(list.contains("managed"), "{list}");
+    let status = d.ctl(&["status"]);
+    assert_eq!(status.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&status.stdout).contains("managed: 2 processes"));
+
+    // The metrics endpoint, at the address the daemon logged.
+    let line = d.wait_line("metrics on http://");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .expect("address in the line");
+    let body = scrape(addr);
+    assert!(body.contains("threadbalance_managed_processes 2"), "{body}");
+    assert!(body.contains("threadbalance_moves_total{reason="), "{body}");
+    assert!(
+        body.contains("threadbalance_domain_utilization_ratio{domain="),
+        "{body}"
+    );
+
+    // Released through ctl: its masks are back when the answer comes, and it stays alone.
+    let released = d.ctl(&["release", &pa.to_string()]);
+    assert_eq!(
+        released.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&released.stderr)
+    );
+    assert!(String::from_utf8_lossy(&released.stdout).contains("0 could not be restored"));
+    assert_eq!(worker_masks(pa, "spmd"), before_a);
+    let again = d.ctl(&["release", &pa.to_string()]);
+    assert_eq!(again.status.code(), Some(1), "releasing twice is refused");
+    let list = d.ctl(&["list"]);
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&format!("{pa} ")));
+
+    // SIGTERM restores the other one, and the daemon exits 0, its socket gone.
+    assert_eq!(d.stop(), 0);
+    assert_eq!(worker_masks(pb, "spmd"), before_b);
+    assert_eq!(worker_masks(pa, "spmd"), before_a);
+    assert!(!socket(dir.path()).exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "state left behind: {left:?}");
+}
+
+#[test]
+fn daemon_bad_config_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "[daemon]\nsample_ms = 0\n").unwrap();
+    let out = Command::new(bin())
+        .arg("daemon")
+        .arg("--config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad.toml:2") && err.contains("sample_ms"),
+        "{err}"
+    );
+    // Nothing was created: no state directory, no socket.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn daemon_sighup_with_a_bad_file_keeps_the_running_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_103;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let d = Daemon::start(&path, &[], socket(dir.path()));
+    wait_changed(pid, &before);
+
+    std::fs::write(
+        &path,
+        "[[rule]]\nname = \"x\"\npolicy = \"no-such-policy\"\n",
+    )
+    .unwrap();
+    signal(d.pid(), libc::SIGHUP);
+    let line = d.wait_line("reload rejected, keeping the running config");
+    assert!(line.contains("no-such-policy"), "{line}");
+    // The same through ctl: refused, exit 1, one line.
+    let out = d.ctl(&["reload"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    // Still running with the old rule, still managing the workload.
+    let status = String::from_utf8_lossy(&d.ctl(&["status"]).stdout).into_owned();
+    assert!(status.contains("test-spmd"), "{status}");
+    d.wait_listed(&[(pid, "test-spmd")]);
+
+    assert_eq!(d.stop(), 0);
+    assert_eq!(worker_masks(pid, "spmd"), before);
+}
+
+#[test]
+fn daemon_oneshot_places_once_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_104;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let out = Command::new(bin())
+        .arg("daemon")
+        .arg("--config")
+        .arg(&path)
+        .arg("--oneshot")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("one-shot: 1 process(es) placed"), "{err}");
+    // The placement stays after the daemon has gone (as irqbalance --oneshot leaves its
+    // IRQs); the workload, and its masks with it, end when the guard stops it.
+    let after = worker_masks(pid, "spmd");
+    assert_eq!(after.len(), before.len());
+    assert_ne!(after, before, "a one-shot placement changed no mask");
+    assert!(
+        !socket(dir.path()).exists(),
+        "a one-shot run opens no socket"
+    );
+    drop(w);
+}
+
+#[test]
+fn daemon_observe_decides_but_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_105;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let d = Daemon::start(
+        &path,
+        &["--observe", "--log-level", "debug"],
+        socket(dir.path()),
+    );
+    d.wait_line(&format!("pid {pid} (threadbalance): managed by rule"));
+    // Moves were decided (logged at debug level) …
+    d.wait_line(&format!("move pid={pid}"));
+    let status = String::from_utf8_lossy(&d.ctl(&["status"]).stdout).into_owned();
+    assert!(status.contains("observing (changes nothing)"), "{status}");
+    // … and none was made.
+    assert_eq!(worker_masks(pid, "spmd"), before);
+    assert_eq!(d.stop(), 0);
+    assert_eq!(worker_masks(pid, "spmd"), before);
+}
+
+#[test]
+fn ctl_without_a_daemon_exits_1_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(dir.path().join("none.sock"))
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach the daemon"), "{err}");
+    let out = Command::new(bin())
+        .args(["ctl", "pause", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "pid 0 is a bad argument");
+}
+
+#[test]
+fn daemon_killed_leaves_journals_that_restore_puts_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_106;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let mut d = Daemon::start(&path, &[], socket(dir.path()));
+    wait_changed(pid, &before);
+    // SIGKILL: nothing is restored by the daemon; its per-process journal stays behind.
+    let mut child = d.child.take().expect("running");
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    let journals: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("managed."))
+        .collect();
+    assert_eq!(
+        journals.len(),
+        1,
+        "one journal directory per managed process"
+    );
+    let out = Command::new(bin())
+        .arg("restore")
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("1 journal(s) replayed"), "{err}");
+    assert_eq!(worker_masks(pid, "spmd"), before);
+    assert!(
+        !journals[0].path().exists(),
+        "the replayed journal's directory is removed"
+    );
+}
+
+#[test]
+fn daemon_killed_then_restarted_replays_the_journals_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_107;
+    let path = config(dir.path(), tag, "off");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let mut d = Daemon::start(&path, &[], socket(dir.path()));
+    wait_changed(pid, &before);
+    let mut child = d.child.take().expect("running");
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    drop(d);
+    // The restarted daemon's rule matches nothing (another tag), so what it does to the
+    // workload is only the replay at start.
+    std::fs::write(&path, config_text(dir.path(), tag + 1000, "off")).unwrap();
+    let again = Daemon::start(&path, &[], socket(dir.path()));
+    let line = again.wait_line("journal(s) left by instances that died");
+    assert!(line.contains("0 could not be restored"), "{line}");
+    again.wait_line("started:");
+    assert_eq!(worker_masks(pid, "spmd"), before);
+    assert_eq!(again.stop(), 0);
+}

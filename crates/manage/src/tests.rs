@@ -1,0 +1,273 @@
+//! The loop driven by a host made of plain values: a clock that jumps to each deadline, a
+//! target that exits at a set time, sample failures on demand, and a count of restores.
+
+use super::*;
+use threadbalance_model::{ApplyReport, Plan, Snapshot};
+
+/// A host whose clock only moves when the loop waits.
+#[derive(Default)]
+struct Fake {
+    clock: Nanos,
+    /// The target exits at this time.
+    exit_at: Option<Nanos>,
+    samples: u32,
+    /// Fail this sample (1-based); with `true` the target exits as it fails.
+    fail: Option<(u32, bool)>,
+    forwarded: Vec<i32>,
+    restored: u32,
+    housekeeping: u32,
+}
+
+impl Host for Fake {
+    type Error = String;
+    fn now(&self) -> Nanos {
+        self.clock
+    }
+    fn sample(&mut self, into: &mut Snapshot) -> Result<(), String> {
+        self.samples += 1;
+        if let Some((n, gone)) = self.fail {
+            if n == self.samples {
+                if gone {
+                    self.exit_at = Some(self.clock);
+                }
+                return Err(format!("sample {n} failed"));
+            }
+        }
+        into.at = self.clock;
+        into.threads.clear();
+        Ok(())
+    }
+    fn apply(&mut self, _plan: &Plan) -> ApplyReport {
+        ApplyReport::default()
+    }
+}
+
+impl LoopHost for Fake {
+    type Restored = u32;
+    fn target_exited(&mut self) -> bool {
+        self.exit_at.is_some_and(|t| self.clock >= t)
+    }
+    fn wait_until(&mut self, deadline: Nanos) {
+        self.clock = self.clock.max(deadline);
+    }
+    fn forward(&mut self, sig: i32) {
+        self.forwarded.push(sig);
+    }
+    fn restore_all(&mut self) -> u32 {
+        self.restored += 1;
+        self.restored
+    }
+    fn housekeeping(&mut self) {
+        self.housekeeping += 1;
+    }
+}
+
+/// Decides every 100 ms, moves nothing; panics at its `panic_at`-th decision.
+struct Every100ms {
+    decisions: u32,
+    panic_at: Option<u32>,
+}
+
+impl Policy for Every100ms {
+    fn name(&self) -> &'static str {
+        "every-100ms"
+    }
+    fn decide(&mut self, _topo: &Topology, _window: &Window) -> Plan {
+        self.decisions += 1;
+        if self.panic_at == Some(self.decisions) {
+            panic!("decision {}", self.decisions);
+        }
+        Plan {
+            next_in: Nanos::from_millis(100),
+            ..Plan::default()
+        }
+    }
+}
+
+fn policy() -> Every100ms {
+    Every100ms {
+        decisions: 0,
+        panic_at: None,
+    }
+}
+
+fn topo() -> Topology {
+    threadbalance_model::testutil::topo(1, 1, 2, 1)
+}
+
+/// A signal source that gives `sig` at its `at`-th call.
+fn signal_at(at: u32, sig: i32) -> impl FnMut() -> Option<i32> {
+    let mut calls = 0;
+    move || {
+        calls += 1;
+        (calls == at).then_some(sig)
+    }
+}
+
+#[test]
+fn manage_target_exiting_at_1s_with_100ms_ticks_ticks_ten_times_then_restores() {
+    // Ticks at 0, 100, …, 900 ms (10); the wait after the last reaches 1000 ms, where the
+    // target has exited.
+    let mut host = Fake {
+        exit_at: Some(Nanos::from_secs(1)),
+        ..Fake::default()
+    };
+    let mut p = policy();
+    let mut ticks = 0;
+    let (restored, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut || None,
+        &mut |_, _| ticks += 1,
+    );
+    assert_eq!(ended.unwrap(), Ended::TargetExited);
+    assert_eq!((ticks, p.decisions, host.samples), (10, 10, 10));
+    assert_eq!(restored, 1);
+    assert_eq!(
+        host.housekeeping, 11,
+        "once per turn, the last one included"
+    );
+}
+
+#[test]
+fn manage_stop_signal_on_the_fourth_turn_ends_after_three_ticks() {
+    let mut host = Fake::default();
+    let mut p = policy();
+    let (restored, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut signal_at(4, 15),
+        &mut |_, _| {},
+    );
+    assert_eq!(ended.unwrap(), Ended::Signal(15));
+    assert_eq!(p.decisions, 3);
+    assert_eq!(restored, 1);
+    assert!(host.forwarded.is_empty());
+}
+
+#[test]
+fn manage_forwarded_signal_goes_to_the_target_and_the_loop_goes_on() {
+    let mut host = Fake {
+        exit_at: Some(Nanos::from_secs(1)),
+        ..Fake::default()
+    };
+    let mut p = policy();
+    let (_, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Forward,
+        &mut signal_at(4, 2),
+        &mut |_, _| {},
+    );
+    assert_eq!(ended.unwrap(), Ended::TargetExited);
+    assert_eq!(host.forwarded, vec![2]);
+    assert_eq!(p.decisions, 10);
+}
+
+#[test]
+fn manage_host_error_while_the_target_runs_is_an_error_and_still_restores() {
+    let mut host = Fake {
+        fail: Some((3, false)),
+        ..Fake::default()
+    };
+    let mut p = policy();
+    let (restored, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut || None,
+        &mut |_, _| {},
+    );
+    match ended {
+        Err(LoopError::Host(e)) => assert_eq!(e, "sample 3 failed"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((p.decisions, restored), (2, 1));
+}
+
+#[test]
+fn manage_host_error_because_the_target_exited_is_its_end() {
+    let mut host = Fake {
+        fail: Some((3, true)),
+        ..Fake::default()
+    };
+    let mut p = policy();
+    let (_, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut || None,
+        &mut |_, _| {},
+    );
+    assert_eq!(ended.unwrap(), Ended::TargetExited);
+}
+
+#[test]
+fn manage_panic_in_the_policy_is_caught_and_masks_are_restored() {
+    let mut host = Fake::default();
+    let mut p = Every100ms {
+        decisions: 0,
+        panic_at: Some(3),
+    };
+    let (restored, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut || None,
+        &mut |_, _| {},
+    );
+    match ended {
+        Err(e @ LoopError::Panic(_)) => {
+            assert_eq!(e.to_string(), "internal error (panic: decision 3)");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(restored, 1);
+}
+
+#[test]
+fn manage_panic_in_on_tick_is_caught_too() {
+    let mut host = Fake::default();
+    let mut p = policy();
+    let (restored, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut || None,
+        &mut |_, _| panic!("--fault-panic-after"),
+    );
+    assert!(matches!(ended, Err(LoopError::Panic(ref w)) if w == "--fault-panic-after"));
+    assert_eq!(restored, 1);
+}
+
+#[test]
+fn ticker_not_due_does_not_sample_and_a_zero_interval_waits_min_tick() {
+    struct Zero;
+    impl Policy for Zero {
+        fn name(&self) -> &'static str {
+            "zero"
+        }
+        fn decide(&mut self, _: &Topology, _: &Window) -> Plan {
+            Plan::default()
+        }
+    }
+    let mut host = Fake::default();
+    let mut t = Ticker::new(Nanos::from_millis(5));
+    // Due at 5 ms: at 4 ms nothing happens.
+    let r = t.tick_if_due(&mut host, &topo(), &mut Zero, Nanos::from_millis(4));
+    assert_eq!(r, Ok(None));
+    assert_eq!(host.samples, 0);
+    // At 5 ms it ticks; a plan asking for 0 ms is due again 1 ms later (MIN_TICK).
+    let r = t.tick_if_due(&mut host, &topo(), &mut Zero, Nanos::from_millis(5));
+    assert!(matches!(r, Ok(Some(_))));
+    assert_eq!(t.next(), Nanos::from_millis(6));
+}
