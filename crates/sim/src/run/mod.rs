@@ -27,8 +27,7 @@ mod ops;
 mod segment;
 
 pub(crate) use crate::state::{
-    Act, AppState, BarrierState, CpuState, LockState, NEVER, NONE, Prog, Programs, QueueState, St,
-    Stats, Thread,
+    Act, AppState, BarrierState, CpuState, LockState, Prog, Programs, QueueState, St, Stats, Thread,
 };
 pub use crate::state::{Sim, TimelinePoint};
 
@@ -184,7 +183,7 @@ impl Sim {
             horizon: opts.horizon.0,
             topo,
             memory_every: opts.memory_every.0,
-            memory_at: NEVER,
+            memory_at: None,
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,
         };
@@ -202,7 +201,7 @@ impl Sim {
             let queue_base = sim.queues.len() as u32;
             sim.locks.extend((0..app.locks()).map(|_| LockState {
                 holder: None,
-                last_cpu: NONE,
+                last_cpu: None,
                 pass: None,
                 ..LockState::default()
             }));
@@ -265,7 +264,7 @@ impl Sim {
                         act: Act::Idle,
                         debt: 0,
                         carry: 0.0,
-                        home: NONE,
+                        home: None,
                         rng: Rng::new(
                             opts.seed
                                 .wrapping_mul(0x9E37_79B9)
@@ -565,7 +564,8 @@ impl Sim {
         for (l, lock) in self.locks.iter().enumerate() {
             if let Some(h) = lock.holder {
                 let h = h as usize;
-                let inside = matches!(self.th[h].act, Act::Work { lock: x, .. } if x as usize == l);
+                let inside =
+                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x as usize == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -575,7 +575,7 @@ impl Sim {
             let holders = self
                 .th
                 .iter()
-                .filter(|th| matches!(th.act, Act::Work { lock: x, .. } if x as usize == l))
+                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x as usize == l))
                 .count();
             if holders > 1 {
                 return Err(format!("lock {l} has {holders} threads inside"));

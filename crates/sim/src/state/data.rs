@@ -27,12 +27,17 @@ pub(crate) enum St {
 pub(crate) enum Act {
     /// Between operations.
     Idle,
-    /// Work of `left` ns at full speed; inside lock `lock`'s critical section unless `NONE`.
-    Work { left: f64, lock: u32, mem: f32 },
+    /// Work of `left` ns at full speed; inside lock `lock`'s critical section if any.
+    Work {
+        left: f64,
+        lock: Option<u32>,
+        mem: f32,
+    },
     /// Spinning on held mutex `lock` until `until`, then sleeping.
     Spin { lock: u32, until: u64 },
-    /// Spinning at barrier `barrier` until `until` (`NEVER`: pure spin), then sleeping.
-    BarrierSpin { barrier: u32, until: u64 },
+    /// Spinning at barrier `barrier` until `until`, then sleeping (`None`: a pure spin,
+    /// never sleeping).
+    BarrierSpin { barrier: u32, until: Option<u64> },
     /// `sched_yield` loop at barrier `barrier`.
     Yield { barrier: u32 },
 }
@@ -58,7 +63,8 @@ pub(crate) struct Thread {
     pub debt: u64,
     /// Item data to fetch in the next compute op (ns).
     pub carry: f64,
-    pub home: u32,
+    /// The node of its own pages, once first touched (`None`: not yet).
+    pub home: Option<u32>,
     pub rng: Rng,
     // Accounting (ns unless said otherwise).
     pub run: u64,
@@ -142,7 +148,8 @@ impl CpuState {
 pub(crate) struct LockState {
     /// The thread inside its critical section, if any.
     pub holder: Option<u32>,
-    pub last_cpu: u32,
+    /// The CPU that released it last (`None`: never released).
+    pub last_cpu: Option<u32>,
     pub spinners: Vec<u32>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
     pub waiters: std::collections::VecDeque<u32>,

@@ -54,11 +54,6 @@ pub(crate) trait Programs {
     fn footprint_lines(&self, t: usize) -> f64;
 }
 
-/// "No thread", "no lock", "no time".
-pub(crate) const NONE: u32 = u32::MAX;
-/// An end time that never comes.
-pub(crate) const NEVER: u64 = u64::MAX;
-
 /// A machine running a workload.
 #[derive(Debug)]
 pub struct Sim {
@@ -90,8 +85,8 @@ pub struct Sim {
     pub(crate) topo: Topology,
     /// Period of per-process memory samples, ns (0: every sample).
     pub(crate) memory_every: u64,
-    /// When `SimHost` last sampled memory (`NEVER`: not yet).
-    pub(crate) memory_at: u64,
+    /// When `SimHost` last sampled memory (`None`: not yet).
+    pub(crate) memory_at: Option<u64>,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
     /// count: the who-wakes-whom graph `SimHost` reports.
     pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
