@@ -198,15 +198,15 @@ impl Sim {
             level.prefer_sibling,
             level.cache_nice_tries,
         );
-        // (tasks to move, load to move when balancing load)
+        // Tasks to move, or (`load`) the load to move, as many tasks as it takes.
         let mut tasks = 0usize;
         let mut load: Option<f64> = None;
-        let mut bix = usize::MAX;
+        let mut bix = None;
         // migrate_task between groups with spare capacity: spread running threads, one of
         // which may have to be pushed (imbalanced_active_balance).
         let mut spread = false;
         if let Some((bi, b, b_load)) = busiest {
-            bix = bi;
+            bix = Some(bi);
             if b.kind() == 2 && local.kind() == 0 {
                 tasks = local.idle.min(b.nr - b.ncpu).max(1);
             } else if b.kind() == 2 {
@@ -220,7 +220,6 @@ impl Sim {
                     let x = ((avg_b - sd) * b.ncpu as f64).min((sd - avg_l) * local.ncpu as f64);
                     if x > 0.0 {
                         load = Some(x);
-                        tasks = usize::MAX;
                     }
                 }
             } else if local.kind() == 0 {
@@ -238,15 +237,18 @@ impl Sim {
                 }
             }
         }
-        if tasks == 0 {
-            if kind != Kind::NewIdle {
-                self.kernel.cpus[c].failed[lv] = 0;
-                let lvl = &self.kernel.levels[lv];
-                let iv = &mut self.kernel.cpus[c].interval[lv];
-                *iv = (*iv * 2).min(lvl.max_interval);
+        let bix = match bix {
+            Some(bix) if tasks > 0 || load.is_some() => bix,
+            _ => {
+                if kind != Kind::NewIdle {
+                    self.kernel.cpus[c].failed[lv] = 0;
+                    let lvl = &self.kernel.levels[lv];
+                    let iv = &mut self.kernel.cpus[c].interval[lv];
+                    *iv = (*iv * 2).min(lvl.max_interval);
+                }
+                return false;
             }
-            return false;
-        }
+        };
         // The busiest CPU of the busiest group (sched_balance_find_src_rq): most runnable
         // threads, with one queued; when spreading, a CPU whose one thread runs will do
         // (nothing can be detached from it, so the attempt fails and counts towards
@@ -286,7 +288,7 @@ impl Sim {
                 }
                 self.pull(t, src as usize, c);
                 moved += 1;
-                if moved >= tasks || (load.is_some() && budget <= 0.0) {
+                if load.map_or(moved >= tasks, |_| budget <= 0.0) {
                     break;
                 }
                 if kind == Kind::NewIdle {

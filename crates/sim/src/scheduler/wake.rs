@@ -151,7 +151,7 @@ impl Sim {
                 recent
             } else {
                 let scan = self.idle_scan(target);
-                self.select_idle_sibling(t, prev, target, scan)
+                self.select_idle_sibling(t, prev, target, Some(scan))
             }
         };
         if used {
@@ -201,9 +201,15 @@ impl Sim {
     }
 
     /// `select_idle_sibling`: the target if idle, prev if idle in the target's LLC, else
-    /// up to `scan` CPUs of that LLC from the target on (whole idle cores first on SMT,
-    /// which `SIS_UTIL` does not limit); the target when none is idle.
-    pub(super) fn select_idle_sibling(&self, t: usize, prev: u32, target: u32, scan: usize) -> u32 {
+    /// up to `scan` CPUs (`None`: all) of that LLC from the target on (whole idle cores
+    /// first on SMT, which `SIS_UTIL` does not limit); the target when none is idle.
+    pub(super) fn select_idle_sibling(
+        &self,
+        t: usize,
+        prev: u32,
+        target: u32,
+        scan: Option<usize>,
+    ) -> u32 {
         let ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
         if ok(target) {
             return target;
@@ -226,7 +232,7 @@ impl Sim {
                 }
             }
         }
-        for &c in order.take(scan) {
+        for &c in order.take(scan.unwrap_or(llc.len())) {
             if ok(c) {
                 return c;
             }
@@ -302,7 +308,7 @@ impl Sim {
             return cpu as u32;
         }
         // Within the last group: an idle CPU, else the least loaded.
-        let c = self.select_idle_sibling(t, cpu as u32, cpu as u32, usize::MAX);
+        let c = self.select_idle_sibling(t, cpu as u32, cpu as u32, None);
         if self.allowed(t, c as usize) {
             c
         } else {

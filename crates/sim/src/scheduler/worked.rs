@@ -275,8 +275,8 @@ fn select_idle_sibling_scan_depth_limits_the_search() {
     put(&mut sim, 0, 0);
     put(&mut sim, 1, 1);
     sleeps(&mut sim, 2, 0, 1.0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, 1), 0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, 2), 2);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(1)), 0);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(2)), 2);
 }
 
 // ---- load balancing --------------------------------------------------------------------
