@@ -129,13 +129,13 @@ impl Sim {
             .map(|_| KernelCpu {
                 min_vruntime: 0,
                 tick_armed: false,
-                idle_since: Some(0),
-                avg_idle: 2 * lx.migration_cost_ns,
-                last_balance: vec![0; nlv],
+                idle_since: Some(Nanos::ZERO),
+                avg_idle: Nanos(2 * lx.migration_cost_ns),
+                last_balance: vec![Nanos::ZERO; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
                 failed: vec![0; nlv],
                 noise_load: 0.0,
-                noise_at: 0,
+                noise_at: Nanos::ZERO,
             })
             .collect();
         let cpus = (0..ncpu)
@@ -170,7 +170,7 @@ impl Sim {
             kernel: Kernel {
                 levels,
                 llc_scan: Vec::new(),
-                nohz_next: 0,
+                nohz_next: Nanos::ZERO,
                 cpus: kcpus,
             },
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),

@@ -4,6 +4,7 @@
 use super::GroupStats;
 use crate::queue::EventKind;
 use crate::state::{Act, Baseline, Programs, Sim, St};
+use threadbalance_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -42,10 +43,10 @@ impl Sim {
             }
         }
         if linux
-            && now >= self.kernel.nohz_next
+            && now >= self.kernel.nohz_next.0
             && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
         {
-            self.kernel.nohz_next = now + tick;
+            self.kernel.nohz_next = Nanos(now + tick);
             for i in 0..self.cpus.len() {
                 if self.cpus[i].idle() {
                     self.rebalance(i);
@@ -103,24 +104,24 @@ impl Sim {
     /// Periodic balancing of CPU `c` at every level whose interval has passed.
     fn rebalance(&mut self, c: usize) {
         let now = self.now;
-        let max = 100_000_000 * self.cpus.len() as u64;
+        let max = Nanos::from_millis(100 * self.cpus.len() as u64);
         for lv in 0..self.kernel.levels.len() {
             let busy = self.cpus[c].cur.is_some();
             let mut interval = self.kernel.cpus[c].interval[lv];
             if busy {
-                interval *= self.lx.busy_factor;
+                interval = Nanos(interval.0 * self.lx.busy_factor);
             }
-            if now < self.kernel.cpus[c].last_balance[lv] + interval.min(max) {
+            if now < (self.kernel.cpus[c].last_balance[lv] + interval.min(max)).0 {
                 continue;
             }
             let kind = if busy { Kind::Busy } else { Kind::Idle };
             self.load_balance(c, lv, kind);
-            self.kernel.cpus[c].last_balance[lv] = now;
+            self.kernel.cpus[c].last_balance[lv] = Nanos(now);
         }
     }
 
     pub(super) fn newidle_balance(&mut self, c: usize) {
-        if self.kernel.cpus[c].avg_idle < self.lx.migration_cost_ns {
+        if self.kernel.cpus[c].avg_idle < Nanos(self.lx.migration_cost_ns) {
             return;
         }
         if !self.cpus.iter().any(|x| x.nr() >= 2) {
@@ -244,7 +245,7 @@ impl Sim {
                     self.kernel.cpus[c].failed[lv] = 0;
                     let lvl = &self.kernel.levels[lv];
                     let iv = &mut self.kernel.cpus[c].interval[lv];
-                    *iv = (*iv * 2).min(lvl.max_interval);
+                    *iv = Nanos(iv.0 * 2).min(lvl.max_interval);
                 }
                 return false;
             }

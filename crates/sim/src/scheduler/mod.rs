@@ -35,7 +35,7 @@ use crate::queue::EventKind;
 pub(crate) use crate::state::SdLevel;
 use crate::state::{Act, Hw, Programs, Sim, St};
 pub use crate::state::{Baseline, Linux};
-use threadbalance_model::{Level, Topology};
+use threadbalance_model::{Level, Nanos, Topology};
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
 /// levels that group the same CPUs as the level below.
@@ -114,8 +114,8 @@ pub(crate) fn build_levels(topo: &Topology, hw: &Hw) -> Vec<SdLevel> {
             } else {
                 1
             },
-            min_interval: weight as u64 * 1_000_000,
-            max_interval: 2 * weight as u64 * 1_000_000,
+            min_interval: Nanos::from_millis(weight as u64),
+            max_interval: Nanos::from_millis(2 * weight as u64),
             imb_numa_nr: if nr_llcs == 1 {
                 (weight >> 3).max(1)
             } else {
@@ -198,10 +198,10 @@ impl Sim {
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
                 let cpu = &mut self.kernel.cpus[c];
                 if let Some(since) = cpu.idle_since {
-                    let d = now.saturating_sub(since) as i64;
-                    let avg = cpu.avg_idle as i64;
+                    let d = now.saturating_sub(since.0) as i64;
+                    let avg = cpu.avg_idle.0 as i64;
                     let cap = 2 * self.lx.migration_cost_ns as i64;
-                    cpu.avg_idle = (avg + (d - avg) / 8).clamp(0, cap) as u64;
+                    cpu.avg_idle = Nanos((avg + (d - avg) / 8).clamp(0, cap) as u64);
                 }
             }
             self.switch_in(c, t);
@@ -275,7 +275,7 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.kernel.cpus[c].idle_since = Some(self.now);
+        self.kernel.cpus[c].idle_since = Some(Nanos(self.now));
         match self.lx.baseline {
             Baseline::Linux => self.newidle_balance(c),
             Baseline::Solaris => {

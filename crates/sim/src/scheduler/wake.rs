@@ -3,6 +3,7 @@
 //! CPU of a thread whose CPU is no longer allowed.
 
 use crate::state::{Sim, St};
+use threadbalance_model::Nanos;
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -178,7 +179,7 @@ impl Sim {
         }
         let tick = self.lx.tick_ns();
         if let Some((at, nr)) = self.kernel.llc_scan[llc]
-            && self.now < at + tick
+            && self.now < at.0 + tick
         {
             return nr;
         }
@@ -195,7 +196,7 @@ impl Sim {
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
-            self.kernel.llc_scan[l] = Some((now, nr));
+            self.kernel.llc_scan[l] = Some((Nanos(now), nr));
         }
         self.kernel.llc_scan[llc].map_or(weight, |(_, nr)| nr)
     }
