@@ -35,26 +35,27 @@ use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
 use crate::state::build_hw;
-use crate::state::{Kernel, KernelCpu};
+use crate::state::{CpuIdx, Kernel, KernelCpu, ThreadIdx};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
 
 /// The programs part as the kernel sees it (see [`Programs`]).
 impl Programs for Sim {
-    fn run_program(&mut self, c: usize, t: usize) {
-        self.advance(c, t);
+    fn run_program(&mut self, c: CpuIdx, t: ThreadIdx) {
+        self.advance(c.ix(), t.ix());
     }
 
-    fn begin_segment(&mut self, c: usize) {
-        self.start_segment(c);
+    fn begin_segment(&mut self, c: CpuIdx) {
+        self.start_segment(c.ix());
     }
 
-    fn end_segment(&mut self, c: usize) {
-        self.stop_segment(c);
+    fn end_segment(&mut self, c: CpuIdx) {
+        self.stop_segment(c.ix());
     }
 
-    fn wait_over(&mut self, t: usize) -> bool {
+    fn wait_over(&mut self, t: ThreadIdx) -> bool {
+        let t = t.ix();
         match self.th[t].act {
             Act::Spin { lock, .. } if self.locks[lock as usize].holder.is_none() => {
                 let l = lock as usize;
@@ -68,7 +69,7 @@ impl Programs for Sim {
         }
     }
 
-    fn yield_waiting(&self, t: usize) -> bool {
+    fn yield_waiting(&self, t: ThreadIdx) -> bool {
         match self.th[t].act {
             Act::Yield { barrier } => {
                 Some(self.barriers[barrier as usize].generation) == self.th[t].bar_gen
@@ -77,7 +78,7 @@ impl Programs for Sim {
         }
     }
 
-    fn footprint_lines(&self, t: usize) -> f64 {
+    fn footprint_lines(&self, t: ThreadIdx) -> f64 {
         self.apps[self.th[t].app as usize].footprint_lines
     }
 }

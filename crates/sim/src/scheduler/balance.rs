@@ -3,7 +3,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Baseline, Programs, Sim, St};
+use crate::state::{Act, Baseline, CpuIdx, Programs, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,15 +86,15 @@ impl Sim {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
-            self.end_segment(c);
+            self.end_segment(c.into());
             self.th[cur as usize].debt += self.lx.kernel_noise_ns;
             self.add_noise_load(c, self.lx.kernel_noise_ns);
-            self.begin_segment(c);
+            self.begin_segment(c.into());
         }
         if self.cpus[c].rq.is_empty() {
             return;
         }
-        if self.yield_waiting(cur as usize) {
+        if self.yield_waiting(ThreadIdx(cur)) {
             self.yield_cpu(c);
         } else {
             self.preempt(c);
@@ -304,7 +304,7 @@ impl Sim {
                     && self.allowed(cur as usize, c)
                 {
                     let t = cur as usize;
-                    self.end_segment(src as usize);
+                    self.end_segment(CpuIdx(src));
                     self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
                     self.th[t].lag = self.th[t].vruntime as i64
@@ -350,7 +350,7 @@ impl Sim {
         }
         match self.th[t].st {
             St::Running => {
-                self.end_segment(c);
+                self.end_segment(c.into());
                 self.cpus[c].cur = None;
                 self.th[t].lag =
                     self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;

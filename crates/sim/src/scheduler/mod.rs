@@ -33,7 +33,7 @@ mod worked;
 
 use crate::queue::EventKind;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, Hw, Programs, Sim, St};
+use crate::state::{Act, Hw, Programs, Sim, St, ThreadIdx};
 pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Nanos, Topology};
 
@@ -171,7 +171,7 @@ impl Sim {
         let refill = if same_core {
             0.0
         } else {
-            self.footprint_lines(t) * self.hw.line_ns(old, c) / self.hw.mlp
+            self.footprint_lines(t.into()) * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
         th.cpu = c;
@@ -246,16 +246,16 @@ impl Sim {
         }
         let act = self.th[t].act;
         match act {
-            Act::Idle => self.run_program(c, t),
-            _ if self.wait_over(t) => {
+            Act::Idle => self.run_program(c.into(), t.into()),
+            _ if self.wait_over(t.into()) => {
                 self.th[t].act = Act::Idle;
-                self.run_program(c, t);
+                self.run_program(c.into(), t.into());
             }
             Act::Yield { .. } if self.queued_non_yielder(c) => {
-                self.begin_segment(c);
+                self.begin_segment(c.into());
                 self.yield_cpu(c);
             }
-            _ => self.begin_segment(c),
+            _ => self.begin_segment(c.into()),
         }
     }
 
@@ -264,7 +264,7 @@ impl Sim {
         self.cpus[c]
             .rq
             .iter()
-            .any(|&t| !self.yield_waiting(t as usize))
+            .any(|&t| !self.yield_waiting(ThreadIdx(t)))
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
@@ -302,7 +302,7 @@ impl Sim {
     }
 
     fn requeue_current(&mut self, c: usize) -> Option<usize> {
-        self.end_segment(c);
+        self.end_segment(c.into());
         let t = self.cpus[c].cur.take()? as usize;
         let now = self.now;
         let th = &mut self.th[t];
@@ -339,7 +339,7 @@ impl Sim {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
-                if self.yield_waiting(x as usize) {
+                if self.yield_waiting(ThreadIdx(x)) {
                     continue;
                 }
                 let v = self.th[x as usize].vruntime;
