@@ -533,7 +533,7 @@ impl Sim {
         let mut seen = vec![0u32; self.th.len()];
         for (c, cpu) in self.cpus.iter().enumerate() {
             if let Some(t) = cpu.cur {
-                let t = t as usize;
+                let t = t.ix();
                 seen[t] += 1;
                 if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
                     return Err(format!(

@@ -1,7 +1,7 @@
 //! Programs: interpreting a thread's ops (compute, locks, barriers, queues, sleeps,
 //! ticket loops), joining and exiting.
 
-use super::{Act, LockState, Sim, St};
+use super::{Act, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
 use crate::workload::{Op, Wait};
 use threadbalance_policy::rng::Rng;
@@ -265,7 +265,9 @@ impl Sim {
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in lock.spinners.iter().enumerate() {
             let sc = self.th[s as usize].cpu;
-            if self.th[s as usize].st != St::Running || self.cpus[sc as usize].cur != Some(s) {
+            if self.th[s as usize].st != St::Running
+                || self.cpus[sc as usize].cur != Some(ThreadIdx(s))
+            {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
@@ -342,7 +344,7 @@ impl Sim {
             if sc == c {
                 continue;
             }
-            let waiting = match self.th[s as usize].act {
+            let waiting = match self.th[s].act {
                 Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => barrier as usize == b,
                 _ => false,
             };
@@ -352,15 +354,15 @@ impl Sim {
                 cpu.version = cpu.version.wrapping_add(1);
                 // Re-time the segment end: the spin ends when the release is seen.
                 self.q.push(at, EventKind::Cpu, sc as u32, cpu.version);
-                self.th[s as usize].act = match self.th[s as usize].act {
+                self.th[s].act = match self.th[s].act {
                     Act::BarrierSpin { barrier, .. } => Act::BarrierSpin {
                         barrier,
                         until: Some(at),
                     },
                     other => other,
                 };
-                if let Act::Yield { barrier } = self.th[s as usize].act {
-                    self.th[s as usize].act = Act::BarrierSpin {
+                if let Act::Yield { barrier } = self.th[s].act {
+                    self.th[s].act = Act::BarrierSpin {
                         barrier,
                         until: Some(at),
                     };

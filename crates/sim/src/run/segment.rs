@@ -11,7 +11,7 @@ impl Sim {
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
     pub(super) fn start_segment(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
-        let t = t as usize;
+        let t = t.ix();
         let now = self.now;
         let (factor, stream, node, home) = self.speed_factor(c, t);
         let th = &self.th[t];
@@ -102,7 +102,7 @@ impl Sim {
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
     pub(super) fn stop_segment(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
-        let t = t as usize;
+        let t = t.ix();
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let elapsed = now.saturating_sub(cpu.seg_start);
@@ -155,7 +155,7 @@ impl Sim {
     /// The CPU's activity reached its end.
     pub(super) fn on_activity_end(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
-        let t = t as usize;
+        let t = t.ix();
         self.stop_segment(c);
         if self.th[t].debt > 0 {
             // Only possible when the end was computed before extra debt was added.

@@ -3,7 +3,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Baseline, CpuIdx, Programs, Sim, St, ThreadIdx};
+use crate::state::{Act, Baseline, CpuIdx, Programs, Sim, St};
 use threadbalance_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Sim {
         if self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
-        let cur = cur as usize;
+        let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
         } else if self.now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
@@ -87,14 +87,14 @@ impl Sim {
         }
         if self.lx.kernel_noise_ns > 0 {
             self.end_segment(c.into());
-            self.th[cur as usize].debt += self.lx.kernel_noise_ns;
+            self.th[cur].debt += self.lx.kernel_noise_ns;
             self.add_noise_load(c, self.lx.kernel_noise_ns);
             self.begin_segment(c.into());
         }
         if self.cpus[c].rq.is_empty() {
             return;
         }
-        if self.yield_waiting(ThreadIdx(cur)) {
+        if self.yield_waiting(cur) {
             self.yield_cpu(c);
         } else {
             self.preempt(c);
@@ -301,9 +301,9 @@ impl Sim {
                 // spreading, even its only one: active_load_balance_cpu_stop).
                 if let Some(cur) = self.cpus[src as usize].cur
                     && (self.cpus[src as usize].nr() >= 2 || spread)
-                    && self.allowed(cur as usize, c)
+                    && self.allowed(cur.ix(), c)
                 {
-                    let t = cur as usize;
+                    let t = cur.ix();
                     self.end_segment(CpuIdx(src));
                     self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;

@@ -71,9 +71,10 @@ impl Sim {
         let cpu = &self.cpus[c];
         let threads: f64 = cpu
             .cur
-            .iter()
-            .chain(cpu.rq.iter())
-            .map(|&t| self.task_h_load(t as usize, per_app))
+            .map(|t| t.0)
+            .into_iter()
+            .chain(cpu.rq.iter().copied())
+            .map(|t| self.task_h_load(t as usize, per_app))
             .sum();
         if self.lx.autogroup {
             threads + self.noise_load(c).floor()

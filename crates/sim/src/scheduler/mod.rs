@@ -215,7 +215,7 @@ impl Sim {
         if self.cpus[c].in_advance {
             return; // the running thread is mid-operation; the next tick decides
         }
-        let cur = cur as usize;
+        let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
@@ -231,7 +231,7 @@ impl Sim {
         let cpu = &mut self.cpus[c];
         debug_assert_eq!(cpu.cur, None);
         self.kernel.cpus[c].idle_since = None;
-        cpu.cur = Some(t as u32);
+        cpu.cur = Some(ThreadIdx::from(t));
         let th = &mut self.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
@@ -303,7 +303,7 @@ impl Sim {
 
     fn requeue_current(&mut self, c: usize) -> Option<usize> {
         self.end_segment(c.into());
-        let t = self.cpus[c].cur.take()? as usize;
+        let t = self.cpus[c].cur.take()?.ix();
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;

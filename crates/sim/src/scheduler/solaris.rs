@@ -135,7 +135,7 @@ mod tests {
 
     /// Marks CPU `c` busy with thread `t` (no event: the test drives the calls).
     fn occupy(sim: &mut Sim, c: usize, t: usize) {
-        sim.cpus[c].cur = Some(t as u32);
+        sim.cpus[c].cur = Some(crate::state::ThreadIdx::from(t));
         sim.kernel.cpus[c].idle_since = None;
     }
 

@@ -40,7 +40,7 @@ impl Sim {
     /// blocked load of threads that slept there is left out.
     fn cpu_load(&self, c: usize) -> f64 {
         let cpu = &self.cpus[c];
-        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t as usize));
+        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t.ix()));
         cur + cpu
             .rq
             .iter()
@@ -100,7 +100,7 @@ impl Sim {
         let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
         let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
         if let (Some(waker), Some(w)) = (waker, waker_th) {
-            let w = w as usize;
+            let w = w.ix();
             self.decay_flips(w);
             self.decay_flips(t);
             if self.th[w].last_wakee != Some(t as u32) {

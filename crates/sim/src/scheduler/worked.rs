@@ -8,7 +8,7 @@ use super::GroupStats;
 use super::balance::Kind;
 use crate::machine::machine;
 use crate::run::RunOptions;
-use crate::state::{Act, Sim, St};
+use crate::state::{Act, Sim, St, ThreadIdx};
 use crate::workload::{Workload, spinners};
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
@@ -32,7 +32,7 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
 fn put(sim: &mut Sim, t: usize, c: usize) {
     sim.th[t].cpu = c as u32;
     if sim.cpus[c].cur.is_none() {
-        sim.cpus[c].cur = Some(t as u32);
+        sim.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.th[t].st = St::Running;
     } else {
         sim.cpus[c].rq.push(t as u32);
@@ -408,7 +408,7 @@ fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
     fill(&mut sim, &[1, 2]);
-    assert_eq!(sim.cpus[1].cur, Some(1));
+    assert_eq!(sim.cpus[1].cur, Some(ThreadIdx(1)));
     assert_eq!(sim.cpus[1].rq, vec![2]);
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));

@@ -117,7 +117,7 @@ pub(crate) struct Thread {
 #[derive(Debug, Clone)]
 pub(crate) struct CpuState {
     /// The thread it runs, if any.
-    pub cur: Option<u32>,
+    pub cur: Option<super::ThreadIdx>,
     pub rq: Vec<u32>,
     pub version: u32,
     pub seg_start: u64,
