@@ -542,8 +542,8 @@ impl Sim {
                 }
             }
             for &t in &cpu.rq {
-                seen[t as usize] += 1;
-                if self.th[t as usize].st != St::Runnable || self.th[t as usize].cpu as usize != c {
+                seen[t] += 1;
+                if self.th[t].st != St::Runnable || self.th[t].cpu as usize != c {
                     return Err(format!(
                         "thread {t} queued on CPU {c} but not runnable there"
                     ));

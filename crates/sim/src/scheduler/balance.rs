@@ -3,7 +3,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Baseline, CpuIdx, Programs, Sim, St};
+use crate::state::{Act, Baseline, CpuIdx, Programs, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,11 +266,11 @@ impl Sim {
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
-            let mut cands: Vec<u32> = self.cpus[src as usize].rq.clone();
-            cands.sort_by_key(|&t| (self.th[t as usize].last_ran, t));
+            let mut cands: Vec<ThreadIdx> = self.cpus[src as usize].rq.clone();
+            cands.sort_by_key(|&t| (self.th[t].last_ran, t));
             let mut budget = load.unwrap_or(0.0);
             for t in cands {
-                let t = t as usize;
+                let t = t.ix();
                 if !self.allowed(t, c) {
                     continue;
                 }
@@ -332,7 +332,7 @@ impl Sim {
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
-        self.cpus[src].rq.retain(|&x| x as usize != t);
+        self.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         let waited = self.now.saturating_sub(th.runnable_since);

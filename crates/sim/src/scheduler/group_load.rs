@@ -71,10 +71,9 @@ impl Sim {
         let cpu = &self.cpus[c];
         let threads: f64 = cpu
             .cur
-            .map(|t| t.0)
             .into_iter()
             .chain(cpu.rq.iter().copied())
-            .map(|t| self.task_h_load(t as usize, per_app))
+            .map(|t| self.task_h_load(t.ix(), per_app))
             .sum();
         if self.lx.autogroup {
             threads + self.noise_load(c).floor()

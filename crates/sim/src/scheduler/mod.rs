@@ -207,7 +207,7 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].rq.push(t as u32);
+        self.cpus[c].rq.push(ThreadIdx::from(t));
         let Some(cur) = self.cpus[c].cur else {
             self.schedule(c);
             return;
@@ -261,10 +261,7 @@ impl Sim {
 
     /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
     pub(crate) fn queued_non_yielder(&self, c: usize) -> bool {
-        self.cpus[c]
-            .rq
-            .iter()
-            .any(|&t| !self.yield_waiting(ThreadIdx(t)))
+        self.cpus[c].rq.iter().any(|&t| !self.yield_waiting(t))
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
@@ -289,13 +286,13 @@ impl Sim {
         let cpu = &self.cpus[c];
         let mut best: Option<(u64, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
-            let v = self.th[t as usize].vruntime;
+            let v = self.th[t].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
                 best = Some((v, i));
             }
         }
         let (v, i) = best?;
-        let t = self.cpus[c].rq.remove(i) as usize;
+        let t = self.cpus[c].rq.remove(i).ix();
         let k = &mut self.kernel.cpus[c];
         k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
@@ -308,7 +305,7 @@ impl Sim {
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        self.cpus[c].rq.push(t as u32);
+        self.cpus[c].rq.push(ThreadIdx::from(t));
         Some(t)
     }
 
@@ -339,10 +336,10 @@ impl Sim {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
-                if self.yield_waiting(ThreadIdx(x)) {
+                if self.yield_waiting(x) {
                     continue;
                 }
-                let v = self.th[x as usize].vruntime;
+                let v = self.th[x].vruntime;
                 if best.is_none_or(|(b, _)| v < b) {
                     best = Some((v, i));
                 }
@@ -350,7 +347,7 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let x = self.cpus[c].rq.remove(i) as usize;
+            let x = self.cpus[c].rq.remove(i).ix();
             let k = &mut self.kernel.cpus[c];
             k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
@@ -361,7 +358,7 @@ impl Sim {
                 self.switch_in(c, next);
             }
             None => {
-                self.cpus[c].rq.retain(|&x| x as usize != t);
+                self.cpus[c].rq.retain(|&x| x.ix() != t);
                 self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
                 self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
                 self.switch_in(c, t);

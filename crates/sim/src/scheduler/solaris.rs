@@ -62,11 +62,11 @@ impl Sim {
                 .rq
                 .iter()
                 .copied()
-                .filter(|&x| self.allowed(x as usize, c))
-                .min_by_key(|&x| (self.th[x as usize].runnable_since, x));
+                .filter(|&x| self.allowed(x.ix(), c))
+                .min_by_key(|&x| (self.th[x].runnable_since, x));
             let Some(x) = oldest else { continue };
             if best.is_none_or(|(_, n, _)| cpu.rq.len() > n) {
-                best = Some((src, cpu.rq.len(), u64::from(x)));
+                best = Some((src, cpu.rq.len(), u64::from(x.0)));
             }
         }
         let Some((src, _, t)) = best else {
@@ -93,17 +93,17 @@ impl Sim {
             .rq
             .iter()
             .copied()
-            .filter(|&x| self.allowed(x as usize, dst))
-            .min_by_key(|&x| (self.th[x as usize].runnable_since, x));
+            .filter(|&x| self.allowed(x.ix(), dst))
+            .min_by_key(|&x| (self.th[x].runnable_since, x));
         if let Some(t) = oldest {
-            self.solaris_move_queued(t as usize, c, dst);
+            self.solaris_move_queued(t.ix(), c, dst);
         }
     }
 
     /// Moves queued thread `t` from CPU `src`'s queue to CPU `dst`.
     fn solaris_move_queued(&mut self, t: usize, src: usize, dst: usize) {
         debug_assert_eq!(self.th[t].st, St::Runnable);
-        self.cpus[src].rq.retain(|&x| x as usize != t);
+        self.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         th.wait += self.now.saturating_sub(th.runnable_since);
@@ -116,7 +116,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::{Baseline, Sim};
+    use crate::state::{Baseline, Sim, ThreadIdx};
     use crate::workload::{Workload, spinners};
 
     /// Opteron 6272 (4 sockets × 16 CPUs) with `n` spinners, Solaris baseline, nothing
@@ -135,7 +135,7 @@ mod tests {
 
     /// Marks CPU `c` busy with thread `t` (no event: the test drives the calls).
     fn occupy(sim: &mut Sim, c: usize, t: usize) {
-        sim.cpus[c].cur = Some(crate::state::ThreadIdx::from(t));
+        sim.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.kernel.cpus[c].idle_since = None;
     }
 
@@ -211,13 +211,13 @@ mod tests {
             sim.th[t].st = crate::state::St::Runnable;
             sim.th[t].cpu = c;
             sim.th[t].runnable_since = since;
-            sim.cpus[c as usize].rq.push(t as u32);
+            sim.cpus[c as usize].rq.push(ThreadIdx::from(t));
         }
         occupy(&mut sim, 3, 0);
         occupy(&mut sim, 20, 0);
         assert!(sim.solaris_steal(40));
         assert_eq!(sim.th[2].cpu, 40);
-        assert_eq!(sim.cpus[3].rq, vec![1]);
+        assert_eq!(sim.cpus[3].rq, vec![ThreadIdx(1)]);
         assert_eq!(sim.stats.cross_migrations, 1);
     }
 }

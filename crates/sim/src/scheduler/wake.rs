@@ -41,11 +41,7 @@ impl Sim {
     fn cpu_load(&self, c: usize) -> f64 {
         let cpu = &self.cpus[c];
         let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t.ix()));
-        cur + cpu
-            .rq
-            .iter()
-            .map(|&x| self.pelt_load(x as usize))
-            .sum::<f64>()
+        cur + cpu.rq.iter().map(|&x| self.pelt_load(x.ix())).sum::<f64>()
     }
 
     /// `wake_affine`: whether sleeping thread `t` should move from `prev` towards the

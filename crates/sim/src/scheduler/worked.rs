@@ -35,7 +35,7 @@ fn put(sim: &mut Sim, t: usize, c: usize) {
         sim.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.th[t].st = St::Running;
     } else {
-        sim.cpus[c].rq.push(t as u32);
+        sim.cpus[c].rq.push(ThreadIdx::from(t));
         sim.th[t].st = St::Runnable;
     }
 }
@@ -409,7 +409,7 @@ fn kernel_helpers_place_threads_as_told() {
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
     fill(&mut sim, &[1, 2]);
     assert_eq!(sim.cpus[1].cur, Some(ThreadIdx(1)));
-    assert_eq!(sim.cpus[1].rq, vec![2]);
+    assert_eq!(sim.cpus[1].rq, vec![ThreadIdx(2)]);
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));
 }

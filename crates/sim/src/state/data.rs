@@ -118,7 +118,7 @@ pub(crate) struct Thread {
 pub(crate) struct CpuState {
     /// The thread it runs, if any.
     pub cur: Option<super::ThreadIdx>,
-    pub rq: Vec<u32>,
+    pub rq: Vec<super::ThreadIdx>,
     pub version: u32,
     pub seg_start: u64,
     pub seg_factor: f64,

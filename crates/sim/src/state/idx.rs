@@ -21,6 +21,12 @@ macro_rules! idx {
             }
         }
 
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
         impl From<usize> for $name {
             fn from(i: usize) -> $name {
                 debug_assert!(u32::try_from(i).is_ok(), "index {i} out of range");
