@@ -312,7 +312,7 @@ mod tests {
         };
         let r = host.apply(&plan);
         assert_eq!((r.done, r.unchanged, r.denied), (1, 1, 1));
-        let c = sim.th[0].cpu as usize;
+        let c = sim.th[0].cpu.ix();
         assert!(c >= 2, "thread 0 moved to package 1, is on CPU {c}");
     }
 }

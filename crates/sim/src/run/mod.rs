@@ -257,7 +257,7 @@ impl Sim {
                         pc: 0,
                         iter: 0,
                         st: St::New,
-                        cpu: 0,
+                        cpu: CpuIdx(0),
                         allowed: all.clone(),
                         original: all.clone(),
                         vruntime: 0,
@@ -458,7 +458,7 @@ impl Sim {
         let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = (t != first).then(|| self.th[first].cpu);
+        let parent = (t != first).then(|| self.th[first].cpu.0);
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
@@ -466,7 +466,7 @@ impl Sim {
         // A new task starts with a full load (init_entity_runnable_average).
         th.load_avg = 1.0;
         th.load_at = self.now;
-        th.cpu = c;
+        th.cpu = CpuIdx(c);
         th.st = St::Runnable;
         th.vruntime = self.kernel.cpus[c as usize].min_vruntime;
         th.lag = 0;
@@ -492,7 +492,7 @@ impl Sim {
             if th.st == St::Running {
                 let tick = self.lx.tick_ns();
                 let upto = if stale { now / tick * tick } else { now };
-                let d = upto.saturating_sub(self.cpus[th.cpu as usize].seg_start);
+                let d = upto.saturating_sub(self.cpus[th.cpu.ix()].seg_start);
                 run += d;
                 utime += d;
             }
@@ -509,7 +509,7 @@ impl Sim {
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
-                last_cpu: self.hw.cpu_id[th.cpu as usize],
+                last_cpu: self.hw.cpu_id[th.cpu.ix()],
                 state: match th.st {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
@@ -535,7 +535,7 @@ impl Sim {
             if let Some(t) = cpu.cur {
                 let t = t.ix();
                 seen[t] += 1;
-                if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
+                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
                     return Err(format!(
                         "CPU {c} runs thread {t} which is not running there"
                     ));
@@ -543,7 +543,7 @@ impl Sim {
             }
             for &t in &cpu.rq {
                 seen[t] += 1;
-                if self.th[t].st != St::Runnable || self.th[t].cpu as usize != c {
+                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
                     return Err(format!(
                         "thread {t} queued on CPU {c} but not runnable there"
                     ));
@@ -555,7 +555,7 @@ impl Sim {
             if seen[t] != expect {
                 return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
             }
-            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu as usize]) {
+            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu.ix()]) {
                 return Err(format!(
                     "thread {t} is on CPU {} outside its affinity",
                     th.cpu

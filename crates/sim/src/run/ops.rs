@@ -264,7 +264,7 @@ impl Sim {
         lock.last_cpu = Some(c as u32);
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in lock.spinners.iter().enumerate() {
-            let sc = self.th[s as usize].cpu;
+            let sc = self.th[s as usize].cpu.0;
             if self.th[s as usize].st != St::Running
                 || self.cpus[sc as usize].cur != Some(ThreadIdx(s))
             {
@@ -278,7 +278,7 @@ impl Sim {
         }
         if let Some((_, i)) = best {
             let s = self.locks[l].spinners.swap_remove(i) as usize;
-            let sc = self.th[s].cpu as usize;
+            let sc = self.th[s].cpu.ix();
             self.stop_segment(sc);
             let (hold, lines) = self.lock_op(s);
             self.acquire(l, s, sc, hold, lines);

@@ -92,7 +92,7 @@ impl Sim {
         let cpu = if owner == t {
             c
         } else {
-            self.th[owner].cpu as usize
+            self.th[owner].cpu.ix()
         };
         let home = self.hw.node[cpu];
         self.th[owner].home = Some(home);

@@ -344,7 +344,7 @@ impl Sim {
     /// Changes thread `t`'s affinity; a thread on a CPU no longer allowed moves at once.
     pub(crate) fn set_affinity(&mut self, t: usize, allowed: threadbalance_model::CpuSet) {
         self.th[t].allowed = allowed;
-        let c = self.th[t].cpu as usize;
+        let c = self.th[t].cpu.ix();
         if self.allowed(t, c) {
             return;
         }

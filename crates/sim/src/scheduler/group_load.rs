@@ -113,7 +113,7 @@ mod tests {
         let per_app = sim.runnable_per_app();
         assert_eq!(per_app, vec![32]);
         assert_eq!(sim.task_h_load(0, &per_app), 32.0);
-        let c = sim.th[0].cpu as usize;
+        let c = sim.th[0].cpu.ix();
         assert_eq!(sim.cpus[c].nr(), 2);
         assert_eq!(sim.group_cpu_load(c, &per_app), 64.0);
         // Without groups a thread weighs a whole task.

@@ -33,7 +33,7 @@ mod worked;
 
 use crate::queue::EventKind;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, Hw, Programs, Sim, St, ThreadIdx};
+use crate::state::{Act, CpuIdx, Hw, Programs, Sim, St, ThreadIdx};
 pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Nanos, Topology};
 
@@ -163,7 +163,7 @@ impl Sim {
     /// behind: within an LLC a line costs an LLC hit or a probe of the sibling's private
     /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`).
     pub(crate) fn set_cpu(&mut self, t: usize, c: u32) {
-        let old = self.th[t].cpu;
+        let old = self.th[t].cpu.0;
         if old == c {
             return;
         }
@@ -174,7 +174,7 @@ impl Sim {
             self.footprint_lines(t.into()) * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
-        th.cpu = c;
+        th.cpu = CpuIdx(c);
         th.migrations += 1;
         th.debt += refill as u64;
         self.stats.migrations += 1;

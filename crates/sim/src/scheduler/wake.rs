@@ -91,7 +91,7 @@ impl Sim {
     }
 
     pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
-        let prev = self.th[t].cpu;
+        let prev = self.th[t].cpu.0;
         let mut target = prev;
         let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
         let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
@@ -182,7 +182,7 @@ impl Sim {
         let mut util = vec![0.0f64; self.cpus.len()];
         for t in 0..self.th.len() {
             if !matches!(self.th[t].st, St::New | St::Done) {
-                util[self.th[t].cpu as usize] += self.pelt_load(t);
+                util[self.th[t].cpu.ix()] += self.pelt_load(t);
             }
         }
         let now = self.now;
@@ -241,7 +241,7 @@ impl Sim {
     /// least loaded.
     pub(crate) fn fallback_cpu(&self, t: usize) -> u32 {
         let n = self.cpus.len();
-        let start = self.th[t].cpu as usize;
+        let start = self.th[t].cpu.ix();
         let mut best: Option<(usize, u32)> = None;
         for k in 0..n {
             let c = (start + k) % n;
@@ -256,7 +256,7 @@ impl Sim {
                 break;
             }
         }
-        best.map_or(self.th[t].cpu, |(_, c)| c)
+        best.map_or(self.th[t].cpu.0, |(_, c)| c)
     }
 
     /// Placement of a new thread: down the domains towards the group with more idle CPUs.
@@ -318,7 +318,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::Sim;
+    use crate::state::{CpuIdx, Sim};
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 
@@ -359,7 +359,7 @@ mod tests {
         // LLC and 201 ns across sockets.
         let mut sim = spinning("opteron6272-4x16", 1, true);
         sim.apps[0].footprint_lines = 4096.0;
-        sim.th[0].cpu = 0;
+        sim.th[0].cpu = CpuIdx(0);
         let d0 = sim.th[0].debt;
         sim.set_cpu(0, 1);
         assert_eq!(sim.th[0].debt - d0, 4096 * 40 / 8);

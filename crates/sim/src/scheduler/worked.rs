@@ -8,7 +8,7 @@ use super::GroupStats;
 use super::balance::Kind;
 use crate::machine::machine;
 use crate::run::RunOptions;
-use crate::state::{Act, Sim, St, ThreadIdx};
+use crate::state::{Act, CpuIdx, Sim, St, ThreadIdx};
 use crate::workload::{Workload, spinners};
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
@@ -30,7 +30,7 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
 
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
-    sim.th[t].cpu = c as u32;
+    sim.th[t].cpu = CpuIdx::from(c);
     if sim.cpus[c].cur.is_none() {
         sim.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.th[t].st = St::Running;
@@ -42,7 +42,7 @@ fn put(sim: &mut Sim, t: usize, c: usize) {
 
 /// Thread `t` sleeps, last ran on CPU `c`, with PELT load `load`.
 fn sleeps(sim: &mut Sim, t: usize, c: usize, load: f64) {
-    sim.th[t].cpu = c as u32;
+    sim.th[t].cpu = CpuIdx::from(c);
     sim.th[t].st = St::Blocked;
     sim.th[t].load_avg = load;
 }

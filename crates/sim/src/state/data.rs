@@ -52,7 +52,7 @@ pub(crate) struct Thread {
     pub iter: u64,
     pub st: St,
     /// CPU it runs or waits on, or last ran on.
-    pub cpu: u32,
+    pub cpu: super::CpuIdx,
     pub allowed: CpuSet,
     pub original: CpuSet,
     pub vruntime: u64,
