@@ -2,7 +2,7 @@
 //! `select_idle_sibling` with `SIS_UTIL`'s scan depth, fork balancing and the fallback
 //! CPU of a thread whose CPU is no longer allowed.
 
-use crate::state::{Sim, St};
+use crate::state::{CpuIdx, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
@@ -99,8 +99,8 @@ impl Sim {
             let w = w.ix();
             self.decay_flips(w);
             self.decay_flips(t);
-            if self.th[w].last_wakee != Some(t as u32) {
-                self.th[w].last_wakee = Some(t as u32);
+            if self.th[w].last_wakee != Some(ThreadIdx::from(t)) {
+                self.th[w].last_wakee = Some(ThreadIdx::from(t));
                 self.th[w].wakee_flips += 1;
             }
             // wake_wide: a waker with many partners spreads its wakees.
@@ -138,7 +138,7 @@ impl Sim {
             prev
         } else {
             used = true;
-            let recent = self.th[t].recent_cpu;
+            let recent = self.th[t].recent_cpu.map(|c| c.0);
             if let Some(recent) = recent
                 && recent != prev
                 && recent != target
@@ -152,7 +152,7 @@ impl Sim {
             }
         };
         if used {
-            self.th[t].recent_cpu = Some(prev);
+            self.th[t].recent_cpu = Some(CpuIdx(prev));
         }
         if self.allowed(t, chosen as usize) {
             chosen

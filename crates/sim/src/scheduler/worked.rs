@@ -220,14 +220,14 @@ fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
     // prev = CPU 1 busy; CPUs 2 and 3 idle. The scan from the target would find CPU 2
     // first (order 2, 3, 0), but the CPU used before prev (recent_used_cpu = 3) is idle
     // in the same LLC: it wins, and prev becomes the new recent_used_cpu.
-    for (recent, want) in [(None, 2), (Some(3), 3)] {
+    for (recent, want) in [(None, 2), (Some(CpuIdx(3)), 3)] {
         let mut sim = kernel("package:1 core:4 pu:1", 3, 0);
         put(&mut sim, 0, 0);
         put(&mut sim, 1, 1);
         sleeps(&mut sim, 2, 1, 1.0);
         sim.th[2].recent_cpu = recent;
         assert_eq!(sim.select_wake_cpu(2, None), want, "recent {recent:?}");
-        assert_eq!(sim.th[2].recent_cpu, Some(1));
+        assert_eq!(sim.th[2].recent_cpu, Some(CpuIdx(1)));
     }
 }
 

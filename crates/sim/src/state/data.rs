@@ -98,7 +98,7 @@ pub(crate) struct Thread {
     /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
     pub passes: u64,
     /// The thread it last woke (`p->last_wakee`).
-    pub last_wakee: Option<u32>,
+    pub last_wakee: Option<super::ThreadIdx>,
     pub wakee_flips: u32,
     pub flip_decay: u64,
     /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
@@ -108,7 +108,7 @@ pub(crate) struct Thread {
     pub load_at: u64,
     /// The CPU it left the last time its wake-up looked past `prev`
     /// (`p->recent_used_cpu`).
-    pub recent_cpu: Option<u32>,
+    pub recent_cpu: Option<super::CpuIdx>,
     /// Automatic NUMA balancing's scanner.
     pub scan: super::Scan,
 }
