@@ -22,7 +22,7 @@
 //! the scan's 256 MB per pass rate limit (the workloads' memory is smaller).
 
 use crate::queue::EventKind;
-use crate::state::{NONE, SCAN_MIN_NS, Sim, St};
+use crate::state::{SCAN_MIN_NS, Sim, St};
 
 /// How often the model looks for threads whose scan is due, ns.
 const PASS_NS: u64 = 250_000_000;
@@ -59,17 +59,17 @@ impl Sim {
                 s.next = now + s.period;
                 continue;
             }
-            let here = self.hw.node[self.th[t].cpu as usize];
+            let here = self.hw.node[self.th[t].cpu.ix()];
             let mut remote = false;
-            if !self.apps[app].shared_data && self.th[t].home != NONE {
-                remote = self.th[t].home != here;
+            if let Some(home) = self.th[t].home.filter(|_| !self.apps[app].shared_data) {
+                remote = home != here;
                 if remote && self.th[t].scan.last_node == Some(here) {
-                    self.th[t].home = here;
+                    self.th[t].home = Some(here);
                     self.charge_page_migration(&[t], self.apps[app].memory_bytes);
                 }
             } else if self.apps[app].shared_data {
                 let owner = self.apps[app].first;
-                remote = self.th[owner].home != NONE && self.th[owner].home != here;
+                remote = self.th[owner].home.is_some_and(|h| h != here);
             }
             let s = &mut self.th[t].scan;
             s.last_node = Some(here);
@@ -100,7 +100,7 @@ impl Sim {
                 if th.st == St::New {
                     continue;
                 }
-                let node = self.hw.node[th.cpu as usize] as usize;
+                let node = self.hw.node[th.cpu.ix()] as usize;
                 per_node[node] += th.run - th.scan.run_at_shared_pass;
                 th.scan.run_at_shared_pass = th.run;
             }
@@ -115,18 +115,18 @@ impl Sim {
             let majority = total > 0 && most * 2 > total;
             let s = self.apps[app].scan;
             let mut moved = false;
-            if majority && home != NONE && home != best && s.last_node == Some(best) {
-                self.th[first].home = best;
+            if majority && home.is_some_and(|h| h != best) && s.last_node == Some(best) {
+                self.th[first].home = Some(best);
                 let faulting: Vec<usize> = (first..first + n)
                     .filter(|&t| {
                         matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
-                            && self.hw.node[self.th[t].cpu as usize] == best
+                            && self.hw.node[self.th[t].cpu.ix()] == best
                     })
                     .collect();
                 self.charge_page_migration(&faulting, self.apps[app].memory_bytes);
                 moved = true;
             }
-            let remote = home != NONE && home != best;
+            let remote = home.is_some_and(|h| h != best);
             let s = &mut self.apps[app].scan;
             s.last_node = majority.then_some(best);
             s.period = if remote && !moved {
@@ -163,7 +163,7 @@ mod tests {
     /// Streamcluster's threads (own pages, first touch) on a 4-node machine, after one
     /// thread is moved to another node: its pages follow within a few scan periods with
     /// NUMA balancing on, and never without.
-    fn moved_thread_home(numa_balancing: bool) -> (u32, u32, u64) {
+    fn moved_thread_home(numa_balancing: bool) -> (u32, Option<u32>, u64) {
         let m = machine("opteron6272-4x16", None).unwrap();
         let w = crate::workload("streamcluster:phases=2000", Some(8), None).unwrap();
         let mut opts = RunOptions::new(1);
@@ -171,8 +171,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &opts);
         sim.run_until(Nanos::from_millis(500));
         let t = sim.th.len() - 1;
-        let home = sim.th[t].home;
-        assert_ne!(home, crate::state::NONE, "first touch happened");
+        let home = sim.th[t].home.expect("first touch happened");
         // Confine it to a node other than its home.
         let other = (home + 1) % 4;
         let mut cpus = CpuSet::new();
@@ -194,8 +193,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.apps[0].shared_data = true;
         sim.run_until(Nanos::from_millis(500));
-        let home = sim.th[0].home;
-        assert_ne!(home, crate::state::NONE);
+        let home = sim.th[0].home.expect("first touch happened");
         let other = (home + 1) % 4;
         let mut cpus = CpuSet::new();
         for c in other * 16..other * 16 + 16 {
@@ -205,7 +203,7 @@ mod tests {
             sim.set_affinity(t, cpus.clone());
         }
         sim.run_until(Nanos::from_millis(4500));
-        assert_eq!(sim.th[0].home, other);
+        assert_eq!(sim.th[0].home, Some(other));
         let pages = sim.apps[0].memory_bytes.div_ceil(4096);
         assert_eq!(sim.stats.page_migrations, pages);
     }
@@ -231,10 +229,10 @@ mod tests {
     #[test]
     fn private_pages_follow_a_moved_thread_only_with_numa_balancing() {
         let (other, home, pages) = moved_thread_home(true);
-        assert_eq!(home, other);
+        assert_eq!(home, Some(other));
         assert!(pages > 0);
         let (other, home, pages) = moved_thread_home(false);
-        assert_ne!(home, other);
+        assert_ne!(home, Some(other));
         assert_eq!(pages, 0);
     }
 }

@@ -87,23 +87,23 @@ impl Host for SimHost<'_> {
         // Per-node memory, like `numa_maps`, only every `memory_every`; policies keep the
         // last sample in between.
         let now = self.sim.now;
-        let due = match self.sim.memory_at {
-            crate::run::NEVER => true,
-            at => now >= at.saturating_add(self.sim.memory_every),
-        };
+        let due = self
+            .sim
+            .memory_at
+            .is_none_or(|at| now >= at.saturating_add(self.sim.memory_every));
         if !due {
             into.sort();
             return Ok(());
         }
-        self.sim.memory_at = now;
+        self.sim.memory_at = Some(now);
         // Resident memory per node: pages stay where they were first touched (no page
         // migration): the shared data on its owner's node, or each thread's own pages.
         for app in &self.sim.apps {
             let mut per_node = vec![0u64; self.sim.hw.nnode];
             let bytes = app.memory_bytes;
             for th in &self.sim.th[app.first..app.first + app.threads] {
-                if th.home != crate::run::NONE && th.st != St::Done {
-                    per_node[th.home as usize] += bytes;
+                if let Some(home) = th.home.filter(|_| th.st != St::Done) {
+                    per_node[home as usize] += bytes;
                 }
             }
             if per_node.iter().all(|&b| b == 0) {
@@ -312,7 +312,7 @@ mod tests {
         };
         let r = host.apply(&plan);
         assert_eq!((r.done, r.unchanged, r.denied), (1, 1, 1));
-        let c = sim.th[0].cpu as usize;
+        let c = sim.th[0].cpu.ix();
         assert!(c >= 2, "thread 0 moved to package 1, is on CPU {c}");
     }
 }

@@ -139,7 +139,7 @@ impl RunResult {
                 .iter()
                 .map(|t| {
                     let open = if t.st == St::Running {
-                        end.saturating_sub(sim.cpus[t.cpu as usize].seg_start)
+                        end.saturating_sub(sim.cpus[t.cpu.ix()].seg_start)
                     } else {
                         0
                     };

@@ -27,8 +27,7 @@ mod ops;
 mod segment;
 
 pub(crate) use crate::state::{
-    Act, AppState, BarrierState, CpuState, LockState, NEVER, NONE, Prog, Programs, QueueState, St,
-    Stats, Thread,
+    Act, AppState, BarrierState, CpuState, LockState, Prog, Programs, QueueState, St, Stats, Thread,
 };
 pub use crate::state::{Sim, TimelinePoint};
 
@@ -36,26 +35,27 @@ use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
 use crate::state::build_hw;
-use crate::state::{Kernel, KernelCpu};
+use crate::state::{CpuIdx, Kernel, KernelCpu, ThreadIdx};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
 
 /// The programs part as the kernel sees it (see [`Programs`]).
 impl Programs for Sim {
-    fn run_program(&mut self, c: usize, t: usize) {
-        self.advance(c, t);
+    fn run_program(&mut self, c: CpuIdx, t: ThreadIdx) {
+        self.advance(c.ix(), t.ix());
     }
 
-    fn begin_segment(&mut self, c: usize) {
-        self.start_segment(c);
+    fn begin_segment(&mut self, c: CpuIdx) {
+        self.start_segment(c.ix());
     }
 
-    fn end_segment(&mut self, c: usize) {
-        self.stop_segment(c);
+    fn end_segment(&mut self, c: CpuIdx) {
+        self.stop_segment(c.ix());
     }
 
-    fn wait_over(&mut self, t: usize) -> bool {
+    fn wait_over(&mut self, t: ThreadIdx) -> bool {
+        let t = t.ix();
         match self.th[t].act {
             Act::Spin { lock, .. } if self.locks[lock as usize].holder.is_none() => {
                 let l = lock as usize;
@@ -69,7 +69,7 @@ impl Programs for Sim {
         }
     }
 
-    fn yield_waiting(&self, t: usize) -> bool {
+    fn yield_waiting(&self, t: ThreadIdx) -> bool {
         match self.th[t].act {
             Act::Yield { barrier } => {
                 Some(self.barriers[barrier as usize].generation) == self.th[t].bar_gen
@@ -78,7 +78,7 @@ impl Programs for Sim {
         }
     }
 
-    fn footprint_lines(&self, t: usize) -> f64 {
+    fn footprint_lines(&self, t: ThreadIdx) -> f64 {
         self.apps[self.th[t].app as usize].footprint_lines
     }
 }
@@ -130,13 +130,13 @@ impl Sim {
             .map(|_| KernelCpu {
                 min_vruntime: 0,
                 tick_armed: false,
-                idle_since: Some(0),
-                avg_idle: 2 * lx.migration_cost_ns,
-                last_balance: vec![0; nlv],
+                idle_since: Some(Nanos::ZERO),
+                avg_idle: Nanos(2 * lx.migration_cost_ns),
+                last_balance: vec![Nanos::ZERO; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
                 failed: vec![0; nlv],
                 noise_load: 0.0,
-                noise_at: 0,
+                noise_at: Nanos::ZERO,
             })
             .collect();
         let cpus = (0..ncpu)
@@ -171,7 +171,7 @@ impl Sim {
             kernel: Kernel {
                 levels,
                 llc_scan: Vec::new(),
-                nohz_next: 0,
+                nohz_next: Nanos::ZERO,
                 cpus: kcpus,
             },
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
@@ -184,7 +184,7 @@ impl Sim {
             horizon: opts.horizon.0,
             topo,
             memory_every: opts.memory_every.0,
-            memory_at: NEVER,
+            memory_at: None,
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,
         };
@@ -202,7 +202,7 @@ impl Sim {
             let queue_base = sim.queues.len() as u32;
             sim.locks.extend((0..app.locks()).map(|_| LockState {
                 holder: None,
-                last_cpu: NONE,
+                last_cpu: None,
                 pass: None,
                 ..LockState::default()
             }));
@@ -257,7 +257,7 @@ impl Sim {
                         pc: 0,
                         iter: 0,
                         st: St::New,
-                        cpu: 0,
+                        cpu: CpuIdx(0),
                         allowed: all.clone(),
                         original: all.clone(),
                         vruntime: 0,
@@ -265,7 +265,7 @@ impl Sim {
                         act: Act::Idle,
                         debt: 0,
                         carry: 0.0,
-                        home: NONE,
+                        home: None,
                         rng: Rng::new(
                             opts.seed
                                 .wrapping_mul(0x9E37_79B9)
@@ -458,7 +458,7 @@ impl Sim {
         let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = (t != first).then(|| self.th[first].cpu);
+        let parent = (t != first).then(|| self.th[first].cpu.0);
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
@@ -466,7 +466,7 @@ impl Sim {
         // A new task starts with a full load (init_entity_runnable_average).
         th.load_avg = 1.0;
         th.load_at = self.now;
-        th.cpu = c;
+        th.cpu = CpuIdx(c);
         th.st = St::Runnable;
         th.vruntime = self.kernel.cpus[c as usize].min_vruntime;
         th.lag = 0;
@@ -492,7 +492,7 @@ impl Sim {
             if th.st == St::Running {
                 let tick = self.lx.tick_ns();
                 let upto = if stale { now / tick * tick } else { now };
-                let d = upto.saturating_sub(self.cpus[th.cpu as usize].seg_start);
+                let d = upto.saturating_sub(self.cpus[th.cpu.ix()].seg_start);
                 run += d;
                 utime += d;
             }
@@ -509,7 +509,7 @@ impl Sim {
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
-                last_cpu: self.hw.cpu_id[th.cpu as usize],
+                last_cpu: self.hw.cpu_id[th.cpu.ix()],
                 state: match th.st {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
@@ -533,17 +533,17 @@ impl Sim {
         let mut seen = vec![0u32; self.th.len()];
         for (c, cpu) in self.cpus.iter().enumerate() {
             if let Some(t) = cpu.cur {
-                let t = t as usize;
+                let t = t.ix();
                 seen[t] += 1;
-                if self.th[t].st != St::Running || self.th[t].cpu as usize != c {
+                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
                     return Err(format!(
                         "CPU {c} runs thread {t} which is not running there"
                     ));
                 }
             }
             for &t in &cpu.rq {
-                seen[t as usize] += 1;
-                if self.th[t as usize].st != St::Runnable || self.th[t as usize].cpu as usize != c {
+                seen[t] += 1;
+                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
                     return Err(format!(
                         "thread {t} queued on CPU {c} but not runnable there"
                     ));
@@ -555,7 +555,7 @@ impl Sim {
             if seen[t] != expect {
                 return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
             }
-            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu as usize]) {
+            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu.ix()]) {
                 return Err(format!(
                     "thread {t} is on CPU {} outside its affinity",
                     th.cpu
@@ -565,7 +565,8 @@ impl Sim {
         for (l, lock) in self.locks.iter().enumerate() {
             if let Some(h) = lock.holder {
                 let h = h as usize;
-                let inside = matches!(self.th[h].act, Act::Work { lock: x, .. } if x as usize == l);
+                let inside =
+                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x as usize == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -575,7 +576,7 @@ impl Sim {
             let holders = self
                 .th
                 .iter()
-                .filter(|th| matches!(th.act, Act::Work { lock: x, .. } if x as usize == l))
+                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x as usize == l))
                 .count();
             if holders > 1 {
                 return Err(format!("lock {l} has {holders} threads inside"));

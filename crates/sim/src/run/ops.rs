@@ -1,7 +1,7 @@
 //! Programs: interpreting a thread's ops (compute, locks, barriers, queues, sleeps,
 //! ticket loops), joining and exiting.
 
-use super::{Act, LockState, NEVER, NONE, Sim, St};
+use super::{Act, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
 use crate::workload::{Op, Wait};
 use threadbalance_policy::rng::Rng;
@@ -49,7 +49,7 @@ impl Sim {
                     left += std::mem::take(&mut th.carry);
                     th.act = Act::Work {
                         left: left.max(1.0),
-                        lock: NONE,
+                        lock: None,
                         mem,
                     };
                     break;
@@ -105,11 +105,11 @@ impl Sim {
                     self.th[t].act = match wait {
                         Wait::Spin => Act::BarrierSpin {
                             barrier: b as u32,
-                            until: NEVER,
+                            until: None,
                         },
                         Wait::Block => Act::BarrierSpin {
                             barrier: b as u32,
-                            until: self.now + self.apps[app].spin_ns,
+                            until: Some(self.now + self.apps[app].spin_ns),
                         },
                         Wait::Yield => {
                             self.th[t].act = Act::Yield { barrier: b as u32 };
@@ -232,7 +232,7 @@ impl Sim {
         let previous = lock.last_holder.replace(t as u32);
         lock.holder = Some(t as u32);
         lock.acquisitions += 1;
-        if from != NONE {
+        if let Some(from) = from {
             lock.handoffs += 1;
             if self.hw.pkg[from as usize] != self.hw.pkg[c] {
                 lock.cross += 1;
@@ -242,15 +242,15 @@ impl Sim {
             *self.wakes.entry((p, t as u32)).or_default() += 1;
         }
         // The lock's line and the protected data follow the lock.
-        let line = if self.flat_handoffs && from != NONE && from != c as u32 {
-            self.hw.llc_ns
-        } else {
-            self.hw.line_ns(from, c as u32)
+        let line = match from {
+            None => 0.0,
+            Some(f) if self.flat_handoffs && f != c as u32 => self.hw.llc_ns,
+            Some(f) => self.hw.line_ns(f, c as u32),
         };
         let cost = f64::from(1 + lines) * line;
         self.th[t].act = Act::Work {
             left: hold_ns as f64 + cost,
-            lock: l as u32,
+            lock: Some(l as u32),
             mem: 0.0,
         };
     }
@@ -261,11 +261,13 @@ impl Sim {
         let lock = &mut self.locks[l];
         debug_assert_eq!(lock.holder, Some(t as u32));
         lock.holder = None;
-        lock.last_cpu = c as u32;
+        lock.last_cpu = Some(c as u32);
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in lock.spinners.iter().enumerate() {
-            let sc = self.th[s as usize].cpu;
-            if self.th[s as usize].st != St::Running || self.cpus[sc as usize].cur != Some(s) {
+            let sc = self.th[s as usize].cpu.0;
+            if self.th[s as usize].st != St::Running
+                || self.cpus[sc as usize].cur != Some(ThreadIdx(s))
+            {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
@@ -276,7 +278,7 @@ impl Sim {
         }
         if let Some((_, i)) = best {
             let s = self.locks[l].spinners.swap_remove(i) as usize;
-            let sc = self.th[s].cpu as usize;
+            let sc = self.th[s].cpu.ix();
             self.stop_segment(sc);
             let (hold, lines) = self.lock_op(s);
             self.acquire(l, s, sc, hold, lines);
@@ -342,7 +344,7 @@ impl Sim {
             if sc == c {
                 continue;
             }
-            let waiting = match self.th[s as usize].act {
+            let waiting = match self.th[s].act {
                 Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => barrier as usize == b,
                 _ => false,
             };
@@ -352,12 +354,18 @@ impl Sim {
                 cpu.version = cpu.version.wrapping_add(1);
                 // Re-time the segment end: the spin ends when the release is seen.
                 self.q.push(at, EventKind::Cpu, sc as u32, cpu.version);
-                self.th[s as usize].act = match self.th[s as usize].act {
-                    Act::BarrierSpin { barrier, .. } => Act::BarrierSpin { barrier, until: at },
+                self.th[s].act = match self.th[s].act {
+                    Act::BarrierSpin { barrier, .. } => Act::BarrierSpin {
+                        barrier,
+                        until: Some(at),
+                    },
                     other => other,
                 };
-                if let Act::Yield { barrier } = self.th[s as usize].act {
-                    self.th[s as usize].act = Act::BarrierSpin { barrier, until: at };
+                if let Act::Yield { barrier } = self.th[s].act {
+                    self.th[s].act = Act::BarrierSpin {
+                        barrier,
+                        until: Some(at),
+                    };
                 }
             }
         }

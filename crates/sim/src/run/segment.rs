@@ -1,7 +1,7 @@
 //! Segments: starting a running thread's activity, its speed factor, and accounting the
 //! time it ran when the segment stops.
 
-use super::{Act, NEVER, NONE, Sim};
+use super::{Act, Sim};
 use crate::queue::EventKind;
 use crate::workload::Op;
 
@@ -11,23 +11,19 @@ impl Sim {
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
     pub(super) fn start_segment(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
-        let t = t as usize;
+        let t = t.ix();
         let now = self.now;
         let (factor, stream, node, home) = self.speed_factor(c, t);
         let th = &self.th[t];
         let base = now + th.debt;
+        // When the activity ends (`None`: a pure spin or a yield loop ends only when
+        // something else happens).
         let end = match th.act {
-            Act::Work { left, .. } => base + (left * factor).ceil() as u64,
-            Act::Spin { until, .. } => base.max(until),
-            Act::BarrierSpin { until, .. } => {
-                if until == NEVER {
-                    NEVER
-                } else {
-                    base.max(until)
-                }
-            }
-            Act::Yield { .. } => NEVER,
-            Act::Idle => base,
+            Act::Work { left, .. } => Some(base + (left * factor).ceil() as u64),
+            Act::Spin { until, .. } => Some(base.max(until)),
+            Act::BarrierSpin { until, .. } => until.map(|u| base.max(u)),
+            Act::Yield { .. } => None,
+            Act::Idle => Some(base),
         };
         let cpu = &mut self.cpus[c];
         cpu.version = cpu.version.wrapping_add(1);
@@ -40,7 +36,7 @@ impl Sim {
         if stream > 0.0 {
             self.mem.add(node as usize, home as usize, stream);
         }
-        if end != NEVER {
+        if let Some(end) = end {
             self.q
                 .push(end, EventKind::Cpu, c as u32, self.cpus[c].version);
         }
@@ -90,21 +86,23 @@ impl Sim {
         } else {
             t
         };
-        if self.th[owner].home == NONE {
-            let cpu = if owner == t {
-                c
-            } else {
-                self.th[owner].cpu as usize
-            };
-            self.th[owner].home = self.hw.node[cpu];
+        if let Some(home) = self.th[owner].home {
+            return home;
         }
-        self.th[owner].home
+        let cpu = if owner == t {
+            c
+        } else {
+            self.th[owner].cpu.ix()
+        };
+        let home = self.hw.node[cpu];
+        self.th[owner].home = Some(home);
+        home
     }
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
     pub(super) fn stop_segment(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
-        let t = t as usize;
+        let t = t.ix();
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let elapsed = now.saturating_sub(cpu.seg_start);
@@ -146,7 +144,7 @@ impl Sim {
             if *mem > 0.0 {
                 let m = done * f64::from(*mem);
                 self.stats.mem_total += m;
-                if home != self.hw.node[c] {
+                if home != Some(self.hw.node[c]) {
                     self.stats.mem_remote += m;
                 }
             }
@@ -157,7 +155,7 @@ impl Sim {
     /// The CPU's activity reached its end.
     pub(super) fn on_activity_end(&mut self, c: usize) {
         let Some(t) = self.cpus[c].cur else { return };
-        let t = t as usize;
+        let t = t.ix();
         self.stop_segment(c);
         if self.th[t].debt > 0 {
             // Only possible when the end was computed before extra debt was added.
@@ -167,9 +165,7 @@ impl Sim {
         match self.th[t].act {
             Act::Work { lock, .. } => {
                 self.th[t].act = Act::Idle;
-                if lock == NONE {
-                    self.th[t].pc += 1;
-                } else {
+                if let Some(lock) = lock {
                     let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
                     if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
                         // Still holding the mutex: take a ticket, then unlock.
@@ -190,6 +186,8 @@ impl Sim {
                     self.cpus[c].in_advance = true;
                     self.release(lock as usize, t, c);
                     self.cpus[c].in_advance = false;
+                } else {
+                    self.th[t].pc += 1;
                 }
             }
             Act::Spin { lock, .. } => {

@@ -3,7 +3,8 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Baseline, Programs, Sim, St};
+use crate::state::{Act, Baseline, CpuIdx, Programs, Sim, St, ThreadIdx};
+use threadbalance_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -42,10 +43,10 @@ impl Sim {
             }
         }
         if linux
-            && now >= self.kernel.nohz_next
+            && now >= self.kernel.nohz_next.0
             && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
         {
-            self.kernel.nohz_next = now + tick;
+            self.kernel.nohz_next = Nanos(now + tick);
             for i in 0..self.cpus.len() {
                 if self.cpus[i].idle() {
                     self.rebalance(i);
@@ -68,7 +69,7 @@ impl Sim {
         if self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
-        let cur = cur as usize;
+        let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
         } else if self.now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
@@ -85,15 +86,15 @@ impl Sim {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
-            self.end_segment(c);
-            self.th[cur as usize].debt += self.lx.kernel_noise_ns;
+            self.end_segment(c.into());
+            self.th[cur].debt += self.lx.kernel_noise_ns;
             self.add_noise_load(c, self.lx.kernel_noise_ns);
-            self.begin_segment(c);
+            self.begin_segment(c.into());
         }
         if self.cpus[c].rq.is_empty() {
             return;
         }
-        if self.yield_waiting(cur as usize) {
+        if self.yield_waiting(cur) {
             self.yield_cpu(c);
         } else {
             self.preempt(c);
@@ -103,24 +104,24 @@ impl Sim {
     /// Periodic balancing of CPU `c` at every level whose interval has passed.
     fn rebalance(&mut self, c: usize) {
         let now = self.now;
-        let max = 100_000_000 * self.cpus.len() as u64;
+        let max = Nanos::from_millis(100 * self.cpus.len() as u64);
         for lv in 0..self.kernel.levels.len() {
             let busy = self.cpus[c].cur.is_some();
             let mut interval = self.kernel.cpus[c].interval[lv];
             if busy {
-                interval *= self.lx.busy_factor;
+                interval = Nanos(interval.0 * self.lx.busy_factor);
             }
-            if now < self.kernel.cpus[c].last_balance[lv] + interval.min(max) {
+            if now < (self.kernel.cpus[c].last_balance[lv] + interval.min(max)).0 {
                 continue;
             }
             let kind = if busy { Kind::Busy } else { Kind::Idle };
             self.load_balance(c, lv, kind);
-            self.kernel.cpus[c].last_balance[lv] = now;
+            self.kernel.cpus[c].last_balance[lv] = Nanos(now);
         }
     }
 
     pub(super) fn newidle_balance(&mut self, c: usize) {
-        if self.kernel.cpus[c].avg_idle < self.lx.migration_cost_ns {
+        if self.kernel.cpus[c].avg_idle < Nanos(self.lx.migration_cost_ns) {
             return;
         }
         if !self.cpus.iter().any(|x| x.nr() >= 2) {
@@ -198,15 +199,15 @@ impl Sim {
             level.prefer_sibling,
             level.cache_nice_tries,
         );
-        // (tasks to move, load to move when balancing load)
+        // Tasks to move, or (`load`) the load to move, as many tasks as it takes.
         let mut tasks = 0usize;
         let mut load: Option<f64> = None;
-        let mut bix = usize::MAX;
+        let mut bix = None;
         // migrate_task between groups with spare capacity: spread running threads, one of
         // which may have to be pushed (imbalanced_active_balance).
         let mut spread = false;
         if let Some((bi, b, b_load)) = busiest {
-            bix = bi;
+            bix = Some(bi);
             if b.kind() == 2 && local.kind() == 0 {
                 tasks = local.idle.min(b.nr - b.ncpu).max(1);
             } else if b.kind() == 2 {
@@ -220,7 +221,6 @@ impl Sim {
                     let x = ((avg_b - sd) * b.ncpu as f64).min((sd - avg_l) * local.ncpu as f64);
                     if x > 0.0 {
                         load = Some(x);
-                        tasks = usize::MAX;
                     }
                 }
             } else if local.kind() == 0 {
@@ -238,15 +238,18 @@ impl Sim {
                 }
             }
         }
-        if tasks == 0 {
-            if kind != Kind::NewIdle {
-                self.kernel.cpus[c].failed[lv] = 0;
-                let lvl = &self.kernel.levels[lv];
-                let iv = &mut self.kernel.cpus[c].interval[lv];
-                *iv = (*iv * 2).min(lvl.max_interval);
+        let bix = match bix {
+            Some(bix) if tasks > 0 || load.is_some() => bix,
+            _ => {
+                if kind != Kind::NewIdle {
+                    self.kernel.cpus[c].failed[lv] = 0;
+                    let lvl = &self.kernel.levels[lv];
+                    let iv = &mut self.kernel.cpus[c].interval[lv];
+                    *iv = Nanos(iv.0 * 2).min(lvl.max_interval);
+                }
+                return false;
             }
-            return false;
-        }
+        };
         // The busiest CPU of the busiest group (sched_balance_find_src_rq): most runnable
         // threads, with one queued; when spreading, a CPU whose one thread runs will do
         // (nothing can be detached from it, so the attempt fails and counts towards
@@ -263,11 +266,11 @@ impl Sim {
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
-            let mut cands: Vec<u32> = self.cpus[src as usize].rq.clone();
-            cands.sort_by_key(|&t| (self.th[t as usize].last_ran, t));
+            let mut cands: Vec<ThreadIdx> = self.cpus[src as usize].rq.clone();
+            cands.sort_by_key(|&t| (self.th[t].last_ran, t));
             let mut budget = load.unwrap_or(0.0);
             for t in cands {
-                let t = t as usize;
+                let t = t.ix();
                 if !self.allowed(t, c) {
                     continue;
                 }
@@ -286,7 +289,7 @@ impl Sim {
                 }
                 self.pull(t, src as usize, c);
                 moved += 1;
-                if moved >= tasks || (load.is_some() && budget <= 0.0) {
+                if load.map_or(moved >= tasks, |_| budget <= 0.0) {
                     break;
                 }
                 if kind == Kind::NewIdle {
@@ -298,10 +301,10 @@ impl Sim {
                 // spreading, even its only one: active_load_balance_cpu_stop).
                 if let Some(cur) = self.cpus[src as usize].cur
                     && (self.cpus[src as usize].nr() >= 2 || spread)
-                    && self.allowed(cur as usize, c)
+                    && self.allowed(cur.ix(), c)
                 {
-                    let t = cur as usize;
-                    self.end_segment(src as usize);
+                    let t = cur.ix();
+                    self.end_segment(CpuIdx(src));
                     self.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
                     self.th[t].lag = self.th[t].vruntime as i64
@@ -329,7 +332,7 @@ impl Sim {
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
-        self.cpus[src].rq.retain(|&x| x as usize != t);
+        self.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
@@ -341,13 +344,13 @@ impl Sim {
     /// Changes thread `t`'s affinity; a thread on a CPU no longer allowed moves at once.
     pub(crate) fn set_affinity(&mut self, t: usize, allowed: threadbalance_model::CpuSet) {
         self.th[t].allowed = allowed;
-        let c = self.th[t].cpu as usize;
+        let c = self.th[t].cpu.ix();
         if self.allowed(t, c) {
             return;
         }
         match self.th[t].st {
             St::Running => {
-                self.end_segment(c);
+                self.end_segment(c.into());
                 self.cpus[c].cur = None;
                 self.th[t].lag =
                     self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;

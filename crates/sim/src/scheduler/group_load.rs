@@ -18,6 +18,7 @@
 //! halves every 32.8 ms (PELT's `LOAD_AVG_PERIOD` of 1024 µs periods).
 
 use crate::state::{Sim, St};
+use threadbalance_model::Nanos;
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -30,7 +31,7 @@ impl Sim {
     /// groups).
     pub(super) fn noise_load(&self, c: usize) -> f64 {
         let k = &self.kernel.cpus[c];
-        let dt = self.now.saturating_sub(k.noise_at) as f64;
+        let dt = self.now.saturating_sub(k.noise_at.0) as f64;
         k.noise_load * (-dt * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp()
     }
 
@@ -40,7 +41,7 @@ impl Sim {
         let add = NICE_0 * (1.0 - (-(ns as f64) * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp());
         let k = &mut self.kernel.cpus[c];
         k.noise_load = l + add;
-        k.noise_at = self.now;
+        k.noise_at = Nanos(self.now);
     }
 
     /// Runnable (running or queued) threads of each application: its group's load.
@@ -70,9 +71,9 @@ impl Sim {
         let cpu = &self.cpus[c];
         let threads: f64 = cpu
             .cur
-            .iter()
-            .chain(cpu.rq.iter())
-            .map(|&t| self.task_h_load(t as usize, per_app))
+            .into_iter()
+            .chain(cpu.rq.iter().copied())
+            .map(|t| self.task_h_load(t.ix(), per_app))
             .sum();
         if self.lx.autogroup {
             threads + self.noise_load(c).floor()
@@ -112,7 +113,7 @@ mod tests {
         let per_app = sim.runnable_per_app();
         assert_eq!(per_app, vec![32]);
         assert_eq!(sim.task_h_load(0, &per_app), 32.0);
-        let c = sim.th[0].cpu as usize;
+        let c = sim.th[0].cpu.ix();
         assert_eq!(sim.cpus[c].nr(), 2);
         assert_eq!(sim.group_cpu_load(c, &per_app), 64.0);
         // Without groups a thread weighs a whole task.

@@ -33,9 +33,9 @@ mod worked;
 
 use crate::queue::EventKind;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, Hw, Programs, Sim, St};
+use crate::state::{Act, CpuIdx, Hw, Programs, Sim, St, ThreadIdx};
 pub use crate::state::{Baseline, Linux};
-use threadbalance_model::{Level, Topology};
+use threadbalance_model::{Level, Nanos, Topology};
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
 /// levels that group the same CPUs as the level below.
@@ -114,8 +114,8 @@ pub(crate) fn build_levels(topo: &Topology, hw: &Hw) -> Vec<SdLevel> {
             } else {
                 1
             },
-            min_interval: weight as u64 * 1_000_000,
-            max_interval: 2 * weight as u64 * 1_000_000,
+            min_interval: Nanos::from_millis(weight as u64),
+            max_interval: Nanos::from_millis(2 * weight as u64),
             imb_numa_nr: if nr_llcs == 1 {
                 (weight >> 3).max(1)
             } else {
@@ -163,7 +163,7 @@ impl Sim {
     /// behind: within an LLC a line costs an LLC hit or a probe of the sibling's private
     /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`).
     pub(crate) fn set_cpu(&mut self, t: usize, c: u32) {
-        let old = self.th[t].cpu;
+        let old = self.th[t].cpu.0;
         if old == c {
             return;
         }
@@ -171,10 +171,10 @@ impl Sim {
         let refill = if same_core {
             0.0
         } else {
-            self.footprint_lines(t) * self.hw.line_ns(old, c) / self.hw.mlp
+            self.footprint_lines(t.into()) * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
-        th.cpu = c;
+        th.cpu = CpuIdx(c);
         th.migrations += 1;
         th.debt += refill as u64;
         self.stats.migrations += 1;
@@ -198,16 +198,16 @@ impl Sim {
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
                 let cpu = &mut self.kernel.cpus[c];
                 if let Some(since) = cpu.idle_since {
-                    let d = now.saturating_sub(since) as i64;
-                    let avg = cpu.avg_idle as i64;
+                    let d = now.saturating_sub(since.0) as i64;
+                    let avg = cpu.avg_idle.0 as i64;
                     let cap = 2 * self.lx.migration_cost_ns as i64;
-                    cpu.avg_idle = (avg + (d - avg) / 8).clamp(0, cap) as u64;
+                    cpu.avg_idle = Nanos((avg + (d - avg) / 8).clamp(0, cap) as u64);
                 }
             }
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].rq.push(t as u32);
+        self.cpus[c].rq.push(ThreadIdx::from(t));
         let Some(cur) = self.cpus[c].cur else {
             self.schedule(c);
             return;
@@ -215,7 +215,7 @@ impl Sim {
         if self.cpus[c].in_advance {
             return; // the running thread is mid-operation; the next tick decides
         }
-        let cur = cur as usize;
+        let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
@@ -231,7 +231,7 @@ impl Sim {
         let cpu = &mut self.cpus[c];
         debug_assert_eq!(cpu.cur, None);
         self.kernel.cpus[c].idle_since = None;
-        cpu.cur = Some(t as u32);
+        cpu.cur = Some(ThreadIdx::from(t));
         let th = &mut self.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
@@ -246,25 +246,22 @@ impl Sim {
         }
         let act = self.th[t].act;
         match act {
-            Act::Idle => self.run_program(c, t),
-            _ if self.wait_over(t) => {
+            Act::Idle => self.run_program(c.into(), t.into()),
+            _ if self.wait_over(t.into()) => {
                 self.th[t].act = Act::Idle;
-                self.run_program(c, t);
+                self.run_program(c.into(), t.into());
             }
             Act::Yield { .. } if self.queued_non_yielder(c) => {
-                self.begin_segment(c);
+                self.begin_segment(c.into());
                 self.yield_cpu(c);
             }
-            _ => self.begin_segment(c),
+            _ => self.begin_segment(c.into()),
         }
     }
 
     /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
     pub(crate) fn queued_non_yielder(&self, c: usize) -> bool {
-        self.cpus[c]
-            .rq
-            .iter()
-            .any(|&t| !self.yield_waiting(t as usize))
+        self.cpus[c].rq.iter().any(|&t| !self.yield_waiting(t))
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
@@ -275,7 +272,7 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.kernel.cpus[c].idle_since = Some(self.now);
+        self.kernel.cpus[c].idle_since = Some(Nanos(self.now));
         match self.lx.baseline {
             Baseline::Linux => self.newidle_balance(c),
             Baseline::Solaris => {
@@ -289,26 +286,26 @@ impl Sim {
         let cpu = &self.cpus[c];
         let mut best: Option<(u64, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
-            let v = self.th[t as usize].vruntime;
+            let v = self.th[t].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
                 best = Some((v, i));
             }
         }
         let (v, i) = best?;
-        let t = self.cpus[c].rq.remove(i) as usize;
+        let t = self.cpus[c].rq.remove(i).ix();
         let k = &mut self.kernel.cpus[c];
         k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
     }
 
     fn requeue_current(&mut self, c: usize) -> Option<usize> {
-        self.end_segment(c);
-        let t = self.cpus[c].cur.take()? as usize;
+        self.end_segment(c.into());
+        let t = self.cpus[c].cur.take()?.ix();
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        self.cpus[c].rq.push(t as u32);
+        self.cpus[c].rq.push(ThreadIdx::from(t));
         Some(t)
     }
 
@@ -339,10 +336,10 @@ impl Sim {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
-                if self.yield_waiting(x as usize) {
+                if self.yield_waiting(x) {
                     continue;
                 }
-                let v = self.th[x as usize].vruntime;
+                let v = self.th[x].vruntime;
                 if best.is_none_or(|(b, _)| v < b) {
                     best = Some((v, i));
                 }
@@ -350,7 +347,7 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let x = self.cpus[c].rq.remove(i) as usize;
+            let x = self.cpus[c].rq.remove(i).ix();
             let k = &mut self.kernel.cpus[c];
             k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
@@ -361,7 +358,7 @@ impl Sim {
                 self.switch_in(c, next);
             }
             None => {
-                self.cpus[c].rq.retain(|&x| x as usize != t);
+                self.cpus[c].rq.retain(|&x| x.ix() != t);
                 self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
                 self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
                 self.switch_in(c, t);

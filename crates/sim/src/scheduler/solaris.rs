@@ -34,7 +34,7 @@ impl Sim {
     /// Where woken thread `t` goes: its previous CPU if idle, else a random idle CPU of
     /// the machine, else the previous CPU (if still allowed) to queue there.
     pub(super) fn solaris_wake_cpu(&mut self, t: usize) -> u32 {
-        let prev = self.th[t].cpu;
+        let prev = self.th[t].cpu.0;
         if self.allowed(t, prev as usize) && self.cpus[prev as usize].idle() {
             return prev;
         }
@@ -62,11 +62,11 @@ impl Sim {
                 .rq
                 .iter()
                 .copied()
-                .filter(|&x| self.allowed(x as usize, c))
-                .min_by_key(|&x| (self.th[x as usize].runnable_since, x));
+                .filter(|&x| self.allowed(x.ix(), c))
+                .min_by_key(|&x| (self.th[x].runnable_since, x));
             let Some(x) = oldest else { continue };
             if best.is_none_or(|(_, n, _)| cpu.rq.len() > n) {
-                best = Some((src, cpu.rq.len(), u64::from(x)));
+                best = Some((src, cpu.rq.len(), u64::from(x.0)));
             }
         }
         let Some((src, _, t)) = best else {
@@ -93,17 +93,17 @@ impl Sim {
             .rq
             .iter()
             .copied()
-            .filter(|&x| self.allowed(x as usize, dst))
-            .min_by_key(|&x| (self.th[x as usize].runnable_since, x));
+            .filter(|&x| self.allowed(x.ix(), dst))
+            .min_by_key(|&x| (self.th[x].runnable_since, x));
         if let Some(t) = oldest {
-            self.solaris_move_queued(t as usize, c, dst);
+            self.solaris_move_queued(t.ix(), c, dst);
         }
     }
 
     /// Moves queued thread `t` from CPU `src`'s queue to CPU `dst`.
     fn solaris_move_queued(&mut self, t: usize, src: usize, dst: usize) {
         debug_assert_eq!(self.th[t].st, St::Runnable);
-        self.cpus[src].rq.retain(|&x| x as usize != t);
+        self.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         th.wait += self.now.saturating_sub(th.runnable_since);
@@ -116,7 +116,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::{Baseline, Sim};
+    use crate::state::{Baseline, CpuIdx, Sim, ThreadIdx};
     use crate::workload::{Workload, spinners};
 
     /// Opteron 6272 (4 sockets × 16 CPUs) with `n` spinners, Solaris baseline, nothing
@@ -135,7 +135,7 @@ mod tests {
 
     /// Marks CPU `c` busy with thread `t` (no event: the test drives the calls).
     fn occupy(sim: &mut Sim, c: usize, t: usize) {
-        sim.cpus[c].cur = Some(t as u32);
+        sim.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.kernel.cpus[c].idle_since = None;
     }
 
@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn solaris_wake_idle_prev_keeps_prev() {
         let mut sim = solaris(2);
-        sim.th[0].cpu = 5;
+        sim.th[0].cpu = CpuIdx(5);
         assert_eq!(sim.solaris_wake_cpu(0), 5);
     }
 
@@ -180,7 +180,7 @@ mod tests {
                 occupy(&mut sim, c, 1);
             }
         }
-        sim.th[0].cpu = 5;
+        sim.th[0].cpu = CpuIdx(5);
         let mut other_socket = 0;
         for _ in 0..200 {
             let c = sim.solaris_wake_cpu(0);
@@ -197,7 +197,7 @@ mod tests {
         for c in 0..64 {
             occupy(&mut sim, c, 1);
         }
-        sim.th[0].cpu = 40;
+        sim.th[0].cpu = CpuIdx(40);
         assert_eq!(sim.solaris_wake_cpu(0), 40);
     }
 
@@ -209,15 +209,15 @@ mod tests {
         sim.now = 100;
         for (t, c, since) in [(1usize, 3u32, 10u64), (2, 3, 5), (3, 20, 1)] {
             sim.th[t].st = crate::state::St::Runnable;
-            sim.th[t].cpu = c;
+            sim.th[t].cpu = CpuIdx(c);
             sim.th[t].runnable_since = since;
-            sim.cpus[c as usize].rq.push(t as u32);
+            sim.cpus[c as usize].rq.push(ThreadIdx::from(t));
         }
         occupy(&mut sim, 3, 0);
         occupy(&mut sim, 20, 0);
         assert!(sim.solaris_steal(40));
-        assert_eq!(sim.th[2].cpu, 40);
-        assert_eq!(sim.cpus[3].rq, vec![1]);
+        assert_eq!(sim.th[2].cpu, CpuIdx(40));
+        assert_eq!(sim.cpus[3].rq, vec![ThreadIdx(1)]);
         assert_eq!(sim.stats.cross_migrations, 1);
     }
 }

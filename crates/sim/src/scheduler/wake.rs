@@ -2,7 +2,8 @@
 //! `select_idle_sibling` with `SIS_UTIL`'s scan depth, fork balancing and the fallback
 //! CPU of a thread whose CPU is no longer allowed.
 
-use crate::state::{Sim, St};
+use crate::state::{CpuIdx, Sim, St, ThreadIdx};
+use threadbalance_model::Nanos;
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -39,12 +40,8 @@ impl Sim {
     /// blocked load of threads that slept there is left out.
     fn cpu_load(&self, c: usize) -> f64 {
         let cpu = &self.cpus[c];
-        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t as usize));
-        cur + cpu
-            .rq
-            .iter()
-            .map(|&x| self.pelt_load(x as usize))
-            .sum::<f64>()
+        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t.ix()));
+        cur + cpu.rq.iter().map(|&x| self.pelt_load(x.ix())).sum::<f64>()
     }
 
     /// `wake_affine`: whether sleeping thread `t` should move from `prev` towards the
@@ -94,16 +91,16 @@ impl Sim {
     }
 
     pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
-        let prev = self.th[t].cpu;
+        let prev = self.th[t].cpu.0;
         let mut target = prev;
         let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
         let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
         if let (Some(waker), Some(w)) = (waker, waker_th) {
-            let w = w as usize;
+            let w = w.ix();
             self.decay_flips(w);
             self.decay_flips(t);
-            if self.th[w].last_wakee != Some(t as u32) {
-                self.th[w].last_wakee = Some(t as u32);
+            if self.th[w].last_wakee != Some(ThreadIdx::from(t)) {
+                self.th[w].last_wakee = Some(ThreadIdx::from(t));
                 self.th[w].wakee_flips += 1;
             }
             // wake_wide: a waker with many partners spreads its wakees.
@@ -141,7 +138,7 @@ impl Sim {
             prev
         } else {
             used = true;
-            let recent = self.th[t].recent_cpu;
+            let recent = self.th[t].recent_cpu.map(|c| c.0);
             if let Some(recent) = recent
                 && recent != prev
                 && recent != target
@@ -151,11 +148,11 @@ impl Sim {
                 recent
             } else {
                 let scan = self.idle_scan(target);
-                self.select_idle_sibling(t, prev, target, scan)
+                self.select_idle_sibling(t, prev, target, Some(scan))
             }
         };
         if used {
-            self.th[t].recent_cpu = Some(prev);
+            self.th[t].recent_cpu = Some(CpuIdx(prev));
         }
         if self.allowed(t, chosen as usize) {
             chosen
@@ -178,14 +175,14 @@ impl Sim {
         }
         let tick = self.lx.tick_ns();
         if let Some((at, nr)) = self.kernel.llc_scan[llc]
-            && self.now < at + tick
+            && self.now < at.0 + tick
         {
             return nr;
         }
         let mut util = vec![0.0f64; self.cpus.len()];
         for t in 0..self.th.len() {
             if !matches!(self.th[t].st, St::New | St::Done) {
-                util[self.th[t].cpu as usize] += self.pelt_load(t);
+                util[self.th[t].cpu.ix()] += self.pelt_load(t);
             }
         }
         let now = self.now;
@@ -195,15 +192,21 @@ impl Sim {
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
-            self.kernel.llc_scan[l] = Some((now, nr));
+            self.kernel.llc_scan[l] = Some((Nanos(now), nr));
         }
         self.kernel.llc_scan[llc].map_or(weight, |(_, nr)| nr)
     }
 
     /// `select_idle_sibling`: the target if idle, prev if idle in the target's LLC, else
-    /// up to `scan` CPUs of that LLC from the target on (whole idle cores first on SMT,
-    /// which `SIS_UTIL` does not limit); the target when none is idle.
-    pub(super) fn select_idle_sibling(&self, t: usize, prev: u32, target: u32, scan: usize) -> u32 {
+    /// up to `scan` CPUs (`None`: all) of that LLC from the target on (whole idle cores
+    /// first on SMT, which `SIS_UTIL` does not limit); the target when none is idle.
+    pub(super) fn select_idle_sibling(
+        &self,
+        t: usize,
+        prev: u32,
+        target: u32,
+        scan: Option<usize>,
+    ) -> u32 {
         let ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
         if ok(target) {
             return target;
@@ -226,7 +229,7 @@ impl Sim {
                 }
             }
         }
-        for &c in order.take(scan) {
+        for &c in order.take(scan.unwrap_or(llc.len())) {
             if ok(c) {
                 return c;
             }
@@ -238,7 +241,7 @@ impl Sim {
     /// least loaded.
     pub(crate) fn fallback_cpu(&self, t: usize) -> u32 {
         let n = self.cpus.len();
-        let start = self.th[t].cpu as usize;
+        let start = self.th[t].cpu.ix();
         let mut best: Option<(usize, u32)> = None;
         for k in 0..n {
             let c = (start + k) % n;
@@ -253,7 +256,7 @@ impl Sim {
                 break;
             }
         }
-        best.map_or(self.th[t].cpu, |(_, c)| c)
+        best.map_or(self.th[t].cpu.0, |(_, c)| c)
     }
 
     /// Placement of a new thread: down the domains towards the group with more idle CPUs.
@@ -302,7 +305,7 @@ impl Sim {
             return cpu as u32;
         }
         // Within the last group: an idle CPU, else the least loaded.
-        let c = self.select_idle_sibling(t, cpu as u32, cpu as u32, usize::MAX);
+        let c = self.select_idle_sibling(t, cpu as u32, cpu as u32, None);
         if self.allowed(t, c as usize) {
             c
         } else {
@@ -315,7 +318,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::Sim;
+    use crate::state::{CpuIdx, Sim};
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 
@@ -356,7 +359,7 @@ mod tests {
         // LLC and 201 ns across sockets.
         let mut sim = spinning("opteron6272-4x16", 1, true);
         sim.apps[0].footprint_lines = 4096.0;
-        sim.th[0].cpu = 0;
+        sim.th[0].cpu = CpuIdx(0);
         let d0 = sim.th[0].debt;
         sim.set_cpu(0, 1);
         assert_eq!(sim.th[0].debt - d0, 4096 * 40 / 8);

@@ -8,7 +8,7 @@ use super::GroupStats;
 use super::balance::Kind;
 use crate::machine::machine;
 use crate::run::RunOptions;
-use crate::state::{Act, Sim, St};
+use crate::state::{Act, CpuIdx, Sim, St, ThreadIdx};
 use crate::workload::{Workload, spinners};
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
@@ -30,19 +30,19 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
 
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
-    sim.th[t].cpu = c as u32;
+    sim.th[t].cpu = CpuIdx::from(c);
     if sim.cpus[c].cur.is_none() {
-        sim.cpus[c].cur = Some(t as u32);
+        sim.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.th[t].st = St::Running;
     } else {
-        sim.cpus[c].rq.push(t as u32);
+        sim.cpus[c].rq.push(ThreadIdx::from(t));
         sim.th[t].st = St::Runnable;
     }
 }
 
 /// Thread `t` sleeps, last ran on CPU `c`, with PELT load `load`.
 fn sleeps(sim: &mut Sim, t: usize, c: usize, load: f64) {
-    sim.th[t].cpu = c as u32;
+    sim.th[t].cpu = CpuIdx::from(c);
     sim.th[t].st = St::Blocked;
     sim.th[t].load_avg = load;
 }
@@ -220,14 +220,14 @@ fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
     // prev = CPU 1 busy; CPUs 2 and 3 idle. The scan from the target would find CPU 2
     // first (order 2, 3, 0), but the CPU used before prev (recent_used_cpu = 3) is idle
     // in the same LLC: it wins, and prev becomes the new recent_used_cpu.
-    for (recent, want) in [(None, 2), (Some(3), 3)] {
+    for (recent, want) in [(None, 2), (Some(CpuIdx(3)), 3)] {
         let mut sim = kernel("package:1 core:4 pu:1", 3, 0);
         put(&mut sim, 0, 0);
         put(&mut sim, 1, 1);
         sleeps(&mut sim, 2, 1, 1.0);
         sim.th[2].recent_cpu = recent;
         assert_eq!(sim.select_wake_cpu(2, None), want, "recent {recent:?}");
-        assert_eq!(sim.th[2].recent_cpu, Some(1));
+        assert_eq!(sim.th[2].recent_cpu, Some(CpuIdx(1)));
     }
 }
 
@@ -275,8 +275,8 @@ fn select_idle_sibling_scan_depth_limits_the_search() {
     put(&mut sim, 0, 0);
     put(&mut sim, 1, 1);
     sleeps(&mut sim, 2, 0, 1.0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, 1), 0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, 2), 2);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(1)), 0);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(2)), 2);
 }
 
 // ---- load balancing --------------------------------------------------------------------
@@ -408,8 +408,8 @@ fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
     fill(&mut sim, &[1, 2]);
-    assert_eq!(sim.cpus[1].cur, Some(1));
-    assert_eq!(sim.cpus[1].rq, vec![2]);
+    assert_eq!(sim.cpus[1].cur, Some(ThreadIdx(1)));
+    assert_eq!(sim.cpus[1].rq, vec![ThreadIdx(2)]);
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));
 }

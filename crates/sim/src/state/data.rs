@@ -27,12 +27,17 @@ pub(crate) enum St {
 pub(crate) enum Act {
     /// Between operations.
     Idle,
-    /// Work of `left` ns at full speed; inside lock `lock`'s critical section unless `NONE`.
-    Work { left: f64, lock: u32, mem: f32 },
+    /// Work of `left` ns at full speed; inside lock `lock`'s critical section if any.
+    Work {
+        left: f64,
+        lock: Option<u32>,
+        mem: f32,
+    },
     /// Spinning on held mutex `lock` until `until`, then sleeping.
     Spin { lock: u32, until: u64 },
-    /// Spinning at barrier `barrier` until `until` (`NEVER`: pure spin), then sleeping.
-    BarrierSpin { barrier: u32, until: u64 },
+    /// Spinning at barrier `barrier` until `until`, then sleeping (`None`: a pure spin,
+    /// never sleeping).
+    BarrierSpin { barrier: u32, until: Option<u64> },
     /// `sched_yield` loop at barrier `barrier`.
     Yield { barrier: u32 },
 }
@@ -47,7 +52,7 @@ pub(crate) struct Thread {
     pub iter: u64,
     pub st: St,
     /// CPU it runs or waits on, or last ran on.
-    pub cpu: u32,
+    pub cpu: super::CpuIdx,
     pub allowed: CpuSet,
     pub original: CpuSet,
     pub vruntime: u64,
@@ -58,7 +63,8 @@ pub(crate) struct Thread {
     pub debt: u64,
     /// Item data to fetch in the next compute op (ns).
     pub carry: f64,
-    pub home: u32,
+    /// The node of its own pages, once first touched (`None`: not yet).
+    pub home: Option<u32>,
     pub rng: Rng,
     // Accounting (ns unless said otherwise).
     pub run: u64,
@@ -92,7 +98,7 @@ pub(crate) struct Thread {
     /// Ticket loops finished (pool found empty): the pass whose tickets it takes next.
     pub passes: u64,
     /// The thread it last woke (`p->last_wakee`).
-    pub last_wakee: Option<u32>,
+    pub last_wakee: Option<super::ThreadIdx>,
     pub wakee_flips: u32,
     pub flip_decay: u64,
     /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
@@ -102,7 +108,7 @@ pub(crate) struct Thread {
     pub load_at: u64,
     /// The CPU it left the last time its wake-up looked past `prev`
     /// (`p->recent_used_cpu`).
-    pub recent_cpu: Option<u32>,
+    pub recent_cpu: Option<super::CpuIdx>,
     /// Automatic NUMA balancing's scanner.
     pub scan: super::Scan,
 }
@@ -111,8 +117,8 @@ pub(crate) struct Thread {
 #[derive(Debug, Clone)]
 pub(crate) struct CpuState {
     /// The thread it runs, if any.
-    pub cur: Option<u32>,
-    pub rq: Vec<u32>,
+    pub cur: Option<super::ThreadIdx>,
+    pub rq: Vec<super::ThreadIdx>,
     pub version: u32,
     pub seg_start: u64,
     pub seg_factor: f64,
@@ -142,7 +148,8 @@ impl CpuState {
 pub(crate) struct LockState {
     /// The thread inside its critical section, if any.
     pub holder: Option<u32>,
-    pub last_cpu: u32,
+    /// The CPU that released it last (`None`: never released).
+    pub last_cpu: Option<u32>,
     pub spinners: Vec<u32>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
     pub waiters: std::collections::VecDeque<u32>,

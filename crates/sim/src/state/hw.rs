@@ -1,6 +1,5 @@
 //! Fixed facts about the hardware: where each CPU sits and what moving a line costs.
 
-use super::NONE;
 use crate::machine::Machine;
 use threadbalance_model::{CpuId, Level};
 
@@ -33,7 +32,7 @@ impl Hw {
     /// item) moving from CPU `a` to CPU `b`: the LLC they share serves it, else memory of
     /// the node, else the interconnect.
     pub fn line_ns(&self, a: u32, b: u32) -> f64 {
-        if a == b || a == NONE {
+        if a == b {
             return 0.0;
         }
         if self.llc[a as usize] == self.llc[b as usize] {
@@ -45,7 +44,7 @@ impl Hw {
     /// Latency of a line that no cache shared by CPUs `a` and `b` holds: memory of the
     /// node when both are in one package and node, else across the interconnect.
     pub fn mem_ns(&self, a: u32, b: u32) -> f64 {
-        if a == b || a == NONE {
+        if a == b {
             return 0.0;
         }
         let (na, nb) = (

@@ -3,6 +3,7 @@
 
 use super::Baseline;
 use serde::Serialize;
+use threadbalance_model::Nanos;
 
 /// Parameters of the Linux model (defaults: Linux 6.x, `HZ=250`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,8 +95,9 @@ pub(crate) struct SdLevel {
     pub numa: bool,
     pub imbalance_pct: u64,
     pub cache_nice_tries: u32,
-    pub min_interval: u64,
-    pub max_interval: u64,
+    /// The shortest and longest balance intervals (`sd->min_interval`, `max_interval`).
+    pub min_interval: Nanos,
+    pub max_interval: Nanos,
     pub imb_numa_nr: usize,
     pub prefer_sibling: bool,
 }
@@ -106,9 +108,9 @@ pub(crate) struct Kernel {
     /// Scheduling domains, lowest level first.
     pub levels: Vec<SdLevel>,
     /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.
-    pub llc_scan: Vec<Option<(u64, usize)>>,
-    /// When idle CPUs may next be kicked into balancing (`nohz.next_balance`), ns.
-    pub nohz_next: u64,
+    pub llc_scan: Vec<Option<(Nanos, usize)>>,
+    /// When idle CPUs may next be kicked into balancing (`nohz.next_balance`).
+    pub nohz_next: Nanos,
     /// Per CPU, what only the kernel keeps about it.
     pub cpus: Vec<KernelCpu>,
 }
@@ -122,15 +124,15 @@ pub(crate) struct KernelCpu {
     /// A tick is pending (idle CPUs stop ticking: nohz).
     pub tick_armed: bool,
     /// When it went idle (`None`: it runs a thread).
-    pub idle_since: Option<u64>,
-    /// `rq->avg_idle`, ns.
-    pub avg_idle: u64,
-    /// Per domain level: when it last balanced, its balance interval (ns) and its failed
+    pub idle_since: Option<Nanos>,
+    /// `rq->avg_idle`.
+    pub avg_idle: Nanos,
+    /// Per domain level: when it last balanced, its balance interval and its failed
     /// attempts since the last success (`nr_balance_failed`).
-    pub last_balance: Vec<u64>,
-    pub interval: Vec<u64>,
+    pub last_balance: Vec<Nanos>,
+    pub interval: Vec<Nanos>,
     pub failed: Vec<u32>,
     /// Load kernel threads left on it (PELT, decayed from `noise_at`).
     pub noise_load: f64,
-    pub noise_at: u64,
+    pub noise_at: Nanos,
 }

@@ -17,6 +17,7 @@
 mod baseline;
 mod data;
 mod hw;
+mod idx;
 mod kernel;
 mod numa;
 
@@ -26,6 +27,7 @@ pub(crate) use data::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
 };
 pub(crate) use hw::{Hw, build_hw};
+pub(crate) use idx::{CpuIdx, ThreadIdx};
 pub use kernel::Linux;
 pub(crate) use kernel::{Kernel, KernelCpu, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
@@ -40,24 +42,19 @@ use threadbalance_policy::rng::Rng;
 pub(crate) trait Programs {
     /// Runs thread `t`'s program on CPU `c`, which has just given it the CPU and has no
     /// activity for it, until something takes time, blocks or exits.
-    fn run_program(&mut self, c: usize, t: usize);
+    fn run_program(&mut self, c: CpuIdx, t: ThreadIdx);
     /// Starts (or restarts) the running thread's activity on CPU `c` now.
-    fn begin_segment(&mut self, c: usize);
+    fn begin_segment(&mut self, c: CpuIdx);
     /// Stops the running thread's activity on CPU `c` now and accounts its time.
-    fn end_segment(&mut self, c: usize);
+    fn end_segment(&mut self, c: CpuIdx);
     /// Whether thread `t`, spinning or yielding, no longer needs to wait: its mutex is
     /// free (it then leaves the spinners) or its barrier opened.
-    fn wait_over(&mut self, t: usize) -> bool;
+    fn wait_over(&mut self, t: ThreadIdx) -> bool;
     /// Whether thread `t` is in a yield loop at a barrier that has not opened yet.
-    fn yield_waiting(&self, t: usize) -> bool;
+    fn yield_waiting(&self, t: ThreadIdx) -> bool;
     /// Cache lines thread `t`'s working set spans (refetched after a migration).
-    fn footprint_lines(&self, t: usize) -> f64;
+    fn footprint_lines(&self, t: ThreadIdx) -> f64;
 }
-
-/// "No thread", "no lock", "no time".
-pub(crate) const NONE: u32 = u32::MAX;
-/// An end time that never comes.
-pub(crate) const NEVER: u64 = u64::MAX;
 
 /// A machine running a workload.
 #[derive(Debug)]
@@ -90,8 +87,8 @@ pub struct Sim {
     pub(crate) topo: Topology,
     /// Period of per-process memory samples, ns (0: every sample).
     pub(crate) memory_every: u64,
-    /// When `SimHost` last sampled memory (`NEVER`: not yet).
-    pub(crate) memory_at: u64,
+    /// When `SimHost` last sampled memory (`None`: not yet).
+    pub(crate) memory_at: Option<u64>,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
     /// count: the who-wakes-whom graph `SimHost` reports.
     pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
@@ -139,6 +136,7 @@ mod tests {
             ("state/baseline.rs", include_str!("baseline.rs")),
             ("state/data.rs", include_str!("data.rs")),
             ("state/hw.rs", include_str!("hw.rs")),
+            ("state/idx.rs", include_str!("idx.rs")),
             ("state/kernel.rs", include_str!("kernel.rs")),
             ("state/numa.rs", include_str!("numa.rs")),
         ] {

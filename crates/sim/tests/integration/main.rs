@@ -7,6 +7,7 @@ mod calibration;
 mod calibration16;
 mod claims;
 mod determinism;
+mod golden;
 mod handoff;
 mod invariants;
 mod plots;

@@ -1,0 +1,74 @@
+//! Index newtypes: a CPU's place in `Sim::cpus` and a thread's place in `Sim::th`, so that
+//! one cannot be passed where the other is meant.
+//!
+//! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
+//! is the fourth CPU the machine lists, whatever its `CpuId`. Both index any `Vec`
+//! directly (`sim.cpus[c]`, `sim.th[t]`), and convert from and to `usize` at the edges
+//! that are still untyped.
+
+use std::ops::{Index, IndexMut};
+
+macro_rules! idx {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub(crate) struct $name(pub u32);
+
+        impl $name {
+            /// The position as a `usize`.
+            pub fn ix(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        impl From<usize> for $name {
+            fn from(i: usize) -> $name {
+                debug_assert!(u32::try_from(i).is_ok(), "index {i} out of range");
+                $name(i as u32)
+            }
+        }
+
+        impl<T> Index<$name> for Vec<T> {
+            type Output = T;
+            fn index(&self, i: $name) -> &T {
+                &self[i.ix()]
+            }
+        }
+
+        impl<T> IndexMut<$name> for Vec<T> {
+            fn index_mut(&mut self, i: $name) -> &mut T {
+                &mut self[i.ix()]
+            }
+        }
+    };
+}
+
+idx!(
+    /// A CPU's index in `Sim::cpus` (and `Kernel::cpus`, `Hw`'s per-CPU tables).
+    CpuIdx
+);
+idx!(
+    /// A thread's index in `Sim::th`.
+    ThreadIdx
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idx_indexes_a_vec_at_its_position() {
+        let mut v = vec![10, 11, 12];
+        let c = CpuIdx::from(2);
+        assert_eq!(v[c], 12);
+        v[ThreadIdx(0)] = 7;
+        assert_eq!(v, [7, 11, 12]);
+        assert_eq!(c.ix(), 2);
+    }
+}

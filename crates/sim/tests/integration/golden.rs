@@ -1,0 +1,104 @@
+//! Same seed, same bytes across refactorings: a few runs' JSON and table, hashed, against
+//! hashes recorded before a change that must not change what the model does (the
+//! simulator's types and module shape, issue 10 item 2).
+//!
+//! **Updating these hashes.** A refactoring (types, module moves, renames) must leave every
+//! hash as it is: if one moves, the refactoring changed the model and is wrong. A deliberate
+//! model change (a new mechanism, a recalibration) moves them for a reason; then re-record
+//! them with `GOLDEN_PRINT=1 cargo test -p threadbalance-sim golden -- --nocapture` and say
+//! in the commit message which model change moved which case.
+
+use threadbalance_policy::Settings;
+use threadbalance_sim::suite::sixteen_core;
+use threadbalance_sim::{Machine, compare, machine, workload};
+
+/// FNV-1a, 64 bits: enough to notice one changed byte, and no dependency.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn output(m: &Machine, spec: &str, threads: Option<usize>, policies: &str, seed: u64) -> String {
+    let w = workload(spec, threads, None).unwrap();
+    let policies: Vec<String> = policies.split(',').map(String::from).collect();
+    let c = compare(
+        m,
+        &w,
+        &policies,
+        seed,
+        &Settings::new(m.topo.default_level()),
+    )
+    .unwrap();
+    serde_json::to_string_pretty(&c.to_json()).unwrap() + &c.to_table()
+}
+
+#[test]
+fn golden_refactorings_leave_the_outputs_byte_identical() {
+    let opteron = machine("opteron6272-4x16", None).unwrap();
+    let numa = machine("opteron6320-4x8", None).unwrap();
+    let two = machine("package:1 core:2 pu:1", None).unwrap();
+    let sixteen = sixteen_core().unwrap();
+    let cases: [(&str, String, u64); 6] = [
+        (
+            "bodytrack none,shuffling on opteron6272-4x16",
+            output(&opteron, "bodytrack:frames=8", None, "none,shuffling", 1),
+            0x9654_1f57_772b_443b,
+        ),
+        (
+            "lock-groups none,handoff on opteron6272-4x16",
+            output(&opteron, "lock-groups", None, "none,handoff", 2),
+            0x026d_84cb_7600_286c,
+        ),
+        (
+            "ep-barrier yield 17 threads none,speed on 16 cores",
+            output(
+                &sixteen,
+                "ep-barrier:phase_ms=10,wait=yield",
+                Some(17),
+                "none,speed",
+                1,
+            ),
+            0x4e57_0679_515c_cb8c,
+        ),
+        (
+            "ep-barrier block 3 threads none,speed on 2 cores",
+            output(
+                &two,
+                "ep-barrier:phase_ms=10,wait=block",
+                Some(3),
+                "none,speed",
+                3,
+            ),
+            0x6b9f_df90_fe8c_3828,
+        ),
+        (
+            "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
+            output(
+                &numa,
+                "streamcluster:phases=10",
+                Some(16),
+                "numa-first-fit,numa-mb-plus",
+                1,
+            ),
+            0xa406_515a_890c_07b5,
+        ),
+        (
+            "ferret-pipeline tumbler,pbind on opteron6320-4x8",
+            output(&numa, "ferret-pipeline", None, "tumbler,pbind", 1),
+            0x2313_5776_fe13_8b70,
+        ),
+    ];
+    let print = std::env::var_os("GOLDEN_PRINT").is_some();
+    let mut wrong = Vec::new();
+    for (name, out, want) in &cases {
+        let got = fnv1a(out);
+        if print {
+            println!("{name}: {got:#018x}");
+        }
+        if got != *want {
+            wrong.push(format!("{name}: {got:#018x}, recorded {want:#018x}"));
+        }
+    }
+    assert!(wrong.is_empty(), "outputs changed:\n{}", wrong.join("\n"));
+}
