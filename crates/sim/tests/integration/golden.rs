@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x4e57_0679_515c_cb8c,
+            0x1cbb_ba22_6abb_0e97,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x6b9f_df90_fe8c_3828,
+            0xc6b9_7987_0e97_e283,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
