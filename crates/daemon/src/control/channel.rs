@@ -5,6 +5,7 @@
 //! ```text
 //!   control thread                         the daemon's loop
 //!   ChannelControl::status/list ◄─ Mutex ─ Inbox::publish(Snapshot)   (each window)
+//!   ChannelControl::threads     ◄─ Mutex ─ Inbox::publish_threads(ThreadsView)
 //!   ChannelControl::pause(pid) ── Pending ──► Inbox::wait(timeout)    (instead of sleep)
 //!        waits ≤ answer_within  ◄─ answer ──  pending.answer(Ok("paused 4242 (ffmpeg)"))
 //! ```
@@ -28,6 +29,7 @@
 //! the_loop.join().unwrap();
 //! ```
 
+use super::threads::ThreadsView;
 use super::{Control, ProcessEntry, Status};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -90,6 +92,7 @@ impl Pending {
 #[derive(Debug)]
 pub struct ChannelControl {
     snapshot: Arc<Mutex<Snapshot>>,
+    threads: Arc<Mutex<ThreadsView>>,
     commands: Mutex<Sender<Pending>>,
     answer_within: Duration,
 }
@@ -98,6 +101,7 @@ pub struct ChannelControl {
 #[derive(Debug)]
 pub struct Inbox {
     snapshot: Arc<Mutex<Snapshot>>,
+    threads: Arc<Mutex<ThreadsView>>,
     commands: Receiver<Pending>,
 }
 
@@ -105,15 +109,18 @@ pub struct Inbox {
 /// (keep it under the socket's per-client deadline).
 pub fn channel(initial: Snapshot, answer_within: Duration) -> (ChannelControl, Inbox) {
     let snapshot = Arc::new(Mutex::new(initial));
+    let threads = Arc::new(Mutex::new(ThreadsView::default()));
     let (tx, rx) = mpsc::channel();
     (
         ChannelControl {
             snapshot: Arc::clone(&snapshot),
+            threads: Arc::clone(&threads),
             commands: Mutex::new(tx),
             answer_within,
         },
         Inbox {
             snapshot,
+            threads,
             commands: rx,
         },
     )
@@ -129,6 +136,12 @@ impl Inbox {
     /// Replaces what `status` and `list` answer.
     pub fn publish(&self, snapshot: Snapshot) {
         *lock(&self.snapshot) = snapshot;
+    }
+
+    /// Replaces what `threads` answers (once a window: it is the per-thread detail, kept
+    /// apart from the status the loop publishes at every turn).
+    pub fn publish_threads(&self, view: ThreadsView) {
+        *lock(&self.threads) = view;
     }
 
     /// The next command if one is waiting.
@@ -178,6 +191,9 @@ impl Control for ChannelControl {
     fn reload(&self) -> Result<String, String> {
         self.ask(Command::Reload)
     }
+    fn threads(&self) -> ThreadsView {
+        lock(&self.threads).clone()
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +221,16 @@ mod tests {
         inbox.publish(s.clone());
         assert_eq!(control.status(), s.status);
         assert_eq!(control.list(), s.processes);
+        // The threads are published apart, and a status publish leaves them alone.
+        assert_eq!(control.threads(), ThreadsView::default());
+        let view = ThreadsView {
+            level: "core".into(),
+            window_ms: 1000,
+            ..ThreadsView::default()
+        };
+        inbox.publish_threads(view.clone());
+        inbox.publish(s);
+        assert_eq!(control.threads(), view);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! | `resume` | `pid` | manages a paused process again | `done` |
 //! | `release` | `pid` | restores the process's masks and leaves it alone from now on | `done` |
 //! | `reload` | | re-reads the config (a bad one is refused, the old one kept) | `done` |
+//! | `threads` | | nothing | `threads`: every managed thread by domain ([`threads`]) |
 //!
 //! Anything else gets one `error` line and changes nothing: text over
 //! [`MAX_REQUEST_BYTES`], bytes that are not UTF-8, text that is not JSON, JSON that is not
@@ -38,10 +39,12 @@
 
 pub mod channel;
 pub mod socket;
+pub mod threads;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use threadbalance_model::Pid;
+use threads::ThreadsView;
 
 /// The protocol's version: requests must carry it, responses carry it.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -74,6 +77,9 @@ pub enum Request {
     },
     /// Re-read the config; a bad one is refused and the running one kept.
     Reload,
+    /// Every managed thread with its rates over the last window, grouped by domain
+    /// (`threadbalance top`). Valid at any time; before the first window it is empty.
+    Threads,
 }
 
 /// The request as it travels, without the version (checked before).
@@ -88,6 +94,7 @@ enum WireRequest {
     Resume { pid: i64 },
     Release { pid: i64 },
     Reload {},
+    Threads {},
 }
 
 impl Request {
@@ -107,6 +114,7 @@ impl Request {
             Request::Resume { pid } => ("resume", Some(pid)),
             Request::Release { pid } => ("release", Some(pid)),
             Request::Reload => ("reload", None),
+            Request::Threads => ("threads", None),
         };
         match pid {
             Some(pid) => {
@@ -183,6 +191,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, RequestError> {
         WireRequest::Resume { pid: p } => Request::Resume { pid: pid(p)? },
         WireRequest::Release { pid: p } => Request::Release { pid: pid(p)? },
         WireRequest::Reload {} => Request::Reload,
+        WireRequest::Threads {} => Request::Threads,
     })
 }
 
@@ -257,6 +266,8 @@ pub enum Reply {
         /// The managed processes.
         processes: Vec<ProcessEntry>,
     },
+    /// The answer to `threads`.
+    Threads(ThreadsView),
     /// A request that changes something was carried out.
     Done {
         /// What was done, one line.
@@ -336,6 +347,7 @@ impl Response {
                 }
                 (out, 0)
             }
+            Reply::Threads(view) => (view.to_text(), 0),
             Reply::Done { message } => (format!("{}\n", one_line(message)), 0),
             Reply::Error { message } => (format!("error: {}\n", one_line(message)), 1),
         }
@@ -367,6 +379,8 @@ pub trait Control: Send + Sync {
     fn release(&self, pid: Pid) -> Result<String, String>;
     /// Re-read the config (validate first; keep the running one if the new one is bad).
     fn reload(&self) -> Result<String, String>;
+    /// The managed threads, by domain, as of the last window.
+    fn threads(&self) -> ThreadsView;
 }
 
 /// Answers one request through `control`.
@@ -386,6 +400,7 @@ pub fn dispatch(control: &dyn Control, request: Request) -> Response {
         Request::Resume { pid } => done(control.resume(pid)),
         Request::Release { pid } => done(control.release(pid)),
         Request::Reload => done(control.reload()),
+        Request::Threads => Response::new(Reply::Threads(control.threads())),
     }
 }
 

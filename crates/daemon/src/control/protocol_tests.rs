@@ -52,6 +52,14 @@ impl Control for Fake {
     fn reload(&self) -> Result<String, String> {
         self.record("reload".into())
     }
+    fn threads(&self) -> threads::ThreadsView {
+        self.calls.lock().unwrap().push("threads".into());
+        threads::ThreadsView {
+            level: "core".into(),
+            window_ms: 5,
+            ..Default::default()
+        }
+    }
 }
 
 #[test]
@@ -63,6 +71,7 @@ fn parse_request_every_request_round_trips() {
         Request::Resume { pid: Pid(i32::MAX) },
         Request::Release { pid: Pid(4242) },
         Request::Reload,
+        Request::Threads,
     ] {
         assert_eq!(
             parse_request(r.to_line().as_bytes()),
@@ -110,7 +119,7 @@ fn parse_request_each_malformed_line_is_one_named_error() {
         (
             br#"{"version":1,"request":"jump"}"#,
             "bad request: unknown variant `jump`, expected one of `status`, `list`, `pause`, \
-             `resume`, `release`, `reload`",
+             `resume`, `release`, `reload`, `threads`",
         ),
         (br#"{"version":1}"#, "bad request: missing field `request`"),
         (
@@ -123,6 +132,10 @@ fn parse_request_each_malformed_line_is_one_named_error() {
         ),
         (
             br#"{"version":1,"request":"status","pid":4}"#,
+            "bad request: unknown field `pid`, there are no fields",
+        ),
+        (
+            br#"{"version":1,"request":"threads","pid":4}"#,
             "bad request: unknown field `pid`, there are no fields",
         ),
         (
@@ -177,6 +190,7 @@ fn answer_each_request_reaches_its_method() {
         Request::Resume { pid: Pid(8) },
         Request::Release { pid: Pid(9) },
         Request::Reload,
+        Request::Threads,
     ] {
         answer(&fake, r.to_line().as_bytes());
     }
@@ -188,7 +202,8 @@ fn answer_each_request_reaches_its_method() {
             "pause 7",
             "resume 8",
             "release 9",
-            "reload"
+            "reload",
+            "threads"
         ]
     );
 }
@@ -213,6 +228,18 @@ fn response_status_line_parses_back() {
     assert!(line.starts_with(r#"{"version":1,"response":"status","daemon_pid":1,"#));
     let back: Response = serde_json::from_str(&line).unwrap();
     assert_eq!(back, r);
+}
+
+#[test]
+fn response_threads_line_parses_back_and_renders_the_table() {
+    let r = answer(&Fake::default(), br#"{"version":1,"request":"threads"}"#);
+    let line = r.to_line();
+    assert_eq!(
+        line,
+        r#"{"version":1,"response":"threads","level":"core","window_ms":5,"domains":[],"threads":[]}"#
+    );
+    assert_eq!(serde_json::from_str::<Response>(&line).unwrap(), r);
+    assert_eq!(r.render(), ("level core, window 5 ms\n".to_string(), 0));
 }
 
 #[test]
@@ -258,7 +285,7 @@ proptest! {
     #[test]
     fn parse_request_near_valid_objects_never_panic(
         version in prop_oneof![Just(json_num(1)), Just(json_num(2)), Just("\"1\"".to_string()), Just("null".to_string())],
-        name in prop_oneof![Just("status"), Just("pause"), Just("release"), Just("reload"), Just("x"), Just("")],
+        name in prop_oneof![Just("status"), Just("pause"), Just("release"), Just("reload"), Just("threads"), Just("x"), Just("")],
         pid in any::<i64>(),
         extra in "[a-z]{0,3}",
     ) {
@@ -273,7 +300,7 @@ proptest! {
                 prop_assert_eq!(i64::from(p.0), pid);
             }
             Ok(other) => {
-                let known = matches!(other, Request::Status | Request::Reload | Request::List | Request::Resume { .. });
+                let known = matches!(other, Request::Status | Request::Reload | Request::List | Request::Resume { .. } | Request::Threads);
                 prop_assert!(known, "unexpected {:?}", other);
             }
             Err(e) => prop_assert!(!e.to_string().contains('\n')),

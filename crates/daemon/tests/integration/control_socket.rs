@@ -9,10 +9,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use threadbalance_daemon::control::socket::{ControlServer, SocketError, check_peer, request};
+use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
 use threadbalance_daemon::control::{
     Control, MAX_REQUEST_BYTES, ProcessEntry, Reply, Request, Response, Status,
 };
-use threadbalance_model::Pid;
+use threadbalance_model::{Level, Pid, Topology};
 
 /// A daemon that manages pid 100 (ffmpeg) and records what it was asked.
 #[derive(Default)]
@@ -76,6 +77,13 @@ impl Control for FakeDaemon {
     fn reload(&self) -> Result<String, String> {
         self.calls.lock().unwrap().push("reload".into());
         Err("reload rejected, keeping the running config: t.toml:2: rule \"x\": nope".into())
+    }
+    fn threads(&self) -> ThreadsView {
+        self.calls.lock().unwrap().push("threads".into());
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        let mut t = ThreadInput::example(100, 101, 2);
+        (t.util, t.speed, t.moves) = (0.8, 0.8, 3);
+        ThreadsView::build(&topo, Level::Package, 1000, vec![t])
     }
 }
 
@@ -154,6 +162,13 @@ fn control_socket_every_request_answered_through_client() {
     request(&path, &Request::Resume { pid: Pid(100) }, T).unwrap();
     let r = request(&path, &Request::Reload, T).unwrap();
     assert!(matches!(r.reply, Reply::Error { message } if message.starts_with("reload rejected")));
+    let Reply::Threads(view) = request(&path, &Request::Threads, T).unwrap().reply else {
+        panic!()
+    };
+    // Thread 101 last ran on CPU 2, in package 1 (CPUs 2-3): 0.8 / 2 CPUs = 0.4.
+    assert_eq!(view.threads[0].domain, Some(1));
+    assert_eq!(view.domains[1].util, 0.4);
+    assert_eq!(view.threads[0].moves, 3);
     server.stop();
     assert_eq!(
         fake.calls(),
@@ -163,7 +178,8 @@ fn control_socket_every_request_answered_through_client() {
             "list",
             "release 7",
             "resume 100",
-            "reload"
+            "reload",
+            "threads"
         ]
     );
     assert!(!path.exists());

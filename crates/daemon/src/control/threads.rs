@@ -1,0 +1,341 @@
+//! The `threads` answer: every managed thread with its rates over the last window, grouped
+//! by domain, as `threadbalance top` shows them.
+//!
+//! A shell (the daemon, or `top` managing a process itself) reads what the policy loop
+//! measured ([`ThreadRates`] of each managed thread's last window) and what only `/proc`
+//! knows (each thread's name and mask), counts the moves it made, and hands those to
+//! [`ThreadsView::build`], which does no I/O:
+//!
+//! ```text
+//!  Window.threads (util, speed, lock, last CPU) ─┐
+//!  /proc/<pid>/task/<tid>/comm, sched_getaffinity ├─► ThreadInput ×n ─► ThreadsView::build
+//!  moves carried out per thread ──────────────────┘        (topology, level)
+//!        ─► ThreadsView { level, domains: [name, CPUs, util, threads], threads: [rows] }
+//! ```
+//!
+//! | field | meaning | unit, source |
+//! |---|---|---|
+//! | `util` | time on a CPU over the window | fraction of the window, schedstat field 1 |
+//! | `speed` | the speed balancing paper's progress rate: execution time over wall time, so the run share a thread got | fraction, schedstat |
+//! | `lock` | time waiting on futexes, **only when the probe measured it** (else `None`, shown as "–") | fraction, the BPF futex probe |
+//! | `moves` | moves carried out on the thread since it was first managed | count |
+//! | `cpu` | the CPU it last ran on | `stat` field 39 |
+//! | `mask` | the CPUs it may run on now | `sched_getaffinity`, kernel list form |
+//! | domain `util` | the summed `util` of the managed threads last seen in the domain over its CPU count (1.0: every CPU busy with managed threads) | fraction |
+//!
+//! ```
+//! use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
+//! use threadbalance_model::{Level, Topology};
+//! let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+//! let mut t = ThreadInput::example(4242, 4243, 2);
+//! t.util = 0.5;
+//! let v = ThreadsView::build(&topo, Level::Package, 1000, vec![t]);
+//! // CPU 2 is in package 1 (CPUs 2-3): 0.5 busy over 2 CPUs = 0.25.
+//! assert_eq!((v.threads[0].domain, v.domains[1].util), (Some(1), 0.25));
+//! ```
+
+use serde::{Deserialize, Serialize};
+use threadbalance_model::{CpuId, Level, Topology};
+
+/// What the shell knows about one managed thread, before grouping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadInput {
+    /// Its process.
+    pub pid: i32,
+    /// The thread.
+    pub tid: i32,
+    /// Its name (`/proc/<pid>/task/<tid>/comm`).
+    pub comm: String,
+    /// The CPUs it may run on, in list form (`0-3,8`).
+    pub mask: String,
+    /// The CPU it last ran on.
+    pub cpu: CpuId,
+    /// Fraction of the window it ran.
+    pub util: f64,
+    /// Execution time over wall time.
+    pub speed: f64,
+    /// Fraction of the window it waited for locks, when measured.
+    pub lock: Option<f64>,
+    /// Moves carried out on it.
+    pub moves: u64,
+}
+
+impl ThreadInput {
+    /// A thread of `pid` named "worker", allowed everywhere, idle on CPU `cpu`: for
+    /// examples and tests.
+    pub fn example(pid: i32, tid: i32, cpu: u32) -> ThreadInput {
+        ThreadInput {
+            pid,
+            tid,
+            comm: "worker".into(),
+            mask: "0-3".into(),
+            cpu: CpuId(cpu),
+            util: 0.0,
+            speed: 0.0,
+            lock: None,
+            moves: 0,
+        }
+    }
+}
+
+/// One domain of the level in use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainRow {
+    /// Its name: the level and index (`package1`, `core3`).
+    pub name: String,
+    /// Its CPUs, in list form.
+    pub cpus: String,
+    /// Busy managed-thread time over its CPU time (fraction).
+    pub util: f64,
+    /// Managed threads last seen on it.
+    pub threads: u32,
+}
+
+/// One managed thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRow {
+    /// Its process.
+    pub pid: i32,
+    /// The thread.
+    pub tid: i32,
+    /// Its name.
+    pub comm: String,
+    /// The CPUs it may run on, in list form.
+    pub mask: String,
+    /// The CPU it last ran on.
+    pub cpu: u32,
+    /// Fraction of the window it ran.
+    pub util: f64,
+    /// Execution time over wall time (the run share it got).
+    pub speed: f64,
+    /// Fraction of the window it waited for locks, when the probe measured it.
+    pub lock: Option<f64>,
+    /// Moves carried out on it.
+    pub moves: u64,
+    /// Index into [`ThreadsView::domains`] of the domain of its last CPU (`None`: a CPU
+    /// outside the topology).
+    pub domain: Option<usize>,
+}
+
+/// The managed threads grouped by domain: the answer to `threads`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadsView {
+    /// The level whose domains group the threads (`package`, `core`, …).
+    pub level: String,
+    /// The window the rates are over, in milliseconds (the longest among the processes).
+    pub window_ms: u64,
+    /// The domains of the level, in index order.
+    pub domains: Vec<DomainRow>,
+    /// The threads, by domain (unknown last), then pid, then tid.
+    pub threads: Vec<ThreadRow>,
+}
+
+impl ThreadsView {
+    /// Groups `threads` by the domain of their last CPU at `level` of `topo`, and sums
+    /// each domain's utilization. Pure.
+    pub fn build(
+        topo: &Topology,
+        level: Level,
+        window_ms: u64,
+        threads: impl IntoIterator<Item = ThreadInput>,
+    ) -> ThreadsView {
+        let mut domains: Vec<DomainRow> = topo
+            .domains(level)
+            .iter()
+            .map(|d| DomainRow {
+                name: domain_name(level, d.index),
+                cpus: d.cpus.to_string(),
+                util: 0.0,
+                threads: 0,
+            })
+            .collect();
+        let mut rows: Vec<ThreadRow> = threads
+            .into_iter()
+            .map(|t| {
+                let domain = topo.domain_of(t.cpu, level);
+                if let Some(d) = domain.and_then(|i| domains.get_mut(i)) {
+                    d.util += t.util;
+                    d.threads += 1;
+                }
+                ThreadRow {
+                    pid: t.pid,
+                    tid: t.tid,
+                    comm: t.comm,
+                    mask: t.mask,
+                    cpu: t.cpu.0,
+                    util: t.util,
+                    speed: t.speed,
+                    lock: t.lock,
+                    moves: t.moves,
+                    domain,
+                }
+            })
+            .collect();
+        for (d, info) in domains.iter_mut().zip(topo.domains(level)) {
+            d.util /= info.cpus.len().max(1) as f64;
+        }
+        rows.sort_by_key(|r| (r.domain.unwrap_or(usize::MAX), r.pid, r.tid));
+        ThreadsView {
+            level: level.name().to_string(),
+            window_ms,
+            domains,
+            threads: rows,
+        }
+    }
+
+    /// The threads of domain `index` (`None`: those on no known domain).
+    pub fn threads_of(&self, index: Option<usize>) -> impl Iterator<Item = &ThreadRow> {
+        self.threads.iter().filter(move |t| t.domain == index)
+    }
+
+    /// A plain table, one line per domain followed by its threads (what `ctl threads`
+    /// prints).
+    ///
+    /// ```
+    /// use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
+    /// use threadbalance_model::{Level, Topology};
+    /// let topo = Topology::synthetic("package:1 core:2 pu:1").unwrap();
+    /// let mut t = ThreadInput::example(7, 8, 1);
+    /// (t.util, t.speed, t.moves) = (0.5, 0.5, 2);
+    /// let v = ThreadsView::build(&topo, Level::Core, 500, vec![t]);
+    /// assert_eq!(v.to_text(),
+    ///     "level core, window 500 ms\n\
+    ///      core0    CPUs 0        util   0%  0 threads\n\
+    ///      core1    CPUs 1        util  50%  1 threads\n\
+    ///      \x20 PID      TID      COMM             MASK         CPU   UTIL  SPEED  LOCK  MOVES\n\
+    ///      \x20 7        8        worker           0-3            1    50%    50%     –      2\n");
+    /// ```
+    pub fn to_text(&self) -> String {
+        let mut out = format!("level {}, window {} ms\n", self.level, self.window_ms);
+        let mut groups: Vec<(String, Option<usize>)> = self
+            .domains
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                (
+                    format!(
+                        "{:<8} CPUs {:<8} util {:>3.0}%  {} threads",
+                        d.name,
+                        d.cpus,
+                        d.util * 100.0,
+                        d.threads
+                    ),
+                    Some(i),
+                )
+            })
+            .collect();
+        if self.threads_of(None).next().is_some() {
+            groups.push(("elsewhere".to_string(), None));
+        }
+        for (line, index) in groups {
+            out.push_str(&line);
+            out.push('\n');
+            let mut header = true;
+            for t in self.threads_of(index) {
+                if header {
+                    out.push_str(&format!(
+                        "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}\n",
+                        "PID", "TID", "COMM", "MASK", "CPU", "UTIL", "SPEED", "LOCK", "MOVES"
+                    ));
+                    header = false;
+                }
+                out.push_str(&format!(
+                    "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}\n",
+                    t.pid,
+                    t.tid,
+                    super::one_line(&t.comm),
+                    t.mask,
+                    t.cpu,
+                    percent(t.util),
+                    percent(t.speed),
+                    t.lock.map_or("–".to_string(), percent),
+                    t.moves
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// A fraction as a whole percentage (`0.456` → `46%`).
+pub fn percent(fraction: f64) -> String {
+    format!("{:.0}%", fraction * 100.0)
+}
+
+/// A domain's name: its level and index (`package1`), as the metrics label it.
+pub fn domain_name(level: Level, index: usize) -> String {
+    crate::metrics::domain_label(level, index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_two_packages_groups_by_last_cpu_and_sums_utilization() {
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        // Package 0 = CPUs 0-1, package 1 = CPUs 2-3.
+        let mut a = ThreadInput::example(10, 12, 3);
+        a.util = 0.9;
+        let mut b = ThreadInput::example(10, 11, 0);
+        b.util = 0.6;
+        let mut c = ThreadInput::example(9, 9, 1);
+        c.util = 0.2;
+        c.lock = Some(0.3);
+        let mut lost = ThreadInput::example(9, 20, 40);
+        lost.util = 1.0;
+        let v = ThreadsView::build(&topo, Level::Package, 250, vec![a, b, c, lost]);
+        assert_eq!(v.level, "package");
+        assert_eq!(v.domains.len(), 2);
+        // Package 0: (0.6 + 0.2) / 2 CPUs = 0.4; package 1: 0.9 / 2 = 0.45.
+        assert!((v.domains[0].util - 0.4).abs() < 1e-9);
+        assert!((v.domains[1].util - 0.45).abs() < 1e-9);
+        assert_eq!((v.domains[0].threads, v.domains[1].threads), (2, 1));
+        assert_eq!(
+            (v.domains[0].name.as_str(), v.domains[0].cpus.as_str()),
+            ("package0", "0-1")
+        );
+        // Sorted by domain, then pid, then tid; CPU 40 is on no domain and comes last,
+        // counted nowhere.
+        let order: Vec<(i32, Option<usize>)> =
+            v.threads.iter().map(|t| (t.tid, t.domain)).collect();
+        assert_eq!(
+            order,
+            [(9, Some(0)), (11, Some(0)), (12, Some(1)), (20, None)]
+        );
+        assert_eq!(v.threads_of(None).count(), 1);
+        assert_eq!(v.threads[0].lock, Some(0.3));
+    }
+
+    #[test]
+    fn to_text_unknown_domain_gets_its_own_group() {
+        let topo = Topology::synthetic("package:1 core:1 pu:1").unwrap();
+        let v = ThreadsView::build(&topo, Level::Core, 100, vec![ThreadInput::example(1, 2, 9)]);
+        let text = v.to_text();
+        assert!(
+            text.contains("core0    CPUs 0        util   0%  0 threads\nelsewhere\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "  1        2        worker           0-3            9     0%     0%     –      0\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn view_serializes_and_parses_back() {
+        let topo = Topology::synthetic("package:2 core:1 pu:1").unwrap();
+        let mut t = ThreadInput::example(1, 2, 1);
+        t.lock = Some(0.25);
+        let v = ThreadsView::build(
+            &topo,
+            Level::Package,
+            100,
+            vec![t, ThreadInput::example(1, 3, 0)],
+        );
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(serde_json::from_str::<ThreadsView>(&json).unwrap(), v);
+    }
+}
