@@ -39,6 +39,9 @@ pub enum CtlRequest {
     Status,
     /// The processes it manages, with their rule and policy.
     List,
+    /// Every managed thread by domain: utilization, speed, lock time, moves (what `top`
+    /// shows).
+    Threads,
     /// Stop moving a process's threads (they stay where they are).
     Pause {
         /// The process.
@@ -70,6 +73,7 @@ pub fn run(args: &CtlArgs) -> Result<u8> {
     let request = match args.request {
         CtlRequest::Status => Request::Status,
         CtlRequest::List => Request::List,
+        CtlRequest::Threads => Request::Threads,
         CtlRequest::Pause { pid: p } => Request::Pause { pid: pid(p)? },
         CtlRequest::Resume { pid: p } => Request::Resume { pid: pid(p)? },
         CtlRequest::Release { pid: p } => Request::Release { pid: pid(p)? },

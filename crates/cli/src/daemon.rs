@@ -20,6 +20,7 @@
 //! `observe = true`) decides and logs but changes no mask, as `--dry-run` does.
 
 mod managed;
+mod threads;
 
 use crate::{input_error, signals};
 use anyhow::{Context, Result};
@@ -279,6 +280,7 @@ impl Daemon {
             if Instant::now() >= next_sample {
                 self.window();
                 self.publish(inbox);
+                inbox.publish_threads(self.threads_view());
                 next_sample =
                     Instant::now() + Duration::from_nanos(self.config.daemon.sample_interval.0);
             }

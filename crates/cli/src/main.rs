@@ -7,7 +7,8 @@
 //! threadbalance compare [--policy P1,P2…] [same options] [--repeat N] [--json] -- CMD…
 //! threadbalance restore [--state-dir DIR]
 //! threadbalance daemon --config FILE.toml [--oneshot] [--observe] [--metrics ADDR:PORT]
-//! threadbalance ctl [--socket PATH] status|list|pause PID|resume PID|release PID|reload
+//! threadbalance ctl [--socket PATH] status|list|threads|pause PID|resume PID|release PID|reload
+//! threadbalance top [--socket PATH] [--once] | top --pid PID [same options as attach]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
 //! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
@@ -44,6 +45,7 @@ mod settings;
 mod signals;
 mod sim;
 mod summary;
+mod top;
 mod topo;
 mod trace;
 mod usable;
@@ -83,8 +85,11 @@ enum Command {
     Demo(compare::DemoArgs),
     /// Manage the whole machine as a config file's rules say (operator mode).
     Daemon(daemon::DaemonArgs),
-    /// Ask the running daemon: status, list, pause, resume, release, reload.
+    /// Ask the running daemon: status, list, threads, pause, resume, release, reload.
     Ctl(ctl::CtlArgs),
+    /// A live view of managed threads by domain (the daemon's, or a process it manages
+    /// itself with --pid); q quits, restoring what it changed.
+    Top(top::TopArgs),
     /// Put back the masks left changed by instances that died (SIGKILL, OOM, a crash).
     Restore(recover::RestoreArgs),
     /// The many-core benchmark: thread counts from M to 2M on the M CPUs it may use, an
@@ -215,6 +220,7 @@ fn main() -> ExitCode {
         Command::Restore(a) => recover::restore(&a),
         Command::Daemon(a) => daemon::run(&a),
         Command::Ctl(a) => ctl::run(&a),
+        Command::Top(a) => top::run(&a),
         Command::Topo(a) => topo::topo(&a).map(|()| 0),
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),

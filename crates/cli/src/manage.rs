@@ -38,12 +38,12 @@ use threadbalance_model::{Level, Nanos, Pid, Topology};
 use threadbalance_policy::{Host, Policy, PolicyKind};
 
 /// Everything checked before anything starts.
-struct Prepared {
-    topo: Topology,
-    level: Level,
-    kind: PolicyKind,
+pub(crate) struct Prepared {
+    pub(crate) topo: Topology,
+    pub(crate) level: Level,
+    pub(crate) kind: PolicyKind,
     kind_default: bool,
-    policy: Box<dyn Policy>,
+    pub(crate) policy: Box<dyn Policy>,
     state: StateDir,
     /// The `--json` file, opened (not truncated) before the command starts; `None` for
     /// stdout (`--json -`).
@@ -54,7 +54,7 @@ struct Prepared {
 /// (for `run` this process's own affinity, inherited by the command it launches, so
 /// `taskset -c 0-8 threadbalance run …` balances over those nine CPUs as a container's
 /// cpuset would; for `attach` its target's), cut down to `--cpus`.
-fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Result<Prepared> {
+pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Result<Prepared> {
     let s = &args.settings;
     let (kind, kind_default) = s.one_policy(command)?;
     let topo = s.topology(usable)?;
@@ -105,7 +105,11 @@ fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Result<Prepare
 
 /// Takes the lock on `pid` and opens our journal (none in a dry
 /// run: it changes nothing). A process another live instance manages is an input error.
-fn claim(p: &Prepared, pid: Pid, dry_run: bool) -> Result<(ProcessLock, Option<Journal>)> {
+pub(crate) fn claim(
+    p: &Prepared,
+    pid: Pid,
+    dry_run: bool,
+) -> Result<(ProcessLock, Option<Journal>)> {
     let root = Root::system();
     let start = threadbalance_linux::read_start_time(&root, pid, threadbalance_model::Tid(pid.0))?
         .ok_or_else(|| input_error(format!("no process with pid {pid}")))?;
@@ -127,7 +131,7 @@ fn claim(p: &Prepared, pid: Pid, dry_run: bool) -> Result<(ProcessLock, Option<J
 
 /// Raises the soft limit on open files to the hard limit: the sampler keeps two files
 /// open per thread.
-fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
         if soft < hard {

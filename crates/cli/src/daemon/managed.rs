@@ -61,6 +61,8 @@ pub struct Managed {
     pub threads: usize,
     /// Windows in a row in which no rule matched it (see [`after_window`]).
     pub misses: u32,
+    /// Moves carried out per thread (for `threads`).
+    pub moved: crate::top::gather::MoveCounts,
     host: LinuxAdapter,
     policy: Box<dyn Policy>,
     ticker: Ticker,
@@ -151,6 +153,7 @@ impl Managed {
             paused: false,
             threads: 0,
             misses: 0,
+            moved: Default::default(),
             host,
             policy,
             topo,
@@ -197,6 +200,12 @@ impl Managed {
                     if !observe {
                         metrics.record_move(&reason_name(&m.why));
                     }
+                }
+                if !observe {
+                    self.moved.record(&moves);
+                }
+                if tick.vanished > 0 {
+                    self.moved.keep_only(self.ticker.window());
                 }
                 if let Some(note) = &tick.note {
                     tracing::debug!("pid {} ({}): {note}", self.pid, self.comm);

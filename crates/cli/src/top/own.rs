@@ -1,0 +1,243 @@
+//! `top --pid PID`: manages PID itself, with the loop and adapter `attach` uses, and shows
+//! it.
+//!
+//! ```text
+//!  checks as attach (policy, level, pid, permission, lock; journals of dead instances
+//!  replayed) ─► take the terminal ─► threadbalance_manage::manage(TopShell) {
+//!      tick: sample, decide, apply (moves counted per thread) ─► view, drawn (≤ 2/s)
+//!      wait_until(deadline): the adapter's wait in slices of 100 ms, keys read between
+//!      q / SIGTERM / SIGINT ─► stop    PID exits ─► stop
+//!  } ─► restore every mask changed ─► give the terminal back ─► one line: what was restored
+//! ```
+//!
+//! Exit status: 0 once everything is restored (after `q`, a signal, or the process's
+//! exit), 1 if a mask could not be restored or the loop failed, 2 for bad input (nothing
+//! changed).
+
+use super::gather::{MoveCounts, view_of};
+use super::{KEY_POLL, TopArgs, Ui};
+use crate::ManageArgs;
+use crate::host::{LinuxAdapter, Target};
+use crate::lockprobe::LockProbe;
+use crate::{input_error, manage, signals};
+use anyhow::{Context, Result};
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+use threadbalance_linux::Root;
+use threadbalance_manage::{Ended, LoopError, LoopHost, OnSignal};
+use threadbalance_model::{ApplyReport, Level, Nanos, Pid, Plan, Snapshot, Topology, Window};
+use threadbalance_policy::Host;
+
+/// The fastest the display follows the ticks.
+const DRAW_EVERY: Duration = Duration::from_millis(500);
+
+/// What the loop's parts share: the terminal, the moves, and a signal seen while waiting.
+struct Shared {
+    ui: Ui,
+    moves: MoveCounts,
+    signal: Option<i32>,
+    drawn: Option<Instant>,
+    title: String,
+    topo: Topology,
+    level: Level,
+}
+
+impl Shared {
+    /// After a tick: the view of `window`, drawn unless the display is frozen or was drawn
+    /// less than [`DRAW_EVERY`] ago.
+    fn after_tick(&mut self, window: &Window, vanished: bool) {
+        if vanished {
+            self.moves.keep_only(window);
+        }
+        if self.ui.screen.paused || self.drawn.is_some_and(|t| t.elapsed() < DRAW_EVERY) {
+            return;
+        }
+        let view = view_of(&self.topo, self.level, [(window, &self.moves)]);
+        self.ui.screen.title = format!("{} · window {} ms", self.title, view.window_ms);
+        self.ui.screen.view = view;
+        self.ui.draw();
+        self.drawn = Some(Instant::now());
+    }
+}
+
+/// `threadbalance top --pid PID`.
+pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
+    if pid <= 0 {
+        return Err(input_error(format!("--pid {pid}: not a process id")));
+    }
+    let pid = Pid(pid);
+    let manage_args = ManageArgs {
+        settings: args.settings.clone(),
+        json: None,
+        report: None,
+        verbose: false,
+        state_dir: args.state_dir.clone(),
+        fault_panic_after: None,
+    };
+    let mut p = manage::prepare(&manage_args, "top", crate::usable::read_allowed_for(pid)?)?;
+    let root = Root::system();
+    let me = Pid(std::process::id() as i32);
+    let refusal = threadbalance_linux::permit::refusal(&root, pid, me).map_err(|e| match e {
+        threadbalance_linux::LinuxError::NoSuchProcess { .. }
+        | threadbalance_linux::LinuxError::PermissionDenied { .. } => input_error(e.to_string()),
+        other => other.into(),
+    })?;
+    if let Some(why) = refusal {
+        return Err(input_error(format!("{why}; not managed")));
+    }
+    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
+    signals::install().context("installing signal handlers")?;
+    manage::raise_fd_limit();
+    let dry_run = args.settings.dry_run;
+    let (_lock, journal) = manage::claim(&p, pid, dry_run)?;
+    let mut host = LinuxAdapter::new(
+        &p.topo,
+        Target::Attached {
+            pid,
+            follow_children: true,
+        },
+        dry_run,
+        p.policy.stat_max_age(),
+        journal,
+    )?;
+    host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let title = format!(
+        "threadbalance top · pid {pid} ({}) · {} at {}{}",
+        comm.trim_end(),
+        p.kind,
+        p.level,
+        if dry_run { " · dry run" } else { "" }
+    );
+    let screen = super::Screen {
+        title: title.clone(),
+        color,
+        ..super::Screen::default()
+    };
+    // Nothing has been changed yet: a terminal that cannot be taken is an error, and the
+    // adapter restores nothing.
+    let ui = Ui::enter(screen)?;
+    let shared = RefCell::new(Shared {
+        ui,
+        moves: MoveCounts::default(),
+        signal: None,
+        drawn: None,
+        title,
+        topo: p.topo.clone(),
+        level: p.level,
+    });
+    shared.borrow_mut().ui.draw();
+    let (restored, looped) = {
+        let mut shell = TopShell {
+            host: &mut host,
+            shared: &shared,
+            dry_run,
+        };
+        let mut take = || {
+            let mut s = shared.borrow_mut();
+            signals::take()
+                .or(s.signal.take())
+                .or(s.ui.quit.then_some(QUIT))
+        };
+        threadbalance_manage::manage(
+            &mut shell,
+            &p.topo,
+            p.policy.as_mut(),
+            OnSignal::Stop,
+            &mut take,
+            &mut |window, tick| shared.borrow_mut().after_tick(window, tick.vanished > 0),
+        )
+    };
+    // The screen goes first, so that what follows is read on the terminal as it was.
+    drop(shared);
+    let ended = match &looped {
+        Ok(Ended::Signal(QUIT)) => "quit".to_string(),
+        Ok(Ended::Signal(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
+        Ok(Ended::TargetExited) => format!("process {pid} exited"),
+        Err(e) => format!("stopped: {e}"),
+    };
+    errln!(
+        "threadbalance top: pid {pid}: {ended}; {}",
+        crate::recover::describe(&restored)
+    );
+    for line in crate::recover::kept_lines(&restored) {
+        errln!("threadbalance top: {line}");
+    }
+    if restored.failures().next().is_some() {
+        return Ok(1);
+    }
+    match looped {
+        Ok(_) => Ok(0),
+        Err(LoopError::Host(e)) => Err(e.into()),
+        Err(e @ LoopError::Panic(_)) => Err(anyhow::anyhow!("{e}")),
+    }
+}
+
+/// The "signal" a quit key stands for: no real signal is 0.
+const QUIT: i32 = 0;
+
+/// The adapter as the shared loop drives it, with the keys read while it waits and the
+/// moves counted per thread.
+struct TopShell<'a> {
+    host: &'a mut LinuxAdapter,
+    shared: &'a RefCell<Shared>,
+    dry_run: bool,
+}
+
+impl Host for TopShell<'_> {
+    type Error = threadbalance_linux::LinuxError;
+
+    fn now(&self) -> Nanos {
+        self.host.now()
+    }
+
+    fn sample(&mut self, into: &mut Snapshot) -> Result<(), Self::Error> {
+        self.host.sample(into)
+    }
+
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        let report = self.host.apply(plan);
+        if !self.dry_run {
+            self.shared.borrow_mut().moves.record(&plan.moves);
+        }
+        report
+    }
+}
+
+impl LoopHost for TopShell<'_> {
+    type Restored = threadbalance_linux::ledger::RestoreReport;
+
+    fn target_exited(&mut self) -> bool {
+        self.host.target_exited()
+    }
+
+    /// The adapter's wait, in slices of at most [`KEY_POLL`], reading keys between them;
+    /// returns early on a quit key, a signal or the target's exit.
+    fn wait_until(&mut self, deadline: Nanos) {
+        let slice = Nanos(KEY_POLL.as_nanos() as u64);
+        loop {
+            let now = self.host.now();
+            self.host.wait_until(deadline.min(now + slice));
+            let mut s = self.shared.borrow_mut();
+            s.ui.keys(Duration::ZERO);
+            if s.signal.is_none() {
+                s.signal = signals::take();
+            }
+            if s.ui.quit
+                || s.signal.is_some()
+                || self.host.target_exited()
+                || self.host.now() >= deadline
+            {
+                return;
+            }
+        }
+    }
+
+    fn forward(&mut self, sig: i32) {
+        self.host.forward(sig);
+    }
+
+    fn restore_all(&mut self) -> Self::Restored {
+        self.host.restore_all()
+    }
+}
