@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The bound on every wait.
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 /// A process started by a test, stopped by pid when dropped.
-struct Started(Child);
+pub(crate) struct Started(pub(crate) Child);
 
 impl Drop for Started {
     fn drop(&mut self) {
@@ -31,7 +31,7 @@ impl Drop for Started {
 
 /// `threadbalance workload spmd` (three workers) whose command line ends in `--work-ms
 /// {tag}`: a long run (hours of work) that only this test's rule matches.
-fn spmd(tag: u32) -> Started {
+pub(crate) fn spmd(tag: u32) -> Started {
     let child = Command::new(bin())
         .args(["workload", "spmd", "--work-ms", &tag.to_string()])
         .stdout(Stdio::null())
@@ -49,14 +49,14 @@ fn spmd(tag: u32) -> Started {
 
 /// A running daemon, its stderr collected line by line; SIGTERM then wait when dropped
 /// (SIGKILL after the bound).
-struct Daemon {
+pub(crate) struct Daemon {
     child: Option<Child>,
     lines: Arc<Mutex<Vec<String>>>,
     socket: PathBuf,
 }
 
 impl Daemon {
-    fn start(config: &Path, extra: &[&str], socket: PathBuf) -> Daemon {
+    pub(crate) fn start(config: &Path, extra: &[&str], socket: PathBuf) -> Daemon {
         let mut child = Command::new(bin())
             .arg("daemon")
             .arg("--config")
@@ -113,7 +113,7 @@ impl Daemon {
     }
 
     /// Waits until `ctl list` (exit 0) shows each pid with its rule; returns the listing.
-    fn wait_listed(&self, want: &[(u32, &str)]) -> String {
+    pub(crate) fn wait_listed(&self, want: &[(u32, &str)]) -> String {
         wait_for(LIMIT, || {
             let out = self.ctl(&["list"]);
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -129,7 +129,7 @@ impl Daemon {
     }
 
     /// SIGTERM, then the exit code.
-    fn stop(mut self) -> i32 {
+    pub(crate) fn stop(mut self) -> i32 {
         let mut child = self.child.take().expect("running");
         signal(child.id(), libc::SIGTERM);
         crate::support::finish(&mut child, LIMIT)
@@ -149,7 +149,7 @@ impl Drop for Daemon {
 }
 
 /// A config in `dir` managing, under `speed`, the `spmd` workload tagged `tag`.
-fn config(dir: &Path, tag: u32, metrics: &str) -> PathBuf {
+pub(crate) fn config(dir: &Path, tag: u32, metrics: &str) -> PathBuf {
     let path = dir.join("threadbalance.toml");
     std::fs::write(&path, config_text(dir, tag, metrics)).unwrap();
     path
@@ -174,12 +174,12 @@ policy = "speed"
     )
 }
 
-fn socket(dir: &Path) -> PathBuf {
+pub(crate) fn socket(dir: &Path) -> PathBuf {
     dir.join("run/control.sock")
 }
 
 /// Waits until some worker of `pid` has a mask other than `before`'s.
-fn wait_changed(pid: u32, before: &[(usize, String)]) {
+pub(crate) fn wait_changed(pid: u32, before: &[(usize, String)]) {
     wait_for(LIMIT, || {
         let now = worker_masks(pid, "spmd");
         (now.len() == before.len() && now != before).then_some(())

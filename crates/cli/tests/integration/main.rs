@@ -22,4 +22,5 @@ mod settings;
 mod sim;
 mod support;
 mod thirdparty;
+mod top;
 mod topo;

@@ -1,0 +1,282 @@
+//! Live tests of `threadbalance top` in a real terminal: tmux runs it in a detached
+//! session of 120×40 on a server of the test's own (`tmux -S` a socket in the test's
+//! temporary directory), the test reads the screen
+//! with `capture-pane -p` and types with `send-keys`.
+//!
+//! Each session runs `sh -c 'sh -c "echo \$\$ > pid; exec threadbalance top …" 2> err; echo $? > status'`:
+//! the inner shell becomes `top` (so its pid is known, to be stopped by pid), its stderr
+//! goes to a file, and the outer shell writes its exit status. A guard kills the session by
+//! name and then `top` by pid, and the workloads are stopped by pid; every wait is a bound
+//! (polled), never a measurement.
+
+use crate::daemon::{Daemon, LIMIT, Started, config, socket, spmd, wait_changed};
+use crate::support::{bin, signal, wait_for, worker_masks};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A tmux session running `top`, killed (session by name, `top` by pid) when dropped.
+struct Session {
+    server: String,
+    name: String,
+    dir: PathBuf,
+}
+
+impl Session {
+    /// Starts `threadbalance top ARGS` in a new 120×40 session; files go to `dir`.
+    fn start(dir: &Path, args: &[String]) -> Session {
+        static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+        let id = format!(
+            "{}-{}",
+            std::process::id(),
+            SESSIONS.fetch_add(1, Ordering::Relaxed)
+        );
+        let name = format!("top-{id}");
+        // A server of its own, whose socket goes with the temporary directory.
+        let server = dir.join(format!("tmux-{id}.sock")).display().to_string();
+        let quoted: Vec<String> = std::iter::once(bin().display().to_string())
+            .chain(std::iter::once("top".to_string()))
+            .chain(args.iter().cloned())
+            .map(|a| format!("'{a}'"))
+            .collect();
+        let d = dir.display();
+        let command = format!(
+            "sh -c \"echo \\$\\$ > {d}/pid; exec {}\" 2> {d}/err; echo $? > {d}/status",
+            quoted.join(" ")
+        );
+        let out = tmux(
+            &server,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "40",
+                &command,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Session {
+            server,
+            name,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The screen as text.
+    fn screen(&self) -> String {
+        let out = tmux(&self.server, &["capture-pane", "-p", "-t", &self.name]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `ok`; returns it.
+    fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        wait_for(LIMIT, || {
+            let s = self.screen();
+            ok(&s).then_some(s)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the screen never showed {what}:\n{}\nstderr: {}",
+                self.screen(),
+                self.read("err")
+            )
+        })
+    }
+
+    fn keys(&self, keys: &str) {
+        let out = tmux(&self.server, &["send-keys", "-t", &self.name, keys]);
+        assert!(out.status.success());
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.dir.join(file)).unwrap_or_default()
+    }
+
+    /// Waits for `top` to exit; its exit status.
+    fn exit_status(&self) -> i32 {
+        wait_for(LIMIT, || self.read("status").trim().parse().ok())
+            .unwrap_or_else(|| panic!("top did not exit; screen:\n{}", self.screen()))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = tmux(&self.server, &["kill-session", "-t", &self.name]);
+        if let Ok(pid) = self.read("pid").trim().parse::<u32>() {
+            // Only if it is still our `top` (the pid file names it until it exits).
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("top") {
+                signal(pid, libc::SIGTERM);
+                wait_for(LIMIT, || {
+                    (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+                });
+            }
+        }
+    }
+}
+
+fn tmux(server: &str, args: &[&str]) -> Output {
+    Command::new("tmux")
+        .arg("-S")
+        .arg(server)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs tmux (the tests need it installed)")
+}
+
+/// Lines of `screen` that are thread rows of `pid` for the workers `spmd-0..2`.
+fn worker_rows(screen: &str, pid: u32) -> usize {
+    screen
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.first() == Some(&pid.to_string().as_str())
+                && f.get(2).is_some_and(|c| c.starts_with("spmd-"))
+        })
+        .count()
+}
+
+#[test]
+fn top_pid_shows_the_threads_by_core_and_q_restores_every_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(bin())
+        .args(["workload", "spmd", "--threads", "3", "--work-ms", "3600201"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let w = Started(child);
+    let pid = w.0.id();
+    let before = wait_for(LIMIT, || {
+        let m = worker_masks(pid, "spmd");
+        (m.len() == 3).then_some(m)
+    })
+    .expect("the three workers start");
+    let args: Vec<String> = [
+        "--pid",
+        &pid.to_string(),
+        "--level",
+        "core",
+        "--policy",
+        "speed",
+        "--state-dir",
+        &dir.path().join("state").display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let session = Session::start(dir.path(), &args);
+    let screen = session.wait_screen("the three worker rows", |s| worker_rows(s, pid) == 3);
+    assert!(screen.contains(&format!("pid {pid}")), "{screen}");
+    assert!(screen.contains("speed at core"), "{screen}");
+    assert!(
+        screen.contains("core0 ") && screen.contains("core1 "),
+        "{screen}"
+    );
+    assert!(screen.contains("q quit"), "{screen}");
+    // `speed` places the workers on cores: managing, not only watching.
+    wait_changed(pid, &before);
+    session.keys("q");
+    assert_eq!(session.exit_status(), 0, "stderr: {}", session.read("err"));
+    let err = session.read("err");
+    assert!(err.contains(&format!("pid {pid}: quit;")), "{err}");
+    assert!(err.contains("0 could not be restored"), "{err}");
+    assert_eq!(
+        worker_masks(pid, "spmd"),
+        before,
+        "every mask back as found"
+    );
+    drop(session);
+    drop(w);
+}
+
+#[test]
+fn top_shows_the_daemons_managed_process_and_once_prints_a_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = 3_600_202;
+    let path = config(dir.path(), tag, "127.0.0.1:0");
+    let w = spmd(tag);
+    let pid = w.0.id();
+    let before = worker_masks(pid, "spmd");
+    let d = Daemon::start(&path, &[], socket(dir.path()));
+    d.wait_listed(&[(pid, "test-spmd")]);
+    let sock = socket(dir.path()).display().to_string();
+
+    // `--once`, without a terminal: one plain frame, once the daemon has published a
+    // window with the workers.
+    let frame = wait_for(LIMIT, || {
+        let out = Command::new(bin())
+            .args(["top", "--once", "--socket", &sock])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code() == Some(0) && worker_rows(&text, pid) == 3).then_some(text)
+    })
+    .expect("top --once shows the three workers");
+    assert!(frame.starts_with("threadbalance top · daemon "), "{frame}");
+    assert!(!frame.contains("q quit"), "{frame}");
+
+    let session = Session::start(dir.path(), &["--socket".to_string(), sock]);
+    let screen = session.wait_screen("the daemon's workers", |s| worker_rows(s, pid) == 3);
+    assert!(screen.contains("level "), "{screen}");
+    session.keys("q");
+    assert_eq!(session.exit_status(), 0, "stderr: {}", session.read("err"));
+    drop(session);
+
+    assert_eq!(d.stop(), 0);
+    assert_eq!(
+        worker_masks(pid, "spmd"),
+        before,
+        "the daemon restored every mask"
+    );
+    drop(w);
+}
+
+#[test]
+fn top_without_a_terminal_exits_2_with_one_line_and_changes_nothing() {
+    let child = Command::new(bin())
+        .args(["workload", "spmd", "--threads", "2", "--work-ms", "3600203"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let w = Started(child);
+    let pid = w.0.id();
+    let before = wait_for(LIMIT, || {
+        let m = worker_masks(pid, "spmd");
+        (m.len() == 2).then_some(m)
+    })
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["top", "--pid", &pid.to_string(), "--policy", "speed"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("terminal"), "{err}");
+    assert_eq!(worker_masks(pid, "spmd"), before);
+    // Settings without --pid, and --once with --pid, are bad input too.
+    let out = Command::new(bin())
+        .args(["top", "--once", "--policy", "speed"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    let out = Command::new(bin())
+        .args(["top", "--once", "--pid", &pid.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    drop(w);
+}
