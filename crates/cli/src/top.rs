@@ -3,7 +3,7 @@
 //! domain's utilization.
 //!
 //! Two sources feed the same view ([`view::Screen`] over a
-//! [`ThreadsView`](threadbalance_daemon::control::threads::ThreadsView)):
+//! [`ThreadsView`]):
 //!
 //! ```text
 //!  threadbalance top [--socket PATH]       every second: `threads` over the daemon's control

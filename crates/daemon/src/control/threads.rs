@@ -2,7 +2,7 @@
 //! by domain, as `threadbalance top` shows them.
 //!
 //! A shell (the daemon, or `top` managing a process itself) reads what the policy loop
-//! measured ([`ThreadRates`] of each managed thread's last window) and what only `/proc`
+//! measured ([`ThreadRates`](threadbalance_model::ThreadRates) of each managed thread's last window) and what only `/proc`
 //! knows (each thread's name and mask), counts the moves it made, and hands those to
 //! [`ThreadsView::build`], which does no I/O:
 //!
