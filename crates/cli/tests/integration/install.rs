@@ -106,7 +106,15 @@ fn man_prints_a_roff_page_naming_every_command() {
     assert_eq!(out.status.code(), Some(0));
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(page.contains(".TH threadbalance 1"), "{page}");
-    for cmd in ["run", "attach", "compare", "demo", "sim", "completions"] {
+    for cmd in [
+        "run",
+        "attach",
+        "compare",
+        "demo",
+        "sim",
+        "completions",
+        "top",
+    ] {
         assert!(
             page.contains(&format!("threadbalance\\-{cmd}")),
             "{cmd}: {page}"
@@ -126,6 +134,8 @@ fn completions_for_each_shell_name_the_subcommands() {
         let script = String::from_utf8_lossy(&out.stdout);
         assert!(script.contains(marker), "{shell}: {script}");
         assert!(script.contains("compare"), "{shell}");
+        // `top` and its options.
+        assert!(script.contains("top") && script.contains("once"), "{shell}");
     }
     let out = run(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));

@@ -113,7 +113,7 @@ impl Drop for Session {
         if let Ok(pid) = self.read("pid").trim().parse::<u32>() {
             // Only if it is still our `top` (the pid file names it until it exits).
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains("top") {
+            if cmdline.split(|&b| b == 0).any(|arg| arg == b"top") {
                 signal(pid, libc::SIGTERM);
                 wait_for(LIMIT, || {
                     (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
