@@ -77,3 +77,72 @@ pub fn view_of<'a>(
     }
     ThreadsView::build(topo, level, longest, inputs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::{CpuId, Nanos, Pid, Reason, Target, ThreadState, Tid};
+
+    fn key(tid: i32) -> ThreadKey {
+        ThreadKey {
+            pid: Pid(1),
+            tid: Tid(tid),
+            start_time: 5,
+        }
+    }
+
+    fn rates(tid: i32) -> ThreadRates {
+        ThreadRates {
+            key: key(tid),
+            util: 0.5,
+            latency: 0.0,
+            blocked: 0.5,
+            lock: 0.5,
+            lock_exact: false,
+            speed: 0.5,
+            timeslices: 1,
+            voluntary: 0,
+            involuntary: 0,
+            last_cpu: CpuId(0),
+            state: ThreadState::Running,
+            appeared: false,
+        }
+    }
+
+    fn moved(tid: i32) -> Move {
+        Move {
+            thread: key(tid),
+            to: Target::Cpu(CpuId(1)),
+            why: Reason::Initial,
+        }
+    }
+
+    #[test]
+    fn move_counts_count_per_thread_and_forget_the_vanished() {
+        let mut c = MoveCounts::default();
+        // Thread 2 moved twice, thread 3 once; thread 4 never.
+        c.record(&[moved(2), moved(3)]);
+        c.record(&[moved(2)]);
+        assert_eq!((c.of(&key(2)), c.of(&key(3)), c.of(&key(4))), (2, 1, 0));
+        // Thread 3 is gone from the window: its count goes.
+        let window = Window {
+            end: Nanos::from_millis(100),
+            threads: vec![rates(2)],
+            ..Window::default()
+        };
+        c.keep_only(&window);
+        assert_eq!((c.of(&key(2)), c.of(&key(3))), (2, 0));
+    }
+
+    #[test]
+    fn thread_input_lock_only_when_measured() {
+        // The estimate (`blocked`) is not shown as a lock time; a measured one is.
+        let estimated = thread_input(&rates(2), 0);
+        assert_eq!(estimated.lock, None);
+        let mut r = rates(2);
+        r.lock_exact = true;
+        r.lock = 0.25;
+        assert_eq!(thread_input(&r, 3).lock, Some(0.25));
+        assert_eq!(thread_input(&r, 3).moves, 3);
+    }
+}
