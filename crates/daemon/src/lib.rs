@@ -22,6 +22,7 @@
 //! | [`process`] | [`ProcessFacts`] from two readings; `/proc` text parsers | none |
 //! | [`banned`] | `isolcpus=` / `nohz_full=` and the usable CPUs | none |
 //! | [`competitor`] | sched_ext, numad, NUMA balancing, cpuset changes | none |
+//! | [`group`] | which managed processes share one policy instance ([`group::form`]) | none |
 //! | [`read`] | files under a [`read::Root`] → the values above | all of it |
 //! | [`control`] | the control socket's JSON lines, [`control::Control`], [`control::parse_request`] | none |
 //! | [`control::socket`] | the Unix socket server (0600, peer uid checked) and `ctl`'s client | the socket |
@@ -63,6 +64,7 @@ pub mod competitor;
 pub mod config;
 pub mod control;
 mod error;
+pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod process;
