@@ -247,9 +247,11 @@ mod tests {
         assert_eq!(g.apart[1].shared.to_string(), "0-3");
         assert_eq!((g.apart[2].a, g.apart[2].b), (Pid(2), Pid(3)));
         assert_eq!(g.apart[2].shared.to_string(), "2-3");
-        assert!(g.apart[0].to_string().starts_with(
-            "processes 1 and 2 share CPUs 2-3 under different policies or levels"
-        ));
+        assert!(
+            g.apart[0]
+                .to_string()
+                .starts_with("processes 1 and 2 share CPUs 2-3 under different policies or levels")
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! | [`config`] | `threadbalance.toml` → [`Config`], one-line [`ConfigError`]s, [`Config::reload`] | none |
 //! | [`rule`] | rules, [`match_process`]: first match wins, default hands-off | none |
 //! | [`process`] | [`ProcessFacts`] from two readings; `/proc` text parsers | none |
+//! | [`allowed`] | a managed process's CPUs changed by its cpuset or by masks set outside the daemon ([`allowed::observe`]) | none |
 //! | [`banned`] | `isolcpus=` / `nohz_full=` and the usable CPUs | none |
 //! | [`competitor`] | sched_ext, numad, NUMA balancing, cpuset changes | none |
 //! | [`group`] | which managed processes share one policy instance ([`group::form`]) | none |
@@ -59,6 +60,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod allowed;
 pub mod banned;
 pub mod competitor;
 pub mod config;

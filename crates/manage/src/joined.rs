@@ -300,7 +300,10 @@ mod tests {
         assert!(matches!(&dropped[1], Dropped::Failed(Pid(2), e) if e == "cannot read 2"));
         // A move for a dropped member's thread is not carried out: it counts as vanished.
         let r = j.apply(&Plan {
-            moves: vec![mv(2, 2, Target::Cpu(CpuId(0))), mv(3, 4, Target::Cpu(CpuId(1)))],
+            moves: vec![
+                mv(2, 2, Target::Cpu(CpuId(0))),
+                mv(3, 4, Target::Cpu(CpuId(1))),
+            ],
             ..Plan::default()
         });
         assert_eq!((r.done, r.vanished), (1, 1));

@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The bound on every wait.
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 /// A process started by a test, stopped by pid when dropped.
-struct Started(Child);
+pub(crate) struct Started(pub(crate) Child);
 
 impl Drop for Started {
     fn drop(&mut self) {
@@ -31,7 +31,7 @@ impl Drop for Started {
 
 /// `threadbalance workload spmd` (three workers) whose command line ends in `--work-ms
 /// {tag}`: a long run (hours of work) that only this test's rule matches.
-fn spmd(tag: u32) -> Started {
+pub(crate) fn spmd(tag: u32) -> Started {
     let child = Command::new(bin())
         .args(["workload", "spmd", "--work-ms", &tag.to_string()])
         .stdout(Stdio::null())
@@ -49,14 +49,14 @@ fn spmd(tag: u32) -> Started {
 
 /// A running daemon, its stderr collected line by line; SIGTERM then wait when dropped
 /// (SIGKILL after the bound).
-struct Daemon {
-    child: Option<Child>,
+pub(crate) struct Daemon {
+    pub(crate) child: Option<Child>,
     lines: Arc<Mutex<Vec<String>>>,
     socket: PathBuf,
 }
 
 impl Daemon {
-    fn start(config: &Path, extra: &[&str], socket: PathBuf) -> Daemon {
+    pub(crate) fn start(config: &Path, extra: &[&str], socket: PathBuf) -> Daemon {
         let mut child = Command::new(bin())
             .arg("daemon")
             .arg("--config")
@@ -81,12 +81,12 @@ impl Daemon {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
     /// Waits for a log line containing `text`, and returns it.
-    fn wait_line(&self, text: &str) -> String {
+    pub(crate) fn wait_line(&self, text: &str) -> String {
         wait_for(LIMIT, || {
             self.lines
                 .lock()
@@ -98,11 +98,11 @@ impl Daemon {
         .unwrap_or_else(|| panic!("no log line with {text:?} in {:#?}", self.log()))
     }
 
-    fn log(&self) -> Vec<String> {
+    pub(crate) fn log(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
 
-    fn ctl(&self, args: &[&str]) -> Output {
+    pub(crate) fn ctl(&self, args: &[&str]) -> Output {
         Command::new(bin())
             .arg("ctl")
             .arg("--socket")
@@ -113,7 +113,7 @@ impl Daemon {
     }
 
     /// Waits until `ctl list` (exit 0) shows each pid with its rule; returns the listing.
-    fn wait_listed(&self, want: &[(u32, &str)]) -> String {
+    pub(crate) fn wait_listed(&self, want: &[(u32, &str)]) -> String {
         wait_for(LIMIT, || {
             let out = self.ctl(&["list"]);
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -129,7 +129,7 @@ impl Daemon {
     }
 
     /// SIGTERM, then the exit code.
-    fn stop(mut self) -> i32 {
+    pub(crate) fn stop(mut self) -> i32 {
         let mut child = self.child.take().expect("running");
         signal(child.id(), libc::SIGTERM);
         crate::support::finish(&mut child, LIMIT)
@@ -155,7 +155,7 @@ fn config(dir: &Path, tag: u32, metrics: &str) -> PathBuf {
     path
 }
 
-fn config_text(dir: &Path, tag: u32, metrics: &str) -> String {
+pub(crate) fn config_text(dir: &Path, tag: u32, metrics: &str) -> String {
     format!(
         r#"[daemon]
 metrics = "{metrics}"
@@ -174,12 +174,12 @@ policy = "speed"
     )
 }
 
-fn socket(dir: &Path) -> PathBuf {
+pub(crate) fn socket(dir: &Path) -> PathBuf {
     dir.join("run/control.sock")
 }
 
 /// Waits until some worker of `pid` has a mask other than `before`'s.
-fn wait_changed(pid: u32, before: &[(usize, String)]) {
+pub(crate) fn wait_changed(pid: u32, before: &[(usize, String)]) {
     wait_for(LIMIT, || {
         let now = worker_masks(pid, "spmd");
         (now.len() == before.len() && now != before).then_some(())
@@ -188,7 +188,7 @@ fn wait_changed(pid: u32, before: &[(usize, String)]) {
 }
 
 /// `GET /metrics` on `addr`, the body.
-fn scrape(addr: &str) -> String {
+pub(crate) fn scrape(addr: &str) -> String {
     let mut s = std::net::TcpStream::connect(addr).expect("connects to the metrics port");
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
