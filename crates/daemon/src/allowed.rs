@@ -204,7 +204,7 @@ mod tests {
         let (now, change) = observe(Pid(7), &before, None, Some(s("0-3")), &s("0-15"));
         assert_eq!(now.cpus(&s("0-15")), s("0-3"));
         let c = change.unwrap();
-        assert_eq!((c.before, c.after.clone()), (s("0-15"), s("0-3")));
+        assert_eq!((c.before.clone(), c.after.clone()), (s("0-15"), s("0-3")));
         assert_eq!(c.cause, Cause::Masks);
         assert!(c.to_string().contains("masks were set outside the daemon"));
     }
