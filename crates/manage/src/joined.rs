@@ -130,7 +130,7 @@ impl<M: Member> Host for Joined<'_, M> {
                 Ok(()) => {
                     into.at = into.at.max(self.part.at);
                     into.threads.extend_from_slice(&self.part.threads);
-                    into.memory.extend(self.part.memory.drain(..));
+                    into.memory.append(&mut self.part.memory);
                     into.wakes.extend_from_slice(&self.part.wakes);
                     measured &= self.part.wakes_measured;
                     i += 1;
@@ -153,7 +153,7 @@ impl<M: Member> Host for Joined<'_, M> {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        self.asked.extend(plan.moves.iter().cloned());
+        self.asked.extend_from_slice(&plan.moves);
         let mut report = ApplyReport::default();
         let mut denied = 0;
         for m in self.members.iter_mut() {
@@ -163,7 +163,7 @@ impl<M: Member> Host for Joined<'_, M> {
                 .iter()
                 .filter(|mv| mv.thread.pid == pid)
                 .filter_map(|mv| match translate(mv.to, self.group, self.machine) {
-                    Some(to) => Some(Move { to, ..mv.clone() }),
+                    Some(to) => Some(Move { to, ..*mv }),
                     None => {
                         denied += 1;
                         None
