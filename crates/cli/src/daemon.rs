@@ -7,7 +7,8 @@
 //!  ─► bind metrics and control socket (refused: one line, exit 2) ─► loop {
 //!      every sample_ms: list processes, read each, facts over the window, match the rules
 //!        matched, new ─► Managed::start (its own journal)  ·  no longer matched ─► release
-//!      each managed process: tick when its policy is due (attach's machinery)
+//!        groups re-formed: processes sharing CPUs under one policy and level are one
+//!      each group: tick when its policy is due, over all its processes' threads
 //!      publish status/list, metrics; answer ctl commands while waiting
 //!      SIGHUP ─► Config::reload (bad: keep the old one, one log line)
 //!      SIGTERM, SIGINT, … ─► stop
@@ -19,12 +20,14 @@
 //! its IRQs; nothing is journaled, so nothing undoes it later. `--observe` (or
 //! `observe = true`) decides and logs but changes no mask, as `--dry-run` does.
 
+mod groups;
 mod managed;
 mod threads;
 
 use crate::{input_error, signals};
 use anyhow::{Context, Result};
 use clap::Args;
+use groups::Groups;
 use managed::{Assignment, Managed, Refused, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -85,6 +88,10 @@ struct Daemon {
     state: StateDir,
     metrics: Arc<Metrics>,
     managed: BTreeMap<Pid, Managed>,
+    /// The policy instances, each over one group of managed processes.
+    groups: Groups,
+    /// Processes taken on so far (orders them: the longest managed leads its group).
+    taken: u64,
     /// Processes released by `ctl release` (pid, start time): left alone from then on.
     released: BTreeSet<(Pid, u64)>,
     /// Processes refused once (pid, start time), so the reason is logged once.
@@ -132,6 +139,8 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         state,
         metrics: Arc::clone(&metrics),
         managed: BTreeMap::new(),
+        groups: Groups::default(),
+        taken: 0,
         released: BTreeSet::new(),
         refused: BTreeSet::new(),
         readings: BTreeMap::new(),
@@ -204,45 +213,64 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
-/// `--oneshot`: one window to measure, one placement per matched process, exit.
+/// `--oneshot`: one window to measure, one placement per group of matched processes,
+/// exit.
 fn oneshot(d: &mut Daemon) -> Result<u8> {
     d.sample();
     std::thread::sleep(Duration::from_nanos(d.config.daemon.sample_interval.0));
     let matched = d.sample();
-    let mut placed = 0;
     for (pid, comm, assignment) in matched {
+        d.taken += 1;
+        let cpuset = d.cpuset_of(pid);
         match Managed::start(
-            pid, &comm, assignment, &d.usable, &d.state, d.observe, false,
+            pid, &comm, assignment, &d.machine, &d.state, d.observe, false, d.taken, cpuset,
         ) {
-            Ok(mut m) => {
-                // Two ticks: the first measures nothing yet, the second decides on a
-                // window, as a policy always does.
-                let mut ok = m.tick_if_due(m.next(), &d.metrics, d.observe);
-                if matches!(ok, Ok(true)) {
-                    std::thread::sleep(Duration::from_nanos(
-                        m.next()
-                            .saturating_sub(threadbalance_linux::host::monotonic_now())
-                            .0,
-                    ));
-                    ok = m.tick_if_due(m.next(), &d.metrics, d.observe);
-                }
-                match ok {
-                    Ok(true) => {
-                        let done = if d.observe { "decided for" } else { "placed" };
-                        tracing::info!("{done} pid {pid} ({comm}): {} threads", m.threads);
-                        placed += 1;
-                        if d.observe {
-                            drop(m.release());
-                        } else {
-                            m.keep_placement();
-                        }
-                    }
-                    Ok(false) => tracing::info!("pid {pid} ({comm}) exited"),
-                    Err(e) => tracing::warn!("pid {pid} ({comm}): {e:#}"),
-                }
+            Ok(m) => {
+                d.managed.insert(pid, m);
             }
             Err(Refused::NotOurs(why)) => tracing::info!("pid {pid} ({comm}) left alone: {why}"),
             Err(Refused::Failed(e)) => tracing::warn!("pid {pid} ({comm}): {e:#}"),
+        }
+    }
+    let now = threadbalance_linux::host::monotonic_now();
+    d.groups.regroup(&d.managed, &d.machine, now);
+    // Two ticks per group: the first measures nothing yet, the second decides on a window,
+    // as a policy always does.
+    let ids: Vec<u64> = d.groups.by_id.keys().copied().collect();
+    let mut gone = BTreeSet::new();
+    for id in ids {
+        for turn in 0..2 {
+            let Some(g) = d.groups.by_id.get_mut(&id) else {
+                break;
+            };
+            if turn == 1 {
+                std::thread::sleep(Duration::from_nanos(
+                    g.next()
+                        .saturating_sub(threadbalance_linux::host::monotonic_now())
+                        .0,
+                ));
+            }
+            let now = g.next().max(threadbalance_linux::host::monotonic_now());
+            let ticked = g.tick_if_due(now, &mut d.managed, &d.machine, &d.metrics, d.observe);
+            for (pid, why) in ticked.gone {
+                tracing::info!("pid {pid}: {why}");
+                gone.insert(pid);
+            }
+        }
+    }
+    let mut placed = 0;
+    for (pid, m) in std::mem::take(&mut d.managed) {
+        if gone.contains(&pid) {
+            drop(m.release());
+            continue;
+        }
+        let done = if d.observe { "decided for" } else { "placed" };
+        tracing::info!("{done} pid {pid} ({}): {} threads", m.comm, m.threads);
+        placed += 1;
+        if d.observe {
+            drop(m.release());
+        } else {
+            m.keep_placement();
         }
     }
     let done = if d.observe {
@@ -286,12 +314,15 @@ impl Daemon {
             }
             let now = threadbalance_linux::host::monotonic_now();
             let mut gone = Vec::new();
-            for (pid, m) in &mut self.managed {
-                match m.tick_if_due(now, &self.metrics, self.observe) {
-                    Ok(true) => {}
-                    Ok(false) => gone.push((*pid, "exited".to_string())),
-                    Err(e) => gone.push((*pid, format!("{e:#}"))),
-                }
+            for g in self.groups.by_id.values_mut() {
+                let ticked = g.tick_if_due(
+                    now,
+                    &mut self.managed,
+                    &self.machine,
+                    &self.metrics,
+                    self.observe,
+                );
+                gone.extend(ticked.gone);
             }
             for (pid, why) in gone {
                 self.release(pid, &why);
@@ -308,8 +339,14 @@ impl Daemon {
     fn next_wake(&self, next_sample: Instant) -> Duration {
         let mut left = next_sample.saturating_duration_since(Instant::now());
         let now = threadbalance_linux::host::monotonic_now();
-        for m in self.managed.values().filter(|m| !m.paused) {
-            left = left.min(Duration::from_nanos(m.next().saturating_sub(now).0));
+        for g in self.groups.by_id.values() {
+            let live = g
+                .members
+                .iter()
+                .any(|p| self.managed.get(p).is_some_and(|m| !m.paused));
+            if live {
+                left = left.min(Duration::from_nanos(g.next().saturating_sub(now).0));
+            }
         }
         left
     }
@@ -384,8 +421,8 @@ impl Daemon {
     fn domain_metrics(&self) {
         let level = self.machine.default_level();
         let mut util = vec![0.0; self.machine.domains(level).len()];
-        for m in self.managed.values() {
-            let load = m.window().domain_load(&self.machine, level);
+        for g in self.groups.by_id.values() {
+            let load = g.window().domain_load(&self.machine, level);
             for (u, add) in util.iter_mut().zip(&load.util) {
                 *u += add;
             }
@@ -416,8 +453,9 @@ impl Daemon {
             }
         }
         for (pid, why) in stale {
-            self.release(pid, why);
+            self.release_only(pid, why);
         }
+        self.watch_allowed();
         for (pid, comm, assignment) in matched {
             if self.managed.contains_key(&pid) {
                 continue;
@@ -428,14 +466,18 @@ impl Daemon {
             }
             let rule = assignment.rule.clone();
             let policy = assignment.policy.clone();
+            self.taken += 1;
+            let cpuset = self.cpuset_of(pid);
             match Managed::start(
                 pid,
                 &comm,
                 assignment,
-                &self.usable,
+                &self.machine,
                 &self.state,
                 self.observe,
                 true,
+                self.taken,
+                cpuset,
             ) {
                 Ok(m) => {
                     tracing::info!(
@@ -453,12 +495,19 @@ impl Daemon {
                 }
             }
         }
+        self.regroup();
         let live: BTreeSet<Pid> = self.readings.keys().copied().collect();
         self.refused.retain(|(pid, _)| live.contains(pid));
         self.released.retain(|(pid, _)| live.contains(pid));
         let threads: usize = self.managed.values().map(|m| m.threads).sum();
         self.metrics
             .set_managed(self.managed.len() as u64, threads as u64);
+        self.metrics.set_groups(
+            self.groups
+                .by_id
+                .values()
+                .map(|g| (g.id, g.policy_name.as_str(), g.members.len() as u64)),
+        );
         self.domain_metrics();
         if let Ok(cpu) = threadbalance_daemon::metrics::own_cpu_seconds() {
             self.metrics.set_own_cpu_seconds(cpu);
@@ -480,8 +529,63 @@ impl Daemon {
         }
     }
 
-    /// Stops managing `pid`, restoring its masks.
+    /// The `cpuset.cpus.effective` of `pid`'s cgroup, from this window's reading; `None`
+    /// without a cpuset controller (or a reading).
+    fn cpuset_of(&self, pid: Pid) -> Option<CpuSet> {
+        let cg = read::cpuset_cgroup(self.readings.get(&pid)?)?;
+        read::read_cpuset_effective(&self.root, &cg).ok().flatten()
+    }
+
+    /// Looks at the CPUs of each managed process: when its cgroup's cpuset or masks set
+    /// outside the daemon changed them, one warning, and its group is re-planned on the
+    /// new set at the next regrouping (none left: it is released).
+    fn watch_allowed(&mut self) {
+        let mut empty = Vec::new();
+        let pids: Vec<Pid> = self.managed.keys().copied().collect();
+        for pid in pids {
+            let cpuset = self.cpuset_of(pid);
+            let Some(m) = self.managed.get_mut(&pid) else {
+                continue;
+            };
+            let program = threadbalance_daemon::allowed::program_cpus(&m.thread_masks(), &m.ours);
+            let (now, change) = threadbalance_daemon::allowed::observe(
+                pid,
+                &m.allowed,
+                cpuset,
+                program,
+                &self.usable,
+            );
+            m.allowed = now;
+            if let Some(c) = change {
+                tracing::warn!("{c}");
+                if c.after.is_empty() {
+                    empty.push(pid);
+                } else {
+                    m.cpus = c.after;
+                }
+            }
+        }
+        for pid in empty {
+            self.release_only(pid, "it may use none of the daemon's CPUs now");
+        }
+    }
+
+    /// Re-forms the groups over the managed processes.
+    fn regroup(&mut self) {
+        let now = threadbalance_linux::host::monotonic_now();
+        self.groups.regroup(&self.managed, &self.machine, now);
+    }
+
+    /// Stops managing `pid`, restoring its masks (and only its), and re-forms its group
+    /// without it.
     fn release(&mut self, pid: Pid, why: &str) -> Option<RestoreReport> {
+        let report = self.release_only(pid, why)?;
+        self.regroup();
+        Some(report)
+    }
+
+    /// Stops managing `pid`, restoring its masks; the groups are left as they are.
+    fn release_only(&mut self, pid: Pid, why: &str) -> Option<RestoreReport> {
         let m = self.managed.remove(&pid)?;
         let comm = m.comm.clone();
         let report = m.release();
@@ -505,11 +609,13 @@ impl Daemon {
         let mut all = RestoreReport::default();
         let pids: Vec<Pid> = self.managed.keys().copied().collect();
         for pid in pids {
-            if let Some(r) = self.release(pid, "the daemon is stopping") {
+            if let Some(r) = self.release_only(pid, "the daemon is stopping") {
                 all.add(r);
             }
         }
+        self.groups = Groups::default();
         self.metrics.set_managed(0, 0);
+        self.metrics.set_groups(std::iter::empty());
         all
     }
 
@@ -565,6 +671,7 @@ impl Daemon {
                 policy: m.assignment.policy.clone(),
                 threads: m.threads as u64,
                 paused: m.paused,
+                group: self.groups.of(m.pid).map_or(0, |g| g.id),
             })
             .collect();
         let status = Status {
@@ -573,6 +680,7 @@ impl Daemon {
             config: self.config.summary(),
             observe: self.observe,
             managed_processes: processes.len() as u64,
+            groups: self.groups.by_id.len() as u64,
             managed_threads: processes.iter().map(|p| p.threads).sum(),
             paused_processes: processes.iter().filter(|p| p.paused).count() as u64,
         };

@@ -20,8 +20,10 @@
 //! | [`config`] | `threadbalance.toml` → [`Config`], one-line [`ConfigError`]s, [`Config::reload`] | none |
 //! | [`rule`] | rules, [`match_process`]: first match wins, default hands-off | none |
 //! | [`process`] | [`ProcessFacts`] from two readings; `/proc` text parsers | none |
+//! | [`allowed`] | a managed process's CPUs changed by its cpuset or by masks set outside the daemon ([`allowed::observe`]) | none |
 //! | [`banned`] | `isolcpus=` / `nohz_full=` and the usable CPUs | none |
 //! | [`competitor`] | sched_ext, numad, NUMA balancing, cpuset changes | none |
+//! | [`group`] | which managed processes share one policy instance ([`group::form`]) | none |
 //! | [`read`] | files under a [`read::Root`] → the values above | all of it |
 //! | [`control`] | the control socket's JSON lines, [`control::Control`], [`control::parse_request`] | none |
 //! | [`control::socket`] | the Unix socket server (0600, peer uid checked) and `ctl`'s client | the socket |
@@ -58,11 +60,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod allowed;
 pub mod banned;
 pub mod competitor;
 pub mod config;
 pub mod control;
 mod error;
+pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod process;

@@ -19,7 +19,8 @@
 //! of its own and its tests drive the loop with a host made of plain values.
 //!
 //! The daemon manages many processes from one thread, so it does not call [`control_loop`]:
-//! it keeps one [`Ticker`] per process, the same step the loop takes.
+//! it keeps one [`Ticker`] per group of processes, the same step the loop takes, over a
+//! [`joined::Joined`] host that makes the group's processes one.
 //!
 //! ```
 //! use threadbalance_manage::Ticker;
@@ -28,6 +29,8 @@
 //! // A fresh ticker is due at once: the first tick places threads from a zero-length window.
 //! assert_eq!(t.next(), Nanos::from_secs(5));
 //! ```
+
+pub mod joined;
 
 use std::fmt;
 use threadbalance_model::{Nanos, Topology, Window};

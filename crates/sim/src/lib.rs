@@ -34,6 +34,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod apps;
 pub mod autonuma;
 mod error;
 pub mod host;

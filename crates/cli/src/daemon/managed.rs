@@ -1,10 +1,12 @@
-//! One process under the daemon: the same machinery `attach` uses (a [`LinuxAdapter`] on
-//! the process, the shared loop's [`Ticker`] and the rule's policy), plus its own journal and lock.
+//! One process under the daemon: the host `attach` uses (a [`LinuxAdapter`] on the
+//! process), plus its own journal and lock. The policy that moves its threads belongs to
+//! its group (see [`super::groups`]): one process alone, or several that share CPUs.
 //!
 //! ```text
 //!  rule matches pid ─► permit? lock.<pid>.<start> free? ─► journal in
-//!  <state>/managed.<pid>.<start>/ ─► tick when due (unless paused) ─► … ─►
-//!  stops matching, released, exits, or daemon stops ─► restore_all ─► subdir removed
+//!  <state>/managed.<pid>.<start>/ ─► sampled and moved by its group's policy (unless
+//!  paused) ─► … ─► stops matching, released, exits, or daemon stops ─► restore_all ─►
+//!  subdir removed
 //! ```
 //!
 //! Each managed process has a journal of its own, in a subdirectory of the state directory
@@ -15,13 +17,13 @@
 use crate::host::{LinuxAdapter, Target};
 use anyhow::{Result, anyhow};
 use std::path::PathBuf;
-use threadbalance_daemon::metrics::{Metrics, reason_name};
+use threadbalance_daemon::allowed::Allowed;
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::state::{ProcessLock, StateDir};
 use threadbalance_linux::{LinuxError, Root};
-use threadbalance_manage::Ticker;
+use threadbalance_manage::joined::Member;
 use threadbalance_model::{ApplyReport, CpuSet, Nanos, Pid, Plan, Snapshot, Topology};
-use threadbalance_policy::{Host, Policy};
+use threadbalance_policy::Host;
 
 /// Why a process could not be taken on (logged once per process, not an error of the
 /// daemon).
@@ -63,10 +65,18 @@ pub struct Managed {
     pub misses: u32,
     /// Moves carried out per thread (for `threads`).
     pub moved: crate::top::gather::MoveCounts,
+    /// The CPUs it may use that the daemon may use too (its threads' masks when it was
+    /// taken on, within the usable CPUs).
+    pub cpus: CpuSet,
+    /// When it was taken on (a sequence number): the longest managed leads its group.
+    pub since: u64,
+    /// Its cgroup's cpuset and its threads' own masks, as last seen (see
+    /// `threadbalance_daemon::allowed`).
+    pub allowed: Allowed,
+    /// The masks the daemon set on its threads (read back after each move): a thread
+    /// carrying one of them has not been given a mask by anyone else.
+    pub ours: Vec<CpuSet>,
     host: LinuxAdapter,
-    policy: Box<dyn Policy>,
-    ticker: Ticker,
-    topo: Topology,
     dir: Option<PathBuf>,
     _lock: ProcessLock,
 }
@@ -77,17 +87,22 @@ fn journal_dir(state: &StateDir, pid: Pid, start: u64) -> PathBuf {
 }
 
 impl Managed {
-    /// Takes `pid` on under `assignment`, placing its threads only on `usable` CPUs (and
-    /// those its threads may use). `journal` is false for `--oneshot`, whose placement is
-    /// meant to stay, and in observe mode, which changes nothing.
+    /// Takes `pid` on under `assignment`, placing its threads only on the CPUs of
+    /// `machine` (the usable ones) that its threads may use. `journal` is false for
+    /// `--oneshot`, whose placement is meant to stay, and in observe mode, which changes
+    /// nothing. `since` orders the managed processes (see [`Managed::since`]); `cpuset`
+    /// is its cgroup's `cpuset.cpus.effective`, when it has one.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         pid: Pid,
         comm: &str,
         assignment: Assignment,
-        usable: &CpuSet,
+        machine: &Topology,
         state: &StateDir,
         observe: bool,
         journal: bool,
+        since: u64,
+        cpuset: Option<CpuSet>,
     ) -> Result<Managed, Refused> {
         let root = Root::system();
         let me = Pid(std::process::id() as i32);
@@ -110,11 +125,27 @@ impl Managed {
                 Refused::NotOurs(format!("already managed by another threadbalance{by}"))
             })?;
         let allowed = crate::usable::read_allowed_for(pid).map_err(Refused::Failed)?;
-        let topo = allowed
-            .restricted_to(&usable.intersection(allowed.online()))
-            .map_err(|e| Refused::Failed(e.into()))?;
-        let policy = threadbalance_policy::build(&assignment.policy, &assignment.settings, &topo)
-            .map_err(|e| Refused::Failed(anyhow!("policy {}: {e}", assignment.policy)))?;
+        let allowed = Allowed {
+            cpuset,
+            program: allowed.online().clone(),
+        };
+        let cpus = allowed.cpus(machine.online());
+        if cpus.is_empty() {
+            return Err(Refused::NotOurs(format!(
+                "its threads may use none of the CPUs {}",
+                machine.online()
+            )));
+        }
+        // The group's policy is built over the CPUs of all its members; this one only
+        // checks that the rule's policy builds, and says how fresh its samples must be.
+        let policy = threadbalance_policy::build(
+            &assignment.policy,
+            &assignment.settings,
+            &machine
+                .restricted_to(&cpus)
+                .map_err(|e| Refused::Failed(e.into()))?,
+        )
+        .map_err(|e| Refused::Failed(anyhow!("policy {}: {e}", assignment.policy)))?;
         let (dir, journal) = if journal && !observe {
             let dir = journal_dir(state, pid, start);
             let sub = StateDir::new(&dir);
@@ -125,8 +156,11 @@ impl Managed {
         } else {
             (None, None)
         };
+        // The adapter places on the machine: a move names a domain of the group's
+        // topology, translated to the machine's (`joined::translate`), and the actuator
+        // never gives a thread a CPU outside the mask it had.
         let host = LinuxAdapter::new(
-            &topo,
+            machine,
             Target::Attached {
                 pid,
                 follow_children: false,
@@ -148,73 +182,31 @@ impl Managed {
             pid,
             start,
             comm: comm.to_string(),
-            ticker: Ticker::new(host.now()),
             assignment,
             paused: false,
             threads: 0,
             misses: 0,
             moved: Default::default(),
+            cpus,
+            since,
+            allowed,
+            ours: Vec::new(),
             host,
-            policy,
-            topo,
             dir,
             _lock: lock,
         })
     }
 
-    /// When this process wants its next tick.
-    pub fn next(&self) -> Nanos {
-        self.ticker.next()
-    }
-
-    /// The last window its engine measured (threads, their CPU and utilization).
-    pub fn window(&self) -> &threadbalance_model::Window {
-        self.ticker.window()
-    }
-
-    /// Ticks when due and not paused: samples, decides, applies (or, observing, only
-    /// decides). Every move is logged at debug level and counted by reason in `metrics`
-    /// when it was carried out. `Ok(false)` when the process has exited.
-    pub fn tick_if_due(&mut self, now: Nanos, metrics: &Metrics, observe: bool) -> Result<bool> {
-        if self.host.target_exited() {
-            return Ok(false);
-        }
-        if self.paused {
-            return Ok(true);
-        }
-        let mut moves = Vec::new();
-        let mut rec = Recording {
-            host: &mut self.host,
-            moves: &mut moves,
+    /// The masks of its threads now (`sched_getaffinity`; threads that go meanwhile are
+    /// left out).
+    pub fn thread_masks(&self) -> Vec<CpuSet> {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
+            return Vec::new();
         };
-        match self
-            .ticker
-            .tick_if_due(&mut rec, &self.topo, self.policy.as_mut(), now)
-        {
-            Ok(None) => Ok(true),
-            Ok(Some(tick)) => {
-                self.threads = tick.threads;
-                metrics.record_decision(&self.assignment.policy);
-                for m in &moves {
-                    threadbalance_daemon::log::log_move(m);
-                    if !observe {
-                        metrics.record_move(&reason_name(&m.why));
-                    }
-                }
-                if !observe {
-                    self.moved.record(&moves);
-                }
-                if tick.vanished > 0 {
-                    self.moved.keep_only(self.ticker.window());
-                }
-                if let Some(note) = &tick.note {
-                    tracing::debug!("pid {} ({}): {note}", self.pid, self.comm);
-                }
-                Ok(true)
-            }
-            Err(_) if self.host.target_exited() => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .filter_map(|tid| threadbalance_linux::affinity_of(threadbalance_model::Tid(tid)).ok())
+            .collect()
     }
 
     /// Restores every mask changed and removes the journal's directory.
@@ -285,13 +277,7 @@ fn remove_journal_dir(dir: &std::path::Path) {
     let _ = std::fs::remove_dir(dir);
 }
 
-/// The adapter, keeping the moves of each plan for the log and the metrics.
-struct Recording<'a> {
-    host: &'a mut LinuxAdapter,
-    moves: &'a mut Vec<threadbalance_model::Move>,
-}
-
-impl Host for Recording<'_> {
+impl Host for Managed {
     type Error = LinuxError;
 
     fn now(&self) -> Nanos {
@@ -303,8 +289,28 @@ impl Host for Recording<'_> {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        self.moves.extend(plan.moves.iter().cloned());
-        self.host.apply(plan)
+        let report = self.host.apply(plan);
+        if report.done > 0 {
+            // What the moved threads carry now is ours (the domain within their mask).
+            for mv in &plan.moves {
+                if let Ok(mask) = threadbalance_linux::affinity_of(mv.thread.tid) {
+                    if !self.ours.contains(&mask) {
+                        self.ours.push(mask);
+                    }
+                }
+            }
+        }
+        report
+    }
+}
+
+impl Member for Managed {
+    fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    fn exited(&mut self) -> bool {
+        self.host.target_exited()
     }
 }
 

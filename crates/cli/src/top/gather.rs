@@ -20,6 +20,13 @@ impl MoveCounts {
         }
     }
 
+    /// Adds `other`'s counts (a group's view is its members' counts together).
+    pub fn absorb(&mut self, other: &MoveCounts) {
+        for (k, n) in &other.counts {
+            *self.counts.entry(*k).or_default() += n;
+        }
+    }
+
     /// Moves carried out on `key`.
     pub fn of(&self, key: &ThreadKey) -> u64 {
         self.counts.get(key).copied().unwrap_or(0)

@@ -50,7 +50,7 @@ pub(crate) fn spmd(tag: u32) -> Started {
 /// A running daemon, its stderr collected line by line; SIGTERM then wait when dropped
 /// (SIGKILL after the bound).
 pub(crate) struct Daemon {
-    child: Option<Child>,
+    pub(crate) child: Option<Child>,
     lines: Arc<Mutex<Vec<String>>>,
     socket: PathBuf,
 }
@@ -81,12 +81,12 @@ impl Daemon {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
     /// Waits for a log line containing `text`, and returns it.
-    fn wait_line(&self, text: &str) -> String {
+    pub(crate) fn wait_line(&self, text: &str) -> String {
         wait_for(LIMIT, || {
             self.lines
                 .lock()
@@ -98,11 +98,11 @@ impl Daemon {
         .unwrap_or_else(|| panic!("no log line with {text:?} in {:#?}", self.log()))
     }
 
-    fn log(&self) -> Vec<String> {
+    pub(crate) fn log(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
 
-    fn ctl(&self, args: &[&str]) -> Output {
+    pub(crate) fn ctl(&self, args: &[&str]) -> Output {
         Command::new(bin())
             .arg("ctl")
             .arg("--socket")
@@ -155,7 +155,7 @@ pub(crate) fn config(dir: &Path, tag: u32, metrics: &str) -> PathBuf {
     path
 }
 
-fn config_text(dir: &Path, tag: u32, metrics: &str) -> String {
+pub(crate) fn config_text(dir: &Path, tag: u32, metrics: &str) -> String {
     format!(
         r#"[daemon]
 metrics = "{metrics}"
@@ -188,7 +188,7 @@ pub(crate) fn wait_changed(pid: u32, before: &[(usize, String)]) {
 }
 
 /// `GET /metrics` on `addr`, the body.
-fn scrape(addr: &str) -> String {
+pub(crate) fn scrape(addr: &str) -> String {
     let mut s = std::net::TcpStream::connect(addr).expect("connects to the metrics port");
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();

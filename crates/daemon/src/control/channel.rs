@@ -53,6 +53,7 @@ impl Default for Status {
             config: String::new(),
             observe: false,
             managed_processes: 0,
+            groups: 0,
             managed_threads: 0,
             paused_processes: 0,
         }
@@ -208,6 +209,7 @@ mod tests {
             policy: "speed".into(),
             threads: 3,
             paused: false,
+            group: 1,
         }
     }
 

@@ -15,7 +15,7 @@
 //! | request | fields | what the daemon does | answer |
 //! |---|---|---|---|
 //! | `status` | | nothing | `status` |
-//! | `list` | | nothing | `list`: the managed processes |
+//! | `list` | | nothing | `list`: the managed processes, each with its group |
 //! | `pause` | `pid` | stops moving the process's threads, leaves them where they are | `done` |
 //! | `resume` | `pid` | manages a paused process again | `done` |
 //! | `release` | `pid` | restores the process's masks and leaves it alone from now on | `done` |
@@ -222,6 +222,10 @@ pub struct Status {
     pub observe: bool,
     /// Processes it manages (paused ones included).
     pub managed_processes: u64,
+    /// The policy instances over them: processes that share CPUs under one policy and
+    /// level are one group (see [`crate::group`]).
+    #[serde(default)]
+    pub groups: u64,
     /// Their threads.
     pub managed_threads: u64,
     /// Managed processes that are paused.
@@ -243,6 +247,10 @@ pub struct ProcessEntry {
     pub threads: u64,
     /// Whether it is paused.
     pub paused: bool,
+    /// The group whose policy instance balances it (with every other process that shares
+    /// its CPUs under the same policy and level); 0 when none.
+    #[serde(default)]
+    pub group: u64,
 }
 
 /// An answer, as it travels: `{"version":1,"response":…, …}`.
@@ -303,9 +311,9 @@ impl Response {
     /// use threadbalance_daemon::control::{ProcessEntry, Reply, Response};
     /// let list = Response::new(Reply::List { processes: vec![ProcessEntry {
     ///     pid: 4242, comm: "ffmpeg".into(), rule: "busy".into(), policy: "speed".into(),
-    ///     threads: 3, paused: true }] });
-    /// assert_eq!(list.render(), ("PID      COMM             RULE             POLICY           THREADS  STATE\n\
-    ///                             4242     ffmpeg           busy             speed            3        paused\n".into(), 0));
+    ///     threads: 3, paused: true, group: 2 }] });
+    /// assert_eq!(list.render(), ("PID      COMM             RULE             POLICY           THREADS  STATE    GROUP\n\
+    ///                             4242     ffmpeg           busy             speed            3        paused   2\n".into(), 0));
     /// assert_eq!(Response::error("4 is not managed").render(), ("error: 4 is not managed\n".into(), 1));
     /// ```
     pub fn render(&self) -> (String, i32) {
@@ -319,10 +327,11 @@ impl Response {
                 };
                 (
                     format!(
-                        "daemon pid {}, up {h}h {m}m {sec}s, {mode}\nconfig: {}\nmanaged: {} processes, {} threads, {} paused\n",
+                        "daemon pid {}, up {h}h {m}m {sec}s, {mode}\nconfig: {}\nmanaged: {} processes in {} group(s), {} threads, {} paused\n",
                         s.daemon_pid,
                         s.config,
                         s.managed_processes,
+                        s.groups,
                         s.managed_threads,
                         s.paused_processes
                     ),
@@ -331,18 +340,19 @@ impl Response {
             }
             Reply::List { processes } => {
                 let mut out = format!(
-                    "{:<8} {:<16} {:<16} {:<16} {:<8} STATE\n",
-                    "PID", "COMM", "RULE", "POLICY", "THREADS"
+                    "{:<8} {:<16} {:<16} {:<16} {:<8} {:<8} GROUP\n",
+                    "PID", "COMM", "RULE", "POLICY", "THREADS", "STATE"
                 );
                 for p in processes {
                     let state = if p.paused { "paused" } else { "managed" };
                     out.push_str(&format!(
-                        "{:<8} {:<16} {:<16} {:<16} {:<8} {state}\n",
+                        "{:<8} {:<16} {:<16} {:<16} {:<8} {state:<8} {}\n",
                         p.pid,
                         one_line(&p.comm),
                         p.rule,
                         p.policy,
-                        p.threads
+                        p.threads,
+                        p.group
                     ));
                 }
                 (out, 0)

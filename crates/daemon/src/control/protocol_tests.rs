@@ -32,6 +32,7 @@ impl Control for Fake {
             config: "c".into(),
             observe: false,
             managed_processes: 3,
+            groups: 2,
             managed_threads: 4,
             paused_processes: 0,
         }
@@ -249,7 +250,7 @@ fn render_status_worked_example() {
     assert_eq!(
         r.render(),
         (
-            "daemon pid 1, up 0h 0m 2s, managing\nconfig: c\nmanaged: 3 processes, 4 threads, 0 paused\n"
+            "daemon pid 1, up 0h 0m 2s, managing\nconfig: c\nmanaged: 3 processes in 2 group(s), 4 threads, 0 paused\n"
                 .to_string(),
             0
         )

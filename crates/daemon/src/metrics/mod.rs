@@ -7,6 +7,8 @@
 //! |---|---|---|---|
 //! | `threadbalance_managed_processes` | gauge | | processes under a policy now |
 //! | `threadbalance_managed_threads` | gauge | | their threads |
+//! | `threadbalance_managed_groups` | gauge | | policy instances over them (processes sharing CPUs under one policy and level are one group) |
+//! | `threadbalance_group_processes` | gauge | `group`, `policy` | processes in each group |
 //! | `threadbalance_moves_total` | counter | `reason` | threads moved, by the policy's reason (`speed-rotate`, `regroup`, …) |
 //! | `threadbalance_domain_utilization_ratio` | gauge | `domain` | busy share of a domain's CPUs over the last window, 0 to 1 (`node0`, `package1`) |
 //! | `threadbalance_policy_decisions_total` | counter | `policy` | decisions taken (ticks of a policy) |
@@ -57,6 +59,12 @@ struct DomainLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabel {
+    group: String,
+    policy: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PolicyLabel {
     policy: String,
 }
@@ -67,6 +75,8 @@ pub struct Metrics {
     registry: Registry,
     managed_processes: Gauge,
     managed_threads: Gauge,
+    managed_groups: Gauge,
+    group_processes: Family<GroupLabel, Gauge>,
     moves: Family<ReasonLabel, Counter>,
     domain_utilization: Family<DomainLabel, Gauge<f64, AtomicU64>>,
     decisions: Family<PolicyLabel, Counter>,
@@ -89,6 +99,8 @@ impl Metrics {
             registry: Registry::default(),
             managed_processes: Gauge::default(),
             managed_threads: Gauge::default(),
+            managed_groups: Gauge::default(),
+            group_processes: Family::default(),
             moves: Family::default(),
             domain_utilization: Family::default(),
             decisions: Family::default(),
@@ -104,6 +116,16 @@ impl Metrics {
             "managed_threads",
             "Threads of the managed processes",
             m.managed_threads.clone(),
+        );
+        registry.register(
+            "managed_groups",
+            "Policy instances, each over the managed processes that share CPUs",
+            m.managed_groups.clone(),
+        );
+        registry.register(
+            "group_processes",
+            "Managed processes in each group",
+            m.group_processes.clone(),
         );
         registry.register(
             "moves",
@@ -142,6 +164,23 @@ impl Metrics {
     pub fn set_managed(&self, processes: u64, threads: u64) {
         self.managed_processes.set(clamp_i64(processes));
         self.managed_threads.set(clamp_i64(threads));
+    }
+
+    /// Sets the groups: each group's number, policy and number of processes (groups gone
+    /// since the last call are dropped).
+    pub fn set_groups<'a>(&self, groups: impl Iterator<Item = (u64, &'a str, u64)>) {
+        self.group_processes.clear();
+        let mut n = 0;
+        for (id, policy, processes) in groups {
+            n += 1;
+            self.group_processes
+                .get_or_create(&GroupLabel {
+                    group: id.to_string(),
+                    policy: policy.to_string(),
+                })
+                .set(clamp_i64(processes));
+        }
+        self.managed_groups.set(n);
     }
 
     /// Counts one move with its reason's name (see [`reason_name`]).

@@ -69,6 +69,8 @@ fn encode_after_a_window_samples_match_what_was_recorded() {
     let want = [
         ("threadbalance_managed_processes", 2.0),
         ("threadbalance_managed_threads", 7.0),
+        // No group set in this window: the unlabelled gauge is written at 0.
+        ("threadbalance_managed_groups", 0.0),
         ("threadbalance_moves_total{reason=\"speed-rotate\"}", 3.0),
         ("threadbalance_moves_total{reason=\"initial\"}", 1.0),
         (
@@ -157,4 +159,33 @@ fn own_cpu_seconds_grows_with_work_and_feeds_the_counter() {
     m.set_own_cpu_seconds(after);
     let s = samples(&m.encode().unwrap());
     assert_eq!(s["threadbalance_cpu_seconds_total"], after);
+}
+
+#[test]
+fn set_groups_counts_groups_and_drops_those_gone() {
+    // Window 1: group 1 (speed, 2 processes) and group 2 (tumbler, 1). Window 2: group 2
+    // is gone and group 3 formed: only groups 1 and 3 are left, 2 groups in all.
+    let m = Metrics::new();
+    m.set_groups([(1, "speed", 2), (2, "tumbler", 1)].into_iter());
+    let s = samples(&m.encode().unwrap());
+    assert_eq!(s["threadbalance_managed_groups"], 2.0);
+    assert_eq!(
+        s["threadbalance_group_processes{group=\"1\",policy=\"speed\"}"],
+        2.0
+    );
+    m.set_groups([(1, "speed", 2), (3, "speed", 1)].into_iter());
+    let s = samples(&m.encode().unwrap());
+    assert_eq!(s["threadbalance_managed_groups"], 2.0);
+    assert!(!s.contains_key("threadbalance_group_processes{group=\"2\",policy=\"tumbler\"}"));
+    assert_eq!(
+        s["threadbalance_group_processes{group=\"3\",policy=\"speed\"}"],
+        1.0
+    );
+    m.set_groups(std::iter::empty());
+    let s = samples(&m.encode().unwrap());
+    assert_eq!(s["threadbalance_managed_groups"], 0.0);
+    assert!(
+        !s.keys()
+            .any(|k| k.starts_with("threadbalance_group_processes"))
+    );
 }

@@ -45,6 +45,7 @@ impl Control for FakeDaemon {
             config: "threadbalance.toml: 1 rule".into(),
             observe: false,
             managed_processes: 1,
+            groups: 1,
             managed_threads: 3,
             paused_processes: u64::from(*self.paused.lock().unwrap()),
         }
@@ -58,6 +59,7 @@ impl Control for FakeDaemon {
             policy: "speed".into(),
             threads: 3,
             paused: *self.paused.lock().unwrap(),
+            group: 1,
         }]
     }
     fn pause(&self, pid: Pid) -> Result<String, String> {

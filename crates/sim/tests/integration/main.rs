@@ -3,6 +3,7 @@
 //! (Helpers outside `#[test]` functions unwrap too: a failure is a test failure.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod apps;
 mod calibration;
 mod calibration16;
 mod claims;

@@ -1,0 +1,255 @@
+//! The daemon's groups: one policy instance over the threads of every managed process that
+//! shares CPUs with another under the same policy and level (Tumbler §5.4, Shuffling §4.5;
+//! the decision is `threadbalance_daemon::group::form`, pure).
+//!
+//! ```text
+//!  every window, and after each release ─► form(managed processes) ─► for each group:
+//!     same members, leader and CPUs as a running group ─► kept (its policy's state too)
+//!     otherwise ─► a new policy over the members' CPUs, from the leader's rule
+//!  tick a group when due ─► Joined(its unpaused members' hosts) ─► engine ─► moves, each
+//!     to its own process's actuator and journal
+//! ```
+//!
+//! A group is only the policy: masks, journals and locks stay with each process, so a
+//! process that leaves a group (exits, is released, stops matching) has its own threads
+//! restored and no one else's, and the group re-forms without it, leaving the others'
+//! threads where they are until the new policy instance moves them.
+
+use super::managed::Managed;
+use anyhow::{Result, anyhow};
+use std::collections::{BTreeMap, BTreeSet};
+use threadbalance_daemon::group::{Member, form};
+use threadbalance_daemon::metrics::{Metrics, reason_name};
+use threadbalance_manage::Ticker;
+use threadbalance_manage::joined::{Dropped, Joined};
+use threadbalance_model::{CpuSet, Nanos, Pid, Topology, Window};
+use threadbalance_policy::Policy;
+
+/// Processes under one policy instance.
+pub struct Group {
+    /// Its number, unique over the daemon's life (what `ctl list` shows).
+    pub id: u64,
+    /// Its members, by pid.
+    pub members: Vec<Pid>,
+    /// The member whose rule's policy and settings it runs.
+    pub leader: Pid,
+    /// The CPUs its policy places on: every member's.
+    pub cpus: CpuSet,
+    /// The policy's name.
+    pub policy_name: String,
+    policy: Box<dyn Policy>,
+    ticker: Ticker,
+    topo: Topology,
+}
+
+/// What a tick of a group did.
+#[derive(Default)]
+pub struct Ticked {
+    /// Members that exited or failed, with why: to release.
+    pub gone: Vec<(Pid, String)>,
+}
+
+impl Group {
+    /// When the group wants its next tick.
+    pub fn next(&self) -> Nanos {
+        self.ticker.next()
+    }
+
+    /// The last window its engine measured (the threads of all its members).
+    pub fn window(&self) -> &Window {
+        self.ticker.window()
+    }
+
+    /// The policy over `members` (all in `managed`), from `leader`'s rule, over their
+    /// CPUs of `machine`.
+    fn build(
+        id: u64,
+        members: Vec<Pid>,
+        leader: Pid,
+        managed: &BTreeMap<Pid, Managed>,
+        machine: &Topology,
+        now: Nanos,
+    ) -> Result<Group> {
+        let lead = managed
+            .get(&leader)
+            .ok_or_else(|| anyhow!("group leader {leader} is not managed"))?;
+        let cpus = members
+            .iter()
+            .filter_map(|p| managed.get(p))
+            .fold(CpuSet::new(), |acc, m| acc.union(&m.cpus));
+        let topo = machine.restricted_to(&cpus)?;
+        let a = &lead.assignment;
+        let policy = threadbalance_policy::build(&a.policy, &a.settings, &topo)
+            .map_err(|e| anyhow!("policy {}: {e}", a.policy))?;
+        Ok(Group {
+            id,
+            members,
+            leader,
+            cpus,
+            policy_name: a.policy.clone(),
+            policy,
+            ticker: Ticker::new(now),
+            topo,
+        })
+    }
+
+    /// Ticks when due: samples the unpaused members as one, decides, applies (observing:
+    /// decides only). Every move is logged at debug level and counted by reason when
+    /// carried out; each member's thread count is updated.
+    pub fn tick_if_due(
+        &mut self,
+        now: Nanos,
+        managed: &mut BTreeMap<Pid, Managed>,
+        machine: &Topology,
+        metrics: &Metrics,
+        observe: bool,
+    ) -> Ticked {
+        let mut ticked = Ticked::default();
+        if now < self.ticker.next() {
+            return ticked;
+        }
+        let mut hosts: Vec<&mut Managed> = Vec::new();
+        for m in managed.values_mut() {
+            if !self.members.contains(&m.pid) || m.paused {
+                continue;
+            }
+            if threadbalance_manage::joined::Member::exited(m) {
+                ticked.gone.push((m.pid, "exited".into()));
+            } else {
+                hosts.push(m);
+            }
+        }
+        if hosts.is_empty() {
+            return ticked;
+        }
+        let mut joined = Joined::new(now, hosts, &self.topo, machine);
+        let Ok(tick) = self
+            .ticker
+            .tick_if_due(&mut joined, &self.topo, self.policy.as_mut(), now);
+        let asked = joined.asked().to_vec();
+        for d in joined.dropped() {
+            ticked.gone.push(match d {
+                Dropped::Exited(pid) => (pid, "exited".into()),
+                Dropped::Failed(pid, e) => (pid, e.to_string()),
+            });
+        }
+        drop(joined);
+        let Some(tick) = tick else {
+            return ticked;
+        };
+        metrics.record_decision(&self.policy_name);
+        for m in &asked {
+            threadbalance_daemon::log::log_move(m);
+            if !observe {
+                metrics.record_move(&reason_name(&m.why));
+            }
+        }
+        if !observe {
+            for m in &asked {
+                if let Some(owner) = managed.get_mut(&m.thread.pid) {
+                    owner.moved.record(std::slice::from_ref(m));
+                }
+            }
+        }
+        if let Some(note) = &tick.note {
+            tracing::debug!("group {} ({}): {note}", self.id, self.policy_name);
+        }
+        let mut per_pid: BTreeMap<Pid, usize> = BTreeMap::new();
+        for t in &self.ticker.window().threads {
+            *per_pid.entry(t.key.pid).or_default() += 1;
+        }
+        for pid in &self.members {
+            if let Some(m) = managed.get_mut(pid) {
+                if !m.paused {
+                    m.threads = per_pid.get(pid).copied().unwrap_or(0);
+                }
+                if tick.vanished > 0 {
+                    m.moved.keep_only(self.ticker.window());
+                }
+            }
+        }
+        ticked
+    }
+}
+
+/// The groups of the managed processes, kept in step with them.
+#[derive(Default)]
+pub struct Groups {
+    /// The running groups, by id.
+    pub by_id: BTreeMap<u64, Group>,
+    next_id: u64,
+    /// Pairs already warned about (sharing CPUs under different policies or levels).
+    warned: BTreeSet<(Pid, Pid)>,
+}
+
+impl Groups {
+    /// The group `pid` is in.
+    pub fn of(&self, pid: Pid) -> Option<&Group> {
+        self.by_id.values().find(|g| g.members.contains(&pid))
+    }
+
+    /// Re-forms the groups after the managed processes changed: groups whose members,
+    /// leader and CPUs are unchanged keep their policy; the others get a new one. Logs
+    /// each group formed, and once per pair the processes that share CPUs apart.
+    pub fn regroup(&mut self, managed: &BTreeMap<Pid, Managed>, machine: &Topology, now: Nanos) {
+        let members: Vec<Member> = managed
+            .values()
+            .map(|m| Member {
+                pid: m.pid,
+                policy: m.assignment.policy.clone(),
+                level: m.assignment.settings.level,
+                cpus: m.cpus.clone(),
+                since: m.since,
+            })
+            .collect();
+        let grouping = form(&members);
+        for a in &grouping.apart {
+            if self.warned.insert((a.a, a.b)) {
+                tracing::warn!("{a}");
+            }
+        }
+        self.warned
+            .retain(|(a, b)| managed.contains_key(a) && managed.contains_key(b));
+        let mut old = std::mem::take(&mut self.by_id);
+        for g in grouping.groups {
+            let cpus = g
+                .members
+                .iter()
+                .filter_map(|p| managed.get(p))
+                .fold(CpuSet::new(), |acc, m| acc.union(&m.cpus));
+            let same = old
+                .iter()
+                .find(|(_, o)| o.members == g.members && o.leader == g.leader && o.cpus == cpus)
+                .map(|(id, _)| *id);
+            if let Some(group) = same.and_then(|id| old.remove(&id)) {
+                self.by_id.insert(group.id, group);
+                continue;
+            }
+            self.next_id += 1;
+            match Group::build(
+                self.next_id,
+                g.members.clone(),
+                g.leader,
+                managed,
+                machine,
+                now,
+            ) {
+                Ok(group) => {
+                    if group.members.len() > 1 {
+                        let names: Vec<String> =
+                            group.members.iter().map(|p| p.to_string()).collect();
+                        tracing::info!(
+                            "group {}: processes {} balanced together by one {} (CPUs {})",
+                            group.id,
+                            names.join(", "),
+                            group.policy_name,
+                            group.cpus
+                        );
+                    }
+                    self.by_id.insert(group.id, group);
+                }
+                Err(e) => tracing::warn!("group of {:?}: not balanced: {e:#}", g.members),
+            }
+        }
+    }
+}
