@@ -135,6 +135,7 @@ impl Sim {
                 last_balance: vec![Nanos::ZERO; nlv],
                 interval: levels.iter().map(|l| l.min_interval).collect(),
                 failed: vec![0; nlv],
+                newidle: vec![crate::state::NewidleStats::default(); nlv],
                 noise_load: 0.0,
                 noise_at: Nanos::ZERO,
             })

@@ -128,7 +128,13 @@ impl Sim {
             return;
         }
         for lv in 0..self.kernel.levels.len() {
-            if self.load_balance(c, lv, Kind::NewIdle) || !self.cpus[c].idle() {
+            // NI_RANDOM: try this domain as often as it succeeds (`newidle.rs`).
+            let Some(weight) = self.newidle_try(c, lv) else {
+                continue;
+            };
+            let pulled = self.load_balance(c, lv, Kind::NewIdle);
+            self.newidle_done(c, lv, weight, pulled);
+            if pulled || !self.cpus[c].idle() {
                 return;
             }
         }

@@ -10,7 +10,8 @@
 //! | wake-up | prev CPU if idle; else towards the waker's CPU only if, with the thread's own PELT load added, it stays less loaded than prev by half the domain's `imbalance_pct` (within an LLC the model keeps a count rule: see `wake_affine`), and not when the waker and wakee flip partners a lot; then an idle CPU of **that target's LLC**: prev if idle there, the CPU used before prev (`recent_used_cpu`), else a scan of at most `llc_weight × (1 − (1.17 u)²)` CPUs for LLC utilization `u` (none above 85 %) | `select_task_rq_fair`, `wake_affine_idle`, `wake_affine_weight`, `wake_wide`, `select_idle_sibling`, `SIS_UTIL` |
 //! | fork | walk the domains top-down to the group with more idle CPUs; NUMA keeps a small imbalance | `sched_balance_find_dst_group` |
 //! | periodic balance | per domain every `weight` ms (× 16 when busy, doubled up to 2 × weight while balanced), by the first idle CPU of the group; busiest group by type (spare / fully busy / overloaded) then load; `imbalance_pct` 110 (SMT) / 117; task-count imbalance when the local group has spare capacity, load imbalance otherwise; a task's load is halved per failed attempt; cache-hot tasks (ran < 0.5 ms ago) stay unless attempts failed more than `cache_nice_tries`; active balance after `cache_nice_tries + 2` failures | `sched_balance_rq`, `calculate_imbalance`, `detach_tasks` |
-//! | idle balance | a CPU going idle pulls at once if its average idle time is at least the migration cost and some CPU is overloaded | `sched_balance_newidle` |
+//! | idle balance | a CPU going idle pulls at once if its average idle time is at least the migration cost and some CPU is overloaded; each domain is tried with a probability that follows its success rate (`newidle.rs`) | `sched_balance_newidle`, `NI_RANDOM` (6.18.5+) |
+//! | yield | the yielder hands its CPU to a queued non-yielder; with `Linux::yield_forfeit` (off) an eligible yielder's vruntime also moves to its deadline (`forfeit.rs`) | `yield_task_fair` |
 //! | nohz | idle CPUs do not tick; a CPU with ≥ 2 runnable threads, or with another busy CPU in its LLC, kicks balancing on their behalf | `nohz_balancer_kick` (`nr_busy_cpus > 1`) |
 //! | migration cost | a thread that changes core refetches its working set from the cache it left: an LLC hit or a sibling's L2 within an LLC, a remote probe across | (hardware) |
 //! | NUMA balancing | pages follow their threads after two scans ([`crate::autonuma`]) | `task_numa_work`, `should_numa_migrate_memory` |
@@ -25,7 +26,9 @@
 //! against kernel threads' decayed load at full weight (`group_load.rs`, autogroup).
 
 mod balance;
+mod forfeit;
 mod group_load;
+mod newidle;
 mod solaris;
 mod wake;
 #[cfg(test)]
@@ -332,6 +335,7 @@ impl Sim {
         let Some(t) = self.requeue_current(c) else {
             return;
         };
+        self.forfeit_slice(c, t);
         let pick = {
             let cpu = &self.cpus[c];
             let mut best: Option<(u64, usize)> = None;

@@ -54,6 +54,14 @@ pub struct Linux {
     /// balancing between busy CPUs weighs a thread at `1024 / N` and kernel threads at
     /// their full weight (`scheduler::group_load`).
     pub autogroup: bool,
+    /// EEVDF `sched_yield` forfeits the rest of the yielder's slice: an eligible yielder's
+    /// vruntime moves to its deadline (`yield_task_fair`, Linux 6.6+), so it queues behind
+    /// its peers instead of being picked again at the next switch (`scheduler::forfeit`).
+    pub yield_forfeit: bool,
+    /// New-idle balancing runs at each domain with a probability that follows its success
+    /// rate there ("Proportional newidle balance", `NI_RANDOM`, Linux 6.18.5+;
+    /// `scheduler::newidle`).
+    pub newidle_random: bool,
 }
 
 impl Default for Linux {
@@ -75,6 +83,8 @@ impl Default for Linux {
             page_migrate_ns: 2_000,
             schedstat_at_ticks: false,
             autogroup: true,
+            yield_forfeit: false,
+            newidle_random: true,
         }
     }
 }
@@ -132,7 +142,31 @@ pub(crate) struct KernelCpu {
     pub last_balance: Vec<Nanos>,
     pub interval: Vec<Nanos>,
     pub failed: Vec<u32>,
+    /// Per domain level: new-idle balancing's success statistics (`NI_RANDOM`).
+    pub newidle: Vec<NewidleStats>,
     /// Load kernel threads left on it (PELT, decayed from `noise_at`).
     pub noise_load: f64,
     pub noise_at: Nanos,
+}
+
+/// A domain's record of its new-idle balancing (`sd->newidle_call`, `newidle_success`,
+/// `newidle_ratio`): calls and successes over a sliding window of about 1024 calls, the
+/// successes weighted back up for the calls the dice skipped, and the success rate in
+/// 1024ths that the dice use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NewidleStats {
+    pub call: u32,
+    pub success: u32,
+    pub ratio: u32,
+}
+
+impl Default for NewidleStats {
+    /// The kernel's start (`sd_init`): a 50 % success rate.
+    fn default() -> NewidleStats {
+        NewidleStats {
+            call: 512,
+            success: 256,
+            ratio: 512,
+        }
+    }
 }

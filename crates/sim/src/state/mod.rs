@@ -29,7 +29,7 @@ pub(crate) use data::{
 pub(crate) use hw::{Hw, build_hw};
 pub(crate) use idx::{CpuIdx, ThreadIdx};
 pub use kernel::Linux;
-pub(crate) use kernel::{Kernel, KernelCpu, SdLevel};
+pub(crate) use kernel::{Kernel, KernelCpu, NewidleStats, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
 use crate::queue::EventQueue;

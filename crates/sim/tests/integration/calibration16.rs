@@ -107,3 +107,32 @@ fn calibration_sixteen_cores_spinners_get_unequal_shares() {
     let per_thread = r.migrations as f64 / 24.0;
     assert!((1.0..=5.0).contains(&per_thread), "{per_thread}");
 }
+
+#[test]
+fn calibration_sixteen_cores_block_newidle_in_proportion_to_success_pulls_less() {
+    // N = 1.5M with blocking barriers: a CPU whose thread arrives early goes idle and
+    // pulls a queued thread from a doubled-up core (new-idle balancing), which lifts the
+    // model above the static split (75 %). Since Linux 6.18.5 a domain is tried only as
+    // often as such pulls succeed (NI_RANDOM), and the pulls at a phase's end, when
+    // nothing is queued, fail. Linux: 65 % (C), 72.1 % (spmd); not reproduced yet, but
+    // the proportional gate moves the model towards it by about 3 points (seed 1:
+    // 82.1 → 79.0 %).
+    let r = row(24, 10, Wait::Block);
+    let m = sixteen_core().unwrap();
+    let run = |ni: bool| {
+        let mut o = RunOptions::new(1);
+        o.linux.newidle_random = ni;
+        let res = run_policy(
+            &m,
+            &r.workload(),
+            "none",
+            &Settings::new(m.topo.default_level()),
+            &o,
+        )
+        .unwrap();
+        r.fair_share_pct(res.runtime_s)
+    };
+    let (with, without) = (run(true), run(false));
+    assert!(with < without - 2.0, "{with:.1} against {without:.1}");
+    assert!(with > 70.0, "{with:.1}");
+}
