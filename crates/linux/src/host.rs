@@ -1,8 +1,8 @@
 //! `LinuxHost`: the sampler, the actuator and the machine's topology behind the three
 //! operations the engine needs (`now`, `sample`, `apply`), plus restoring and liveness.
 //!
-//! This crate depends on the model only, so the engine's `Host` trait is implemented by
-//! the binary, in three lines that forward to the methods here:
+//! The engine's `Host` trait is implemented by [`crate::adapter::LinuxAdapter`], in three
+//! lines that forward to the methods here:
 //!
 //! ```text
 //!  engine.tick(host) ─► Host::now    ─► LinuxHost::now      CLOCK_MONOTONIC
