@@ -20,6 +20,7 @@ mod safety;
 mod schema;
 mod settings;
 mod sim;
+mod soak;
 mod support;
 mod thirdparty;
 mod topo;
