@@ -528,13 +528,12 @@ impl Soak {
         for c in children.into_iter().filter(|&c| is_ours(c, &self.tag)) {
             self.report.orphan_checks += 1;
             let off = off_mask(c, &self.mask);
-            if !off.is_empty() {
-                self.report.orphans_left_pinned += off.len();
-                self.report.orphans.push(format!(
-                    "child {c} of program {index} after its parent exited: {}",
-                    off.join(" ")
-                ));
-            }
+            self.report.orphans_left_pinned += off.len();
+            note_off(
+                &mut self.report,
+                &off,
+                &format!("child {c} of program {index} after its parent exited"),
+            );
         }
     }
 

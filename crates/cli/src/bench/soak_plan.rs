@@ -294,14 +294,11 @@ pub struct SoakReport {
     pub not_restored: Vec<String>,
     /// Of those, at the daemon's stop.
     pub left_pinned_at_stop: usize,
-    /// Threads of forked children still on a mask they inherited from a pinned thread of
-    /// their parent after the parent exited and was released: orphans, which the restore
-    /// can no longer find through their parent. A known gap, reported apart: not counted
-    /// in `masks_not_restored` and not a failure.
+    /// Of those, threads of forked children (started by a pinned thread of a program)
+    /// still on that mask after the program exited and was released: orphans, found by
+    /// the restore only because the daemon recorded them while their parent lived.
     pub orphans_left_pinned: usize,
-    /// Which.
-    pub orphans: Vec<String>,
-    /// Orphan checks made.
+    /// Checks of forked children after their parent's release (it exited, or the daemon stopped).
     pub orphan_checks: usize,
     /// Programs and children still running when the daemon stopped.
     pub alive_at_stop: usize,
@@ -440,13 +437,9 @@ pub fn to_text(r: &SoakReport) -> String {
     }
     let _ = writeln!(
         t,
-        "  known gap: {} thread(s) of forked children left on an inherited mask after their \
-         parent exited ({} checks; reported, not a failure)",
-        r.orphans_left_pinned, r.orphan_checks
+        "  forked children after their parent's release: {} checks, {} thread(s) not restored",
+        r.orphan_checks, r.orphans_left_pinned
     );
-    for l in r.orphans.iter().take(5) {
-        let _ = writeln!(t, "    {l}");
-    }
     if !r.competitor_warnings.is_empty() {
         let _ = writeln!(
             t,

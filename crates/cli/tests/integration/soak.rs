@@ -48,6 +48,10 @@ fn soak_short_run_has_no_error_and_restores_every_mask() {
     assert!(v["alive_at_stop"].as_u64().unwrap() >= 1, "{text}");
     assert_eq!(v["masks_not_restored"], 0, "{text}");
     assert_eq!(v["left_pinned_at_stop"], 0, "{text}");
+    // Program 3 forks a child from a pinned thread and exits at 30 s; its child, still
+    // running, is checked after the daemon released the exited parent.
+    assert!(v["orphan_checks"].as_u64().unwrap() >= 1, "{text}");
+    assert_eq!(v["orphans_left_pinned"], 0, "{text}");
     // The exit status follows the verdict; only RSS growth may fail a short run here.
     let failures: Vec<&str> = v["failures"]
         .as_array()
