@@ -35,6 +35,8 @@
 
 mod cost;
 mod omp;
+mod soak;
+mod soak_plan;
 
 use crate::compare::{self, CompareArgs, Comparison, Spread};
 use crate::input_error;
@@ -76,6 +78,21 @@ pub struct BenchArgs {
     /// --interval 2` over 64, 256 and 1024 threads, and one migration's cost to the thread.
     #[arg(long)]
     pub cost: bool,
+    /// Instead of the matrix, the daemon's soak: a daemon whose rules match the programs
+    /// the soak starts, P short-lived multithreaded programs started and stopped over M
+    /// minutes; figures on the daemon's RSS, errors and masks not restored (exit 1 when
+    /// RSS grows by 1 MB or more after the warm-up, on any error or any mask not restored).
+    #[arg(long)]
+    pub soak: bool,
+    /// The soak's length in minutes.
+    #[arg(long, value_name = "M", default_value_t = 10.0, requires = "soak")]
+    pub minutes: f64,
+    /// Programs the soak starts.
+    #[arg(long, value_name = "P", default_value_t = 100, requires = "soak")]
+    pub programs: usize,
+    /// One program of the soak (`THREADS:LIFE_MS:FORK_MS:TAG`); the soak starts these.
+    #[arg(long, value_name = "SPEC", hide = true)]
+    pub soak_program: Option<String>,
 }
 
 /// Which part of the benchmark a cell belongs to.
@@ -270,6 +287,12 @@ pub struct BenchReport {
 
 /// `threadbalance bench`.
 pub fn run(args: &BenchArgs) -> Result<u8> {
+    if let Some(spec) = &args.soak_program {
+        return soak::program(&soak_plan::ProgramSpec::parse(spec).map_err(input_error)?);
+    }
+    if args.soak {
+        return soak::run(args.minutes, args.programs, args.json.as_deref());
+    }
     let quick = args.quick;
     let repeat = args.repeat.unwrap_or(if quick { 1 } else { 3 });
     let work_ms = args.work_ms.unwrap_or(if quick { 200 } else { 1000 });

@@ -33,8 +33,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use threadbalance_linux::Root;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
-use threadbalance_manage::{Ended, LoopError, LoopHost, OnSignal};
-use threadbalance_model::{Level, Nanos, Pid, Topology};
+use threadbalance_manage::{Ended, LoopError, OnSignal};
+use threadbalance_model::{Level, Pid, Topology};
 use threadbalance_policy::{Host, Policy, PolicyKind};
 
 /// Everything checked before anything starts.
@@ -171,6 +171,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     let dry_run = args.settings.dry_run;
     let host = claim(&p, pid, dry_run).and_then(|(lock, journal)| {
         LinuxAdapter::new(&p.topo, target, dry_run, p.policy.stat_max_age(), journal)
+            .map_err(crate::host::adapter_error)
             .map(|h| (lock, h))
     });
     let (_lock, mut host) = match host {
@@ -236,7 +237,8 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         args.settings.dry_run,
         p.policy.stat_max_age(),
         journal,
-    )?;
+    )
+    .map_err(crate::host::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
@@ -304,30 +306,25 @@ fn manage(
     };
     let topo = &p.topo;
     let mut take = signals::take;
-    let (restored, looped) = {
-        let mut shell = Shell {
-            host,
-            reap: forward,
-        };
-        threadbalance_manage::manage(
-            &mut shell,
-            topo,
-            p.policy.as_mut(),
-            on_signal,
-            &mut take,
-            &mut |window, tick| {
-                if args.verbose {
-                    if let Some(note) = &tick.note {
-                        errln!("threadbalance: {note}");
-                    }
+    // The adapter is the loop's host: it reaps `run`'s orphans at every turn.
+    let (restored, looped) = threadbalance_manage::manage(
+        host,
+        topo,
+        p.policy.as_mut(),
+        on_signal,
+        &mut take,
+        &mut |window, tick| {
+            if args.verbose {
+                if let Some(note) = &tick.note {
+                    errln!("threadbalance: {note}");
                 }
-                summary.record(topo, window, tick);
-                if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
-                    panic!("--fault-panic-after {} ticks", summary.ticks);
-                }
-            },
-        )
-    };
+            }
+            summary.record(topo, window, tick);
+            if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
+                panic!("--fault-panic-after {} ticks", summary.ticks);
+            }
+        },
+    );
     summary.set_restored(&restored);
     summary.set_paced(host.paced());
     summary.lock_probe(host.lock_report());
@@ -338,55 +335,6 @@ fn manage(
         Err(e @ LoopError::Panic(_)) => Err(anyhow::anyhow!("{e}")),
     };
     (summary, looped)
-}
-
-/// The adapter as the shared loop drives it: `run` reaps its command's orphans at every
-/// turn, `attach` has none.
-struct Shell<'a> {
-    host: &'a mut LinuxAdapter,
-    reap: bool,
-}
-
-impl Host for Shell<'_> {
-    type Error = threadbalance_linux::LinuxError;
-
-    fn now(&self) -> Nanos {
-        self.host.now()
-    }
-
-    fn sample(&mut self, into: &mut threadbalance_model::Snapshot) -> Result<(), Self::Error> {
-        self.host.sample(into)
-    }
-
-    fn apply(&mut self, plan: &threadbalance_model::Plan) -> threadbalance_model::ApplyReport {
-        self.host.apply(plan)
-    }
-}
-
-impl LoopHost for Shell<'_> {
-    type Restored = threadbalance_linux::ledger::RestoreReport;
-
-    fn target_exited(&mut self) -> bool {
-        self.host.target_exited()
-    }
-
-    fn wait_until(&mut self, deadline: Nanos) {
-        self.host.wait_until(deadline);
-    }
-
-    fn forward(&mut self, sig: i32) {
-        self.host.forward(sig);
-    }
-
-    fn restore_all(&mut self) -> Self::Restored {
-        self.host.restore_all()
-    }
-
-    fn housekeeping(&mut self) {
-        if self.reap {
-            self.host.reap_orphans();
-        }
-    }
 }
 
 /// Prints the summary, and writes it to the `--json` file opened at the start, or to

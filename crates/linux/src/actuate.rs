@@ -296,6 +296,49 @@ impl Actuator {
         }
     }
 
+    /// Records the children of managed process `pid` that were born after management
+    /// began while it held a mask of ours (a thread we moved started them, so they carry
+    /// that mask), with their threads, as [`Actuator::adopt_born`] records threads: they
+    /// are then restored even after `pid` exits and they hang under another parent, where
+    /// no walk from `pid` finds them. For hosts that do not sample children (the daemon,
+    /// `--no-children`); reads one `children` file per thread of `pid`. Returns how many
+    /// children were recorded.
+    pub fn adopt_children(&mut self, pid: threadbalance_model::Pid) -> usize {
+        let Some((since, _)) = self.inherit.clone() else {
+            return 0;
+        };
+        if self.ledger.held(pid).is_empty() {
+            return 0;
+        }
+        let mut adopted = 0;
+        for child in self.world.children(pid) {
+            if self.ledger.processes.contains_key(&child) {
+                continue;
+            }
+            match self.world.start_time(child, Tid(child.0)) {
+                Some(start) if start >= since => {}
+                _ => continue,
+            }
+            self.manage_process(child);
+            let keys: Vec<ThreadKey> = self
+                .world
+                .threads(child)
+                .into_iter()
+                .filter_map(|tid| {
+                    let start_time = self.world.start_time(child, tid)?;
+                    Some(ThreadKey {
+                        pid: child,
+                        tid,
+                        start_time,
+                    })
+                })
+                .collect();
+            self.adopt_born(keys.into_iter());
+            adopted += 1;
+        }
+        adopted
+    }
+
     /// Carries out every move of `plan`, counting each outcome; see the module docs.
     pub fn apply(&mut self, topo: &Topology, plan: &Plan) -> ApplyReport {
         let mut report = ApplyReport::default();

@@ -1,8 +1,8 @@
 //! `LinuxHost`: the sampler, the actuator and the machine's topology behind the three
 //! operations the engine needs (`now`, `sample`, `apply`), plus restoring and liveness.
 //!
-//! This crate depends on the model only, so the engine's `Host` trait is implemented by
-//! the binary, in three lines that forward to the methods here:
+//! The engine's `Host` trait is implemented by [`crate::adapter::LinuxAdapter`], in three
+//! lines that forward to the methods here:
 //!
 //! ```text
 //!  engine.tick(host) ─► Host::now    ─► LinuxHost::now      CLOCK_MONOTONIC
@@ -74,7 +74,16 @@ pub struct LinuxHost {
     reserve: Option<std::fs::File>,
     /// When the actuator last forgot gone threads and compacted its journal.
     maintained: Nanos,
+    /// Whether the sampler follows the targets' children (then they are managed, and
+    /// `adopt_children` is not needed).
+    follow_children: bool,
+    /// When the targets' children were last looked at for inherited masks.
+    children_seen: Nanos,
 }
+
+/// How often the children of targets whose children are not sampled are looked at for
+/// masks inherited from a moved thread.
+const CHILDREN_EVERY: Nanos = Nanos::from_millis(100);
 
 /// How often the actuator forgets threads that have gone and compacts its journal.
 const MAINTAIN_EVERY: Nanos = Nanos::from_secs(10);
@@ -102,6 +111,7 @@ impl LinuxHost {
         cfg: SamplerConfig,
         journal: Option<Journal>,
     ) -> Result<LinuxHost, LinuxError> {
+        let follow_children = cfg.follow_children;
         let sampler = Sampler::new(root.clone(), pids, cfg)?;
         let mut actuator = Actuator::new(root.clone());
         if let Some(j) = journal {
@@ -123,6 +133,8 @@ impl LinuxHost {
         // One descriptor held back for the end: restoring must not fail for want of one.
         let reserve = std::fs::File::open("/dev/null").ok();
         Ok(LinuxHost {
+            follow_children,
+            children_seen: Nanos::ZERO,
             maintained: monotonic_now(),
             reserve,
             actuator,
@@ -147,6 +159,14 @@ impl LinuxHost {
         }
         self.actuator
             .adopt_born(self.sampler.fresh().iter().copied());
+        // A child started by a thread we moved carries its mask; when children are not
+        // sampled it is recorded here, so that it is restored even if it outlives its parent.
+        if !self.follow_children && now.saturating_sub(self.children_seen) >= CHILDREN_EVERY {
+            self.children_seen = now;
+            for &pid in self.sampler.targets() {
+                self.actuator.adopt_children(pid);
+            }
+        }
         if now.saturating_sub(self.maintained) >= MAINTAIN_EVERY {
             self.maintained = now;
             self.actuator.maintain();

@@ -11,6 +11,8 @@
 //!   permit   may we manage it? (no writes)    refusal, may_set_affinity
 //!   signal   every catchable fatal signal    a flag the control loop reads
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
+//!   adapter  LinuxAdapter = LinuxHost + pidfd wait + signals + cost budget + lock probe:
+//!            the host of the shared control loop (threadbalance_manage::LoopHost)
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
 //! ```
@@ -29,6 +31,7 @@
 //! ```
 
 pub mod actuate;
+pub mod adapter;
 #[cfg(feature = "bpf")]
 pub mod bpf;
 mod error;
@@ -43,6 +46,7 @@ pub mod signal;
 pub mod state;
 
 pub use actuate::{Actuator, affinity_of, set_affinity};
+pub use adapter::LinuxAdapter;
 pub use error::LinuxError;
 pub use host::{LinuxHost, monotonic_now};
 pub use read::{

@@ -14,8 +14,8 @@
 //!
 //! A host is the engine's [`Host`] (clock, sample, apply) plus [`LoopHost`]: whether the
 //! target has exited, a wait that wakes when it does, forwarding a signal, restoring. The
-//! Linux host lives in the binary and the unsafe system calls it needs in the `linux`
-//! crate; signals come in through a function the caller passes, so this crate does no I/O
+//! Linux host (`threadbalance_linux::adapter::LinuxAdapter`) and the unsafe system calls it
+//! needs live in the `linux` crate, which depends on this one; signals come in through a function the caller passes, so this crate does no I/O
 //! of its own and its tests drive the loop with a host made of plain values.
 //!
 //! The daemon manages many processes from one thread, so it does not call [`control_loop`]:

@@ -175,7 +175,7 @@ impl Managed {
                 if let Some(d) = &dir {
                     remove_journal_dir(d);
                 }
-                return Err(Refused::Failed(e));
+                return Err(Refused::Failed(e.into()));
             }
         };
         Ok(Managed {

@@ -99,7 +99,8 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
         dry_run,
         p.policy.stat_max_age(),
         journal,
-    )?;
+    )
+    .map_err(crate::host::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     let title = format!(

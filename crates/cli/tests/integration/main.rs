@@ -21,6 +21,7 @@ mod safety;
 mod schema;
 mod settings;
 mod sim;
+mod soak;
 mod support;
 mod thirdparty;
 mod top;

@@ -1,0 +1,308 @@
+//! `LinuxAdapter`: the host that `run`, `attach` and the daemon hand to the shared control
+//! loop (`threadbalance_manage`). It forwards the engine's [`Host`] to [`LinuxHost`] and adds
+//! what the loop needs around it ([`LoopHost`]): waiting for the target with a pidfd (so the
+//! loop wakes the moment it exits), forwarding signals, dry runs, reaping a command's orphans,
+//! and the cost budget ([`pace`]: the tool's loop never spends more than 0.8 % of one core,
+//! whatever interval the policy asks for).
+//!
+//! ```text
+//!  threadbalance_manage::manage(adapter, …)
+//!    Host::now / sample / apply ─► LinuxHost (CLOCK_MONOTONIC, Sampler, Actuator)
+//!                                  + lockprobe::LockProbe::fill (exact lock time, feature bpf)
+//!    LoopHost::target_exited     ─► poll(pidfd, 0)     (no pidfd: /proc/PID/stat)
+//!    LoopHost::wait_until        ─► poll(pidfd, until the deadline, later if over budget)
+//!    LoopHost::forward           ─► kill(target, sig)
+//!    LoopHost::housekeeping      ─► run only: waitpid(orphan, WNOHANG), once a second
+//!    LoopHost::restore_all       ─► LinuxHost::restore_all
+//! ```
+//!
+//! The loop itself has no I/O and no `unsafe`; the system calls live here and in
+//! [`crate::host`]. Because the adapter is a library type, tests drive the real loop on the
+//! real host inside one process (see `tests/adapter`), with no command to start.
+
+use crate::host::pidfd_open;
+use crate::ledger::RestoreReport;
+use crate::state::Journal;
+use crate::{HostFacts, LinuxError, LinuxHost, Root, SamplerConfig};
+use nix::unistd::Pid as NixPid;
+use std::os::fd::{AsFd, OwnedFd};
+use threadbalance_manage::LoopHost;
+use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
+use threadbalance_policy::Host;
+
+pub mod lockprobe;
+pub mod pace;
+use lockprobe::{LockProbe, LockReport};
+use pace::Pacer;
+
+/// The longest a sleeping thread goes unread under a policy that allows stale `stat`
+/// fields (see `SamplerConfig::idle_max_age`): a thread that wakes is seen this late at
+/// the most.
+const IDLE_MAX_AGE: Nanos = Nanos::from_millis(16);
+
+/// The longest the loop sleeps without looking at signals and the target, when the target
+/// cannot be watched through a pidfd.
+const POLL_FALLBACK: Nanos = Nanos::from_millis(20);
+
+/// What is managed.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// A process we launched (`run`), and optionally its descendants.
+    Child {
+        /// The command's pid.
+        pid: Pid,
+        /// Also manage the processes it starts.
+        follow_children: bool,
+    },
+    /// A process that was already running (`attach`), and optionally its descendants.
+    Attached {
+        /// Its pid.
+        pid: Pid,
+        /// Also manage the processes it starts.
+        follow_children: bool,
+    },
+}
+
+/// `LinuxHost` plus a pidfd on the target.
+pub struct LinuxAdapter {
+    host: LinuxHost,
+    target: Pid,
+    pidfd: Option<OwnedFd>,
+    dry_run: bool,
+    exited: bool,
+    /// Whether the target is our child (`run`): then its orphans are ours to reap.
+    reap: bool,
+    /// When orphans were last reaped.
+    reaped: Nanos,
+    /// The futex probe, or why there is none.
+    lock_probe: LockProbe,
+    /// The processes sampled last (reused buffer for the probe's lookup).
+    pids: Vec<Pid>,
+    /// The cost budget: ticks wait while the tool is over it.
+    pacer: Pacer,
+    /// CPU time spent carrying out plans (moves), which the budget does not charge.
+    acting: Nanos,
+}
+
+impl LinuxAdapter {
+    /// Opens the target for sampling and actuation. A missing or forbidden pid is
+    /// [`LinuxError::NoSuchProcess`] or [`LinuxError::PermissionDenied`]: nothing has been
+    /// changed yet.
+    pub fn new(
+        topo: &Topology,
+        target: Target,
+        dry_run: bool,
+        stat_max_age: Option<Nanos>,
+        journal: Option<Journal>,
+    ) -> Result<LinuxAdapter, LinuxError> {
+        let (pid, follow) = match target {
+            Target::Child {
+                pid,
+                follow_children,
+            }
+            | Target::Attached {
+                pid,
+                follow_children,
+            } => (pid, follow_children),
+        };
+        let facts = HostFacts::system()?;
+        let mut cfg = SamplerConfig::new(facts);
+        cfg.follow_children = follow;
+        if let Some(age) = stat_max_age {
+            // A policy that allows stale `stat` fields reads run time and wait only, and
+            // a sleeping thread has none to report: it is read less often while it sleeps.
+            cfg.stat_max_age = age;
+            cfg.idle_max_age = age.min(IDLE_MAX_AGE);
+        }
+        let host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
+        Ok(LinuxAdapter {
+            host,
+            target: pid,
+            reap: matches!(target, Target::Child { .. }),
+            pidfd: pidfd_open(pid),
+            dry_run,
+            exited: false,
+            reaped: Nanos::ZERO,
+            lock_probe: LockProbe::off(),
+            pids: Vec::new(),
+            pacer: Pacer::new(pace::BUDGET, pace::BURST),
+            acting: Nanos::ZERO,
+        })
+    }
+
+    /// Makes the orphans of the command hang under us (we are its subreaper, set before it
+    /// started), so that those born of confined threads are restored at the end.
+    pub fn restore_orphans(&mut self) {
+        self.host.restore_under(Pid(std::process::id() as i32));
+    }
+
+    /// Reaps the orphans of the command that have exited (as a subreaper we inherit them);
+    /// the command itself is left for `run` to wait for. At most once a second.
+    pub fn reap_orphans(&mut self) {
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        let now = self.host.now();
+        if now.saturating_sub(self.reaped) < Nanos::from_secs(1) {
+            return;
+        }
+        self.reaped = now;
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|w| w.parse::<i32>().ok())
+            {
+                if child != self.target.0 {
+                    let _ = waitpid(NixPid::from_raw(child), Some(WaitPidFlag::WNOHANG));
+                }
+            }
+        }
+    }
+
+    /// Sends signal `sig` to the target.
+    pub fn forward(&self, sig: i32) {
+        let _ = crate::signal::send(self.target, sig);
+    }
+
+    /// Whether the target has exited.
+    pub fn target_exited(&mut self) -> bool {
+        if !self.exited {
+            self.exited = match &self.pidfd {
+                Some(fd) => poll_readable(fd, 0),
+                None => !self.host.target_alive(),
+            };
+        }
+        self.exited
+    }
+
+    /// Sleeps until `deadline`, or later while the tool is over its cost budget (see
+    /// [`pace`]), or until the target exits or a signal arrives.
+    pub fn wait_until(&mut self, deadline: Nanos) {
+        let now = self.host.now();
+        let watching = own_cpu().saturating_sub(self.acting);
+        let paced = self
+            .pacer
+            .earliest(now, watching)
+            .min(deadline + pace::MAX_DELAY);
+        let deadline = deadline.max(paced);
+        if deadline <= now {
+            return;
+        }
+        let left = deadline.saturating_sub(now);
+        match &self.pidfd {
+            Some(fd) => {
+                let ms = left.0.div_ceil(1_000_000).min(i32::MAX as u64) as i32;
+                if poll_readable(fd, ms) {
+                    self.exited = true;
+                }
+            }
+            None => {
+                let pause = left.min(POLL_FALLBACK);
+                std::thread::sleep(std::time::Duration::from_nanos(pause.0));
+            }
+        }
+    }
+
+    /// The target's pid.
+    pub fn target(&self) -> Pid {
+        self.target
+    }
+
+    /// How many times the cost budget pushed a tick back.
+    pub fn paced(&self) -> u64 {
+        self.pacer.stretched()
+    }
+
+    /// Takes the futex probe (started before the command, so that its first waits count).
+    pub fn set_lock_probe(&mut self, probe: LockProbe) {
+        self.lock_probe = probe;
+    }
+
+    /// What the futex probe saw over the run, or why it did not run.
+    pub fn lock_report(&mut self) -> LockReport {
+        self.lock_probe.report()
+    }
+
+    /// Restores every mask changed; see [`LinuxHost::restore_all`].
+    pub fn restore_all(&mut self) -> RestoreReport {
+        self.host.restore_all()
+    }
+}
+
+impl Host for LinuxAdapter {
+    type Error = LinuxError;
+
+    fn now(&self) -> Nanos {
+        self.host.now()
+    }
+
+    fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
+        self.host.sample(into)?;
+        self.pids.clear();
+        self.pids.extend(self.host.sampler().managed());
+        self.lock_probe.fill(&self.pids, into);
+        Ok(())
+    }
+
+    fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        if self.dry_run || plan.moves.is_empty() {
+            return ApplyReport::default();
+        }
+        let before = own_cpu();
+        let report = self.host.apply(plan);
+        self.acting += own_cpu().saturating_sub(before);
+        report
+    }
+}
+
+impl LoopHost for LinuxAdapter {
+    type Restored = RestoreReport;
+
+    fn target_exited(&mut self) -> bool {
+        LinuxAdapter::target_exited(self)
+    }
+
+    fn wait_until(&mut self, deadline: Nanos) {
+        LinuxAdapter::wait_until(self, deadline);
+    }
+
+    fn forward(&mut self, sig: i32) {
+        LinuxAdapter::forward(self, sig);
+    }
+
+    fn restore_all(&mut self) -> RestoreReport {
+        LinuxAdapter::restore_all(self)
+    }
+
+    /// `run` reaps its command's orphans (it is their subreaper); `attach` and the daemon
+    /// have none.
+    fn housekeeping(&mut self) {
+        if self.reap {
+            self.reap_orphans();
+        }
+    }
+}
+
+/// This process's CPU time so far, user and system (`getrusage(RUSAGE_SELF)`).
+fn own_cpu() -> Nanos {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(Nanos::ZERO, |u| {
+        let ns = |tv: nix::sys::time::TimeVal| {
+            (tv.tv_sec().max(0) as u64) * 1_000_000_000 + (tv.tv_usec().max(0) as u64) * 1_000
+        };
+        Nanos(ns(u.user_time()) + ns(u.system_time()))
+    })
+}
+
+/// Whether `fd` becomes readable within `timeout_ms` (a pidfd is readable once the process
+/// has exited). A signal ends the wait early, which is what the loop wants.
+fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    let timeout = PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::MAX);
+    matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+}

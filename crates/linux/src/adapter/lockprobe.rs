@@ -1,0 +1,176 @@
+//! Exact lock time on Linux, when the binary is built with the `bpf` feature: the futex
+//! probe of `crate::bpf`, started with the host and read at every sample,
+//! for a policy that reads lock time or wake edges (`shuffling`, `handoff`). Samples are
+//! taken at the policy's own interval (Shuffling's 200 ms), so that is how often the probe
+//! is read. For any other policy the probe is not loaded at all: attached, it slows every
+//! futex call on the machine (about 0.7 µs), and nothing would read it.
+//!
+//! ```text
+//!  before the command starts: LockProbe::start ─► loaded? ── no ──► why, for the summary
+//!  LinuxAdapter::set_lock_probe
+//!  LinuxAdapter::sample ─► host.sample(snapshot) ─► LockProbe::fill(managed pids, snapshot)
+//!                              track the pids, read the maps, Sample::lock = lock-wait ns
+//!  end of run ─► LockProbe::report ─► Summary: "lock time: exact (futex probe)" and one
+//!                                     figure per thread, or "estimate from blocked time (why)"
+//! ```
+//!
+//! A probe that fails after it started (a map read refused) stops; lock time is estimated
+//! from then on and the summary says why. Nothing about the probe is ever an error exit.
+
+use serde::Serialize;
+use threadbalance_model::{Pid, Snapshot};
+
+/// One thread's futex waits over the run, as the summary reports them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadLock {
+    /// The process.
+    pub pid: i32,
+    /// The thread.
+    pub tid: i32,
+    /// Seconds waiting on futex words classified as locks.
+    pub lock_s: f64,
+    /// Lock waits.
+    pub lock_waits: u64,
+    /// Seconds in other futex waits (join, condition variables, parkers, barriers, and
+    /// what could not be told apart): "sync wait".
+    pub sync_s: f64,
+    /// Other futex waits.
+    pub sync_waits: u64,
+}
+
+/// What the probe saw over a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LockReport {
+    /// Whether the probe ran until the end.
+    pub exact: bool,
+    /// Why it did not, when it did not.
+    pub why_not: Option<String>,
+    /// Every thread that waited on a futex, by pid and tid.
+    pub threads: Vec<ThreadLock>,
+    /// Wake edges `(waker tid, woken tid, wake-ups)`.
+    pub edges: Vec<(i32, i32, u64)>,
+    /// Futex words classified as locks, and as sync.
+    pub addresses: (usize, usize),
+    /// Records the probe lost because a map was full (figures are then low).
+    pub dropped: u64,
+}
+
+/// The probe, or why there is none.
+#[derive(Debug)]
+pub struct LockProbe {
+    #[cfg(feature = "bpf")]
+    probe: Option<crate::bpf::FutexProbe>,
+    why_not: Option<String>,
+}
+
+impl LockProbe {
+    /// No probe, and nothing to say about it (until [`LockProbe::start`] is called).
+    pub fn off() -> LockProbe {
+        LockProbe {
+            #[cfg(feature = "bpf")]
+            probe: None,
+            why_not: None,
+        }
+    }
+
+    /// Starts the probe if this binary has it and the machine allows it. Loading takes a
+    /// few hundred milliseconds of CPU (parsing the object, the verifier).
+    #[cfg(feature = "bpf")]
+    pub fn start() -> LockProbe {
+        match crate::bpf::FutexProbe::load() {
+            Ok(p) => LockProbe {
+                probe: Some(p),
+                why_not: None,
+            },
+            Err(e) => LockProbe {
+                probe: None,
+                why_not: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// Starts the probe when `policy` reads what it measures (exact lock time or wake
+    /// edges); otherwise leaves it unloaded, saying so.
+    pub fn start_for(policy: &dyn threadbalance_policy::Policy) -> LockProbe {
+        if policy.reads_lock_time() || policy.reads_wake_edges() {
+            LockProbe::start()
+        } else {
+            LockProbe {
+                #[cfg(feature = "bpf")]
+                probe: None,
+                why_not: Some(format!(
+                    "not loaded: policy {} does not read it",
+                    policy.name()
+                )),
+            }
+        }
+    }
+
+    /// Without the `bpf` feature there is no probe.
+    #[cfg(not(feature = "bpf"))]
+    pub fn start() -> LockProbe {
+        LockProbe {
+            why_not: Some("built without the bpf feature".into()),
+        }
+    }
+
+    /// Traces `pids` and sets each sample's exact lock time, while the probe runs.
+    #[cfg(feature = "bpf")]
+    pub fn fill(&mut self, pids: &[Pid], snap: &mut Snapshot) {
+        let Some(p) = self.probe.as_mut() else {
+            return;
+        };
+        let read = p.track(pids).and_then(|()| p.read().map(|t| t.fill(snap)));
+        if let Err(e) = read {
+            self.why_not = Some(format!("futex probe stopped: {e}"));
+            self.probe = None;
+            for s in &mut snap.threads {
+                s.lock = None;
+            }
+        }
+    }
+
+    /// Without the probe, samples keep no lock time.
+    #[cfg(not(feature = "bpf"))]
+    pub fn fill(&mut self, _pids: &[Pid], _snap: &mut Snapshot) {}
+
+    /// What the probe saw, read one last time (the threads may be gone; their counters are
+    /// not).
+    pub fn report(&mut self) -> LockReport {
+        #[cfg(feature = "bpf")]
+        if let Some(p) = self.probe.as_mut() {
+            let totals = match p.read() {
+                Ok(t) => t.clone(),
+                Err(_) => p.totals().clone(),
+            };
+            return LockReport {
+                exact: true,
+                why_not: None,
+                threads: totals
+                    .threads
+                    .iter()
+                    .map(|t| ThreadLock {
+                        pid: t.thread.0.0,
+                        tid: t.thread.1.0,
+                        lock_s: t.lock_ns as f64 / 1e9,
+                        lock_waits: t.lock_waits,
+                        sync_s: t.sync_ns as f64 / 1e9,
+                        sync_waits: t.sync_waits,
+                    })
+                    .collect(),
+                edges: totals
+                    .edges
+                    .iter()
+                    .map(|&(a, b, n)| (a.1.0, b.1.0, n))
+                    .collect(),
+                addresses: (totals.lock_addresses, totals.sync_addresses),
+                dropped: p.dropped(),
+            };
+        }
+        LockReport {
+            exact: false,
+            why_not: self.why_not.clone(),
+            ..LockReport::default()
+        }
+    }
+}
