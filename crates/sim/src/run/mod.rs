@@ -128,6 +128,8 @@ impl Sim {
         let lx = opts.linux.clone();
         let kcpus = (0..ncpu)
             .map(|_| KernelCpu {
+                cur: None,
+                rq: Vec::with_capacity(8),
                 min_vruntime: 0,
                 tick_armed: false,
                 idle_since: Some(Nanos::ZERO),
@@ -141,8 +143,6 @@ impl Sim {
             .collect();
         let cpus = (0..ncpu)
             .map(|_| CpuState {
-                cur: None,
-                rq: Vec::with_capacity(8),
                 version: 0,
                 seg_start: 0,
                 seg_factor: 1.0,
@@ -397,7 +397,7 @@ impl Sim {
         match e.kind {
             EventKind::Cpu => {
                 let c = e.target as usize;
-                if self.cpus[c].version == e.version && self.cpus[c].cur.is_some() {
+                if self.cpus[c].version == e.version && self.running(c).is_some() {
                     self.on_activity_end(c);
                 }
             }
@@ -422,7 +422,7 @@ impl Sim {
         let mut busy = vec![0u64; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
             let mut b = cpu.busy_ns;
-            if cpu.cur.is_some() {
+            if self.running(c).is_some() {
                 b += now - cpu.seg_start;
             }
             busy[self.hw.pkg[c] as usize] += b;
@@ -463,14 +463,7 @@ impl Sim {
         let th = &mut self.th[t];
         th.born = self.now;
         th.scan = crate::state::Scan::new(self.now);
-        // A new task starts with a full load (init_entity_runnable_average).
-        th.load_avg = 1.0;
-        th.load_at = self.now;
-        th.cpu = CpuIdx(c);
-        th.st = St::Runnable;
-        th.vruntime = self.kernel.cpus[c as usize].min_vruntime;
-        th.lag = 0;
-        self.enqueue(t, c as usize, true);
+        self.wake_up_new(t, c as usize);
     }
 
     /// Sampled counters of every live thread, as `/proc` and the probes would give them.
@@ -531,25 +524,7 @@ impl Sim {
     /// * CPU time is conserved: the time threads ran equals the time CPUs were busy.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut seen = vec![0u32; self.th.len()];
-        for (c, cpu) in self.cpus.iter().enumerate() {
-            if let Some(t) = cpu.cur {
-                let t = t.ix();
-                seen[t] += 1;
-                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
-                    return Err(format!(
-                        "CPU {c} runs thread {t} which is not running there"
-                    ));
-                }
-            }
-            for &t in &cpu.rq {
-                seen[t] += 1;
-                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
-                    return Err(format!(
-                        "thread {t} queued on CPU {c} but not runnable there"
-                    ));
-                }
-            }
-        }
+        self.count_queued(&mut seen)?;
         for (t, th) in self.th.iter().enumerate() {
             let expect = u32::from(matches!(th.st, St::Running | St::Runnable));
             if seen[t] != expect {

@@ -263,10 +263,10 @@ impl Sim {
         lock.holder = None;
         lock.last_cpu = Some(c as u32);
         let mut best: Option<(f64, usize)> = None;
-        for (i, &s) in lock.spinners.iter().enumerate() {
+        for (i, &s) in self.locks[l].spinners.iter().enumerate() {
             let sc = self.th[s as usize].cpu.0;
             if self.th[s as usize].st != St::Running
-                || self.cpus[sc as usize].cur != Some(ThreadIdx(s))
+                || self.running(sc as usize) != Some(ThreadIdx(s))
             {
                 continue;
             }
@@ -340,7 +340,7 @@ impl Sim {
         self.barriers[b].waiters.clear();
         // Spinners and yielders still on a CPU notice when the line reaches them.
         for sc in 0..self.cpus.len() {
-            let Some(s) = self.cpus[sc].cur else { continue };
+            let Some(s) = self.running(sc) else { continue };
             if sc == c {
                 continue;
             }
@@ -403,8 +403,7 @@ impl Sim {
                 }
             }
         }
-        self.cpus[c].cur = None;
-        self.schedule(c);
+        self.exited(c);
     }
 }
 

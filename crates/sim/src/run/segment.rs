@@ -10,7 +10,7 @@ impl Sim {
 
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
     pub(super) fn start_segment(&mut self, c: usize) {
-        let Some(t) = self.cpus[c].cur else { return };
+        let Some(t) = self.running(c) else { return };
         let t = t.ix();
         let now = self.now;
         let (factor, stream, node, home) = self.speed_factor(c, t);
@@ -69,7 +69,7 @@ impl Sim {
         if self.hw.smt_factor != 1.0
             && self.hw.siblings[c]
                 .iter()
-                .any(|&s| s as usize != c && self.cpus[s as usize].cur.is_some())
+                .any(|&s| s as usize != c && self.running(s as usize).is_some())
         {
             f *= self.hw.smt_factor;
         }
@@ -101,7 +101,7 @@ impl Sim {
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
     pub(super) fn stop_segment(&mut self, c: usize) {
-        let Some(t) = self.cpus[c].cur else { return };
+        let Some(t) = self.running(c) else { return };
         let t = t.ix();
         let now = self.now;
         let cpu = &mut self.cpus[c];
@@ -154,7 +154,7 @@ impl Sim {
 
     /// The CPU's activity reached its end.
     pub(super) fn on_activity_end(&mut self, c: usize) {
-        let Some(t) = self.cpus[c].cur else { return };
+        let Some(t) = self.running(c) else { return };
         let t = t.ix();
         self.stop_segment(c);
         if self.th[t].debt > 0 {

@@ -18,7 +18,7 @@ impl Sim {
 
     pub(crate) fn on_tick(&mut self, c: usize) {
         self.kernel.cpus[c].tick_armed = false;
-        if self.cpus[c].cur.is_none() {
+        if self.kernel.cpus[c].cur.is_none() {
             return; // nohz: an idle CPU stops ticking
         }
         let tick = self.lx.tick_ns();
@@ -31,7 +31,7 @@ impl Sim {
         } else {
             self.solaris_tick(c);
         }
-        let queued = !self.cpus[c].rq.is_empty();
+        let queued = !self.kernel.cpus[c].rq.is_empty();
         if queued {
             self.q.push(now, EventKind::Resched, c as u32, 0);
         }
@@ -44,11 +44,11 @@ impl Sim {
         }
         if linux
             && now >= self.kernel.nohz_next.0
-            && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
+            && (self.kernel.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
         {
             self.kernel.nohz_next = Nanos(now + tick);
             for i in 0..self.cpus.len() {
-                if self.cpus[i].idle() {
+                if self.kernel.cpus[i].idle() {
                     self.rebalance(i);
                 }
             }
@@ -61,12 +61,14 @@ impl Sim {
     fn llc_busy_peer(&self, c: usize) -> bool {
         self.hw.llc_cpus[self.hw.llc[c] as usize]
             .iter()
-            .any(|&x| x as usize != c && self.cpus[x as usize].cur.is_some())
+            .any(|&x| x as usize != c && self.kernel.cpus[x as usize].cur.is_some())
     }
 
     pub(crate) fn on_resched(&mut self, c: usize) {
-        let Some(cur) = self.cpus[c].cur else { return };
-        if self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+        let Some(cur) = self.kernel.cpus[c].cur else {
+            return;
+        };
+        if self.kernel.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
         let cur = cur.ix();
@@ -81,7 +83,9 @@ impl Sim {
     /// (its activity ends that much later), and when the kernel thread is done the fairest
     /// queued thread runs.
     pub(crate) fn on_noise(&mut self, c: usize) {
-        let Some(cur) = self.cpus[c].cur else { return };
+        let Some(cur) = self.kernel.cpus[c].cur else {
+            return;
+        };
         if self.cpus[c].in_advance {
             return;
         }
@@ -91,7 +95,7 @@ impl Sim {
             self.add_noise_load(c, self.lx.kernel_noise_ns);
             self.begin_segment(c.into());
         }
-        if self.cpus[c].rq.is_empty() {
+        if self.kernel.cpus[c].rq.is_empty() {
             return;
         }
         if self.yield_waiting(cur) {
@@ -106,7 +110,7 @@ impl Sim {
         let now = self.now;
         let max = Nanos::from_millis(100 * self.cpus.len() as u64);
         for lv in 0..self.kernel.levels.len() {
-            let busy = self.cpus[c].cur.is_some();
+            let busy = self.kernel.cpus[c].cur.is_some();
             let mut interval = self.kernel.cpus[c].interval[lv];
             if busy {
                 interval = Nanos(interval.0 * self.lx.busy_factor);
@@ -124,11 +128,11 @@ impl Sim {
         if self.kernel.cpus[c].avg_idle < Nanos(self.lx.migration_cost_ns) {
             return;
         }
-        if !self.cpus.iter().any(|x| x.nr() >= 2) {
+        if !self.kernel.cpus.iter().any(|x| x.nr() >= 2) {
             return;
         }
         for lv in 0..self.kernel.levels.len() {
-            if self.load_balance(c, lv, Kind::NewIdle) || !self.cpus[c].idle() {
+            if self.load_balance(c, lv, Kind::NewIdle) || !self.kernel.cpus[c].idle() {
                 return;
             }
         }
@@ -147,7 +151,7 @@ impl Sim {
             let first = g
                 .iter()
                 .copied()
-                .find(|&x| self.cpus[x as usize].idle())
+                .find(|&x| self.kernel.cpus[x as usize].idle())
                 .unwrap_or(g[0]);
             if first as usize != c {
                 return false;
@@ -258,15 +262,15 @@ impl Sim {
             .iter()
             .copied()
             .filter(|&x| {
-                let cpu = &self.cpus[x as usize];
+                let cpu = &self.kernel.cpus[x as usize];
                 !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
             })
-            .max_by_key(|&x| (self.cpus[x as usize].nr(), std::cmp::Reverse(x)));
+            .max_by_key(|&x| (self.kernel.cpus[x as usize].nr(), std::cmp::Reverse(x)));
         let failed = self.kernel.cpus[c].failed[lv];
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
-            let mut cands: Vec<ThreadIdx> = self.cpus[src as usize].rq.clone();
+            let mut cands: Vec<ThreadIdx> = self.kernel.cpus[src as usize].rq.clone();
             cands.sort_by_key(|&t| (self.th[t].last_ran, t));
             let mut budget = load.unwrap_or(0.0);
             for t in cands {
@@ -299,13 +303,13 @@ impl Sim {
             if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
                 // Active balance: push the running thread of the busiest CPU here (when
                 // spreading, even its only one: active_load_balance_cpu_stop).
-                if let Some(cur) = self.cpus[src as usize].cur
-                    && (self.cpus[src as usize].nr() >= 2 || spread)
+                if let Some(cur) = self.kernel.cpus[src as usize].cur
+                    && (self.kernel.cpus[src as usize].nr() >= 2 || spread)
                     && self.allowed(cur.ix(), c)
                 {
                     let t = cur.ix();
                     self.end_segment(CpuIdx(src));
-                    self.cpus[src as usize].cur = None;
+                    self.kernel.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
                     self.th[t].lag = self.th[t].vruntime as i64
                         - self.kernel.cpus[src as usize].min_vruntime as i64;
@@ -332,7 +336,7 @@ impl Sim {
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
-        self.cpus[src].rq.retain(|&x| x.ix() != t);
+        self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
@@ -351,7 +355,7 @@ impl Sim {
         match self.th[t].st {
             St::Running => {
                 self.end_segment(c.into());
-                self.cpus[c].cur = None;
+                self.kernel.cpus[c].cur = None;
                 self.th[t].lag =
                     self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;
                 self.th[t].involuntary += 1;

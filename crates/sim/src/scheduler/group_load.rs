@@ -68,7 +68,7 @@ impl Sim {
     /// threads' decayed load when groups are on (without groups a burst's 11 against a
     /// thread's 1024 is lost in the count, which is what the model then uses).
     pub(super) fn group_cpu_load(&self, c: usize, per_app: &[usize]) -> f64 {
-        let cpu = &self.cpus[c];
+        let cpu = &self.kernel.cpus[c];
         let threads: f64 = cpu
             .cur
             .into_iter()
@@ -114,7 +114,7 @@ mod tests {
         assert_eq!(per_app, vec![32]);
         assert_eq!(sim.task_h_load(0, &per_app), 32.0);
         let c = sim.th[0].cpu.ix();
-        assert_eq!(sim.cpus[c].nr(), 2);
+        assert_eq!(sim.kernel.cpus[c].nr(), 2);
         assert_eq!(sim.group_cpu_load(c, &per_app), 64.0);
         // Without groups a thread weighs a whole task.
         let sim = spinning(32, false);

@@ -183,6 +183,60 @@ impl Sim {
         }
     }
 
+    /// The thread CPU `c` runs, if any: how the programs part learns it (the run queues
+    /// are the kernel's).
+    pub(crate) fn running(&self, c: usize) -> Option<ThreadIdx> {
+        self.kernel.cpus[c].cur
+    }
+
+    /// New thread `t` enters the kernel, runnable on CPU `c` (`wake_up_new_task`): it
+    /// starts with a full load (`init_entity_runnable_average`) and the queue's
+    /// `min_vruntime`, and is queued.
+    pub(crate) fn wake_up_new(&mut self, t: usize, c: usize) {
+        let th = &mut self.th[t];
+        th.load_avg = 1.0;
+        th.load_at = self.now;
+        th.cpu = CpuIdx::from(c);
+        th.st = St::Runnable;
+        th.vruntime = self.kernel.cpus[c].min_vruntime;
+        th.lag = 0;
+        self.enqueue(t, c, true);
+    }
+
+    /// The thread running on CPU `c` has exited (`do_exit`): the CPU forgets it and
+    /// picks its next thread.
+    pub(crate) fn exited(&mut self, c: usize) {
+        self.kernel.cpus[c].cur = None;
+        self.schedule(c);
+    }
+
+    /// Counts, per thread, the run queues it is on (running or queued) into `seen`; the
+    /// first running thread that is not `Running` there, or queued thread that is not
+    /// `Runnable` there (the run-queue half of `Sim::check_invariants`).
+    pub(crate) fn count_queued(&self, seen: &mut [u32]) -> Result<(), String> {
+        for (c, cpu) in self.kernel.cpus.iter().enumerate() {
+            if let Some(t) = cpu.cur {
+                let t = t.ix();
+                seen[t] += 1;
+                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
+                    return Err(format!(
+                        "CPU {c} runs thread {t} which is not running there"
+                    ));
+                }
+            }
+            for &t in &cpu.rq {
+                let t = t.ix();
+                seen[t] += 1;
+                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
+                    return Err(format!(
+                        "thread {t} queued on CPU {c} but not runnable there"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Puts runnable thread `t` on CPU `c` (its `cpu` must already be `c`).
     pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
         let slice = self.slice_ns() as i64;
@@ -192,7 +246,7 @@ impl Sim {
         th.st = St::Runnable;
         th.runnable_since = now;
         th.vruntime = (min_vr + th.lag.clamp(-slice, slice)).max(0) as u64;
-        if self.cpus[c].idle() {
+        if self.kernel.cpus[c].idle() {
             if wakeup {
                 self.th[t].debt += self.lx.wake_idle_ns;
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
@@ -207,8 +261,8 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].rq.push(ThreadIdx::from(t));
-        let Some(cur) = self.cpus[c].cur else {
+        self.kernel.cpus[c].rq.push(ThreadIdx::from(t));
+        let Some(cur) = self.kernel.cpus[c].cur else {
             self.schedule(c);
             return;
         };
@@ -228,9 +282,9 @@ impl Sim {
     /// Gives idle CPU `c` to thread `t`.
     fn switch_in(&mut self, c: usize, t: usize) {
         let now = self.now;
-        let cpu = &mut self.cpus[c];
+        let cpu = &mut self.kernel.cpus[c];
         debug_assert_eq!(cpu.cur, None);
-        self.kernel.cpus[c].idle_since = None;
+        cpu.idle_since = None;
         cpu.cur = Some(ThreadIdx::from(t));
         let th = &mut self.th[t];
         th.st = St::Running;
@@ -261,13 +315,16 @@ impl Sim {
 
     /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
     pub(crate) fn queued_non_yielder(&self, c: usize) -> bool {
-        self.cpus[c].rq.iter().any(|&t| !self.yield_waiting(t))
+        self.kernel.cpus[c]
+            .rq
+            .iter()
+            .any(|&t| !self.yield_waiting(t))
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
     pub(crate) fn schedule(&mut self, c: usize) {
-        debug_assert_eq!(self.cpus[c].cur, None);
+        debug_assert_eq!(self.kernel.cpus[c].cur, None);
         if let Some(t) = self.pick(c) {
             self.switch_in(c, t);
             return;
@@ -283,7 +340,7 @@ impl Sim {
 
     /// Removes and returns the queued thread with the least vruntime.
     fn pick(&mut self, c: usize) -> Option<usize> {
-        let cpu = &self.cpus[c];
+        let cpu = &self.kernel.cpus[c];
         let mut best: Option<(u64, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
             let v = self.th[t].vruntime;
@@ -292,7 +349,7 @@ impl Sim {
             }
         }
         let (v, i) = best?;
-        let t = self.cpus[c].rq.remove(i).ix();
+        let t = self.kernel.cpus[c].rq.remove(i).ix();
         let k = &mut self.kernel.cpus[c];
         k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
@@ -300,12 +357,12 @@ impl Sim {
 
     fn requeue_current(&mut self, c: usize) -> Option<usize> {
         self.end_segment(c.into());
-        let t = self.cpus[c].cur.take()?.ix();
+        let t = self.kernel.cpus[c].cur.take()?.ix();
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        self.cpus[c].rq.push(ThreadIdx::from(t));
+        self.kernel.cpus[c].rq.push(ThreadIdx::from(t));
         Some(t)
     }
 
@@ -333,7 +390,7 @@ impl Sim {
             return;
         };
         let pick = {
-            let cpu = &self.cpus[c];
+            let cpu = &self.kernel.cpus[c];
             let mut best: Option<(u64, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
                 if self.yield_waiting(x) {
@@ -347,7 +404,7 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let x = self.cpus[c].rq.remove(i).ix();
+            let x = self.kernel.cpus[c].rq.remove(i).ix();
             let k = &mut self.kernel.cpus[c];
             k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
@@ -358,7 +415,7 @@ impl Sim {
                 self.switch_in(c, next);
             }
             None => {
-                self.cpus[c].rq.retain(|&x| x.ix() != t);
+                self.kernel.cpus[c].rq.retain(|&x| x.ix() != t);
                 self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
                 self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
                 self.switch_in(c, t);
@@ -375,7 +432,7 @@ impl Sim {
         th.voluntary += 1;
         th.lag = th.vruntime as i64 - min_vr;
         th.debt += self.lx.syscall_ns;
-        self.cpus[c].cur = None;
+        self.kernel.cpus[c].cur = None;
         self.schedule(c);
     }
 
@@ -403,7 +460,7 @@ impl Sim {
             ..GroupStats::default()
         };
         for &c in cpus {
-            let cpu = &self.cpus[c as usize];
+            let cpu = &self.kernel.cpus[c as usize];
             s.nr += cpu.nr();
             s.idle += usize::from(cpu.idle());
         }

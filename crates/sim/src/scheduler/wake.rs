@@ -39,7 +39,7 @@ impl Sim {
     /// Load of CPU `c` (`cpu_load`): the loads of its running and queued threads. The
     /// blocked load of threads that slept there is left out.
     fn cpu_load(&self, c: usize) -> f64 {
-        let cpu = &self.cpus[c];
+        let cpu = &self.kernel.cpus[c];
         let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t.ix()));
         cur + cpu.rq.iter().map(|&x| self.pelt_load(x.ix())).sum::<f64>()
     }
@@ -57,15 +57,15 @@ impl Sim {
     pub(super) fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
         let (this, prev) = (this as usize, prev as usize);
         if self.hw.llc[this] == self.hw.llc[prev] {
-            let (tl, pl) = (self.cpus[this].nr(), self.cpus[prev].nr());
-            return !self.cpus[prev].idle() && tl * 100 < pl * (100 + (117 - 100) / 2);
+            let (tl, pl) = (self.kernel.cpus[this].nr(), self.kernel.cpus[prev].nr());
+            return !self.kernel.cpus[prev].idle() && tl * 100 < pl * (100 + (117 - 100) / 2);
         }
         // wake_affine_idle: an idle waking CPU (an interrupt) attracts only within the
         // cache; an idle previous CPU keeps the thread.
-        if self.cpus[this].idle() && self.hw.llc[this] == self.hw.llc[prev] {
-            return !self.cpus[prev].idle();
+        if self.kernel.cpus[this].idle() && self.hw.llc[this] == self.hw.llc[prev] {
+            return !self.kernel.cpus[prev].idle();
         }
-        if self.cpus[prev].idle() {
+        if self.kernel.cpus[prev].idle() {
             return false;
         }
         // wake_affine_weight (WA_BIAS, no WF_SYNC: futex wake-ups are not sync): the
@@ -93,7 +93,7 @@ impl Sim {
     pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
         let prev = self.th[t].cpu.0;
         let mut target = prev;
-        let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
+        let waker_th = waker.and_then(|wc| self.kernel.cpus[wc as usize].cur);
         let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
         if let (Some(waker), Some(w)) = (waker, waker_th) {
             let w = w.ix();
@@ -129,7 +129,7 @@ impl Sim {
         // select_idle_sibling: the target if idle; prev if idle and sharing the target's
         // cache; the CPU the thread used before prev (recent_used_cpu) if idle there; else
         // an idle CPU of the target's LLC.
-        let idle_ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
+        let idle_ok = |c: u32| self.allowed(t, c as usize) && self.kernel.cpus[c as usize].idle();
         let same_llc = |a: u32, b: u32| self.hw.llc[a as usize] == self.hw.llc[b as usize];
         let mut used = false;
         let chosen = if idle_ok(target) {
@@ -207,7 +207,7 @@ impl Sim {
         target: u32,
         scan: Option<usize>,
     ) -> u32 {
-        let ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
+        let ok = |c: u32| self.allowed(t, c as usize) && self.kernel.cpus[c as usize].idle();
         if ok(target) {
             return target;
         }
@@ -223,7 +223,7 @@ impl Sim {
                 if ok(c)
                     && self.hw.siblings[c as usize]
                         .iter()
-                        .all(|&s| self.cpus[s as usize].idle())
+                        .all(|&s| self.kernel.cpus[s as usize].idle())
                 {
                     return c;
                 }
@@ -248,7 +248,7 @@ impl Sim {
             if !self.allowed(t, c) {
                 continue;
             }
-            let load = self.cpus[c].nr();
+            let load = self.kernel.cpus[c].nr();
             if best.is_none_or(|(b, _)| load < b) {
                 best = Some((load, c as u32));
             }
@@ -297,11 +297,11 @@ impl Sim {
                     .iter()
                     .copied()
                     .filter(|&c| self.allowed(t, c as usize))
-                    .min_by_key(|&c| (self.cpus[c as usize].nr(), c))
+                    .min_by_key(|&c| (self.kernel.cpus[c as usize].nr(), c))
                     .unwrap_or(g[0]) as usize;
             }
         }
-        if self.allowed(t, cpu) && self.cpus[cpu].idle() {
+        if self.allowed(t, cpu) && self.kernel.cpus[cpu].idle() {
             return cpu as u32;
         }
         // Within the last group: an idle CPU, else the least loaded.

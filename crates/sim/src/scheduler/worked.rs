@@ -31,11 +31,11 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
     sim.th[t].cpu = CpuIdx::from(c);
-    if sim.cpus[c].cur.is_none() {
-        sim.cpus[c].cur = Some(ThreadIdx::from(t));
+    if sim.kernel.cpus[c].cur.is_none() {
+        sim.kernel.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.th[t].st = St::Running;
     } else {
-        sim.cpus[c].rq.push(ThreadIdx::from(t));
+        sim.kernel.cpus[c].rq.push(ThreadIdx::from(t));
         sim.th[t].st = St::Runnable;
     }
 }
@@ -315,7 +315,7 @@ fn balance(
     let lv = sim.kernel.levels.len() - 1;
     sim.kernel.cpus[0].failed[lv] = failed;
     sim.load_balance(0, lv, kind);
-    let nr = sim.cpus.iter().map(|c| c.nr()).collect();
+    let nr = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
     (nr, sim.kernel.cpus[0].failed[lv])
 }
 
@@ -377,7 +377,7 @@ fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
         sim.th[1].last_ran = 9_900_000;
         sim.kernel.cpus[0].failed[0] = failed;
         sim.load_balance(0, 0, Kind::Idle);
-        assert_eq!(sim.cpus[0].nr() == 1, moved, "failed {failed}");
+        assert_eq!(sim.kernel.cpus[0].nr() == 1, moved, "failed {failed}");
     }
 }
 
@@ -408,8 +408,8 @@ fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
     fill(&mut sim, &[1, 2]);
-    assert_eq!(sim.cpus[1].cur, Some(ThreadIdx(1)));
-    assert_eq!(sim.cpus[1].rq, vec![ThreadIdx(2)]);
+    assert_eq!(sim.kernel.cpus[1].cur, Some(ThreadIdx(1)));
+    assert_eq!(sim.kernel.cpus[1].rq, vec![ThreadIdx(2)]);
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));
 }

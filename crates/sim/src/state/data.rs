@@ -113,12 +113,11 @@ pub(crate) struct Thread {
     pub scan: super::Scan,
 }
 
-/// One CPU.
+/// One CPU as the programs part sees it: the running thread's current segment (its
+/// activity, speed and memory stream) and the CPU's busy time. Which thread runs and
+/// which wait are the kernel's ([`super::KernelCpu`]).
 #[derive(Debug, Clone)]
 pub(crate) struct CpuState {
-    /// The thread it runs, if any.
-    pub cur: Option<super::ThreadIdx>,
-    pub rq: Vec<super::ThreadIdx>,
     pub version: u32,
     pub seg_start: u64,
     pub seg_factor: f64,
@@ -130,18 +129,6 @@ pub(crate) struct CpuState {
     pub busy_ns: u64,
     /// Its thread's program is being advanced: wake-ups must not preempt it now.
     pub in_advance: bool,
-}
-
-impl CpuState {
-    /// Runnable threads on it, the running one included.
-    pub fn nr(&self) -> usize {
-        self.rq.len() + usize::from(self.cur.is_some())
-    }
-
-    /// Neither running nor queued anything.
-    pub fn idle(&self) -> bool {
-        self.cur.is_none() && self.rq.is_empty()
-    }
 }
 
 #[derive(Debug, Clone, Default)]

@@ -13,6 +13,22 @@
 //!
 //! Each part adds its own `impl Sim` block: `run/` executes programs and drives events,
 //! `scheduler/` places, switches and balances threads, `autonuma.rs` moves pages.
+//!
+//! Who owns what:
+//!
+//! - the kernel part owns [`Kernel`] (`Sim::kernel`): the domains, `SIS_UTIL`'s depths, the
+//!   nohz balancer and per CPU a [`KernelCpu`] with its **run queue** (`cur`, the running
+//!   thread, and `rq`, the queued ones), `min_vruntime`, tick, idle statistics and balance
+//!   intervals; only `scheduler/` changes them. It also writes a thread's kernel fields
+//!   (`st`, `cpu`, `vruntime`, `lag`, `load_avg`, wakee flips, `recent_cpu`).
+//! - the programs part owns the locks, barriers, queues, applications and programs, and
+//!   per CPU a [`CpuState`]: the running thread's segment (activity, speed, memory
+//!   stream) and the CPU's busy time. It learns which thread a CPU runs from the kernel
+//!   (`running`) and asks it to block, wake, yield, start a new thread or retire an
+//!   exited one (`block`, `wake`, `yield_cpu`, `wake_up_new`, `exited`), never touching a
+//!   run queue.
+//! - the NUMA part owns the scanners' state ([`Scan`], [`SharedScan`]) and the pages'
+//!   homes.
 
 mod baseline;
 mod data;
@@ -38,7 +54,8 @@ use threadbalance_policy::rng::Rng;
 
 /// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
 /// that go that way. The programs part calls the kernel's `impl Sim` methods directly
-/// (`block`, `wake`, `yield_cpu`, `enqueue`, `schedule`, `set_affinity`, `fork_cpu`).
+/// (`running`, `block`, `wake`, `yield_cpu`, `wake_up_new`, `exited`, `set_affinity`,
+/// `fork_cpu`).
 pub(crate) trait Programs {
     /// Runs thread `t`'s program on CPU `c`, which has just given it the CPU and has no
     /// activity for it, until something takes time, blocks or exits.
@@ -127,6 +144,20 @@ mod tests {
         for (name, src) in kernel {
             let code = code(src);
             for banned in ["crate::run", ".locks[", ".barriers[", ".queues[", ".apps["] {
+                assert!(!code.contains(banned), "{name} uses {banned}");
+            }
+        }
+        // The run queues are the kernel's: the programs part and the host read the running
+        // thread through `Sim::running` and change no queue.
+        for (name, src) in [
+            ("run/mod.rs", include_str!("../run/mod.rs")),
+            ("run/ops.rs", include_str!("../run/ops.rs")),
+            ("run/segment.rs", include_str!("../run/segment.rs")),
+            ("host.rs", include_str!("../host.rs")),
+            ("report.rs", include_str!("../report.rs")),
+        ] {
+            let code = code(src);
+            for banned in ["kernel.cpus", ".rq", ".cur", "min_vruntime ="] {
                 assert!(!code.contains(banned), "{name} uses {banned}");
             }
         }
