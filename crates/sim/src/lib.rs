@@ -37,6 +37,8 @@
 pub mod autonuma;
 mod error;
 pub mod host;
+#[cfg(test)]
+mod layers;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;

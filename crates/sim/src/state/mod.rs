@@ -117,7 +117,7 @@ pub struct Sim {
 mod tests {
     /// The non-test code of a source file, comments and docs left out.
     fn code(src: &str) -> String {
-        let body = src.split("#[cfg(test)]").next().unwrap_or(src);
+        let body = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
         body.lines()
             .filter(|l| !l.trim_start().starts_with("//"))
             .collect::<Vec<_>>()
@@ -139,6 +139,10 @@ mod tests {
             (
                 "scheduler/balance.rs",
                 include_str!("../scheduler/balance.rs"),
+            ),
+            (
+                "scheduler/group_load.rs",
+                include_str!("../scheduler/group_load.rs"),
             ),
         ];
         for (name, src) in kernel {
