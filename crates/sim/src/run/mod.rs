@@ -130,7 +130,7 @@ impl Sim {
             .map(|_| KernelCpu {
                 cur: None,
                 rq: Vec::with_capacity(8),
-                min_vruntime: 0,
+                min_vruntime: Nanos::ZERO,
                 tick_armed: false,
                 idle_since: Some(Nanos::ZERO),
                 avg_idle: Nanos(2 * lx.migration_cost_ns),
@@ -144,18 +144,18 @@ impl Sim {
         let cpus = (0..ncpu)
             .map(|_| CpuState {
                 version: 0,
-                seg_start: 0,
+                seg_start: Nanos::ZERO,
                 seg_factor: 1.0,
                 seg_stream: 0.0,
                 seg_node: 0,
                 seg_home: 0,
-                seg_debt: 0,
-                busy_ns: 0,
+                seg_debt: Nanos::ZERO,
+                busy_ns: Nanos::ZERO,
                 in_advance: false,
             })
             .collect();
         let mut sim = Sim {
-            now: 0,
+            now: Nanos::ZERO,
             q: EventQueue::new(),
             th: Vec::new(),
             cpus,
@@ -165,7 +165,7 @@ impl Sim {
             progs: Vec::new(),
             apps: Vec::new(),
             mem: crate::memory::MemLoad::new(hw.nnode),
-            last_sample_busy: vec![0; hw.npkg],
+            last_sample_busy: vec![Nanos::ZERO; hw.npkg],
             hw,
             lx,
             kernel: Kernel {
@@ -177,13 +177,13 @@ impl Sim {
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
             stats: Stats::default(),
             timeline: Vec::new(),
-            sample_every: opts.sample_every.0.max(1),
+            sample_every: opts.sample_every.max(Nanos(1)),
             last_sample_migr: 0,
             last_sample_mem: (0.0, 0.0),
             live: 0,
-            horizon: opts.horizon.0,
+            horizon: opts.horizon,
             topo,
-            memory_every: opts.memory_every.0,
+            memory_every: opts.memory_every,
             memory_at: None,
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,
@@ -260,10 +260,10 @@ impl Sim {
                         cpu: CpuIdx(0),
                         allowed: all.clone(),
                         original: all.clone(),
-                        vruntime: 0,
+                        vruntime: Nanos::ZERO,
                         lag: 0,
                         act: Act::Idle,
-                        debt: 0,
+                        debt: Nanos::ZERO,
                         carry: 0.0,
                         home: None,
                         rng: Rng::new(
@@ -271,38 +271,38 @@ impl Sim {
                                 .wrapping_mul(0x9E37_79B9)
                                 .wrapping_add(i as u64 * 7919 + 1),
                         ),
-                        run: 0,
-                        wait: 0,
-                        utime: 0,
-                        stime: 0,
-                        lock_ns: 0,
-                        lck_ns: 0,
+                        run: Nanos::ZERO,
+                        wait: Nanos::ZERO,
+                        utime: Nanos::ZERO,
+                        stime: Nanos::ZERO,
+                        lock_ns: Nanos::ZERO,
+                        lck_ns: Nanos::ZERO,
                         lck_start: None,
                         timeslices: 0,
                         voluntary: 0,
                         involuntary: 0,
                         migrations: 0,
-                        born: 0,
-                        died: 0,
-                        runnable_since: 0,
+                        born: Nanos::ZERO,
+                        died: Nanos::ZERO,
+                        runnable_since: Nanos::ZERO,
                         wait_start: None,
-                        picked_at: 0,
-                        last_ran: 0,
+                        picked_at: Nanos::ZERO,
+                        last_ran: Nanos::ZERO,
                         bar_gen: None,
                         ticket_loop: None,
                         passes: 0,
                         last_wakee: None,
                         wakee_flips: 0,
-                        flip_decay: 0,
+                        flip_decay: Nanos::ZERO,
                         load_avg: 1.0,
-                        load_at: 0,
+                        load_at: Nanos::ZERO,
                         recent_cpu: None,
-                        scan: crate::state::Scan::new(0),
+                        scan: crate::state::Scan::new(Nanos::ZERO),
                     });
                     let at = app_at.unwrap_or(spawn_at);
                     // A main thread creates the others itself, once its program is done.
                     if !(app.main_thread && i > first) {
-                        sim.q.push(at, EventKind::Spawn, i as u32, 0);
+                        sim.q.push(Nanos(at), EventKind::Spawn, i as u32, 0);
                     }
                     match app_at.as_mut() {
                         Some(a) => *a += sim.lx.spawn_gap_ns,
@@ -330,7 +330,7 @@ impl Sim {
                     }),
                 main_thread: app.main_thread,
                 joining: false,
-                scan: crate::state::SharedScan::new(app.start_ns),
+                scan: crate::state::SharedScan::new(Nanos(app.start_ns)),
             });
         }
         sim.live = sim.th.len();
@@ -341,7 +341,7 @@ impl Sim {
 
     /// The current simulated time.
     pub fn now(&self) -> Nanos {
-        Nanos(self.now)
+        self.now
     }
 
     /// Whether every thread has exited.
@@ -363,7 +363,7 @@ impl Sim {
     /// Policy events are left in the queue for the caller ([`crate::host`]).
     pub fn run_until(&mut self, until: Nanos) -> Option<crate::queue::Event> {
         while let Some(t) = self.q.peek_time() {
-            if t > until.0 || self.live == 0 {
+            if t > until || self.live == 0 {
                 break;
             }
             let Some(e) = self.q.pop() else { break };
@@ -386,8 +386,8 @@ impl Sim {
                 }
             }
         }
-        if self.now < until.0 && self.live > 0 {
-            self.now = until.0.min(self.horizon);
+        if self.now < until && self.live > 0 {
+            self.now = until.min(self.horizon);
         }
         None
     }
@@ -419,7 +419,7 @@ impl Sim {
 
     fn on_sample(&mut self) {
         let now = self.now;
-        let mut busy = vec![0u64; self.hw.npkg];
+        let mut busy = vec![Nanos::ZERO; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
             let mut b = cpu.busy_ns;
             if self.running(c).is_some() {
@@ -432,10 +432,12 @@ impl Sim {
             .iter()
             .zip(&self.last_sample_busy)
             .zip(per_pkg)
-            .map(|((b, l), d)| (b - l) as f64 / (self.sample_every as f64 * d.cpus.len() as f64))
+            .map(|((&b, &l), d)| {
+                (b - l).0 as f64 / (self.sample_every.0 as f64 * d.cpus.len() as f64)
+            })
             .collect();
         self.timeline.push(TimelinePoint {
-            t_s: now as f64 / 1e9,
+            t_s: now.as_secs_f64(),
             socket_util: util,
             migrations: self.stats.migrations - self.last_sample_migr,
             remote_frac: {
@@ -492,13 +494,15 @@ impl Sim {
             if th.st == St::Runnable && !stale {
                 wait += now.saturating_sub(th.runnable_since);
             }
-            let lock = th.lck_ns + th.lck_start.map_or(0, |start| now.saturating_sub(start));
+            let lock = th.lck_ns
+                + th.lck_start
+                    .map_or(Nanos::ZERO, |start| now.saturating_sub(start));
             into.push(Sample {
                 key: th.key,
-                utime: Nanos(utime),
-                stime: Nanos(th.stime),
-                run: Nanos(run),
-                wait: Nanos(wait),
+                utime,
+                stime: th.stime,
+                run,
+                wait,
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
@@ -507,7 +511,7 @@ impl Sim {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
                 },
-                lock: Some(Nanos(lock)),
+                lock: Some(lock),
                 migrations: Some(th.migrations),
             });
         }
@@ -557,10 +561,13 @@ impl Sim {
                 return Err(format!("lock {l} has {holders} threads inside"));
             }
         }
-        let ran: u64 = self.th.iter().map(|t| t.run).sum();
-        let busy: u64 = self.cpus.iter().map(|c| c.busy_ns).sum();
+        let ran: Nanos = self.th.iter().map(|t| t.run).sum();
+        let busy: Nanos = self.cpus.iter().map(|c| c.busy_ns).sum();
         if ran != busy {
-            return Err(format!("threads ran {ran} ns but CPUs were busy {busy} ns"));
+            return Err(format!(
+                "threads ran {} ns but CPUs were busy {} ns",
+                ran.0, busy.0
+            ));
         }
         Ok(())
     }
@@ -572,6 +579,6 @@ impl Sim {
 
     /// Every thread's CPU time so far (completed segments), in thread order.
     pub fn thread_run(&self) -> Vec<Nanos> {
-        self.th.iter().map(|t| Nanos(t.run)).collect()
+        self.th.iter().map(|t| t.run).collect()
     }
 }

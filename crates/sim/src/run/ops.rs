@@ -4,6 +4,7 @@
 use super::{Act, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
 use crate::workload::{Op, Wait};
+use threadbalance_model::Nanos;
 use threadbalance_policy::rng::Rng;
 
 impl Sim {
@@ -75,7 +76,7 @@ impl Sim {
                         self.locks[l].spinners.push(t as u32);
                         self.th[t].act = Act::Spin {
                             lock: l as u32,
-                            until: self.now + self.apps[app].spin_ns,
+                            until: self.now + Nanos(self.apps[app].spin_ns),
                         };
                     }
                     break;
@@ -109,11 +110,11 @@ impl Sim {
                         },
                         Wait::Block => Act::BarrierSpin {
                             barrier: b as u32,
-                            until: Some(self.now + self.apps[app].spin_ns),
+                            until: Some(self.now + Nanos(self.apps[app].spin_ns)),
                         },
                         Wait::Yield => {
                             self.th[t].act = Act::Yield { barrier: b as u32 };
-                            self.th[t].debt += self.lx.syscall_ns;
+                            self.th[t].debt += Nanos(self.lx.syscall_ns);
                             self.start_segment(c);
                             if self.queued_non_yielder(c) {
                                 self.yield_cpu(c);
@@ -138,7 +139,7 @@ impl Sim {
                     q.items.push_back(c as u32);
                     let getter = q.getters.pop_front();
                     self.end_wait(t);
-                    self.th[t].debt += self.lx.syscall_ns;
+                    self.th[t].debt += Nanos(self.lx.syscall_ns);
                     self.th[t].pc += 1;
                     if let Some(g) = getter {
                         self.wake(g as usize, Some(c as u32));
@@ -153,7 +154,7 @@ impl Sim {
                         let cost = lines * self.hw.line_ns(src, c as u32) / self.hw.mlp;
                         self.th[t].carry += cost;
                         self.end_wait(t);
-                        self.th[t].debt += self.lx.syscall_ns;
+                        self.th[t].debt += Nanos(self.lx.syscall_ns);
                         self.th[t].pc += 1;
                         if let Some(p) = putter {
                             self.wake(p as usize, Some(c as u32));
@@ -175,7 +176,8 @@ impl Sim {
                 Op::Sleep { ns, spread } => {
                     let d = vary(&mut self.th[t].rng, ns, spread);
                     self.th[t].pc += 1;
-                    self.q.push(self.now + d, EventKind::Timer, t as u32, 0);
+                    self.q
+                        .push(self.now + Nanos(d), EventKind::Timer, t as u32, 0);
                     self.block(c, t);
                     return;
                 }
@@ -200,8 +202,8 @@ impl Sim {
             self.apps[app].joining = true;
             let (first, n) = (self.apps[app].first, self.apps[app].threads);
             for (k, i) in (first + 1..first + n).enumerate() {
-                let at = self.now + (k as u64 + 1) * self.lx.spawn_gap_ns;
-                self.th[i].key.start_time = 1 + at / 10_000_000;
+                let at = self.now + Nanos((k as u64 + 1) * self.lx.spawn_gap_ns);
+                self.th[i].key.start_time = 1 + at.0 / 10_000_000;
                 self.q.push(at, EventKind::Spawn, i as u32, 0);
             }
         }
@@ -284,7 +286,7 @@ impl Sim {
             self.acquire(l, s, sc, hold, lines);
             self.start_segment(sc);
         } else if let Some(w) = self.locks[l].waiters.pop_front() {
-            self.th[t].debt += self.lx.syscall_ns;
+            self.th[t].debt += Nanos(self.lx.syscall_ns);
             self.wake(w as usize, Some(c as u32));
         }
     }
@@ -349,7 +351,7 @@ impl Sim {
                 _ => false,
             };
             if waiting {
-                let at = self.now + self.hw.line_ns(c as u32, sc as u32).ceil() as u64;
+                let at = self.now + Nanos(self.hw.line_ns(c as u32, sc as u32).ceil() as u64);
                 let cpu = &mut self.cpus[sc];
                 cpu.version = cpu.version.wrapping_add(1);
                 // Re-time the segment end: the spin ends when the release is seen.

@@ -4,6 +4,7 @@
 use super::{Act, Sim};
 use crate::queue::EventKind;
 use crate::workload::Op;
+use threadbalance_model::Nanos;
 
 impl Sim {
     // ---- segments ------------------------------------------------------------------------
@@ -19,7 +20,7 @@ impl Sim {
         // When the activity ends (`None`: a pure spin or a yield loop ends only when
         // something else happens).
         let end = match th.act {
-            Act::Work { left, .. } => Some(base + (left * factor).ceil() as u64),
+            Act::Work { left, .. } => Some(base + Nanos((left * factor).ceil() as u64)),
             Act::Spin { until, .. } => Some(base.max(until)),
             Act::BarrierSpin { until, .. } => until.map(|u| base.max(u)),
             Act::Yield { .. } => None,
@@ -136,7 +137,7 @@ impl Sim {
         let user = elapsed - sys;
         th.utime += user;
         if let Act::Work { left, mem, .. } = &mut th.act {
-            let done = (user as f64 / factor).min(*left);
+            let done = (user.0 as f64 / factor).min(*left);
             *left -= done;
             if *left < 0.5 {
                 *left = 0.0;
@@ -157,7 +158,7 @@ impl Sim {
         let Some(t) = self.running(c) else { return };
         let t = t.ix();
         self.stop_segment(c);
-        if self.th[t].debt > 0 {
+        if self.th[t].debt > Nanos::ZERO {
             // Only possible when the end was computed before extra debt was added.
             self.start_segment(c);
             return;

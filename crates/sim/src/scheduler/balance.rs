@@ -24,7 +24,7 @@ impl Sim {
         let tick = self.lx.tick_ns();
         let now = self.now;
         self.kernel.cpus[c].tick_armed = true;
-        self.q.push(now + tick, EventKind::Tick, c as u32, 0);
+        self.q.push(now + Nanos(tick), EventKind::Tick, c as u32, 0);
         let linux = self.lx.baseline == Baseline::Linux;
         if linux {
             self.rebalance(c);
@@ -38,15 +38,15 @@ impl Sim {
         if queued || self.lx.kernel_noise_ns > 0 {
             let p = self.lx.kernel_noise_per_s * tick as f64 / 1e9;
             if self.rng.next_f64() < p {
-                let at = now + self.rng.below(tick);
+                let at = now + Nanos(self.rng.below(tick));
                 self.q.push(at, EventKind::Noise, c as u32, 0);
             }
         }
         if linux
-            && now >= self.kernel.nohz_next.0
+            && now >= self.kernel.nohz_next
             && (self.kernel.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
         {
-            self.kernel.nohz_next = Nanos(now + tick);
+            self.kernel.nohz_next = now + Nanos(tick);
             for i in 0..self.cpus.len() {
                 if self.kernel.cpus[i].idle() {
                     self.rebalance(i);
@@ -74,7 +74,7 @@ impl Sim {
         let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
-        } else if self.now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+        } else if self.now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
             self.preempt(c);
         }
     }
@@ -91,7 +91,7 @@ impl Sim {
         }
         if self.lx.kernel_noise_ns > 0 {
             self.end_segment(c.into());
-            self.th[cur].debt += self.lx.kernel_noise_ns;
+            self.th[cur].debt += Nanos(self.lx.kernel_noise_ns);
             self.add_noise_load(c, self.lx.kernel_noise_ns);
             self.begin_segment(c.into());
         }
@@ -115,12 +115,12 @@ impl Sim {
             if busy {
                 interval = Nanos(interval.0 * self.lx.busy_factor);
             }
-            if now < (self.kernel.cpus[c].last_balance[lv] + interval.min(max)).0 {
+            if now < self.kernel.cpus[c].last_balance[lv] + interval.min(max) {
                 continue;
             }
             let kind = if busy { Kind::Busy } else { Kind::Idle };
             self.load_balance(c, lv, kind);
-            self.kernel.cpus[c].last_balance[lv] = Nanos(now);
+            self.kernel.cpus[c].last_balance[lv] = now;
         }
     }
 
@@ -278,7 +278,8 @@ impl Sim {
                 if !self.allowed(t, c) {
                     continue;
                 }
-                let hot = now.saturating_sub(self.th[t].last_ran) < self.lx.migration_cost_ns;
+                let hot =
+                    now.saturating_sub(self.th[t].last_ran) < Nanos(self.lx.migration_cost_ns);
                 if hot && failed <= tries {
                     continue;
                 }
@@ -311,8 +312,8 @@ impl Sim {
                     self.end_segment(CpuIdx(src));
                     self.kernel.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
-                    self.th[t].lag = self.th[t].vruntime as i64
-                        - self.kernel.cpus[src as usize].min_vruntime as i64;
+                    self.th[t].lag = self.th[t].vruntime.0 as i64
+                        - self.kernel.cpus[src as usize].min_vruntime.0 as i64;
                     self.set_cpu(t, c as u32);
                     self.enqueue(t, c, false);
                     self.schedule(src as usize);
@@ -338,7 +339,7 @@ impl Sim {
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
         self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
+        th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
         self.set_cpu(t, dst as u32);
@@ -357,7 +358,7 @@ impl Sim {
                 self.end_segment(c.into());
                 self.kernel.cpus[c].cur = None;
                 self.th[t].lag =
-                    self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;
+                    self.th[t].vruntime.0 as i64 - self.kernel.cpus[c].min_vruntime.0 as i64;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);

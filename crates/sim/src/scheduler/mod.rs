@@ -176,7 +176,7 @@ impl Sim {
         let th = &mut self.th[t];
         th.cpu = CpuIdx(c);
         th.migrations += 1;
-        th.debt += refill as u64;
+        th.debt += Nanos(refill as u64);
         self.stats.migrations += 1;
         if self.hw.pkg[old as usize] != self.hw.pkg[c as usize] {
             self.stats.cross_migrations += 1;
@@ -241,18 +241,18 @@ impl Sim {
     pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
         let slice = self.slice_ns() as i64;
         let now = self.now;
-        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        th.vruntime = (min_vr + th.lag.clamp(-slice, slice)).max(0) as u64;
+        th.vruntime = Nanos((min_vr + th.lag.clamp(-slice, slice)).max(0) as u64);
         if self.kernel.cpus[c].idle() {
             if wakeup {
-                self.th[t].debt += self.lx.wake_idle_ns;
+                self.th[t].debt += Nanos(self.lx.wake_idle_ns);
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
                 let cpu = &mut self.kernel.cpus[c];
                 if let Some(since) = cpu.idle_since {
-                    let d = now.saturating_sub(since.0) as i64;
+                    let d = now.saturating_sub(since).0 as i64;
                     let avg = cpu.avg_idle.0 as i64;
                     let cap = 2 * self.lx.migration_cost_ns as i64;
                     cpu.avg_idle = Nanos((avg + (d - avg) / 8).clamp(0, cap) as u64);
@@ -274,7 +274,7 @@ impl Sim {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
             }
-        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
             self.preempt(c);
         }
     }
@@ -291,9 +291,9 @@ impl Sim {
         th.wait += now.saturating_sub(th.runnable_since);
         th.timeslices += 1;
         th.picked_at = now;
-        th.debt += self.lx.switch_ns;
+        th.debt += Nanos(self.lx.switch_ns);
         if !self.kernel.cpus[c].tick_armed {
-            let tick = self.lx.tick_ns();
+            let tick = Nanos(self.lx.tick_ns());
             self.kernel.cpus[c].tick_armed = true;
             self.q
                 .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
@@ -329,7 +329,7 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.kernel.cpus[c].idle_since = Some(Nanos(self.now));
+        self.kernel.cpus[c].idle_since = Some(self.now);
         match self.lx.baseline {
             Baseline::Linux => self.newidle_balance(c),
             Baseline::Solaris => {
@@ -341,7 +341,7 @@ impl Sim {
     /// Removes and returns the queued thread with the least vruntime.
     fn pick(&mut self, c: usize) -> Option<usize> {
         let cpu = &self.kernel.cpus[c];
-        let mut best: Option<(u64, usize)> = None;
+        let mut best: Option<(Nanos, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
             let v = self.th[t].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
@@ -376,7 +376,7 @@ impl Sim {
             self.th[t].involuntary += 1;
         } else {
             self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
-            self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
+            self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
         }
         self.switch_in(c, next);
     }
@@ -391,7 +391,7 @@ impl Sim {
         };
         let pick = {
             let cpu = &self.kernel.cpus[c];
-            let mut best: Option<(u64, usize)> = None;
+            let mut best: Option<(Nanos, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
                 if self.yield_waiting(x) {
                     continue;
@@ -417,7 +417,7 @@ impl Sim {
             None => {
                 self.kernel.cpus[c].rq.retain(|&x| x.ix() != t);
                 self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
-                self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
+                self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
                 self.switch_in(c, t);
             }
         }
@@ -426,12 +426,12 @@ impl Sim {
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
     pub(crate) fn block(&mut self, c: usize, t: usize) {
         self.pelt_sync(t);
-        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
         let th = &mut self.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;
-        th.lag = th.vruntime as i64 - min_vr;
-        th.debt += self.lx.syscall_ns;
+        th.lag = th.vruntime.0 as i64 - min_vr;
+        th.debt += Nanos(self.lx.syscall_ns);
         self.kernel.cpus[c].cur = None;
         self.schedule(c);
     }

@@ -105,7 +105,7 @@ impl Sim {
         debug_assert_eq!(self.th[t].st, St::Runnable);
         self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
+        th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
         th.wait += self.now.saturating_sub(th.runnable_since);
         self.set_cpu(t, dst as u32);
         self.enqueue(t, dst, false);
@@ -206,11 +206,11 @@ mod tests {
         // CPU 3 queues threads 1 (since 10 ns) and 2 (since 5 ns), CPU 20 queues thread 3:
         // idle CPU 40 steals from CPU 3 (two queued), its oldest: thread 2.
         let mut sim = solaris(4);
-        sim.now = 100;
+        sim.now = threadbalance_model::Nanos(100);
         for (t, c, since) in [(1usize, 3u32, 10u64), (2, 3, 5), (3, 20, 1)] {
             sim.th[t].st = crate::state::St::Runnable;
             sim.th[t].cpu = CpuIdx(c);
-            sim.th[t].runnable_since = since;
+            sim.th[t].runnable_since = threadbalance_model::Nanos(since);
             sim.kernel.cpus[c as usize].rq.push(ThreadIdx::from(t));
         }
         occupy(&mut sim, 3, 0);

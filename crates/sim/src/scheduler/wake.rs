@@ -18,7 +18,7 @@ impl Sim {
     /// sleeps (`__update_load_avg_se`).
     pub(crate) fn pelt_load(&self, t: usize) -> f64 {
         let th = &self.th[t];
-        let dt = self.now.saturating_sub(th.load_at) as f64;
+        let dt = self.now.saturating_sub(th.load_at).0 as f64;
         let keep = (-dt * (std::f64::consts::LN_2 / PELT_HALF_LIFE_NS)).exp();
         if matches!(th.st, St::Running | St::Runnable) {
             1.0 - (1.0 - th.load_avg) * keep
@@ -81,9 +81,9 @@ impl Sim {
     fn decay_flips(&mut self, t: usize) {
         let now = self.now;
         let th = &mut self.th[t];
-        while now > th.flip_decay + 1_000_000_000 {
+        while now > th.flip_decay + Nanos::from_secs(1) {
             th.wakee_flips >>= 1;
-            th.flip_decay += 1_000_000_000;
+            th.flip_decay += Nanos::from_secs(1);
             if th.wakee_flips == 0 {
                 th.flip_decay = now;
             }
@@ -175,7 +175,7 @@ impl Sim {
         }
         let tick = self.lx.tick_ns();
         if let Some((at, nr)) = self.kernel.llc_scan[llc]
-            && self.now < at.0 + tick
+            && self.now < at + Nanos(tick)
         {
             return nr;
         }
@@ -192,7 +192,7 @@ impl Sim {
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
-            self.kernel.llc_scan[l] = Some((Nanos(now), nr));
+            self.kernel.llc_scan[l] = Some((now, nr));
         }
         self.kernel.llc_scan[llc].map_or(weight, |(_, nr)| nr)
     }
@@ -362,10 +362,10 @@ mod tests {
         sim.th[0].cpu = CpuIdx(0);
         let d0 = sim.th[0].debt;
         sim.set_cpu(0, 1);
-        assert_eq!(sim.th[0].debt - d0, 4096 * 40 / 8);
+        assert_eq!((sim.th[0].debt - d0).0, 4096 * 40 / 8);
         let d1 = sim.th[0].debt;
         sim.set_cpu(0, 16);
-        assert_eq!(sim.th[0].debt - d1, (4096.0 * 201.0 / 8.0) as u64);
+        assert_eq!((sim.th[0].debt - d1).0, (4096.0 * 201.0 / 8.0) as u64);
         assert_eq!(sim.th[0].migrations, 2);
     }
 }

@@ -10,6 +10,7 @@ use crate::machine::machine;
 use crate::run::RunOptions;
 use crate::state::{Act, CpuIdx, Sim, St, ThreadIdx};
 use crate::workload::{Workload, spinners};
+use threadbalance_model::Nanos;
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
 /// Every thread has a PELT load of 1 (always runnable) as of now, and last ran at 0.
@@ -21,7 +22,7 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
         apps: vec![spinners(n, 10_000_000_000)],
     };
     let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-    sim.now = now_ms * 1_000_000;
+    sim.now = Nanos::from_millis(now_ms);
     for th in &mut sim.th {
         th.load_at = sim.now;
     }
@@ -310,7 +311,7 @@ fn balance(
     let mut sim = kernel(spec, 24, 10);
     let n = fill(&mut sim, per_cpu);
     for t in 0..n {
-        sim.th[t].last_ran = last_ran_ms * 1_000_000;
+        sim.th[t].last_ran = Nanos::from_millis(last_ran_ms);
     }
     let lv = sim.kernel.levels.len() - 1;
     sim.kernel.cpus[0].failed[lv] = failed;
@@ -374,7 +375,7 @@ fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
         let mut sim = kernel(spec, 4, 10);
         put(&mut sim, 0, 1);
         put(&mut sim, 1, 1);
-        sim.th[1].last_ran = 9_900_000;
+        sim.th[1].last_ran = Nanos(9_900_000);
         sim.kernel.cpus[0].failed[0] = failed;
         sim.load_balance(0, 0, Kind::Idle);
         assert_eq!(sim.kernel.cpus[0].nr() == 1, moved, "failed {failed}");

@@ -125,8 +125,8 @@ pub(crate) struct KernelCpu {
     pub cur: Option<super::ThreadIdx>,
     /// The threads queued on it, waiting for it (in the order they were queued).
     pub rq: Vec<super::ThreadIdx>,
-    /// The queue's `min_vruntime`, ns.
-    pub min_vruntime: u64,
+    /// The queue's `min_vruntime`.
+    pub min_vruntime: Nanos,
     /// A tick is pending (idle CPUs stop ticking: nohz).
     pub tick_armed: bool,
     /// When it went idle (`None`: it runs a thread).

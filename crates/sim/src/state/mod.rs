@@ -49,7 +49,7 @@ pub(crate) use kernel::{Kernel, KernelCpu, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
 use crate::queue::EventQueue;
-use threadbalance_model::Topology;
+use threadbalance_model::{Nanos, Topology};
 use threadbalance_policy::rng::Rng;
 
 /// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
@@ -76,7 +76,7 @@ pub(crate) trait Programs {
 /// A machine running a workload.
 #[derive(Debug)]
 pub struct Sim {
-    pub(crate) now: u64,
+    pub(crate) now: Nanos,
     pub(crate) q: EventQueue,
     pub(crate) th: Vec<Thread>,
     pub(crate) cpus: Vec<CpuState>,
@@ -94,18 +94,18 @@ pub struct Sim {
     /// Memory-bound streams in flight per node and link ([`crate::memory`]).
     pub(crate) mem: crate::memory::MemLoad,
     pub(crate) timeline: Vec<TimelinePoint>,
-    pub(crate) sample_every: u64,
-    pub(crate) last_sample_busy: Vec<u64>,
+    pub(crate) sample_every: Nanos,
+    pub(crate) last_sample_busy: Vec<Nanos>,
     pub(crate) last_sample_migr: u64,
     /// `(mem_total, mem_remote)` at the last sample.
     pub(crate) last_sample_mem: (f64, f64),
     pub(crate) live: usize,
-    pub(crate) horizon: u64,
+    pub(crate) horizon: Nanos,
     pub(crate) topo: Topology,
     /// Period of per-process memory samples, ns (0: every sample).
-    pub(crate) memory_every: u64,
+    pub(crate) memory_every: Nanos,
     /// When `SimHost` last sampled memory (`None`: not yet).
-    pub(crate) memory_at: Option<u64>,
+    pub(crate) memory_at: Option<Nanos>,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
     /// count: the who-wakes-whom graph `SimHost` reports.
     pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
