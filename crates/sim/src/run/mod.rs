@@ -57,9 +57,8 @@ impl Programs for Sim {
     fn wait_over(&mut self, t: ThreadIdx) -> bool {
         let t = t.ix();
         match self.th[t].act {
-            Act::Spin { lock, .. } if self.locks[lock as usize].holder.is_none() => {
-                let l = lock as usize;
-                self.locks[l].spinners.retain(|&x| x as usize != t);
+            Act::Spin { lock, .. } if self.locks[lock].holder.is_none() => {
+                self.locks[lock].spinners.retain(|&x| x.ix() != t);
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
@@ -543,9 +542,9 @@ impl Sim {
         }
         for (l, lock) in self.locks.iter().enumerate() {
             if let Some(h) = lock.holder {
-                let h = h as usize;
+                let h = h.ix();
                 let inside =
-                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x as usize == l);
+                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x.ix() == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -555,7 +554,7 @@ impl Sim {
             let holders = self
                 .th
                 .iter()
-                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x as usize == l))
+                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x.ix() == l))
                 .count();
             if holders > 1 {
                 return Err(format!("lock {l} has {holders} threads inside"));

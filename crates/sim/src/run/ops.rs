@@ -3,6 +3,7 @@
 
 use super::{Act, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
+use crate::state::LockIdx;
 use crate::workload::{Op, Wait};
 use threadbalance_model::Nanos;
 use threadbalance_policy::rng::Rng;
@@ -66,16 +67,16 @@ impl Sim {
                     lines,
                     ..
                 } => {
-                    let l = (self.apps[app].lock_base + u32::from(lock)) as usize;
+                    let l = LockIdx(self.apps[app].lock_base + u32::from(lock));
                     if self.locks[l].holder.is_none() {
                         self.acquire(l, t, c, hold_ns, lines);
                     } else {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        self.locks[l].spinners.push(t as u32);
+                        self.locks[l].spinners.push(t.into());
                         self.th[t].act = Act::Spin {
-                            lock: l as u32,
+                            lock: l,
                             until: self.now + Nanos(self.apps[app].spin_ns),
                         };
                     }
@@ -131,7 +132,7 @@ impl Sim {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        q.putters.push_back(t as u32);
+                        q.putters.push_back(t.into());
                         self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
@@ -142,7 +143,7 @@ impl Sim {
                     self.th[t].debt += Nanos(self.lx.syscall_ns);
                     self.th[t].pc += 1;
                     if let Some(g) = getter {
-                        self.wake(g as usize, Some(c as u32));
+                        self.wake(g.ix(), Some(c as u32));
                     }
                 }
                 Op::Get { queue } => {
@@ -157,7 +158,7 @@ impl Sim {
                         self.th[t].debt += Nanos(self.lx.syscall_ns);
                         self.th[t].pc += 1;
                         if let Some(p) = putter {
-                            self.wake(p as usize, Some(c as u32));
+                            self.wake(p.ix(), Some(c as u32));
                         }
                     } else if q.closed {
                         self.end_wait(t);
@@ -167,7 +168,7 @@ impl Sim {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        q.getters.push_back(t as u32);
+                        q.getters.push_back(t.into());
                         self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
@@ -227,12 +228,12 @@ impl Sim {
     }
 
     /// Thread `t` on CPU `c` takes free lock `l` and starts its critical section.
-    fn acquire(&mut self, l: usize, t: usize, c: usize, hold_ns: u64, lines: u32) {
+    fn acquire(&mut self, l: LockIdx, t: usize, c: usize, hold_ns: u64, lines: u32) {
         self.end_wait(t);
         let lock = &mut self.locks[l];
         let from = lock.last_cpu;
-        let previous = lock.last_holder.replace(t as u32);
-        lock.holder = Some(t as u32);
+        let previous = lock.last_holder.replace(t.into());
+        lock.holder = Some(t.into());
         lock.acquisitions += 1;
         if let Some(from) = from {
             lock.handoffs += 1;
@@ -240,8 +241,8 @@ impl Sim {
                 lock.cross += 1;
             }
         }
-        if let Some(p) = previous.filter(|&p| p as usize != t) {
-            *self.wakes.entry((p, t as u32)).or_default() += 1;
+        if let Some(p) = previous.filter(|&p| p.ix() != t) {
+            *self.wakes.entry((p.0, t as u32)).or_default() += 1;
         }
         // The lock's line and the protected data follow the lock.
         let line = match from {
@@ -252,24 +253,22 @@ impl Sim {
         let cost = f64::from(1 + lines) * line;
         self.th[t].act = Act::Work {
             left: hold_ns as f64 + cost,
-            lock: Some(l as u32),
+            lock: Some(l),
             mem: 0.0,
         };
     }
 
     /// Holder `t` on CPU `c` releases lock `l`: the spinner that sees the line first takes
     /// it; if nobody spins, the first sleeper is woken and must race for it.
-    pub(super) fn release(&mut self, l: usize, t: usize, c: usize) {
+    pub(super) fn release(&mut self, l: LockIdx, t: usize, c: usize) {
         let lock = &mut self.locks[l];
-        debug_assert_eq!(lock.holder, Some(t as u32));
+        debug_assert_eq!(lock.holder, Some(t.into()));
         lock.holder = None;
         lock.last_cpu = Some(c as u32);
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in self.locks[l].spinners.iter().enumerate() {
-            let sc = self.th[s as usize].cpu.0;
-            if self.th[s as usize].st != St::Running
-                || self.running(sc as usize) != Some(ThreadIdx(s))
-            {
+            let sc = self.th[s].cpu.0;
+            if self.th[s].st != St::Running || self.running(sc as usize) != Some(s) {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
@@ -279,7 +278,7 @@ impl Sim {
             }
         }
         if let Some((_, i)) = best {
-            let s = self.locks[l].spinners.swap_remove(i) as usize;
+            let s = self.locks[l].spinners.swap_remove(i).ix();
             let sc = self.th[s].cpu.ix();
             self.stop_segment(sc);
             let (hold, lines) = self.lock_op(s);
@@ -287,7 +286,7 @@ impl Sim {
             self.start_segment(sc);
         } else if let Some(w) = self.locks[l].waiters.pop_front() {
             self.th[t].debt += Nanos(self.lx.syscall_ns);
-            self.wake(w as usize, Some(c as u32));
+            self.wake(w.ix(), Some(c as u32));
         }
     }
 
@@ -300,9 +299,9 @@ impl Sim {
     pub(super) fn park(l: &mut LockState, t: usize) {
         l.enqueues = l.enqueues.wrapping_add(1);
         if l.enqueues.wrapping_shl(4) == 0 {
-            l.waiters.push_back(t as u32);
+            l.waiters.push_back(t.into());
         } else {
-            l.waiters.push_front(t as u32);
+            l.waiters.push_front(t.into());
         }
     }
 
@@ -317,7 +316,7 @@ impl Sim {
     /// Thread `t`, holding lock `l`, takes a ticket from the lock's pool of `items` per
     /// pass; whether there was one. The first thread of a later pass refills the pool; a
     /// thread of an earlier pass than the pool's finds it empty.
-    pub(super) fn take_ticket(&mut self, l: usize, t: usize, items: u32) -> bool {
+    pub(super) fn take_ticket(&mut self, l: LockIdx, t: usize, items: u32) -> bool {
         let k = self.th[t].passes;
         let pool = &mut self.locks[l];
         if pool.pass.is_none_or(|p| p < k) {
@@ -336,7 +335,7 @@ impl Sim {
     fn release_barrier(&mut self, b: usize, c: usize) {
         let waiters = std::mem::take(&mut self.barriers[b].waiters);
         for &w in &waiters {
-            self.wake(w as usize, Some(c as u32));
+            self.wake(w.ix(), Some(c as u32));
         }
         self.barriers[b].waiters = waiters;
         self.barriers[b].waiters.clear();
@@ -399,9 +398,9 @@ impl Sim {
             q.producers = q.producers.saturating_sub(1);
             if q.producers == 0 && !q.closed {
                 q.closed = true;
-                let getters: Vec<u32> = q.getters.drain(..).collect();
+                let getters: Vec<ThreadIdx> = q.getters.drain(..).collect();
                 for g in getters {
-                    self.wake(g as usize, Some(c as u32));
+                    self.wake(g.ix(), Some(c as u32));
                 }
             }
         }
@@ -432,7 +431,7 @@ mod tests {
         for t in 0..16 {
             Sim::park(&mut l, t);
         }
-        let order: Vec<u32> = l.waiters.iter().copied().collect();
+        let order: Vec<u32> = l.waiters.iter().map(|t| t.0).collect();
         let mut want: Vec<u32> = (0..15).rev().collect();
         want.push(15);
         assert_eq!(order, want);

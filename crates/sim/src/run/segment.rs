@@ -170,7 +170,7 @@ impl Sim {
                     let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
                     if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
                         // Still holding the mutex: take a ticket, then unlock.
-                        let got = self.take_ticket(lock as usize, t, items);
+                        let got = self.take_ticket(lock, t, items);
                         let th = &mut self.th[t];
                         if got {
                             th.ticket_loop = Some((pc, pc + 1 + u32::from(body)));
@@ -185,7 +185,7 @@ impl Sim {
                     // Still mid-operation: a sleeper woken onto this CPU waits in its
                     // queue instead of preempting a thread that is about to go on.
                     self.cpus[c].in_advance = true;
-                    self.release(lock as usize, t, c);
+                    self.release(lock, t, c);
                     self.cpus[c].in_advance = false;
                 } else {
                     self.th[t].pc += 1;
@@ -193,8 +193,8 @@ impl Sim {
             }
             Act::Spin { lock, .. } => {
                 // Spin budget spent: park on the lock's sleep queue.
-                let l = &mut self.locks[lock as usize];
-                l.spinners.retain(|&x| x as usize != t);
+                let l = &mut self.locks[lock];
+                l.spinners.retain(|&x| x.ix() != t);
                 Self::park(l, t);
                 self.th[t].act = Act::Idle;
                 self.th[t].lck_start = Some(self.now);
@@ -205,7 +205,7 @@ impl Sim {
                 let passed = Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen;
                 self.th[t].act = Act::Idle;
                 if !passed {
-                    self.barriers[barrier as usize].waiters.push(t as u32);
+                    self.barriers[barrier as usize].waiters.push(t.into());
                     self.th[t].lck_start = Some(self.now);
                     self.block(c, t);
                     return;

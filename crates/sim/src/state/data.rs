@@ -30,11 +30,11 @@ pub(crate) enum Act {
     /// Work of `left` ns at full speed; inside lock `lock`'s critical section if any.
     Work {
         left: f64,
-        lock: Option<u32>,
+        lock: Option<super::LockIdx>,
         mem: f32,
     },
     /// Spinning on held mutex `lock` until `until`, then sleeping.
-    Spin { lock: u32, until: Nanos },
+    Spin { lock: super::LockIdx, until: Nanos },
     /// Spinning at barrier `barrier` until `until`, then sleeping (`None`: a pure spin,
     /// never sleeping).
     BarrierSpin { barrier: u32, until: Option<Nanos> },
@@ -134,17 +134,17 @@ pub(crate) struct CpuState {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LockState {
     /// The thread inside its critical section, if any.
-    pub holder: Option<u32>,
+    pub holder: Option<super::ThreadIdx>,
     /// The CPU that released it last (`None`: never released).
     pub last_cpu: Option<u32>,
-    pub spinners: Vec<u32>,
+    pub spinners: Vec<super::ThreadIdx>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
-    pub waiters: std::collections::VecDeque<u32>,
+    pub waiters: std::collections::VecDeque<super::ThreadIdx>,
     /// Enqueues so far, for the queue's occasional FIFO turn (`qh_qcnt`).
     pub enqueues: u8,
     pub acquisitions: u64,
     /// The thread that held it last (`None`: never held).
-    pub last_holder: Option<u32>,
+    pub last_holder: Option<super::ThreadIdx>,
     pub handoffs: u64,
     pub cross: u64,
     /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`None`: not
@@ -158,7 +158,7 @@ pub(crate) struct BarrierState {
     pub parties: usize,
     pub count: usize,
     pub generation: u64,
-    pub waiters: Vec<u32>,
+    pub waiters: Vec<super::ThreadIdx>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -167,8 +167,8 @@ pub(crate) struct QueueState {
     pub lines: u32,
     /// CPU of the producer of each item.
     pub items: std::collections::VecDeque<u32>,
-    pub getters: std::collections::VecDeque<u32>,
-    pub putters: std::collections::VecDeque<u32>,
+    pub getters: std::collections::VecDeque<super::ThreadIdx>,
+    pub putters: std::collections::VecDeque<super::ThreadIdx>,
     pub producers: usize,
     pub closed: bool,
 }
