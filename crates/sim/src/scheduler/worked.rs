@@ -280,6 +280,26 @@ fn select_idle_sibling_scan_depth_limits_the_search() {
     assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(2)), 2);
 }
 
+#[test]
+fn select_idle_sibling_smt_prefers_a_whole_idle_core_over_a_busy_cores_sibling() {
+    // Two cores of two SMT siblings: core 0 = CPUs 0 and 1, core 1 = CPUs 2 and 3. Thread
+    // 0 runs on CPU 0 (the target). The search order from the target is 1, 2, 3, 0:
+    // CPU 1 is idle but shares core 0 with the busy CPU 0, so the idle-core pass skips it
+    // and takes CPU 2, whose whole core is idle; it is not limited by SIS_UTIL's depth.
+    let mut sim = kernel("package:1 core:2 pu:2", 3, 0);
+    assert_ne!(sim.hw.smt_factor, 1.0, "the machine must have SMT siblings");
+    assert_eq!(sim.hw.siblings[0], [0, 1]);
+    assert_eq!(sim.hw.siblings[2], [2, 3]);
+    put(&mut sim, 0, 0);
+    sleeps(&mut sim, 2, 0, 1.0);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, None), 2);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(1)), 2);
+    // With CPU 3 busy too no core is wholly idle: the plain scan takes the first idle CPU
+    // in order, CPU 1.
+    put(&mut sim, 1, 3);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, None), 1);
+}
+
 // ---- load balancing --------------------------------------------------------------------
 
 #[test]
