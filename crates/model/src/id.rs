@@ -103,6 +103,61 @@ impl std::ops::AddAssign for Nanos {
     }
 }
 
+/// `self - rhs`: a duration or an earlier instant. `rhs` must not be later than `self`
+/// (checked in debug builds, as `u64`'s `-` is); where it may be, say so with
+/// [`Nanos::saturating_sub`].
+impl std::ops::Sub for Nanos {
+    type Output = Nanos;
+    fn sub(self, rhs: Nanos) -> Nanos {
+        debug_assert!(rhs <= self, "{} ns minus a later {} ns", self.0, rhs.0);
+        Nanos(self.0.wrapping_sub(rhs.0))
+    }
+}
+
+impl std::ops::SubAssign for Nanos {
+    fn sub_assign(&mut self, rhs: Nanos) {
+        *self = *self - rhs;
+    }
+}
+
+/// `k` times a duration, saturating like `+`.
+impl std::ops::Mul<u64> for Nanos {
+    type Output = Nanos;
+    fn mul(self, k: u64) -> Nanos {
+        Nanos(self.0.saturating_mul(k))
+    }
+}
+
+/// `k` times a duration, saturating like `+`.
+impl std::ops::Mul<Nanos> for u64 {
+    type Output = Nanos;
+    fn mul(self, d: Nanos) -> Nanos {
+        d * self
+    }
+}
+
+/// A `k`-th of a duration, rounded down.
+impl std::ops::Div<u64> for Nanos {
+    type Output = Nanos;
+    fn div(self, k: u64) -> Nanos {
+        Nanos(self.0 / k)
+    }
+}
+
+/// How many whole `period`s fit in `self` (`period` must not be zero).
+impl std::ops::Div<Nanos> for Nanos {
+    type Output = u64;
+    fn div(self, period: Nanos) -> u64 {
+        self.0 / period.0
+    }
+}
+
+impl std::iter::Sum for Nanos {
+    fn sum<I: Iterator<Item = Nanos>>(iter: I) -> Nanos {
+        iter.fold(Nanos::ZERO, |a, b| a + b)
+    }
+}
+
 impl fmt::Display for Nanos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0;
@@ -115,5 +170,36 @@ impl fmt::Display for Nanos {
         } else {
             write!(f, "{ns}ns")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Nanos;
+
+    #[test]
+    fn nanos_arithmetic_is_u64_arithmetic_with_saturating_add_and_mul() {
+        let (a, b) = (Nanos(7_000), Nanos(2_500));
+        assert_eq!(a - b, Nanos(4_500));
+        assert_eq!(a * 3, Nanos(21_000));
+        assert_eq!(3 * a, Nanos(21_000));
+        assert_eq!(a / 2, Nanos(3_500));
+        // (7000 / 2500) whole periods = 2; the next period boundary is (2 + 1) × 2500.
+        assert_eq!(a / b, 2);
+        assert_eq!((a / b + 1) * b, Nanos(7_500));
+        assert_eq!(Nanos(u64::MAX) + a, Nanos(u64::MAX));
+        assert_eq!(Nanos(u64::MAX) * 2, Nanos(u64::MAX));
+        assert_eq!([a, b].into_iter().sum::<Nanos>(), Nanos(9_500));
+        let mut c = a;
+        c -= b;
+        assert_eq!(c, Nanos(4_500));
+        assert_eq!(b.saturating_sub(a), Nanos::ZERO);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "minus a later")]
+    fn nanos_sub_of_a_later_time_panics_in_debug_builds() {
+        let _ = Nanos(1) - Nanos(2);
     }
 }

@@ -86,7 +86,7 @@ struct Instance {
     pid: Pid,
     policy: Box<dyn Policy>,
     engine: Engine,
-    next: u64,
+    next: Nanos,
 }
 
 /// Runs `workload` on `machine` with one instance of `policy` per application, each over
@@ -112,17 +112,17 @@ pub fn run_per_app(
             pid: sim.th[app.first].key.pid,
             policy: built,
             engine: Engine::new(),
-            next: 0,
+            next: Nanos(0),
         });
     }
     let wakes = instances.iter().any(|i| i.policy.reads_wake_edges());
     // The daemon attaches once the programs have started their threads (as run_policy).
-    let first = sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000;
+    let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
     for i in &mut instances {
         i.next = first;
     }
     sim.q.push(first, EventKind::Policy, 0, 0);
-    let horizon = Nanos(sim.horizon);
+    let horizon = sim.horizon;
     let mut ticks = 0u64;
     let mut full = Snapshot::default();
     while let Some(_tick) = sim.run_until(horizon) {
@@ -136,7 +136,7 @@ pub fn run_per_app(
             };
             let Ok(report) = i.engine.tick(&mut view, &topo, i.policy.as_mut());
             ticks += 1;
-            i.next = now + report.next_in.0.max(1_000_000);
+            i.next = now + Nanos(report.next_in.0.max(1_000_000));
         }
         if let Some(at) = instances.iter().map(|i| i.next).min() {
             sim.q.push(at, EventKind::Policy, 0, 0);

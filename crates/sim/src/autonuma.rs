@@ -23,11 +23,12 @@
 
 use crate::queue::EventKind;
 use crate::state::{SCAN_MIN_NS, Sim, St};
+use threadbalance_model::Nanos;
 
 /// How often the model looks for threads whose scan is due, ns.
-const PASS_NS: u64 = 250_000_000;
+const PASS_NS: Nanos = Nanos::from_millis(250);
 /// `numa_balancing_scan_period_max_ms`, ns.
-const SCAN_MAX_NS: u64 = 60_000_000_000;
+const SCAN_MAX_NS: Nanos = Nanos::from_secs(60);
 /// Base page size.
 const PAGE: u64 = 4096;
 
@@ -88,14 +89,14 @@ impl Sim {
 
     /// Shared data of leader-first-touch applications follows the node where most of the
     /// application's CPU time ran since the last pass, when two passes in a row agree.
-    fn scan_shared(&mut self, now: u64) {
+    fn scan_shared(&mut self, now: Nanos) {
         let nnode = self.hw.nnode;
         for app in 0..self.apps.len() {
             if !self.apps[app].shared_data || self.apps[app].scan.next > now {
                 continue;
             }
             let (first, n) = (self.apps[app].first, self.apps[app].threads);
-            let mut per_node = vec![0u64; nnode];
+            let mut per_node = vec![Nanos::ZERO; nnode];
             for th in &mut self.th[first..first + n] {
                 if th.st == St::New {
                     continue;
@@ -104,15 +105,15 @@ impl Sim {
                 per_node[node] += th.run - th.scan.run_at_shared_pass;
                 th.scan.run_at_shared_pass = th.run;
             }
-            let total: u64 = per_node.iter().sum();
+            let total: Nanos = per_node.iter().copied().sum();
             let (best, &most) = per_node
                 .iter()
                 .enumerate()
                 .max_by_key(|&(i, &r)| (r, std::cmp::Reverse(i)))
-                .unwrap_or((0, &0));
+                .unwrap_or((0, &Nanos::ZERO));
             let best = best as u32;
             let home = self.th[first].home;
-            let majority = total > 0 && most * 2 > total;
+            let majority = total > Nanos::ZERO && most * 2 > total;
             let s = self.apps[app].scan;
             let mut moved = false;
             if majority && home.is_some_and(|h| h != best) && s.last_node == Some(best) {
@@ -148,7 +149,7 @@ impl Sim {
         self.stats.page_migrations += pages;
         let cost = pages * self.lx.page_migrate_ns / threads.len() as u64;
         for &t in threads {
-            self.th[t].debt += cost;
+            self.th[t].debt += Nanos(cost);
         }
     }
 }
@@ -213,14 +214,14 @@ mod tests {
         let m = machine("opteron6272-4x16", None).unwrap();
         let w = crate::workload("streamcluster", Some(4), None).unwrap();
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-        let before: Vec<u64> = sim.th.iter().map(|t| t.debt).collect();
+        let before: Vec<Nanos> = sim.th.iter().map(|t| t.debt).collect();
         // 1 MiB = 256 pages × 2 µs, split between threads 1 and 3.
         sim.charge_page_migration(&[1, 3], 1 << 20);
         let added: Vec<u64> = sim
             .th
             .iter()
             .zip(&before)
-            .map(|(t, b)| t.debt - b)
+            .map(|(t, &b)| (t.debt - b).0)
             .collect();
         assert_eq!(added, [0, 256_000, 0, 256_000]);
         assert_eq!(sim.stats.page_migrations, 256);

@@ -90,7 +90,7 @@ impl Host for SimHost<'_> {
         let due = self
             .sim
             .memory_at
-            .is_none_or(|at| now >= at.saturating_add(self.sim.memory_every));
+            .is_none_or(|at| now >= at + self.sim.memory_every);
         if !due {
             into.sort();
             return Ok(());
@@ -168,15 +168,15 @@ pub fn run_policy(
     let topo = machine.topo.clone();
     let mut engine = Engine::new();
     // The daemon attaches once the program has started its threads.
-    let first = sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000;
+    let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
     sim.q.push(first, EventKind::Policy, 0, 0);
-    let horizon = Nanos(sim.horizon);
+    let horizon = sim.horizon;
     let mut ticks = 0u64;
     while let Some(_tick) = sim.run_until(horizon) {
         let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges());
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
         ticks += 1;
-        let next = report.next_in.0.max(1_000_000);
+        let next = report.next_in.max(Nanos::from_millis(1));
         let at = sim.now + next;
         sim.q.push(at, EventKind::Policy, 0, 0);
     }

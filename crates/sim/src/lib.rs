@@ -38,6 +38,8 @@ pub mod apps;
 pub mod autonuma;
 mod error;
 pub mod host;
+#[cfg(test)]
+mod layers;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;

@@ -14,6 +14,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use threadbalance_model::Nanos;
 
 /// What an event asks the simulator to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,7 +44,7 @@ pub enum EventKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Event {
     /// When it is due, in simulated nanoseconds.
-    pub at: u64,
+    pub at: Nanos,
     /// Push order, for FIFO ties.
     pub seq: u64,
     /// What to do.
@@ -68,7 +69,7 @@ impl EventQueue {
     }
 
     /// Schedules `kind` for `target` at `at`.
-    pub fn push(&mut self, at: u64, kind: EventKind, target: u32, version: u32) {
+    pub fn push(&mut self, at: Nanos, kind: EventKind, target: u32, version: u32) {
         self.seq += 1;
         self.heap.push(Reverse(Event {
             at,
@@ -85,7 +86,7 @@ impl EventQueue {
     }
 
     /// The time of the earliest event, if any.
-    pub fn peek_time(&self) -> Option<u64> {
+    pub fn peek_time(&self) -> Option<Nanos> {
         self.heap.peek().map(|Reverse(e)| e.at)
     }
 
@@ -107,12 +108,12 @@ mod tests {
     #[test]
     fn queue_equal_times_pop_in_push_order() {
         let mut q = EventQueue::new();
-        q.push(5, EventKind::Cpu, 1, 0);
-        q.push(3, EventKind::Tick, 2, 0);
-        q.push(5, EventKind::Timer, 3, 0);
-        q.push(5, EventKind::Cpu, 4, 0);
+        q.push(Nanos(5), EventKind::Cpu, 1, 0);
+        q.push(Nanos(3), EventKind::Tick, 2, 0);
+        q.push(Nanos(5), EventKind::Timer, 3, 0);
+        q.push(Nanos(5), EventKind::Cpu, 4, 0);
         let order: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop())
-            .map(|e| (e.at, e.target))
+            .map(|e| (e.at.0, e.target))
             .collect();
         assert_eq!(order, vec![(3, 2), (5, 1), (5, 3), (5, 4)]);
         assert!(q.is_empty());

@@ -18,7 +18,7 @@ use crate::run::{Sim, St, TimelinePoint};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use threadbalance_model::{PolicySummary, coefficient_of_variation};
+use threadbalance_model::{Nanos, PolicySummary, coefficient_of_variation};
 
 /// What one run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,14 +79,14 @@ impl RunResult {
         ticks: u64,
         policy_summary: PolicySummary,
     ) -> RunResult {
-        let end = sim.now.max(1);
+        let end = sim.now.max(Nanos(1));
         let finished = sim.live == 0;
         let app_runtime_s = sim
             .apps
             .iter()
-            .map(|a| (a.name.clone(), a.finished_at.unwrap_or(end) as f64 / 1e9))
+            .map(|a| (a.name.clone(), a.finished_at.unwrap_or(end).as_secs_f64()))
             .collect();
-        let mut busy = vec![0u64; sim.hw.npkg];
+        let mut busy = vec![Nanos::ZERO; sim.hw.npkg];
         let mut ncpu = vec![0u64; sim.hw.npkg];
         for (c, cpu) in sim.cpus.iter().enumerate() {
             let p = sim.hw.pkg[c] as usize;
@@ -96,13 +96,14 @@ impl RunResult {
         let socket_util: Vec<f64> = busy
             .iter()
             .zip(&ncpu)
-            .map(|(&b, &n)| b as f64 / (end as f64 * n.max(1) as f64))
+            .map(|(&b, &n)| b.0 as f64 / (end.0 as f64 * n.max(1) as f64))
             .collect();
         let (handoffs, cross) = sim
             .locks
             .iter()
             .fold((0, 0), |(h, x), l| (h + l.handoffs, x + l.cross));
-        let (mut lock, mut sync, mut life, mut wait) = (0u64, 0u64, 0u64, 0u64);
+        let (mut lock, mut sync, mut life, mut wait) =
+            (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, Nanos::ZERO);
         for th in &sim.th {
             if th.st == St::New {
                 continue;
@@ -117,17 +118,17 @@ impl RunResult {
         RunResult {
             policy: policy.to_string(),
             seed,
-            runtime_s: end as f64 / 1e9,
+            runtime_s: end.as_secs_f64(),
             app_runtime_s,
             finished,
             socket_util_cv: coefficient_of_variation(&socket_util),
             socket_util,
             lock_handoffs: handoffs,
             cross_socket_handoff_frac: frac(cross as f64, handoffs as f64),
-            lock_time_frac: frac(lock as f64, life as f64),
-            sync_wait_frac: frac(sync as f64, life as f64),
+            lock_time_frac: frac(lock.0 as f64, life.0 as f64),
+            sync_wait_frac: frac(sync.0 as f64, life.0 as f64),
             remote_access_frac: frac(sim.stats.mem_remote, sim.stats.mem_total),
-            run_wait_frac: frac(wait as f64, life as f64),
+            run_wait_frac: frac(wait.0 as f64, life.0 as f64),
             page_migrations: sim.stats.page_migrations,
             migrations: sim.stats.migrations,
             cross_socket_migrations: sim.stats.cross_migrations,
@@ -141,9 +142,9 @@ impl RunResult {
                     let open = if t.st == St::Running {
                         end.saturating_sub(sim.cpus[t.cpu.ix()].seg_start)
                     } else {
-                        0
+                        Nanos::ZERO
                     };
-                    (t.run + open) as f64 / 1e9
+                    (t.run + open).as_secs_f64()
                 })
                 .collect(),
             thread_migrations: sim.th.iter().map(|t| t.migrations).collect(),

@@ -57,9 +57,8 @@ impl Programs for Sim {
     fn wait_over(&mut self, t: ThreadIdx) -> bool {
         let t = t.ix();
         match self.th[t].act {
-            Act::Spin { lock, .. } if self.locks[lock as usize].holder.is_none() => {
-                let l = lock as usize;
-                self.locks[l].spinners.retain(|&x| x as usize != t);
+            Act::Spin { lock, .. } if self.locks[lock].holder.is_none() => {
+                self.locks[lock].spinners.retain(|&x| x.ix() != t);
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
@@ -128,7 +127,9 @@ impl Sim {
         let lx = opts.linux.clone();
         let kcpus = (0..ncpu)
             .map(|_| KernelCpu {
-                min_vruntime: 0,
+                cur: None,
+                rq: Vec::with_capacity(8),
+                min_vruntime: Nanos::ZERO,
                 tick_armed: false,
                 idle_since: Some(Nanos::ZERO),
                 avg_idle: Nanos(2 * lx.migration_cost_ns),
@@ -142,21 +143,19 @@ impl Sim {
             .collect();
         let cpus = (0..ncpu)
             .map(|_| CpuState {
-                cur: None,
-                rq: Vec::with_capacity(8),
                 version: 0,
-                seg_start: 0,
+                seg_start: Nanos::ZERO,
                 seg_factor: 1.0,
                 seg_stream: 0.0,
                 seg_node: 0,
                 seg_home: 0,
-                seg_debt: 0,
-                busy_ns: 0,
+                seg_debt: Nanos::ZERO,
+                busy_ns: Nanos::ZERO,
                 in_advance: false,
             })
             .collect();
         let mut sim = Sim {
-            now: 0,
+            now: Nanos::ZERO,
             q: EventQueue::new(),
             th: Vec::new(),
             cpus,
@@ -166,7 +165,7 @@ impl Sim {
             progs: Vec::new(),
             apps: Vec::new(),
             mem: crate::memory::MemLoad::new(hw.nnode),
-            last_sample_busy: vec![0; hw.npkg],
+            last_sample_busy: vec![Nanos::ZERO; hw.npkg],
             hw,
             lx,
             kernel: Kernel {
@@ -178,13 +177,13 @@ impl Sim {
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
             stats: Stats::default(),
             timeline: Vec::new(),
-            sample_every: opts.sample_every.0.max(1),
+            sample_every: opts.sample_every.max(Nanos(1)),
             last_sample_migr: 0,
             last_sample_mem: (0.0, 0.0),
             live: 0,
-            horizon: opts.horizon.0,
+            horizon: opts.horizon,
             topo,
-            memory_every: opts.memory_every.0,
+            memory_every: opts.memory_every,
             memory_at: None,
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,
@@ -261,10 +260,10 @@ impl Sim {
                         cpu: CpuIdx(0),
                         allowed: all.clone(),
                         original: all.clone(),
-                        vruntime: 0,
+                        vruntime: Nanos::ZERO,
                         lag: 0,
                         act: Act::Idle,
-                        debt: 0,
+                        debt: Nanos::ZERO,
                         carry: 0.0,
                         home: None,
                         rng: Rng::new(
@@ -272,38 +271,38 @@ impl Sim {
                                 .wrapping_mul(0x9E37_79B9)
                                 .wrapping_add(i as u64 * 7919 + 1),
                         ),
-                        run: 0,
-                        wait: 0,
-                        utime: 0,
-                        stime: 0,
-                        lock_ns: 0,
-                        lck_ns: 0,
+                        run: Nanos::ZERO,
+                        wait: Nanos::ZERO,
+                        utime: Nanos::ZERO,
+                        stime: Nanos::ZERO,
+                        lock_ns: Nanos::ZERO,
+                        lck_ns: Nanos::ZERO,
                         lck_start: None,
                         timeslices: 0,
                         voluntary: 0,
                         involuntary: 0,
                         migrations: 0,
-                        born: 0,
-                        died: 0,
-                        runnable_since: 0,
+                        born: Nanos::ZERO,
+                        died: Nanos::ZERO,
+                        runnable_since: Nanos::ZERO,
                         wait_start: None,
-                        picked_at: 0,
-                        last_ran: 0,
+                        picked_at: Nanos::ZERO,
+                        last_ran: Nanos::ZERO,
                         bar_gen: None,
                         ticket_loop: None,
                         passes: 0,
                         last_wakee: None,
                         wakee_flips: 0,
-                        flip_decay: 0,
+                        flip_decay: Nanos::ZERO,
                         load_avg: 1.0,
-                        load_at: 0,
+                        load_at: Nanos::ZERO,
                         recent_cpu: None,
-                        scan: crate::state::Scan::new(0),
+                        scan: crate::state::Scan::new(Nanos::ZERO),
                     });
                     let at = app_at.unwrap_or(spawn_at);
                     // A main thread creates the others itself, once its program is done.
                     if !(app.main_thread && i > first) {
-                        sim.q.push(at, EventKind::Spawn, i as u32, 0);
+                        sim.q.push(Nanos(at), EventKind::Spawn, i as u32, 0);
                     }
                     match app_at.as_mut() {
                         Some(a) => *a += sim.lx.spawn_gap_ns,
@@ -331,7 +330,7 @@ impl Sim {
                     }),
                 main_thread: app.main_thread,
                 joining: false,
-                scan: crate::state::SharedScan::new(app.start_ns),
+                scan: crate::state::SharedScan::new(Nanos(app.start_ns)),
             });
         }
         sim.live = sim.th.len();
@@ -342,7 +341,7 @@ impl Sim {
 
     /// The current simulated time.
     pub fn now(&self) -> Nanos {
-        Nanos(self.now)
+        self.now
     }
 
     /// Whether every thread has exited.
@@ -364,7 +363,7 @@ impl Sim {
     /// Policy events are left in the queue for the caller ([`crate::host`]).
     pub fn run_until(&mut self, until: Nanos) -> Option<crate::queue::Event> {
         while let Some(t) = self.q.peek_time() {
-            if t > until.0 || self.live == 0 {
+            if t > until || self.live == 0 {
                 break;
             }
             let Some(e) = self.q.pop() else { break };
@@ -387,8 +386,8 @@ impl Sim {
                 }
             }
         }
-        if self.now < until.0 && self.live > 0 {
-            self.now = until.0.min(self.horizon);
+        if self.now < until && self.live > 0 {
+            self.now = until.min(self.horizon);
         }
         None
     }
@@ -398,7 +397,7 @@ impl Sim {
         match e.kind {
             EventKind::Cpu => {
                 let c = e.target as usize;
-                if self.cpus[c].version == e.version && self.cpus[c].cur.is_some() {
+                if self.cpus[c].version == e.version && self.running(c).is_some() {
                     self.on_activity_end(c);
                 }
             }
@@ -420,10 +419,10 @@ impl Sim {
 
     fn on_sample(&mut self) {
         let now = self.now;
-        let mut busy = vec![0u64; self.hw.npkg];
+        let mut busy = vec![Nanos::ZERO; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
             let mut b = cpu.busy_ns;
-            if cpu.cur.is_some() {
+            if self.running(c).is_some() {
                 b += now - cpu.seg_start;
             }
             busy[self.hw.pkg[c] as usize] += b;
@@ -433,10 +432,12 @@ impl Sim {
             .iter()
             .zip(&self.last_sample_busy)
             .zip(per_pkg)
-            .map(|((b, l), d)| (b - l) as f64 / (self.sample_every as f64 * d.cpus.len() as f64))
+            .map(|((&b, &l), d)| {
+                (b - l).0 as f64 / (self.sample_every.0 as f64 * d.cpus.len() as f64)
+            })
             .collect();
         self.timeline.push(TimelinePoint {
-            t_s: now as f64 / 1e9,
+            t_s: now.as_secs_f64(),
             socket_util: util,
             migrations: self.stats.migrations - self.last_sample_migr,
             remote_frac: {
@@ -464,14 +465,7 @@ impl Sim {
         let th = &mut self.th[t];
         th.born = self.now;
         th.scan = crate::state::Scan::new(self.now);
-        // A new task starts with a full load (init_entity_runnable_average).
-        th.load_avg = 1.0;
-        th.load_at = self.now;
-        th.cpu = CpuIdx(c);
-        th.st = St::Runnable;
-        th.vruntime = self.kernel.cpus[c as usize].min_vruntime;
-        th.lag = 0;
-        self.enqueue(t, c as usize, true);
+        self.wake_up_new(t, c as usize);
     }
 
     /// Sampled counters of every live thread, as `/proc` and the probes would give them.
@@ -500,13 +494,15 @@ impl Sim {
             if th.st == St::Runnable && !stale {
                 wait += now.saturating_sub(th.runnable_since);
             }
-            let lock = th.lck_ns + th.lck_start.map_or(0, |start| now.saturating_sub(start));
+            let lock = th.lck_ns
+                + th.lck_start
+                    .map_or(Nanos::ZERO, |start| now.saturating_sub(start));
             into.push(Sample {
                 key: th.key,
-                utime: Nanos(utime),
-                stime: Nanos(th.stime),
-                run: Nanos(run),
-                wait: Nanos(wait),
+                utime,
+                stime: th.stime,
+                run,
+                wait,
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
@@ -515,7 +511,7 @@ impl Sim {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
                 },
-                lock: Some(Nanos(lock)),
+                lock: Some(lock),
                 migrations: Some(th.migrations),
             });
         }
@@ -532,25 +528,7 @@ impl Sim {
     /// * CPU time is conserved: the time threads ran equals the time CPUs were busy.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut seen = vec![0u32; self.th.len()];
-        for (c, cpu) in self.cpus.iter().enumerate() {
-            if let Some(t) = cpu.cur {
-                let t = t.ix();
-                seen[t] += 1;
-                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
-                    return Err(format!(
-                        "CPU {c} runs thread {t} which is not running there"
-                    ));
-                }
-            }
-            for &t in &cpu.rq {
-                seen[t] += 1;
-                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
-                    return Err(format!(
-                        "thread {t} queued on CPU {c} but not runnable there"
-                    ));
-                }
-            }
-        }
+        self.count_queued(&mut seen)?;
         for (t, th) in self.th.iter().enumerate() {
             let expect = u32::from(matches!(th.st, St::Running | St::Runnable));
             if seen[t] != expect {
@@ -565,9 +543,9 @@ impl Sim {
         }
         for (l, lock) in self.locks.iter().enumerate() {
             if let Some(h) = lock.holder {
-                let h = h as usize;
+                let h = h.ix();
                 let inside =
-                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x as usize == l);
+                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x.ix() == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -577,16 +555,19 @@ impl Sim {
             let holders = self
                 .th
                 .iter()
-                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x as usize == l))
+                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x.ix() == l))
                 .count();
             if holders > 1 {
                 return Err(format!("lock {l} has {holders} threads inside"));
             }
         }
-        let ran: u64 = self.th.iter().map(|t| t.run).sum();
-        let busy: u64 = self.cpus.iter().map(|c| c.busy_ns).sum();
+        let ran: Nanos = self.th.iter().map(|t| t.run).sum();
+        let busy: Nanos = self.cpus.iter().map(|c| c.busy_ns).sum();
         if ran != busy {
-            return Err(format!("threads ran {ran} ns but CPUs were busy {busy} ns"));
+            return Err(format!(
+                "threads ran {} ns but CPUs were busy {} ns",
+                ran.0, busy.0
+            ));
         }
         Ok(())
     }
@@ -598,6 +579,6 @@ impl Sim {
 
     /// Every thread's CPU time so far (completed segments), in thread order.
     pub fn thread_run(&self) -> Vec<Nanos> {
-        self.th.iter().map(|t| Nanos(t.run)).collect()
+        self.th.iter().map(|t| t.run).collect()
     }
 }

@@ -3,7 +3,9 @@
 
 use super::{Act, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
+use crate::state::LockIdx;
 use crate::workload::{Op, Wait};
+use threadbalance_model::Nanos;
 use threadbalance_policy::rng::Rng;
 
 impl Sim {
@@ -65,17 +67,17 @@ impl Sim {
                     lines,
                     ..
                 } => {
-                    let l = (self.apps[app].lock_base + u32::from(lock)) as usize;
+                    let l = LockIdx(self.apps[app].lock_base + u32::from(lock));
                     if self.locks[l].holder.is_none() {
                         self.acquire(l, t, c, hold_ns, lines);
                     } else {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        self.locks[l].spinners.push(t as u32);
+                        self.locks[l].spinners.push(t.into());
                         self.th[t].act = Act::Spin {
-                            lock: l as u32,
-                            until: self.now + self.apps[app].spin_ns,
+                            lock: l,
+                            until: self.now + Nanos(self.apps[app].spin_ns),
                         };
                     }
                     break;
@@ -109,11 +111,11 @@ impl Sim {
                         },
                         Wait::Block => Act::BarrierSpin {
                             barrier: b as u32,
-                            until: Some(self.now + self.apps[app].spin_ns),
+                            until: Some(self.now + Nanos(self.apps[app].spin_ns)),
                         },
                         Wait::Yield => {
                             self.th[t].act = Act::Yield { barrier: b as u32 };
-                            self.th[t].debt += self.lx.syscall_ns;
+                            self.th[t].debt += Nanos(self.lx.syscall_ns);
                             self.start_segment(c);
                             if self.queued_non_yielder(c) {
                                 self.yield_cpu(c);
@@ -130,7 +132,7 @@ impl Sim {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        q.putters.push_back(t as u32);
+                        q.putters.push_back(t.into());
                         self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
@@ -138,10 +140,10 @@ impl Sim {
                     q.items.push_back(c as u32);
                     let getter = q.getters.pop_front();
                     self.end_wait(t);
-                    self.th[t].debt += self.lx.syscall_ns;
+                    self.th[t].debt += Nanos(self.lx.syscall_ns);
                     self.th[t].pc += 1;
                     if let Some(g) = getter {
-                        self.wake(g as usize, Some(c as u32));
+                        self.wake(g.ix(), Some(c as u32));
                     }
                 }
                 Op::Get { queue } => {
@@ -153,10 +155,10 @@ impl Sim {
                         let cost = lines * self.hw.line_ns(src, c as u32) / self.hw.mlp;
                         self.th[t].carry += cost;
                         self.end_wait(t);
-                        self.th[t].debt += self.lx.syscall_ns;
+                        self.th[t].debt += Nanos(self.lx.syscall_ns);
                         self.th[t].pc += 1;
                         if let Some(p) = putter {
-                            self.wake(p as usize, Some(c as u32));
+                            self.wake(p.ix(), Some(c as u32));
                         }
                     } else if q.closed {
                         self.end_wait(t);
@@ -166,7 +168,7 @@ impl Sim {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        q.getters.push_back(t as u32);
+                        q.getters.push_back(t.into());
                         self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
@@ -175,7 +177,8 @@ impl Sim {
                 Op::Sleep { ns, spread } => {
                     let d = vary(&mut self.th[t].rng, ns, spread);
                     self.th[t].pc += 1;
-                    self.q.push(self.now + d, EventKind::Timer, t as u32, 0);
+                    self.q
+                        .push(self.now + Nanos(d), EventKind::Timer, t as u32, 0);
                     self.block(c, t);
                     return;
                 }
@@ -200,8 +203,8 @@ impl Sim {
             self.apps[app].joining = true;
             let (first, n) = (self.apps[app].first, self.apps[app].threads);
             for (k, i) in (first + 1..first + n).enumerate() {
-                let at = self.now + (k as u64 + 1) * self.lx.spawn_gap_ns;
-                self.th[i].key.start_time = 1 + at / 10_000_000;
+                let at = self.now + Nanos((k as u64 + 1) * self.lx.spawn_gap_ns);
+                self.th[i].key.start_time = 1 + at.0 / 10_000_000;
                 self.q.push(at, EventKind::Spawn, i as u32, 0);
             }
         }
@@ -225,12 +228,12 @@ impl Sim {
     }
 
     /// Thread `t` on CPU `c` takes free lock `l` and starts its critical section.
-    fn acquire(&mut self, l: usize, t: usize, c: usize, hold_ns: u64, lines: u32) {
+    fn acquire(&mut self, l: LockIdx, t: usize, c: usize, hold_ns: u64, lines: u32) {
         self.end_wait(t);
         let lock = &mut self.locks[l];
         let from = lock.last_cpu;
-        let previous = lock.last_holder.replace(t as u32);
-        lock.holder = Some(t as u32);
+        let previous = lock.last_holder.replace(t.into());
+        lock.holder = Some(t.into());
         lock.acquisitions += 1;
         if let Some(from) = from {
             lock.handoffs += 1;
@@ -238,8 +241,8 @@ impl Sim {
                 lock.cross += 1;
             }
         }
-        if let Some(p) = previous.filter(|&p| p as usize != t) {
-            *self.wakes.entry((p, t as u32)).or_default() += 1;
+        if let Some(p) = previous.filter(|&p| p.ix() != t) {
+            *self.wakes.entry((p.0, t as u32)).or_default() += 1;
         }
         // The lock's line and the protected data follow the lock.
         let line = match from {
@@ -250,24 +253,22 @@ impl Sim {
         let cost = f64::from(1 + lines) * line;
         self.th[t].act = Act::Work {
             left: hold_ns as f64 + cost,
-            lock: Some(l as u32),
+            lock: Some(l),
             mem: 0.0,
         };
     }
 
     /// Holder `t` on CPU `c` releases lock `l`: the spinner that sees the line first takes
     /// it; if nobody spins, the first sleeper is woken and must race for it.
-    pub(super) fn release(&mut self, l: usize, t: usize, c: usize) {
+    pub(super) fn release(&mut self, l: LockIdx, t: usize, c: usize) {
         let lock = &mut self.locks[l];
-        debug_assert_eq!(lock.holder, Some(t as u32));
+        debug_assert_eq!(lock.holder, Some(t.into()));
         lock.holder = None;
         lock.last_cpu = Some(c as u32);
         let mut best: Option<(f64, usize)> = None;
-        for (i, &s) in lock.spinners.iter().enumerate() {
-            let sc = self.th[s as usize].cpu.0;
-            if self.th[s as usize].st != St::Running
-                || self.cpus[sc as usize].cur != Some(ThreadIdx(s))
-            {
+        for (i, &s) in self.locks[l].spinners.iter().enumerate() {
+            let sc = self.th[s].cpu.0;
+            if self.th[s].st != St::Running || self.running(sc as usize) != Some(s) {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
@@ -277,15 +278,15 @@ impl Sim {
             }
         }
         if let Some((_, i)) = best {
-            let s = self.locks[l].spinners.swap_remove(i) as usize;
+            let s = self.locks[l].spinners.swap_remove(i).ix();
             let sc = self.th[s].cpu.ix();
             self.stop_segment(sc);
             let (hold, lines) = self.lock_op(s);
             self.acquire(l, s, sc, hold, lines);
             self.start_segment(sc);
         } else if let Some(w) = self.locks[l].waiters.pop_front() {
-            self.th[t].debt += self.lx.syscall_ns;
-            self.wake(w as usize, Some(c as u32));
+            self.th[t].debt += Nanos(self.lx.syscall_ns);
+            self.wake(w.ix(), Some(c as u32));
         }
     }
 
@@ -298,9 +299,9 @@ impl Sim {
     pub(super) fn park(l: &mut LockState, t: usize) {
         l.enqueues = l.enqueues.wrapping_add(1);
         if l.enqueues.wrapping_shl(4) == 0 {
-            l.waiters.push_back(t as u32);
+            l.waiters.push_back(t.into());
         } else {
-            l.waiters.push_front(t as u32);
+            l.waiters.push_front(t.into());
         }
     }
 
@@ -315,7 +316,7 @@ impl Sim {
     /// Thread `t`, holding lock `l`, takes a ticket from the lock's pool of `items` per
     /// pass; whether there was one. The first thread of a later pass refills the pool; a
     /// thread of an earlier pass than the pool's finds it empty.
-    pub(super) fn take_ticket(&mut self, l: usize, t: usize, items: u32) -> bool {
+    pub(super) fn take_ticket(&mut self, l: LockIdx, t: usize, items: u32) -> bool {
         let k = self.th[t].passes;
         let pool = &mut self.locks[l];
         if pool.pass.is_none_or(|p| p < k) {
@@ -334,13 +335,13 @@ impl Sim {
     fn release_barrier(&mut self, b: usize, c: usize) {
         let waiters = std::mem::take(&mut self.barriers[b].waiters);
         for &w in &waiters {
-            self.wake(w as usize, Some(c as u32));
+            self.wake(w.ix(), Some(c as u32));
         }
         self.barriers[b].waiters = waiters;
         self.barriers[b].waiters.clear();
         // Spinners and yielders still on a CPU notice when the line reaches them.
         for sc in 0..self.cpus.len() {
-            let Some(s) = self.cpus[sc].cur else { continue };
+            let Some(s) = self.running(sc) else { continue };
             if sc == c {
                 continue;
             }
@@ -349,7 +350,7 @@ impl Sim {
                 _ => false,
             };
             if waiting {
-                let at = self.now + self.hw.line_ns(c as u32, sc as u32).ceil() as u64;
+                let at = self.now + Nanos(self.hw.line_ns(c as u32, sc as u32).ceil() as u64);
                 let cpu = &mut self.cpus[sc];
                 cpu.version = cpu.version.wrapping_add(1);
                 // Re-time the segment end: the spin ends when the release is seen.
@@ -397,14 +398,13 @@ impl Sim {
             q.producers = q.producers.saturating_sub(1);
             if q.producers == 0 && !q.closed {
                 q.closed = true;
-                let getters: Vec<u32> = q.getters.drain(..).collect();
+                let getters: Vec<ThreadIdx> = q.getters.drain(..).collect();
                 for g in getters {
-                    self.wake(g as usize, Some(c as u32));
+                    self.wake(g.ix(), Some(c as u32));
                 }
             }
         }
-        self.cpus[c].cur = None;
-        self.schedule(c);
+        self.exited(c);
     }
 }
 
@@ -431,7 +431,7 @@ mod tests {
         for t in 0..16 {
             Sim::park(&mut l, t);
         }
-        let order: Vec<u32> = l.waiters.iter().copied().collect();
+        let order: Vec<u32> = l.waiters.iter().map(|t| t.0).collect();
         let mut want: Vec<u32> = (0..15).rev().collect();
         want.push(15);
         assert_eq!(order, want);

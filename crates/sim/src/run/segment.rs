@@ -4,13 +4,14 @@
 use super::{Act, Sim};
 use crate::queue::EventKind;
 use crate::workload::Op;
+use threadbalance_model::Nanos;
 
 impl Sim {
     // ---- segments ------------------------------------------------------------------------
 
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
     pub(super) fn start_segment(&mut self, c: usize) {
-        let Some(t) = self.cpus[c].cur else { return };
+        let Some(t) = self.running(c) else { return };
         let t = t.ix();
         let now = self.now;
         let (factor, stream, node, home) = self.speed_factor(c, t);
@@ -19,7 +20,7 @@ impl Sim {
         // When the activity ends (`None`: a pure spin or a yield loop ends only when
         // something else happens).
         let end = match th.act {
-            Act::Work { left, .. } => Some(base + (left * factor).ceil() as u64),
+            Act::Work { left, .. } => Some(base + Nanos((left * factor).ceil() as u64)),
             Act::Spin { until, .. } => Some(base.max(until)),
             Act::BarrierSpin { until, .. } => until.map(|u| base.max(u)),
             Act::Yield { .. } => None,
@@ -69,7 +70,7 @@ impl Sim {
         if self.hw.smt_factor != 1.0
             && self.hw.siblings[c]
                 .iter()
-                .any(|&s| s as usize != c && self.cpus[s as usize].cur.is_some())
+                .any(|&s| s as usize != c && self.running(s as usize).is_some())
         {
             f *= self.hw.smt_factor;
         }
@@ -101,7 +102,7 @@ impl Sim {
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
     pub(super) fn stop_segment(&mut self, c: usize) {
-        let Some(t) = self.cpus[c].cur else { return };
+        let Some(t) = self.running(c) else { return };
         let t = t.ix();
         let now = self.now;
         let cpu = &mut self.cpus[c];
@@ -136,7 +137,7 @@ impl Sim {
         let user = elapsed - sys;
         th.utime += user;
         if let Act::Work { left, mem, .. } = &mut th.act {
-            let done = (user as f64 / factor).min(*left);
+            let done = (user.0 as f64 / factor).min(*left);
             *left -= done;
             if *left < 0.5 {
                 *left = 0.0;
@@ -154,10 +155,10 @@ impl Sim {
 
     /// The CPU's activity reached its end.
     pub(super) fn on_activity_end(&mut self, c: usize) {
-        let Some(t) = self.cpus[c].cur else { return };
+        let Some(t) = self.running(c) else { return };
         let t = t.ix();
         self.stop_segment(c);
-        if self.th[t].debt > 0 {
+        if self.th[t].debt > Nanos::ZERO {
             // Only possible when the end was computed before extra debt was added.
             self.start_segment(c);
             return;
@@ -169,7 +170,7 @@ impl Sim {
                     let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
                     if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
                         // Still holding the mutex: take a ticket, then unlock.
-                        let got = self.take_ticket(lock as usize, t, items);
+                        let got = self.take_ticket(lock, t, items);
                         let th = &mut self.th[t];
                         if got {
                             th.ticket_loop = Some((pc, pc + 1 + u32::from(body)));
@@ -184,7 +185,7 @@ impl Sim {
                     // Still mid-operation: a sleeper woken onto this CPU waits in its
                     // queue instead of preempting a thread that is about to go on.
                     self.cpus[c].in_advance = true;
-                    self.release(lock as usize, t, c);
+                    self.release(lock, t, c);
                     self.cpus[c].in_advance = false;
                 } else {
                     self.th[t].pc += 1;
@@ -192,8 +193,8 @@ impl Sim {
             }
             Act::Spin { lock, .. } => {
                 // Spin budget spent: park on the lock's sleep queue.
-                let l = &mut self.locks[lock as usize];
-                l.spinners.retain(|&x| x as usize != t);
+                let l = &mut self.locks[lock];
+                l.spinners.retain(|&x| x.ix() != t);
                 Self::park(l, t);
                 self.th[t].act = Act::Idle;
                 self.th[t].lck_start = Some(self.now);
@@ -204,7 +205,7 @@ impl Sim {
                 let passed = Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen;
                 self.th[t].act = Act::Idle;
                 if !passed {
-                    self.barriers[barrier as usize].waiters.push(t as u32);
+                    self.barriers[barrier as usize].waiters.push(t.into());
                     self.th[t].lck_start = Some(self.now);
                     self.block(c, t);
                     return;

@@ -18,37 +18,37 @@ impl Sim {
 
     pub(crate) fn on_tick(&mut self, c: usize) {
         self.kernel.cpus[c].tick_armed = false;
-        if self.cpus[c].cur.is_none() {
+        if self.kernel.cpus[c].cur.is_none() {
             return; // nohz: an idle CPU stops ticking
         }
         let tick = self.lx.tick_ns();
         let now = self.now;
         self.kernel.cpus[c].tick_armed = true;
-        self.q.push(now + tick, EventKind::Tick, c as u32, 0);
+        self.q.push(now + Nanos(tick), EventKind::Tick, c as u32, 0);
         let linux = self.lx.baseline == Baseline::Linux;
         if linux {
             self.rebalance(c);
         } else {
             self.solaris_tick(c);
         }
-        let queued = !self.cpus[c].rq.is_empty();
+        let queued = !self.kernel.cpus[c].rq.is_empty();
         if queued {
             self.q.push(now, EventKind::Resched, c as u32, 0);
         }
         if queued || self.lx.kernel_noise_ns > 0 {
             let p = self.lx.kernel_noise_per_s * tick as f64 / 1e9;
             if self.rng.next_f64() < p {
-                let at = now + self.rng.below(tick);
+                let at = now + Nanos(self.rng.below(tick));
                 self.q.push(at, EventKind::Noise, c as u32, 0);
             }
         }
         if linux
-            && now >= self.kernel.nohz_next.0
-            && (self.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
+            && now >= self.kernel.nohz_next
+            && (self.kernel.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
         {
-            self.kernel.nohz_next = Nanos(now + tick);
+            self.kernel.nohz_next = now + Nanos(tick);
             for i in 0..self.cpus.len() {
-                if self.cpus[i].idle() {
+                if self.kernel.cpus[i].idle() {
                     self.rebalance(i);
                 }
             }
@@ -61,18 +61,20 @@ impl Sim {
     fn llc_busy_peer(&self, c: usize) -> bool {
         self.hw.llc_cpus[self.hw.llc[c] as usize]
             .iter()
-            .any(|&x| x as usize != c && self.cpus[x as usize].cur.is_some())
+            .any(|&x| x as usize != c && self.kernel.cpus[x as usize].cur.is_some())
     }
 
     pub(crate) fn on_resched(&mut self, c: usize) {
-        let Some(cur) = self.cpus[c].cur else { return };
-        if self.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+        let Some(cur) = self.kernel.cpus[c].cur else {
+            return;
+        };
+        if self.kernel.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
         let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
-        } else if self.now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+        } else if self.now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
             self.preempt(c);
         }
     }
@@ -81,17 +83,19 @@ impl Sim {
     /// (its activity ends that much later), and when the kernel thread is done the fairest
     /// queued thread runs.
     pub(crate) fn on_noise(&mut self, c: usize) {
-        let Some(cur) = self.cpus[c].cur else { return };
+        let Some(cur) = self.kernel.cpus[c].cur else {
+            return;
+        };
         if self.cpus[c].in_advance {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
             self.end_segment(c.into());
-            self.th[cur].debt += self.lx.kernel_noise_ns;
+            self.th[cur].debt += Nanos(self.lx.kernel_noise_ns);
             self.add_noise_load(c, self.lx.kernel_noise_ns);
             self.begin_segment(c.into());
         }
-        if self.cpus[c].rq.is_empty() {
+        if self.kernel.cpus[c].rq.is_empty() {
             return;
         }
         if self.yield_waiting(cur) {
@@ -106,17 +110,17 @@ impl Sim {
         let now = self.now;
         let max = Nanos::from_millis(100 * self.cpus.len() as u64);
         for lv in 0..self.kernel.levels.len() {
-            let busy = self.cpus[c].cur.is_some();
+            let busy = self.kernel.cpus[c].cur.is_some();
             let mut interval = self.kernel.cpus[c].interval[lv];
             if busy {
                 interval = Nanos(interval.0 * self.lx.busy_factor);
             }
-            if now < (self.kernel.cpus[c].last_balance[lv] + interval.min(max)).0 {
+            if now < self.kernel.cpus[c].last_balance[lv] + interval.min(max) {
                 continue;
             }
             let kind = if busy { Kind::Busy } else { Kind::Idle };
             self.load_balance(c, lv, kind);
-            self.kernel.cpus[c].last_balance[lv] = Nanos(now);
+            self.kernel.cpus[c].last_balance[lv] = now;
         }
     }
 
@@ -124,7 +128,7 @@ impl Sim {
         if self.kernel.cpus[c].avg_idle < Nanos(self.lx.migration_cost_ns) {
             return;
         }
-        if !self.cpus.iter().any(|x| x.nr() >= 2) {
+        if !self.kernel.cpus.iter().any(|x| x.nr() >= 2) {
             return;
         }
         for lv in 0..self.kernel.levels.len() {
@@ -134,7 +138,7 @@ impl Sim {
             };
             let pulled = self.load_balance(c, lv, Kind::NewIdle);
             self.newidle_done(c, lv, weight, pulled);
-            if pulled || !self.cpus[c].idle() {
+            if pulled || !self.kernel.cpus[c].idle() {
                 return;
             }
         }
@@ -153,7 +157,7 @@ impl Sim {
             let first = g
                 .iter()
                 .copied()
-                .find(|&x| self.cpus[x as usize].idle())
+                .find(|&x| self.kernel.cpus[x as usize].idle())
                 .unwrap_or(g[0]);
             if first as usize != c {
                 return false;
@@ -264,15 +268,15 @@ impl Sim {
             .iter()
             .copied()
             .filter(|&x| {
-                let cpu = &self.cpus[x as usize];
+                let cpu = &self.kernel.cpus[x as usize];
                 !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
             })
-            .max_by_key(|&x| (self.cpus[x as usize].nr(), std::cmp::Reverse(x)));
+            .max_by_key(|&x| (self.kernel.cpus[x as usize].nr(), std::cmp::Reverse(x)));
         let failed = self.kernel.cpus[c].failed[lv];
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
-            let mut cands: Vec<ThreadIdx> = self.cpus[src as usize].rq.clone();
+            let mut cands: Vec<ThreadIdx> = self.kernel.cpus[src as usize].rq.clone();
             cands.sort_by_key(|&t| (self.th[t].last_ran, t));
             let mut budget = load.unwrap_or(0.0);
             for t in cands {
@@ -280,7 +284,8 @@ impl Sim {
                 if !self.allowed(t, c) {
                     continue;
                 }
-                let hot = now.saturating_sub(self.th[t].last_ran) < self.lx.migration_cost_ns;
+                let hot =
+                    now.saturating_sub(self.th[t].last_ran) < Nanos(self.lx.migration_cost_ns);
                 if hot && failed <= tries {
                     continue;
                 }
@@ -305,16 +310,16 @@ impl Sim {
             if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
                 // Active balance: push the running thread of the busiest CPU here (when
                 // spreading, even its only one: active_load_balance_cpu_stop).
-                if let Some(cur) = self.cpus[src as usize].cur
-                    && (self.cpus[src as usize].nr() >= 2 || spread)
+                if let Some(cur) = self.kernel.cpus[src as usize].cur
+                    && (self.kernel.cpus[src as usize].nr() >= 2 || spread)
                     && self.allowed(cur.ix(), c)
                 {
                     let t = cur.ix();
                     self.end_segment(CpuIdx(src));
-                    self.cpus[src as usize].cur = None;
+                    self.kernel.cpus[src as usize].cur = None;
                     self.th[t].involuntary += 1;
-                    self.th[t].lag = self.th[t].vruntime as i64
-                        - self.kernel.cpus[src as usize].min_vruntime as i64;
+                    self.th[t].lag = self.th[t].vruntime.0 as i64
+                        - self.kernel.cpus[src as usize].min_vruntime.0 as i64;
                     self.set_cpu(t, c as u32);
                     self.enqueue(t, c, false);
                     self.schedule(src as usize);
@@ -338,9 +343,9 @@ impl Sim {
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
     fn pull(&mut self, t: usize, src: usize, dst: usize) {
-        self.cpus[src].rq.retain(|&x| x.ix() != t);
+        self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
+        th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
         self.set_cpu(t, dst as u32);
@@ -357,9 +362,9 @@ impl Sim {
         match self.th[t].st {
             St::Running => {
                 self.end_segment(c.into());
-                self.cpus[c].cur = None;
+                self.kernel.cpus[c].cur = None;
                 self.th[t].lag =
-                    self.th[t].vruntime as i64 - self.kernel.cpus[c].min_vruntime as i64;
+                    self.th[t].vruntime.0 as i64 - self.kernel.cpus[c].min_vruntime.0 as i64;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);

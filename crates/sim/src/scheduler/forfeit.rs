@@ -24,6 +24,7 @@
 //! for the next 2 ms of its own before the yielder's turn comes again.
 
 use crate::state::Sim;
+use threadbalance_model::Nanos;
 
 impl Sim {
     /// Thread `t`, queued on CPU `c` after yielding, forfeits its slice if it is eligible.
@@ -31,7 +32,7 @@ impl Sim {
         if !self.lx.yield_forfeit {
             return;
         }
-        let cpu = &self.cpus[c];
+        let cpu = &self.kernel.cpus[c];
         let n = cpu.rq.len() + usize::from(cpu.cur.is_some());
         if n < 2 {
             return; // alone: `nr_running == 1`, sched_yield returns at once
@@ -40,17 +41,17 @@ impl Sim {
             .cur
             .into_iter()
             .chain(cpu.rq.iter().copied())
-            .map(|x| u128::from(self.th[x.ix()].vruntime))
+            .map(|x| u128::from(self.th[x.ix()].vruntime.0))
             .sum();
-        let v = self.th[t].vruntime;
+        let v = self.th[t].vruntime.0;
         if u128::from(v) * n as u128 > sum {
             return; // not eligible: nothing changes
         }
         let slice = self.slice_ns();
-        let ran = self.now.saturating_sub(self.th[t].picked_at);
+        let ran = self.now.0.saturating_sub(self.th[t].picked_at.0);
         let deadline = v.saturating_sub(ran) + slice;
         let deadline = if deadline > v { deadline } else { v + slice };
-        self.th[t].vruntime = deadline;
+        self.th[t].vruntime = Nanos(deadline);
     }
 }
 
@@ -60,6 +61,7 @@ mod tests {
     use crate::run::RunOptions;
     use crate::state::{Sim, St, ThreadIdx};
     use crate::workload::{Workload, spinners};
+    use threadbalance_model::Nanos;
 
     fn two_queued(forfeit: bool) -> Sim {
         let m = machine("package:1 core:1 pu:1", None).unwrap();
@@ -74,7 +76,7 @@ mod tests {
         // Both threads queued on CPU 0 (slice 0.75 ms × (1 + log2 1) = 0.75 ms).
         for t in 0..2 {
             sim.th[t].st = St::Runnable;
-            sim.cpus[0].rq.push(ThreadIdx::from(t));
+            sim.kernel.cpus[0].rq.push(ThreadIdx::from(t));
         }
         sim
     }
@@ -86,14 +88,14 @@ mod tests {
         // 100 + 0.75 = 100.75 ms.
         let mut sim = two_queued(true);
         assert_eq!(sim.slice_ns(), 750_000);
-        sim.now = 50_000_000;
-        sim.th[0].picked_at = 49_800_000;
-        sim.th[0].vruntime = 100_200_000;
-        sim.th[1].vruntime = 101_000_000;
+        sim.now = Nanos(50_000_000);
+        sim.th[0].picked_at = Nanos(49_800_000);
+        sim.th[0].vruntime = Nanos(100_200_000);
+        sim.th[1].vruntime = Nanos(101_000_000);
         sim.forfeit_slice(0, 0);
-        assert_eq!(sim.th[0].vruntime, 100_750_000);
+        assert_eq!(sim.th[0].vruntime, Nanos(100_750_000));
         // It is now the later of the two: the worker is picked first.
-        assert!(sim.th[0].vruntime > 100_600_000);
+        assert!(sim.th[0].vruntime > Nanos(100_600_000));
     }
 
     #[test]
@@ -101,27 +103,27 @@ mod tests {
         // Picked at 100 ms, ran 1 ms (past the 0.75 ms deadline): vruntime 101 ms, the
         // worker at 102 ms, average 101.5: eligible; new deadline 101 + 0.75 = 101.75 ms.
         let mut sim = two_queued(true);
-        sim.now = 50_000_000;
-        sim.th[0].picked_at = 49_000_000;
-        sim.th[0].vruntime = 101_000_000;
-        sim.th[1].vruntime = 102_000_000;
+        sim.now = Nanos(50_000_000);
+        sim.th[0].picked_at = Nanos(49_000_000);
+        sim.th[0].vruntime = Nanos(101_000_000);
+        sim.th[1].vruntime = Nanos(102_000_000);
         sim.forfeit_slice(0, 0);
-        assert_eq!(sim.th[0].vruntime, 101_750_000);
+        assert_eq!(sim.th[0].vruntime, Nanos(101_750_000));
     }
 
     #[test]
     fn forfeit_ineligible_yielder_or_switch_off_changes_nothing() {
         // Yielder at 103 ms against a worker at 101 ms: average 102 < 103, not eligible.
         let mut sim = two_queued(true);
-        sim.th[0].vruntime = 103_000_000;
-        sim.th[1].vruntime = 101_000_000;
+        sim.th[0].vruntime = Nanos(103_000_000);
+        sim.th[1].vruntime = Nanos(101_000_000);
         sim.forfeit_slice(0, 0);
-        assert_eq!(sim.th[0].vruntime, 103_000_000);
+        assert_eq!(sim.th[0].vruntime, Nanos(103_000_000));
         // Eligible, but forfeiting is off (CFS-like yield).
         let mut sim = two_queued(false);
-        sim.th[0].vruntime = 100_000_000;
-        sim.th[1].vruntime = 101_000_000;
+        sim.th[0].vruntime = Nanos(100_000_000);
+        sim.th[1].vruntime = Nanos(101_000_000);
         sim.forfeit_slice(0, 0);
-        assert_eq!(sim.th[0].vruntime, 100_000_000);
+        assert_eq!(sim.th[0].vruntime, Nanos(100_000_000));
     }
 }

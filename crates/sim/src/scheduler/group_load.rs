@@ -18,7 +18,6 @@
 //! halves every 32.8 ms (PELT's `LOAD_AVG_PERIOD` of 1024 µs periods).
 
 use crate::state::{Sim, St};
-use threadbalance_model::Nanos;
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -31,7 +30,7 @@ impl Sim {
     /// groups).
     pub(super) fn noise_load(&self, c: usize) -> f64 {
         let k = &self.kernel.cpus[c];
-        let dt = self.now.saturating_sub(k.noise_at.0) as f64;
+        let dt = self.now.saturating_sub(k.noise_at).0 as f64;
         k.noise_load * (-dt * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp()
     }
 
@@ -41,7 +40,7 @@ impl Sim {
         let add = NICE_0 * (1.0 - (-(ns as f64) * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp());
         let k = &mut self.kernel.cpus[c];
         k.noise_load = l + add;
-        k.noise_at = Nanos(self.now);
+        k.noise_at = self.now;
     }
 
     /// Runnable (running or queued) threads of each application: its group's load.
@@ -68,7 +67,7 @@ impl Sim {
     /// threads' decayed load when groups are on (without groups a burst's 11 against a
     /// thread's 1024 is lost in the count, which is what the model then uses).
     pub(super) fn group_cpu_load(&self, c: usize, per_app: &[usize]) -> f64 {
-        let cpu = &self.cpus[c];
+        let cpu = &self.kernel.cpus[c];
         let threads: f64 = cpu
             .cur
             .into_iter()
@@ -114,7 +113,7 @@ mod tests {
         assert_eq!(per_app, vec![32]);
         assert_eq!(sim.task_h_load(0, &per_app), 32.0);
         let c = sim.th[0].cpu.ix();
-        assert_eq!(sim.cpus[c].nr(), 2);
+        assert_eq!(sim.kernel.cpus[c].nr(), 2);
         assert_eq!(sim.group_cpu_load(c, &per_app), 64.0);
         // Without groups a thread weighs a whole task.
         let sim = spinning(32, false);
@@ -130,7 +129,7 @@ mod tests {
         let l = sim.noise_load(3);
         assert!((l - 10.77).abs() < 0.01, "{l}");
         // Half of it 32.768 ms later.
-        sim.now += 32_768_000;
+        sim.now += Nanos(32_768_000);
         assert!((sim.noise_load(3) - l / 2.0).abs() < 1e-9);
     }
 }

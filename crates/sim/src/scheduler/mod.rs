@@ -179,29 +179,83 @@ impl Sim {
         let th = &mut self.th[t];
         th.cpu = CpuIdx(c);
         th.migrations += 1;
-        th.debt += refill as u64;
+        th.debt += Nanos(refill as u64);
         self.stats.migrations += 1;
         if self.hw.pkg[old as usize] != self.hw.pkg[c as usize] {
             self.stats.cross_migrations += 1;
         }
     }
 
+    /// The thread CPU `c` runs, if any: how the programs part learns it (the run queues
+    /// are the kernel's).
+    pub(crate) fn running(&self, c: usize) -> Option<ThreadIdx> {
+        self.kernel.cpus[c].cur
+    }
+
+    /// New thread `t` enters the kernel, runnable on CPU `c` (`wake_up_new_task`): it
+    /// starts with a full load (`init_entity_runnable_average`) and the queue's
+    /// `min_vruntime`, and is queued.
+    pub(crate) fn wake_up_new(&mut self, t: usize, c: usize) {
+        let th = &mut self.th[t];
+        th.load_avg = 1.0;
+        th.load_at = self.now;
+        th.cpu = CpuIdx::from(c);
+        th.st = St::Runnable;
+        th.vruntime = self.kernel.cpus[c].min_vruntime;
+        th.lag = 0;
+        self.enqueue(t, c, true);
+    }
+
+    /// The thread running on CPU `c` has exited (`do_exit`): the CPU forgets it and
+    /// picks its next thread.
+    pub(crate) fn exited(&mut self, c: usize) {
+        self.kernel.cpus[c].cur = None;
+        self.schedule(c);
+    }
+
+    /// Counts, per thread, the run queues it is on (running or queued) into `seen`; the
+    /// first running thread that is not `Running` there, or queued thread that is not
+    /// `Runnable` there (the run-queue half of `Sim::check_invariants`).
+    pub(crate) fn count_queued(&self, seen: &mut [u32]) -> Result<(), String> {
+        for (c, cpu) in self.kernel.cpus.iter().enumerate() {
+            if let Some(t) = cpu.cur {
+                let t = t.ix();
+                seen[t] += 1;
+                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
+                    return Err(format!(
+                        "CPU {c} runs thread {t} which is not running there"
+                    ));
+                }
+            }
+            for &t in &cpu.rq {
+                let t = t.ix();
+                seen[t] += 1;
+                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
+                    return Err(format!(
+                        "thread {t} queued on CPU {c} but not runnable there"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Puts runnable thread `t` on CPU `c` (its `cpu` must already be `c`).
     pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
         let slice = self.slice_ns() as i64;
         let now = self.now;
-        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        th.vruntime = (min_vr + th.lag.clamp(-slice, slice)).max(0) as u64;
-        if self.cpus[c].idle() {
+        th.vruntime = Nanos((min_vr + th.lag.clamp(-slice, slice)).max(0) as u64);
+        if self.kernel.cpus[c].idle() {
             if wakeup {
-                self.th[t].debt += self.lx.wake_idle_ns;
+                self.th[t].debt += Nanos(self.lx.wake_idle_ns);
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
                 let cpu = &mut self.kernel.cpus[c];
                 if let Some(since) = cpu.idle_since {
-                    let d = now.saturating_sub(since.0) as i64;
+                    let d = now.saturating_sub(since).0 as i64;
                     let avg = cpu.avg_idle.0 as i64;
                     let cap = 2 * self.lx.migration_cost_ns as i64;
                     cpu.avg_idle = Nanos((avg + (d - avg) / 8).clamp(0, cap) as u64);
@@ -210,8 +264,8 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.cpus[c].rq.push(ThreadIdx::from(t));
-        let Some(cur) = self.cpus[c].cur else {
+        self.kernel.cpus[c].rq.push(ThreadIdx::from(t));
+        let Some(cur) = self.kernel.cpus[c].cur else {
             self.schedule(c);
             return;
         };
@@ -223,7 +277,7 @@ impl Sim {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
             }
-        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= self.slice_ns() {
+        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
             self.preempt(c);
         }
     }
@@ -231,18 +285,18 @@ impl Sim {
     /// Gives idle CPU `c` to thread `t`.
     fn switch_in(&mut self, c: usize, t: usize) {
         let now = self.now;
-        let cpu = &mut self.cpus[c];
+        let cpu = &mut self.kernel.cpus[c];
         debug_assert_eq!(cpu.cur, None);
-        self.kernel.cpus[c].idle_since = None;
+        cpu.idle_since = None;
         cpu.cur = Some(ThreadIdx::from(t));
         let th = &mut self.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
         th.timeslices += 1;
         th.picked_at = now;
-        th.debt += self.lx.switch_ns;
+        th.debt += Nanos(self.lx.switch_ns);
         if !self.kernel.cpus[c].tick_armed {
-            let tick = self.lx.tick_ns();
+            let tick = Nanos(self.lx.tick_ns());
             self.kernel.cpus[c].tick_armed = true;
             self.q
                 .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
@@ -264,18 +318,21 @@ impl Sim {
 
     /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
     pub(crate) fn queued_non_yielder(&self, c: usize) -> bool {
-        self.cpus[c].rq.iter().any(|&t| !self.yield_waiting(t))
+        self.kernel.cpus[c]
+            .rq
+            .iter()
+            .any(|&t| !self.yield_waiting(t))
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
     pub(crate) fn schedule(&mut self, c: usize) {
-        debug_assert_eq!(self.cpus[c].cur, None);
+        debug_assert_eq!(self.kernel.cpus[c].cur, None);
         if let Some(t) = self.pick(c) {
             self.switch_in(c, t);
             return;
         }
-        self.kernel.cpus[c].idle_since = Some(Nanos(self.now));
+        self.kernel.cpus[c].idle_since = Some(self.now);
         match self.lx.baseline {
             Baseline::Linux => self.newidle_balance(c),
             Baseline::Solaris => {
@@ -286,8 +343,8 @@ impl Sim {
 
     /// Removes and returns the queued thread with the least vruntime.
     fn pick(&mut self, c: usize) -> Option<usize> {
-        let cpu = &self.cpus[c];
-        let mut best: Option<(u64, usize)> = None;
+        let cpu = &self.kernel.cpus[c];
+        let mut best: Option<(Nanos, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
             let v = self.th[t].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
@@ -295,7 +352,7 @@ impl Sim {
             }
         }
         let (v, i) = best?;
-        let t = self.cpus[c].rq.remove(i).ix();
+        let t = self.kernel.cpus[c].rq.remove(i).ix();
         let k = &mut self.kernel.cpus[c];
         k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
@@ -303,12 +360,12 @@ impl Sim {
 
     fn requeue_current(&mut self, c: usize) -> Option<usize> {
         self.end_segment(c.into());
-        let t = self.cpus[c].cur.take()?.ix();
+        let t = self.kernel.cpus[c].cur.take()?.ix();
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        self.cpus[c].rq.push(ThreadIdx::from(t));
+        self.kernel.cpus[c].rq.push(ThreadIdx::from(t));
         Some(t)
     }
 
@@ -322,7 +379,7 @@ impl Sim {
             self.th[t].involuntary += 1;
         } else {
             self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
-            self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
+            self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
         }
         self.switch_in(c, next);
     }
@@ -337,8 +394,8 @@ impl Sim {
         };
         self.forfeit_slice(c, t);
         let pick = {
-            let cpu = &self.cpus[c];
-            let mut best: Option<(u64, usize)> = None;
+            let cpu = &self.kernel.cpus[c];
+            let mut best: Option<(Nanos, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
                 if self.yield_waiting(x) {
                     continue;
@@ -351,7 +408,7 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let x = self.cpus[c].rq.remove(i).ix();
+            let x = self.kernel.cpus[c].rq.remove(i).ix();
             let k = &mut self.kernel.cpus[c];
             k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
@@ -362,9 +419,9 @@ impl Sim {
                 self.switch_in(c, next);
             }
             None => {
-                self.cpus[c].rq.retain(|&x| x.ix() != t);
+                self.kernel.cpus[c].rq.retain(|&x| x.ix() != t);
                 self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
-                self.th[t].debt = self.th[t].debt.saturating_sub(self.lx.switch_ns);
+                self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
                 self.switch_in(c, t);
             }
         }
@@ -373,13 +430,13 @@ impl Sim {
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
     pub(crate) fn block(&mut self, c: usize, t: usize) {
         self.pelt_sync(t);
-        let min_vr = self.kernel.cpus[c].min_vruntime as i64;
+        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
         let th = &mut self.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;
-        th.lag = th.vruntime as i64 - min_vr;
-        th.debt += self.lx.syscall_ns;
-        self.cpus[c].cur = None;
+        th.lag = th.vruntime.0 as i64 - min_vr;
+        th.debt += Nanos(self.lx.syscall_ns);
+        self.kernel.cpus[c].cur = None;
         self.schedule(c);
     }
 
@@ -407,7 +464,7 @@ impl Sim {
             ..GroupStats::default()
         };
         for &c in cpus {
-            let cpu = &self.cpus[c as usize];
+            let cpu = &self.kernel.cpus[c as usize];
             s.nr += cpu.nr();
             s.idle += usize::from(cpu.idle());
         }

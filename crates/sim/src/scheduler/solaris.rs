@@ -26,7 +26,7 @@ impl Sim {
     /// Idle CPUs thread `t` may run on, in CPU order.
     fn solaris_idle_cpus(&self, t: usize) -> Vec<u32> {
         (0..self.cpus.len())
-            .filter(|&c| self.allowed(t, c) && self.cpus[c].idle())
+            .filter(|&c| self.allowed(t, c) && self.kernel.cpus[c].idle())
             .map(|c| c as u32)
             .collect()
     }
@@ -35,7 +35,7 @@ impl Sim {
     /// the machine, else the previous CPU (if still allowed) to queue there.
     pub(super) fn solaris_wake_cpu(&mut self, t: usize) -> u32 {
         let prev = self.th[t].cpu.0;
-        if self.allowed(t, prev as usize) && self.cpus[prev as usize].idle() {
+        if self.allowed(t, prev as usize) && self.kernel.cpus[prev as usize].idle() {
             return prev;
         }
         let idle = self.solaris_idle_cpus(t);
@@ -54,7 +54,7 @@ impl Sim {
     /// with the most queued threads (ties: the lowest CPU). Whether it took one.
     pub(super) fn solaris_steal(&mut self, c: usize) -> bool {
         let mut best: Option<(usize, usize, u64)> = None; // (cpu, queued, thread)
-        for (src, cpu) in self.cpus.iter().enumerate() {
+        for (src, cpu) in self.kernel.cpus.iter().enumerate() {
             if src == c || cpu.rq.is_empty() {
                 continue;
             }
@@ -79,17 +79,17 @@ impl Sim {
     /// A tick of busy CPU `c`: if threads wait in its queue and some CPU idles, one of them
     /// (drawn at random) takes the longest-queued thread it may run.
     pub(super) fn solaris_tick(&mut self, c: usize) {
-        if self.cpus[c].rq.is_empty() {
+        if self.kernel.cpus[c].rq.is_empty() {
             return;
         }
         let idle: Vec<usize> = (0..self.cpus.len())
-            .filter(|&x| x != c && self.cpus[x].idle())
+            .filter(|&x| x != c && self.kernel.cpus[x].idle())
             .collect();
         if idle.is_empty() {
             return;
         }
         let dst = idle[self.rng.below(idle.len() as u64) as usize];
-        let oldest = self.cpus[c]
+        let oldest = self.kernel.cpus[c]
             .rq
             .iter()
             .copied()
@@ -103,9 +103,9 @@ impl Sim {
     /// Moves queued thread `t` from CPU `src`'s queue to CPU `dst`.
     fn solaris_move_queued(&mut self, t: usize, src: usize, dst: usize) {
         debug_assert_eq!(self.th[t].st, St::Runnable);
-        self.cpus[src].rq.retain(|&x| x.ix() != t);
+        self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime as i64 - self.kernel.cpus[src].min_vruntime as i64;
+        th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
         th.wait += self.now.saturating_sub(th.runnable_since);
         self.set_cpu(t, dst as u32);
         self.enqueue(t, dst, false);
@@ -135,7 +135,7 @@ mod tests {
 
     /// Marks CPU `c` busy with thread `t` (no event: the test drives the calls).
     fn occupy(sim: &mut Sim, c: usize, t: usize) {
-        sim.cpus[c].cur = Some(ThreadIdx::from(t));
+        sim.kernel.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.kernel.cpus[c].idle_since = None;
     }
 
@@ -184,7 +184,7 @@ mod tests {
         let mut other_socket = 0;
         for _ in 0..200 {
             let c = sim.solaris_wake_cpu(0);
-            assert!(sim.cpus[c as usize].idle(), "chose busy CPU {c}");
+            assert!(sim.kernel.cpus[c as usize].idle(), "chose busy CPU {c}");
             other_socket += usize::from(c >= 16);
         }
         // Expected 200 × 48/49 ≈ 196; fewer than 180 would mean a socket preference.
@@ -206,18 +206,18 @@ mod tests {
         // CPU 3 queues threads 1 (since 10 ns) and 2 (since 5 ns), CPU 20 queues thread 3:
         // idle CPU 40 steals from CPU 3 (two queued), its oldest: thread 2.
         let mut sim = solaris(4);
-        sim.now = 100;
+        sim.now = threadbalance_model::Nanos(100);
         for (t, c, since) in [(1usize, 3u32, 10u64), (2, 3, 5), (3, 20, 1)] {
             sim.th[t].st = crate::state::St::Runnable;
             sim.th[t].cpu = CpuIdx(c);
-            sim.th[t].runnable_since = since;
-            sim.cpus[c as usize].rq.push(ThreadIdx::from(t));
+            sim.th[t].runnable_since = threadbalance_model::Nanos(since);
+            sim.kernel.cpus[c as usize].rq.push(ThreadIdx::from(t));
         }
         occupy(&mut sim, 3, 0);
         occupy(&mut sim, 20, 0);
         assert!(sim.solaris_steal(40));
         assert_eq!(sim.th[2].cpu, CpuIdx(40));
-        assert_eq!(sim.cpus[3].rq, vec![ThreadIdx(1)]);
+        assert_eq!(sim.kernel.cpus[3].rq, vec![ThreadIdx(1)]);
         assert_eq!(sim.stats.cross_migrations, 1);
     }
 }

@@ -18,7 +18,7 @@ impl Sim {
     /// sleeps (`__update_load_avg_se`).
     pub(crate) fn pelt_load(&self, t: usize) -> f64 {
         let th = &self.th[t];
-        let dt = self.now.saturating_sub(th.load_at) as f64;
+        let dt = self.now.saturating_sub(th.load_at).0 as f64;
         let keep = (-dt * (std::f64::consts::LN_2 / PELT_HALF_LIFE_NS)).exp();
         if matches!(th.st, St::Running | St::Runnable) {
             1.0 - (1.0 - th.load_avg) * keep
@@ -39,7 +39,7 @@ impl Sim {
     /// Load of CPU `c` (`cpu_load`): the loads of its running and queued threads. The
     /// blocked load of threads that slept there is left out.
     fn cpu_load(&self, c: usize) -> f64 {
-        let cpu = &self.cpus[c];
+        let cpu = &self.kernel.cpus[c];
         let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t.ix()));
         cur + cpu.rq.iter().map(|&x| self.pelt_load(x.ix())).sum::<f64>()
     }
@@ -57,15 +57,15 @@ impl Sim {
     pub(super) fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
         let (this, prev) = (this as usize, prev as usize);
         if self.hw.llc[this] == self.hw.llc[prev] {
-            let (tl, pl) = (self.cpus[this].nr(), self.cpus[prev].nr());
-            return !self.cpus[prev].idle() && tl * 100 < pl * (100 + (117 - 100) / 2);
+            let (tl, pl) = (self.kernel.cpus[this].nr(), self.kernel.cpus[prev].nr());
+            return !self.kernel.cpus[prev].idle() && tl * 100 < pl * (100 + (117 - 100) / 2);
         }
         // wake_affine_idle: an idle waking CPU (an interrupt) attracts only within the
         // cache; an idle previous CPU keeps the thread.
-        if self.cpus[this].idle() && self.hw.llc[this] == self.hw.llc[prev] {
-            return !self.cpus[prev].idle();
+        if self.kernel.cpus[this].idle() && self.hw.llc[this] == self.hw.llc[prev] {
+            return !self.kernel.cpus[prev].idle();
         }
-        if self.cpus[prev].idle() {
+        if self.kernel.cpus[prev].idle() {
             return false;
         }
         // wake_affine_weight (WA_BIAS, no WF_SYNC: futex wake-ups are not sync): the
@@ -81,9 +81,9 @@ impl Sim {
     fn decay_flips(&mut self, t: usize) {
         let now = self.now;
         let th = &mut self.th[t];
-        while now > th.flip_decay + 1_000_000_000 {
+        while now > th.flip_decay + Nanos::from_secs(1) {
             th.wakee_flips >>= 1;
-            th.flip_decay += 1_000_000_000;
+            th.flip_decay += Nanos::from_secs(1);
             if th.wakee_flips == 0 {
                 th.flip_decay = now;
             }
@@ -93,7 +93,7 @@ impl Sim {
     pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
         let prev = self.th[t].cpu.0;
         let mut target = prev;
-        let waker_th = waker.and_then(|wc| self.cpus[wc as usize].cur);
+        let waker_th = waker.and_then(|wc| self.kernel.cpus[wc as usize].cur);
         let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
         if let (Some(waker), Some(w)) = (waker, waker_th) {
             let w = w.ix();
@@ -129,7 +129,7 @@ impl Sim {
         // select_idle_sibling: the target if idle; prev if idle and sharing the target's
         // cache; the CPU the thread used before prev (recent_used_cpu) if idle there; else
         // an idle CPU of the target's LLC.
-        let idle_ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
+        let idle_ok = |c: u32| self.allowed(t, c as usize) && self.kernel.cpus[c as usize].idle();
         let same_llc = |a: u32, b: u32| self.hw.llc[a as usize] == self.hw.llc[b as usize];
         let mut used = false;
         let chosen = if idle_ok(target) {
@@ -175,7 +175,7 @@ impl Sim {
         }
         let tick = self.lx.tick_ns();
         if let Some((at, nr)) = self.kernel.llc_scan[llc]
-            && self.now < at.0 + tick
+            && self.now < at + Nanos(tick)
         {
             return nr;
         }
@@ -192,7 +192,7 @@ impl Sim {
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
-            self.kernel.llc_scan[l] = Some((Nanos(now), nr));
+            self.kernel.llc_scan[l] = Some((now, nr));
         }
         self.kernel.llc_scan[llc].map_or(weight, |(_, nr)| nr)
     }
@@ -207,7 +207,7 @@ impl Sim {
         target: u32,
         scan: Option<usize>,
     ) -> u32 {
-        let ok = |c: u32| self.allowed(t, c as usize) && self.cpus[c as usize].idle();
+        let ok = |c: u32| self.allowed(t, c as usize) && self.kernel.cpus[c as usize].idle();
         if ok(target) {
             return target;
         }
@@ -223,7 +223,7 @@ impl Sim {
                 if ok(c)
                     && self.hw.siblings[c as usize]
                         .iter()
-                        .all(|&s| self.cpus[s as usize].idle())
+                        .all(|&s| self.kernel.cpus[s as usize].idle())
                 {
                     return c;
                 }
@@ -248,7 +248,7 @@ impl Sim {
             if !self.allowed(t, c) {
                 continue;
             }
-            let load = self.cpus[c].nr();
+            let load = self.kernel.cpus[c].nr();
             if best.is_none_or(|(b, _)| load < b) {
                 best = Some((load, c as u32));
             }
@@ -297,11 +297,11 @@ impl Sim {
                     .iter()
                     .copied()
                     .filter(|&c| self.allowed(t, c as usize))
-                    .min_by_key(|&c| (self.cpus[c as usize].nr(), c))
+                    .min_by_key(|&c| (self.kernel.cpus[c as usize].nr(), c))
                     .unwrap_or(g[0]) as usize;
             }
         }
-        if self.allowed(t, cpu) && self.cpus[cpu].idle() {
+        if self.allowed(t, cpu) && self.kernel.cpus[cpu].idle() {
             return cpu as u32;
         }
         // Within the last group: an idle CPU, else the least loaded.
@@ -362,10 +362,10 @@ mod tests {
         sim.th[0].cpu = CpuIdx(0);
         let d0 = sim.th[0].debt;
         sim.set_cpu(0, 1);
-        assert_eq!(sim.th[0].debt - d0, 4096 * 40 / 8);
+        assert_eq!((sim.th[0].debt - d0).0, 4096 * 40 / 8);
         let d1 = sim.th[0].debt;
         sim.set_cpu(0, 16);
-        assert_eq!(sim.th[0].debt - d1, (4096.0 * 201.0 / 8.0) as u64);
+        assert_eq!((sim.th[0].debt - d1).0, (4096.0 * 201.0 / 8.0) as u64);
         assert_eq!(sim.th[0].migrations, 2);
     }
 }

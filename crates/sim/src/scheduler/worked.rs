@@ -10,6 +10,7 @@ use crate::machine::machine;
 use crate::run::RunOptions;
 use crate::state::{Act, CpuIdx, Sim, St, ThreadIdx};
 use crate::workload::{Workload, spinners};
+use threadbalance_model::Nanos;
 
 /// A kernel on machine `spec` with `n` threads, none placed yet, at time `now_ms`.
 /// Every thread has a PELT load of 1 (always runnable) as of now, and last ran at 0.
@@ -21,7 +22,7 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
         apps: vec![spinners(n, 10_000_000_000)],
     };
     let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-    sim.now = now_ms * 1_000_000;
+    sim.now = Nanos::from_millis(now_ms);
     for th in &mut sim.th {
         th.load_at = sim.now;
     }
@@ -31,11 +32,11 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
     sim.th[t].cpu = CpuIdx::from(c);
-    if sim.cpus[c].cur.is_none() {
-        sim.cpus[c].cur = Some(ThreadIdx::from(t));
+    if sim.kernel.cpus[c].cur.is_none() {
+        sim.kernel.cpus[c].cur = Some(ThreadIdx::from(t));
         sim.th[t].st = St::Running;
     } else {
-        sim.cpus[c].rq.push(ThreadIdx::from(t));
+        sim.kernel.cpus[c].rq.push(ThreadIdx::from(t));
         sim.th[t].st = St::Runnable;
     }
 }
@@ -279,6 +280,26 @@ fn select_idle_sibling_scan_depth_limits_the_search() {
     assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(2)), 2);
 }
 
+#[test]
+fn select_idle_sibling_smt_prefers_a_whole_idle_core_over_a_busy_cores_sibling() {
+    // Two cores of two SMT siblings: core 0 = CPUs 0 and 1, core 1 = CPUs 2 and 3. Thread
+    // 0 runs on CPU 0 (the target). The search order from the target is 1, 2, 3, 0:
+    // CPU 1 is idle but shares core 0 with the busy CPU 0, so the idle-core pass skips it
+    // and takes CPU 2, whose whole core is idle; it is not limited by SIS_UTIL's depth.
+    let mut sim = kernel("package:1 core:2 pu:2", 3, 0);
+    assert_ne!(sim.hw.smt_factor, 1.0, "the machine must have SMT siblings");
+    assert_eq!(sim.hw.siblings[0], [0, 1]);
+    assert_eq!(sim.hw.siblings[2], [2, 3]);
+    put(&mut sim, 0, 0);
+    sleeps(&mut sim, 2, 0, 1.0);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, None), 2);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(1)), 2);
+    // With CPU 3 busy too no core is wholly idle: the plain scan takes the first idle CPU
+    // in order, CPU 1.
+    put(&mut sim, 1, 3);
+    assert_eq!(sim.select_idle_sibling(2, 0, 0, None), 1);
+}
+
 // ---- load balancing --------------------------------------------------------------------
 
 #[test]
@@ -310,12 +331,12 @@ fn balance(
     let mut sim = kernel(spec, 24, 10);
     let n = fill(&mut sim, per_cpu);
     for t in 0..n {
-        sim.th[t].last_ran = last_ran_ms * 1_000_000;
+        sim.th[t].last_ran = Nanos::from_millis(last_ran_ms);
     }
     let lv = sim.kernel.levels.len() - 1;
     sim.kernel.cpus[0].failed[lv] = failed;
     sim.load_balance(0, lv, kind);
-    let nr = sim.cpus.iter().map(|c| c.nr()).collect();
+    let nr = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
     (nr, sim.kernel.cpus[0].failed[lv])
 }
 
@@ -374,10 +395,10 @@ fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
         let mut sim = kernel(spec, 4, 10);
         put(&mut sim, 0, 1);
         put(&mut sim, 1, 1);
-        sim.th[1].last_ran = 9_900_000;
+        sim.th[1].last_ran = Nanos(9_900_000);
         sim.kernel.cpus[0].failed[0] = failed;
         sim.load_balance(0, 0, Kind::Idle);
-        assert_eq!(sim.cpus[0].nr() == 1, moved, "failed {failed}");
+        assert_eq!(sim.kernel.cpus[0].nr() == 1, moved, "failed {failed}");
     }
 }
 
@@ -408,8 +429,8 @@ fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);
     fill(&mut sim, &[1, 2]);
-    assert_eq!(sim.cpus[1].cur, Some(ThreadIdx(1)));
-    assert_eq!(sim.cpus[1].rq, vec![ThreadIdx(2)]);
+    assert_eq!(sim.kernel.cpus[1].cur, Some(ThreadIdx(1)));
+    assert_eq!(sim.kernel.cpus[1].rq, vec![ThreadIdx(2)]);
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));
 }

@@ -4,7 +4,7 @@
 #[cfg(doc)]
 use super::Sim;
 use crate::workload::Op;
-use threadbalance_model::{CpuSet, ThreadKey};
+use threadbalance_model::{CpuSet, Nanos, ThreadKey};
 use threadbalance_policy::rng::Rng;
 
 /// Life-cycle state of a simulated thread.
@@ -30,14 +30,14 @@ pub(crate) enum Act {
     /// Work of `left` ns at full speed; inside lock `lock`'s critical section if any.
     Work {
         left: f64,
-        lock: Option<u32>,
+        lock: Option<super::LockIdx>,
         mem: f32,
     },
     /// Spinning on held mutex `lock` until `until`, then sleeping.
-    Spin { lock: u32, until: u64 },
+    Spin { lock: super::LockIdx, until: Nanos },
     /// Spinning at barrier `barrier` until `until`, then sleeping (`None`: a pure spin,
     /// never sleeping).
-    BarrierSpin { barrier: u32, until: Option<u64> },
+    BarrierSpin { barrier: u32, until: Option<Nanos> },
     /// `sched_yield` loop at barrier `barrier`.
     Yield { barrier: u32 },
 }
@@ -55,41 +55,41 @@ pub(crate) struct Thread {
     pub cpu: super::CpuIdx,
     pub allowed: CpuSet,
     pub original: CpuSet,
-    pub vruntime: u64,
+    pub vruntime: Nanos,
     /// vruntime − the CPU's min_vruntime when it left a queue (EEVDF keeps lag).
     pub lag: i64,
     pub act: Act,
     /// System work to pay before the activity (context switch, cache refill, wake-up).
-    pub debt: u64,
+    pub debt: Nanos,
     /// Item data to fetch in the next compute op (ns).
     pub carry: f64,
     /// The node of its own pages, once first touched (`None`: not yet).
     pub home: Option<u32>,
     pub rng: Rng,
-    // Accounting (ns unless said otherwise).
-    pub run: u64,
-    pub wait: u64,
-    pub utime: u64,
-    pub stime: u64,
+    // Accounting.
+    pub run: Nanos,
+    pub wait: Nanos,
+    pub utime: Nanos,
+    pub stime: Nanos,
     /// Every wait for a lock, barrier, queue or join, spinning included (ns).
-    pub lock_ns: u64,
+    pub lock_ns: Nanos,
     /// Solaris `LCK`: time asleep on a user-level lock or condition variable (a mutex's
     /// sleep queue, a barrier's or queue's condition variable), ns; not spinning, not
     /// `pthread_join` (Solaris joins in the kernel's `lwp_wait`: `SLP`), not timed sleeps.
-    pub lck_ns: u64,
+    pub lck_ns: Nanos,
     /// When its current `LCK` sleep began (`None`: not asleep on a lock).
-    pub lck_start: Option<u64>,
+    pub lck_start: Option<Nanos>,
     pub timeslices: u64,
     pub voluntary: u64,
     pub involuntary: u64,
     pub migrations: u64,
-    pub born: u64,
-    pub died: u64,
-    pub runnable_since: u64,
+    pub born: Nanos,
+    pub died: Nanos,
+    pub runnable_since: Nanos,
     /// When its current wait for a lock, barrier or queue began (`None`: not waiting).
-    pub wait_start: Option<u64>,
-    pub picked_at: u64,
-    pub last_ran: u64,
+    pub wait_start: Option<Nanos>,
+    pub picked_at: Nanos,
+    pub last_ran: Nanos,
     /// Waiting at a barrier: the barrier's generation when it arrived (`None`: not waiting).
     pub bar_gen: Option<u64>,
     /// Inside a ticket loop: the ticket op's index, and the index just past its body
@@ -100,12 +100,12 @@ pub(crate) struct Thread {
     /// The thread it last woke (`p->last_wakee`).
     pub last_wakee: Option<super::ThreadIdx>,
     pub wakee_flips: u32,
-    pub flip_decay: u64,
+    pub flip_decay: Nanos,
     /// PELT-like runnable average (0–1 task) as of `load_at`: the kernel's `task_h_load`
     /// for a nice-0 thread.
     pub load_avg: f64,
     /// When `load_avg` was last brought up to date, ns.
-    pub load_at: u64,
+    pub load_at: Nanos,
     /// The CPU it left the last time its wake-up looked past `prev`
     /// (`p->recent_used_cpu`).
     pub recent_cpu: Option<super::CpuIdx>,
@@ -113,51 +113,38 @@ pub(crate) struct Thread {
     pub scan: super::Scan,
 }
 
-/// One CPU.
+/// One CPU as the programs part sees it: the running thread's current segment (its
+/// activity, speed and memory stream) and the CPU's busy time. Which thread runs and
+/// which wait are the kernel's ([`super::KernelCpu`]).
 #[derive(Debug, Clone)]
 pub(crate) struct CpuState {
-    /// The thread it runs, if any.
-    pub cur: Option<super::ThreadIdx>,
-    pub rq: Vec<super::ThreadIdx>,
     pub version: u32,
-    pub seg_start: u64,
+    pub seg_start: Nanos,
     pub seg_factor: f64,
     pub seg_stream: f64,
     pub seg_node: u32,
     /// The node whose pages the segment's memory-bound work uses.
     pub seg_home: u32,
-    pub seg_debt: u64,
-    pub busy_ns: u64,
+    pub seg_debt: Nanos,
+    pub busy_ns: Nanos,
     /// Its thread's program is being advanced: wake-ups must not preempt it now.
     pub in_advance: bool,
-}
-
-impl CpuState {
-    /// Runnable threads on it, the running one included.
-    pub fn nr(&self) -> usize {
-        self.rq.len() + usize::from(self.cur.is_some())
-    }
-
-    /// Neither running nor queued anything.
-    pub fn idle(&self) -> bool {
-        self.cur.is_none() && self.rq.is_empty()
-    }
 }
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LockState {
     /// The thread inside its critical section, if any.
-    pub holder: Option<u32>,
+    pub holder: Option<super::ThreadIdx>,
     /// The CPU that released it last (`None`: never released).
     pub last_cpu: Option<u32>,
-    pub spinners: Vec<u32>,
+    pub spinners: Vec<super::ThreadIdx>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
-    pub waiters: std::collections::VecDeque<u32>,
+    pub waiters: std::collections::VecDeque<super::ThreadIdx>,
     /// Enqueues so far, for the queue's occasional FIFO turn (`qh_qcnt`).
     pub enqueues: u8,
     pub acquisitions: u64,
     /// The thread that held it last (`None`: never held).
-    pub last_holder: Option<u32>,
+    pub last_holder: Option<super::ThreadIdx>,
     pub handoffs: u64,
     pub cross: u64,
     /// Its ticket pool (`Op::Ticket`): the pass it was last filled for (`None`: not
@@ -171,7 +158,7 @@ pub(crate) struct BarrierState {
     pub parties: usize,
     pub count: usize,
     pub generation: u64,
-    pub waiters: Vec<u32>,
+    pub waiters: Vec<super::ThreadIdx>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -180,8 +167,8 @@ pub(crate) struct QueueState {
     pub lines: u32,
     /// CPU of the producer of each item.
     pub items: std::collections::VecDeque<u32>,
-    pub getters: std::collections::VecDeque<u32>,
-    pub putters: std::collections::VecDeque<u32>,
+    pub getters: std::collections::VecDeque<super::ThreadIdx>,
+    pub putters: std::collections::VecDeque<super::ThreadIdx>,
     pub producers: usize,
     pub closed: bool,
 }
@@ -192,7 +179,7 @@ pub(crate) struct AppState {
     pub first: usize,
     pub threads: usize,
     pub done: usize,
-    pub finished_at: Option<u64>,
+    pub finished_at: Option<Nanos>,
     pub lock_base: u32,
     pub barrier_base: u32,
     pub queue_base: u32,

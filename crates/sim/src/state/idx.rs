@@ -1,5 +1,5 @@
-//! Index newtypes: a CPU's place in `Sim::cpus` and a thread's place in `Sim::th`, so that
-//! one cannot be passed where the other is meant.
+//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th` and a lock's
+//! place in `Sim::locks`, so that one cannot be passed where another is meant.
 //!
 //! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
 //! is the fourth CPU the machine lists, whatever its `CpuId`. Both index any `Vec`
@@ -56,6 +56,11 @@ idx!(
 idx!(
     /// A thread's index in `Sim::th`.
     ThreadIdx
+);
+idx!(
+    /// A lock's index in `Sim::locks` (an application's lock `k` is
+    /// `AppState::lock_base + k`).
+    LockIdx
 );
 
 #[cfg(test)]

@@ -125,12 +125,18 @@ pub(crate) struct Kernel {
     pub cpus: Vec<KernelCpu>,
 }
 
-/// What only the kernel keeps about one CPU (its running thread and queue are in
-/// `CpuState`, which the programs part reads too).
+/// What the kernel keeps about one CPU: its run queue (the running thread and the
+/// queued ones), the queue's `min_vruntime`, its tick, idle statistics and balancing.
+/// The programs part learns which thread runs through the kernel's `running`, and never
+/// changes a run queue itself.
 #[derive(Debug, Clone)]
 pub(crate) struct KernelCpu {
-    /// The queue's `min_vruntime`, ns.
-    pub min_vruntime: u64,
+    /// The thread it runs, if any (`rq->curr`).
+    pub cur: Option<super::ThreadIdx>,
+    /// The threads queued on it, waiting for it (in the order they were queued).
+    pub rq: Vec<super::ThreadIdx>,
+    /// The queue's `min_vruntime`.
+    pub min_vruntime: Nanos,
     /// A tick is pending (idle CPUs stop ticking: nohz).
     pub tick_armed: bool,
     /// When it went idle (`None`: it runs a thread).
@@ -168,5 +174,17 @@ impl Default for NewidleStats {
             success: 256,
             ratio: 512,
         }
+    }
+}
+
+impl KernelCpu {
+    /// Runnable threads on it, the running one included (`rq->nr_running`).
+    pub fn nr(&self) -> usize {
+        self.rq.len() + usize::from(self.cur.is_some())
+    }
+
+    /// Neither running nor queued anything.
+    pub fn idle(&self) -> bool {
+        self.cur.is_none() && self.rq.is_empty()
     }
 }

@@ -13,6 +13,22 @@
 //!
 //! Each part adds its own `impl Sim` block: `run/` executes programs and drives events,
 //! `scheduler/` places, switches and balances threads, `autonuma.rs` moves pages.
+//!
+//! Who owns what:
+//!
+//! - the kernel part owns [`Kernel`] (`Sim::kernel`): the domains, `SIS_UTIL`'s depths, the
+//!   nohz balancer and per CPU a [`KernelCpu`] with its **run queue** (`cur`, the running
+//!   thread, and `rq`, the queued ones), `min_vruntime`, tick, idle statistics and balance
+//!   intervals; only `scheduler/` changes them. It also writes a thread's kernel fields
+//!   (`st`, `cpu`, `vruntime`, `lag`, `load_avg`, wakee flips, `recent_cpu`).
+//! - the programs part owns the locks, barriers, queues, applications and programs, and
+//!   per CPU a [`CpuState`]: the running thread's segment (activity, speed, memory
+//!   stream) and the CPU's busy time. It learns which thread a CPU runs from the kernel
+//!   (`running`) and asks it to block, wake, yield, start a new thread or retire an
+//!   exited one (`block`, `wake`, `yield_cpu`, `wake_up_new`, `exited`), never touching a
+//!   run queue.
+//! - the NUMA part owns the scanners' state ([`Scan`], [`SharedScan`]) and the pages'
+//!   homes.
 
 mod baseline;
 mod data;
@@ -27,18 +43,19 @@ pub(crate) use data::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
 };
 pub(crate) use hw::{Hw, build_hw};
-pub(crate) use idx::{CpuIdx, ThreadIdx};
+pub(crate) use idx::{CpuIdx, LockIdx, ThreadIdx};
 pub use kernel::Linux;
 pub(crate) use kernel::{Kernel, KernelCpu, NewidleStats, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
 use crate::queue::EventQueue;
-use threadbalance_model::Topology;
+use threadbalance_model::{Nanos, Topology};
 use threadbalance_policy::rng::Rng;
 
 /// What the kernel part (`scheduler/`) asks of the programs part (`run/`): the only calls
 /// that go that way. The programs part calls the kernel's `impl Sim` methods directly
-/// (`block`, `wake`, `yield_cpu`, `enqueue`, `schedule`, `set_affinity`, `fork_cpu`).
+/// (`running`, `block`, `wake`, `yield_cpu`, `wake_up_new`, `exited`, `set_affinity`,
+/// `fork_cpu`).
 pub(crate) trait Programs {
     /// Runs thread `t`'s program on CPU `c`, which has just given it the CPU and has no
     /// activity for it, until something takes time, blocks or exits.
@@ -59,7 +76,7 @@ pub(crate) trait Programs {
 /// A machine running a workload.
 #[derive(Debug)]
 pub struct Sim {
-    pub(crate) now: u64,
+    pub(crate) now: Nanos,
     pub(crate) q: EventQueue,
     pub(crate) th: Vec<Thread>,
     pub(crate) cpus: Vec<CpuState>,
@@ -77,18 +94,18 @@ pub struct Sim {
     /// Memory-bound streams in flight per node and link ([`crate::memory`]).
     pub(crate) mem: crate::memory::MemLoad,
     pub(crate) timeline: Vec<TimelinePoint>,
-    pub(crate) sample_every: u64,
-    pub(crate) last_sample_busy: Vec<u64>,
+    pub(crate) sample_every: Nanos,
+    pub(crate) last_sample_busy: Vec<Nanos>,
     pub(crate) last_sample_migr: u64,
     /// `(mem_total, mem_remote)` at the last sample.
     pub(crate) last_sample_mem: (f64, f64),
     pub(crate) live: usize,
-    pub(crate) horizon: u64,
+    pub(crate) horizon: Nanos,
     pub(crate) topo: Topology,
     /// Period of per-process memory samples, ns (0: every sample).
-    pub(crate) memory_every: u64,
+    pub(crate) memory_every: Nanos,
     /// When `SimHost` last sampled memory (`None`: not yet).
-    pub(crate) memory_at: Option<u64>,
+    pub(crate) memory_at: Option<Nanos>,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
     /// count: the who-wakes-whom graph `SimHost` reports.
     pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
@@ -100,7 +117,7 @@ pub struct Sim {
 mod tests {
     /// The non-test code of a source file, comments and docs left out.
     fn code(src: &str) -> String {
-        let body = src.split("#[cfg(test)]").next().unwrap_or(src);
+        let body = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
         body.lines()
             .filter(|l| !l.trim_start().starts_with("//"))
             .collect::<Vec<_>>()
@@ -123,10 +140,28 @@ mod tests {
                 "scheduler/balance.rs",
                 include_str!("../scheduler/balance.rs"),
             ),
+            (
+                "scheduler/group_load.rs",
+                include_str!("../scheduler/group_load.rs"),
+            ),
         ];
         for (name, src) in kernel {
             let code = code(src);
             for banned in ["crate::run", ".locks[", ".barriers[", ".queues[", ".apps["] {
+                assert!(!code.contains(banned), "{name} uses {banned}");
+            }
+        }
+        // The run queues are the kernel's: the programs part and the host read the running
+        // thread through `Sim::running` and change no queue.
+        for (name, src) in [
+            ("run/mod.rs", include_str!("../run/mod.rs")),
+            ("run/ops.rs", include_str!("../run/ops.rs")),
+            ("run/segment.rs", include_str!("../run/segment.rs")),
+            ("host.rs", include_str!("../host.rs")),
+            ("report.rs", include_str!("../report.rs")),
+        ] {
+            let code = code(src);
+            for banned in ["kernel.cpus", ".rq", ".cur", "min_vruntime ="] {
                 assert!(!code.contains(banned), "{name} uses {banned}");
             }
         }
