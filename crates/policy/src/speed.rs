@@ -96,11 +96,15 @@
 //!
 //! **Threads that mostly sleep are given back to Linux** (blocked more than 40 % of the
 //! time, placed again below 25 %): they do not compete for cores, and pinning them costs
-//! work conservation. **Threads that are not CPU-bound peers go back to Linux together**
-//! (`speed/peers.rs`): when the placed threads' duty cycles (blocked fraction over about a
-//! second) differ by more than 0.2 for 150 ms, pinning them would cost more than any
-//! rotation wins (`uneven`, pipelines), so every thread is Linux's for a stint of 4 s,
-//! doubling each time.
+//! work conservation; a thread that has not run since it was first seen (a main thread
+//! waiting in `join`) goes back after 20 ms, so it does not hold up a core's count while
+//! its average catches up. **Threads that are not CPU-bound peers go back to Linux
+//! together** (`speed/peers.rs`): when the placed threads' duty cycles (blocked fraction
+//! over about a second) differ by more than 0.2 *and* their CPU shares by more than 15 %,
+//! for 150 ms, pinning them would cost more than any rotation wins (`uneven`, pipelines),
+//! so every thread is Linux's for a stint of 4 s, doubling each time. Barrier peers differ
+//! in duty cycle while the rotation has not evened them out (the doubled-up thread is the
+//! slow one and waits least), never in CPU share: they all do the same phases.
 //!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
@@ -188,6 +192,9 @@ const SPED_UP: f64 = 1.1;
 /// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
 const RELEASE_ABOVE: f64 = 0.4;
 const ADOPT_BELOW: f64 = 0.25;
+/// A thread watched this long, ns, that ran or waited for a CPU less than `IDLE` of that
+/// time is released at once (see `update_known`).
+const ASLEEP_AGE: f64 = 20e6;
 /// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): a
 /// second. The policy never reads them; the summary's per-core utilization does, and may
 /// lag by that much for threads Linux moves. Re-reading `stat` (3 µs a thread) on every
@@ -226,6 +233,9 @@ struct Placed {
     /// Its blocked fraction averaged over its life, or its last second once older: the
     /// peer test's duty cycle (see [`peers`]).
     duty: f64,
+    /// Its CPU share (exec over wall time), averaged as `duty` is: the work it does, which
+    /// barrier peers share equally wherever they run (see [`peers`]).
+    work: f64,
     /// Given back to Linux because it mostly sleeps; counts on no queue meanwhile.
     released: bool,
     /// `exec` and `wait` at the start of the guard's measured span, and whether the
@@ -396,10 +406,16 @@ impl Speed {
         p.exec += t.speed * dt;
         p.wait += t.latency * dt;
         p.age += dt;
-        p.duty += (dt / p.age.min(DUTY_TAU_S * 1e9)).min(1.0) * (t.blocked - p.duty);
+        let a = (dt / p.age.min(DUTY_TAU_S * 1e9)).min(1.0);
+        p.duty += a * (t.blocked - p.duty);
+        p.work += a * (t.speed - p.work);
         let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
         p.blocked += alpha * (t.blocked - p.blocked);
-        if !p.released && p.blocked > RELEASE_ABOVE {
+        // Asleep ever since it was first seen (a main thread waiting in `join`): released
+        // at once rather than when its 200 ms average catches up, so that it does not
+        // hold a core's count up meanwhile.
+        let asleep = p.age >= ASLEEP_AGE && p.exec + p.wait < IDLE * p.age;
+        if !p.released && (p.blocked > RELEASE_ABOVE || asleep) {
             p.released = true;
             self.queues[p.queue].load -= 1;
             self.stats.released += 1;
@@ -410,7 +426,7 @@ impl Speed {
                     why: Reason::Release,
                 });
             }
-        } else if p.released && p.blocked < ADOPT_BELOW && !self.peers.apart {
+        } else if p.released && p.blocked < ADOPT_BELOW && !asleep && !self.peers.apart {
             let queue = self.emptiest();
             if let Some(q) = self.queues.get_mut(queue) {
                 q.load += 1;
@@ -518,6 +534,7 @@ impl Speed {
                 blocked: 0.0,
                 age: 0.0,
                 duty: 0.0,
+                work: 0.0,
                 released: apart,
                 seg_exec: exec,
                 seg_wait: t.latency * dt,

@@ -1,5 +1,5 @@
-//! Rotating CPU-bound peers only: when the busy threads' duty cycles differ, every thread
-//! goes back to Linux.
+//! Rotating CPU-bound peers only: when the busy threads' duty cycles differ *and* they do
+//! unequal work, every thread goes back to Linux.
 //!
 //! The rotation assumes peers: threads that all want a CPU about as much, so that a core
 //! holding one thread more is slower and the doubling must move. Pinning threads whose
@@ -7,24 +7,56 @@
 //! partly sleeping thread sleeps, and a core holding a full-time and a half-time thread
 //! stays busier than its neighbour with no way for the load to even out. `uneven`
 //! (duty cycles 1, 1, ½, ¼ on two cores) and a pipeline whose stages wait for work lost
-//! 2–3 % against Linux this way. So, at every tick:
+//! 2–3 % against Linux this way.
+//!
+//! **Barrier peers have unequal duty cycles too, for a while.** Three threads meeting at
+//! a blocking barrier on two cores, before the rotation has evened them out: the thread
+//! alone on a core finishes its phase in half the time and sleeps at the barrier while the
+//! two that share a core catch up.
 //!
 //! ```text
-//!  duty_i = thread i's blocked fraction: its mean over its life, over its last second
-//!           once older (an exponential average, τ = 1 s)
-//!  gap    = max − min of duty_i over the placed threads watched ≥ 50 ms
-//!  gap > 0.2 for 150 ms ─► apart: every placed thread to Linux, for a stint of 4 s
-//!                          (8, 16, … s each time it is found apart again); after the
-//!                          stint, threads are placed again as they qualify, and tested
+//!                 runs   waits for a CPU   blocked (duty)   CPU share (work)
+//!  alone          0.5    0                 0.5              0.5
+//!  doubled up     0.5    0.5               0                0.5
 //! ```
 //!
-//! The duty cycle is averaged over a second, not the 200 ms that decide whether a single
-//! thread mostly sleeps: barrier programs stay peers because a rotation gives every
-//! thread the same time doubled up, so over a second their waits at the barriers are
-//! alike, even when in one 200 ms stretch some waited more; and a thread that slept
-//! while the program started is not held apart for longer than about a second. A thread passing
-//! through the gap on its way to being released (a main thread gone to sleep in `join`)
-//! leaves the placed set within about 100 ms, before the 150 ms have passed.
+//! The blocked fractions differ by 0.5 — as much as `uneven`'s — only because of where the
+//! threads sit: the one that shares a core is the slow one, and its peers wait for it.
+//! What they do not differ in is the work: threads that meet at a barrier after every
+//! phase have all done the same phases, so their CPU shares over any stretch longer than
+//! a phase are alike wherever they ran. Threads that are not peers differ in both:
+//! `uneven`'s quarter-time thread never uses more than a quarter of a core, its full-time
+//! threads use what they get. (Always-runnable threads that are not rotated differ in
+//! work but not in duty: peers as well.) So, at every tick:
+//!
+//! ```text
+//!  duty_i = thread i's blocked fraction  ┐ each: its mean over its life, over its last
+//!  work_i = thread i's CPU share         ┘ second once older (exponential, τ = 1 s)
+//!  gap    = max − min of duty_i          ┐ over the placed threads
+//!  spread = 1 − min/max of work_i        ┘ watched ≥ 50 ms
+//!  gap > 0.2 and spread > 0.15 for 150 ms
+//!         ─► apart: every placed thread to Linux, for a stint of 4 s (8, 16, … s each
+//!            time it is found apart again); after the stint, threads are placed again
+//!            as they qualify, and tested again
+//! ```
+//!
+//! Before the work was compared, a barrier program whose rotation started late was read
+//! as not peers: a main thread asleep in `join`, placed with the workers until the sleeper
+//! rule released it (≈ 100 ms), made the counts even (2 + 2 on two cores) so nothing
+//! rotated, the alone thread's duty cycle stayed 0.5 against 0, and at 200 ms every thread
+//! went to Linux for 4 s: 85 % of the fair share instead of 92 % on a real two-core
+//! machine with 10 ms blocking phases, and a loss to Linux with 100 ms ones.
+//!
+//! Both are averaged over a second, not the 200 ms that decide whether a single thread
+//! mostly sleeps: a rotation gives every thread the same time doubled up, so over a second
+//! their waits at the barriers are alike, even when in one 200 ms stretch some waited
+//! more; and a thread that slept while the program started is not held apart for longer
+//! than about a second. How far apart the CPU shares of barrier peers can be is bounded by
+//! one phase's work over the time averaged: 10 ms of work over 200 ms at two thirds of a
+//! core is 0.075, under the 0.15. A thread passing through the gap on its way to being
+//! released (a main thread gone to sleep in `join`) leaves the placed set within 20 ms
+//! when it has not run since it was first seen, within about 100 ms otherwise, before the
+//! 150 ms have passed.
 //!
 //! While apart the threads are with Linux, and their blocked fractions are Linux's, which
 //! for a barrier program would differ as much as `uneven`'s: so the verdict is not
@@ -35,6 +67,9 @@ use threadbalance_model::{Move, Nanos, Reason, Target};
 
 /// Blocked fractions further apart than this: not peers.
 const GAP_APART: f64 = 0.2;
+/// CPU shares further apart than this fraction of the largest: the threads do unequal
+/// work.
+const WORK_APART: f64 = 0.15;
 /// How long a verdict must hold before the policy acts on it.
 const HOLD: Nanos = Nanos::from_millis(150);
 /// A thread counts in the test once watched this long, ns.
@@ -58,24 +93,27 @@ pub(super) struct Peers {
 }
 
 impl Speed {
-    /// The spread of the duty cycles of the placed threads watched
-    /// long enough; `None` with fewer than two.
-    fn duty_gap(&self) -> Option<f64> {
-        let mut range: Option<(f64, f64)> = None;
+    /// The spread of the duty cycles (max − min) and of the CPU shares (1 − min/max) of
+    /// the placed threads watched long enough; `None` with fewer than two.
+    fn spreads(&self) -> Option<(f64, f64)> {
+        let mut duty: Option<(f64, f64)> = None;
+        let mut work: Option<(f64, f64)> = None;
         let mut n = 0;
+        let widen = |r: Option<(f64, f64)>, x: f64| {
+            Some(r.map_or((x, x), |(lo, hi): (f64, f64)| (lo.min(x), hi.max(x))))
+        };
         for p in self
             .placed
             .iter()
             .filter(|p| !p.released && p.age >= MIN_AGE)
         {
             n += 1;
-            let b = p.duty;
-            range = Some(match range {
-                None => (b, b),
-                Some((lo, hi)) => (lo.min(b), hi.max(b)),
-            });
+            duty = widen(duty, p.duty);
+            work = widen(work, p.work);
         }
-        range.filter(|_| n >= 2).map(|(lo, hi)| hi - lo)
+        let ((dlo, dhi), (wlo, whi)) = (duty?, work?);
+        let work_spread = if whi > 0.0 { 1.0 - wlo / whi } else { 0.0 };
+        (n >= 2).then_some((dhi - dlo, work_spread))
     }
 
     /// Runs the peer test at `now` (see the module docs): hands every placed thread to
@@ -87,7 +125,10 @@ impl Speed {
             }
             return;
         }
-        if self.duty_gap().is_none_or(|g| g <= GAP_APART) {
+        if self
+            .spreads()
+            .is_none_or(|(duty, work)| duty <= GAP_APART || work <= WORK_APART)
+        {
             self.peers.since = None;
             return;
         }

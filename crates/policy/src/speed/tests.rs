@@ -575,11 +575,13 @@ fn drive(
 #[test]
 fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
     // Two cores; 101 and 102 run all the time, 103 runs half the time and sleeps the
-    // rest (`uneven`'s shape). 103's duty cycle (blocked fraction over its life) is 0.5
-    // from its first window, so the gap to the others (0) exceeds 0.2 as soon as the
-    // threads have been watched 50 ms; 150 ms later, at 200 ms, every placed thread goes
-    // back to Linux. (103 would have been released as a sleeper only at ≈ 320 ms: its
-    // 200 ms average reaches 0.4 when 0.5·(1 − e^(−t/0.2)) = 0.4, t = 0.2·ln 5.)
+    // rest (`uneven`'s shape), placed 101 + 103 and 102: 103 computes 5 ms sharing its
+    // core (10 ms) and sleeps 5 ms, so over its 15 ms it runs a third, waits a third and
+    // sleeps a third; 101 runs two thirds; 102 has its core. Duty cycles (blocked
+    // fraction over their lives) 0, 0, 1/3: a gap of 1/3 > 0.2 from the first window;
+    // CPU shares 1, 2/3, 1/3: a spread of 1 − (1/3)/1 = 2/3 > 0.15. Both hold as soon as
+    // the threads have been watched 50 ms; 150 ms later, at 200 ms, every placed thread
+    // goes back to Linux. (103 is never released as a sleeper: 1/3 < 0.4.)
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
     let start = [
@@ -589,11 +591,12 @@ fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
     ];
     let plan = p.decide(&t, &window(0.0, 0.0, &start));
     assert_eq!(plan.moves.len(), 3, "all three placed at first");
+    let third = 1.0 / 3.0;
     let uneven = |_| {
         vec![
-            (101, 0.5, 0.5, 0, 0),
-            (102, 0.5, 0.5, 0, 0),
-            (103, 0.5, 0.0, 0, 0),
+            (101, 2.0 * third, third, 0, 0),
+            (102, 1.0, 0.0, 0, 0),
+            (103, third, third, 0, 0),
         ]
     };
     let moves = drive(&mut p, &t, 0, 1000, uneven);
@@ -647,4 +650,87 @@ fn speed_barrier_peers_whose_waits_take_turns_stay_managed() {
         "{moves:?}"
     );
     assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 2);
+}
+
+#[test]
+fn speed_barrier_peers_doubled_up_before_the_rotation_stay_peers() {
+    // Three threads meeting at a blocking barrier every 10 ms phase on two cores, while
+    // nothing rotates them yet (the shape a real run showed while a main thread asleep in
+    // `join` still counted on a core): 101 alone runs its phase in 10 ms and sleeps 10 ms
+    // at the barrier; 102 and 103 share a core and take 20 ms each. Per window:
+    //   101: runs 0.5, waits 0,   blocked 0.5      102, 103: runs 0.5, waits 0.5, blocked 0
+    // Duty gap 0.5 > 0.2, as `uneven`'s; CPU shares 0.5 each: spread 1 − 0.5/0.5 = 0, so
+    // they are peers and stay placed. (The test without the CPU shares handed all three
+    // to Linux at 200 ms. 101 goes as a sleeper only at ≈ 320 ms, when its 200 ms average
+    // of 0.5 passes 0.4: 0.5·(1 − e^(−t/0.2)) = 0.4, t = 0.2·ln 5; a rotation keeps it
+    // far below that.) The guard is off: its probe would release them for its own reasons.
+    let t = topo(1, 1, 2, 1);
+    let mut s = settings(Some(10));
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let start = [
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+        (103, 0.0, 0.0, 0, 0),
+    ];
+    p.decide(&t, &window(0.0, 0.0, &start));
+    let barrier = |_| {
+        vec![
+            (101, 0.5, 0.0, 0, 0),
+            (102, 0.5, 0.5, 0, 0),
+            (103, 0.5, 0.5, 0, 0),
+        ]
+    };
+    let moves = drive(&mut p, &t, 0, 300, barrier);
+    assert!(
+        moves.iter().all(|(_, m)| m.to != Target::Original),
+        "{moves:?}"
+    );
+    assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 3);
+    let threadbalance_model::PolicySummary::Speed(sum) = p.summary() else {
+        panic!("speed reports a speed summary")
+    };
+    assert_eq!(sum.peer_hand_backs, 0, "{sum:?}");
+}
+
+#[test]
+fn speed_thread_asleep_since_first_seen_is_released_after_twenty_ms() {
+    // Two cores; 101 and 102 run all the time, 103 (a main thread waiting in `join`) has
+    // not run since it was first seen. Placed round-robin it makes the counts 2 + 1. After
+    // 20 ms of watching, having run or waited less than 5 % of that time, it goes back to
+    // Linux at once: at 20 ms, with 10 ms windows, long before its 200 ms average of
+    // blocked time would pass 0.4 (1 − e^(−t/0.2) = 0.4 at t ≈ 102 ms). It is not placed
+    // again while it sleeps, though its average is still below 0.25 then.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let start = [
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+        (103, 0.0, 0.0, 0, 0),
+    ];
+    p.decide(&t, &window(0.0, 0.0, &start));
+    let rates = |_| {
+        vec![
+            (101, 1.0, 0.0, 0, 0),
+            (102, 1.0, 0.0, 0, 0),
+            (103, 0.0, 0.0, 0, 0),
+        ]
+    };
+    let moves = drive(&mut p, &t, 0, 100, rates);
+    let released: Vec<(u32, i32)> = moves
+        .iter()
+        .filter(|(_, m)| m.why == Reason::Release)
+        .map(|(at, m)| (*at, m.thread.tid.0))
+        .collect();
+    assert_eq!(released, vec![(20, 103)], "{moves:?}");
+    assert!(
+        !moves
+            .iter()
+            .any(|(_, m)| m.thread == key(1, 103) && m.why == Reason::Initial),
+        "{moves:?}"
+    );
+    assert_eq!(
+        p.queues.iter().map(|q| q.load).collect::<Vec<_>>(),
+        vec![1, 1]
+    );
 }

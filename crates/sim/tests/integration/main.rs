@@ -14,4 +14,5 @@ mod invariants;
 mod plots;
 mod scenarios;
 mod speed_many;
+mod speed_peers;
 mod speed_v1;
