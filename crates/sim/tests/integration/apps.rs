@@ -57,9 +57,11 @@ fn apps_two_lock_bound_programs_one_shuffling_over_both_hands_off_fewer_locks_ac
     // packages of four cores. One instance sorts all 32 threads by lock time and keeps
     // each mutex's users on one socket; one per program sorts only its own and both put
     // their groups on sockets blind to the other's. Run times are a tie (within about
-    // 1.5 % either way, seeds 1–6); what differs is the mechanism Shuffling aims at, the
-    // share of lock hand-offs that cross a socket: 0.71–0.77 with one instance, 0.77–0.82
-    // per program, 0.80–0.85 under none (seeds 1–6).
+    // 1.5 % either way); what differs is the mechanism Shuffling aims at, the share of
+    // lock hand-offs that cross a socket, lowest with one instance. Per program is not
+    // always below none: with the kernel's proportional new-idle balancing in the model,
+    // seed 2 gives per program 0.771 against none 0.755 (one instance 0.750), so the
+    // claim checked is one instance below both.
     let m = machine("package:4 core:4 pu:1", None).unwrap();
     let half = "lock-groups:ops=2000,hold_us=20,outside_us=100";
     let w = workload(&format!("{half}+{half}"), Some(16), None).unwrap();
@@ -85,7 +87,7 @@ fn apps_two_lock_bound_programs_one_shuffling_over_both_hands_off_fewer_locks_ac
             "{line}"
         );
         assert!(
-            per.cross_socket_handoff_frac < none.cross_socket_handoff_frac,
+            one.cross_socket_handoff_frac < none.cross_socket_handoff_frac,
             "{line}"
         );
     }
