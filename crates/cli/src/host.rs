@@ -94,13 +94,14 @@ impl LinuxAdapter {
             cfg.stat_max_age = age;
             cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
-        let host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)
+        let mut host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)
             .map_err(|e| match e {
                 LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
                     input_error(e.to_string())
                 }
                 other => other.into(),
             })?;
+        threadbalance_linux::runcount::announce(&mut host);
         Ok(LinuxAdapter {
             host,
             target: pid,

@@ -13,6 +13,8 @@
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
+//!   runcount where run time comes from: /proc, or a faster source chosen by `choose`
+//!   schedbpf the faster source (feature `bpf`): BPF on sched_switch, one batch read
 //! ```
 //!
 //! The filesystem root and host facts (clock ticks per second, page size) are always
@@ -38,7 +40,10 @@ pub mod ledger;
 pub mod parse;
 pub mod permit;
 pub mod read;
+pub mod runcount;
 pub mod sampler;
+#[cfg(feature = "bpf")]
+pub mod schedbpf;
 pub mod signal;
 pub mod state;
 
