@@ -46,7 +46,9 @@ pub trait RunCounters: std::fmt::Debug + Send {
     /// Reads every thread's counters for the processes `pids` (and makes sure threads
     /// they create from now on are counted). Returns whether a thread of theirs was born
     /// or died since the last refresh, so the task directories are listed again.
-    fn refresh(&mut self, pids: &[Pid]) -> Result<bool, LinuxError>;
+    /// `threads` is how many the last sample found: below [`FAST_FROM_THREADS`] the source
+    /// only keeps counting and answers for none (`/proc` is cheaper for so few).
+    fn refresh(&mut self, pids: &[Pid], threads: usize) -> Result<bool, LinuxError>;
     /// Thread `tid`'s counters as of the last refresh, or `None` when the source cannot
     /// vouch for them (never seen; or seeded as running and not switched since, so its
     /// run time may be going up unseen).
@@ -57,6 +59,12 @@ pub trait RunCounters: std::fmt::Debug + Send {
     /// Thread `tid` has gone.
     fn forget(&mut self, tid: Tid);
 }
+
+/// Below this many threads the faster source is not read: one read of the BPF map walks
+/// all its 4096 buckets (tens of µs, about what 48 `schedstat` reads cost), so `/proc`
+/// is cheaper for a few threads. The counters go on counting meanwhile, so the source
+/// answers again from the first sample with this many threads.
+pub const FAST_FROM_THREADS: usize = 48;
 
 /// The run-time source `choose` picked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -537,7 +537,7 @@ impl Sampler {
         };
         self.pid_buf.clear();
         self.pid_buf.extend(self.procs.iter().map(|p| p.pid));
-        match c.refresh(&self.pid_buf) {
+        match c.refresh(&self.pid_buf, self.threads.len()) {
             Ok(false) => {}
             Ok(true) => self.procs.iter_mut().for_each(|p| p.nlink = None),
             Err(e) => {
@@ -657,11 +657,9 @@ impl Sampler {
         }
         let keep = t.keep;
         let carry_idle = keep && has_schedstat && !self.cfg.stat_every_sample;
-        let counted = if t.seen == 0 {
-            None
-        } else {
-            self.counters.as_ref().and_then(|c| c.get(tid))
-        };
+        // A thread the source counted from its birth needs no `schedstat` read even the
+        // first time (its `stat` is still read, for its start time).
+        let counted = self.counters.as_ref().and_then(|c| c.get(tid));
         if counted.is_none()
             && carry_idle
             && t.seen != 0

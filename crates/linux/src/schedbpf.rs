@@ -189,7 +189,11 @@ impl SchedProbe {
                 "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
             ));
         }
-        let mut ebpf = Ebpf::load(SCHED_OBJECT)
+        // The program reads only its tracepoint records (no CO-RE relocations), so the
+        // kernel's BTF, 5 MB that take tens of milliseconds to parse, is not loaded.
+        let mut ebpf = aya::EbpfLoader::new()
+            .btf(None)
+            .load(SCHED_OBJECT)
             .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))?;
         for (name, tracepoint) in ATTACH {
             let prog: &mut TracePoint = ebpf
@@ -347,9 +351,13 @@ impl RunCounters for SchedProbe {
         "BPF sched_switch counters"
     }
 
-    fn refresh(&mut self, pids: &[Pid]) -> Result<bool, LinuxError> {
+    fn refresh(&mut self, pids: &[Pid], threads: usize) -> Result<bool, LinuxError> {
         let fail = |e: ProbeUnavailable| LinuxError::io("bpf counters", std::io::Error::other(e.0));
         self.track(pids).map_err(fail)?;
+        if threads < crate::runcount::FAST_FROM_THREADS {
+            self.table.clear();
+            return Ok(false);
+        }
         let n = self.read_all().map_err(fail)?;
         let now = monotonic_now().0;
         self.table.clear();

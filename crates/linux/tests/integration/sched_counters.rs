@@ -29,6 +29,7 @@ mod live {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
+    use threadbalance_linux::runcount::FAST_FROM_THREADS;
     use threadbalance_linux::schedbpf::SchedProbe;
     use threadbalance_linux::{HostFacts, Root, Sampler, SamplerConfig, monotonic_now};
     use threadbalance_model::{Pid, Sample, Snapshot, Tid};
@@ -74,6 +75,18 @@ mod live {
         bpf.set_counters(Box::new(probe));
         let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
         let stop = Arc::new(AtomicBool::new(false));
+        // Sleepers, so that the process has enough threads for the counters to be read
+        // (below `FAST_FROM_THREADS`, /proc is read instead).
+        let parked: Vec<_> = (0..FAST_FROM_THREADS)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::park();
+                    }
+                })
+            })
+            .collect();
         // Three threads started before the counters track this process (their entries
         // are seeded from /proc), then three started after (counted from birth).
         let (mut handles, mut tids) = busy(&stop);
@@ -93,9 +106,13 @@ mod live {
         for h in handles {
             h.join().unwrap();
         }
+        for p in parked {
+            p.thread().unpark();
+            p.join().unwrap();
+        }
         assert_eq!(bpf.counters_name(), Some("BPF sched_switch counters"));
         assert!(
-            counted >= 6,
+            counted >= 6 + FAST_FROM_THREADS,
             "only {counted} threads answered by the counters"
         );
         for tid in tids {
