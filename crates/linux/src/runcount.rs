@@ -19,8 +19,11 @@
 //!  each sample:  refresh (one batch read of the map) ─► get(tid) per thread, /proc when None
 //! ```
 //!
-//! `stat` (start time, user and system time) is still read from `/proc`, as rarely as
-//! [`crate::SamplerConfig::stat_max_age`] allows, and the task directories are still
+//! `stat` (start time, user and system time) is still read from `/proc`: the first time,
+//! then for a thread the source answers for at most every
+//! [`crate::sampler::COUNTED_STAT_MAX_AGE`] (5 s; its last CPU and state come from the
+//! source, fresh, and the window reads user and system time only without `schedstat`),
+//! for the others as [`crate::SamplerConfig::stat_max_age`] says. The task directories are still
 //! listed (only when their link count changes, or when the source saw a thread born or
 //! die).
 

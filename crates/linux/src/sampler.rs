@@ -334,6 +334,10 @@ fn fd_short(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
+/// How old the `stat` fields (user and system time) of a thread the faster run-time
+/// source answers for may get (see [`crate::runcount`]).
+pub const COUNTED_STAT_MAX_AGE: Nanos = Nanos::from_secs(5);
+
 /// Descriptors held back from the sampler's budget, for the task directories, the
 /// actuator's start-time checks, the journal, `numa_maps` and the standard streams.
 const FD_RESERVE: u64 = 128;
@@ -702,7 +706,15 @@ impl Sampler {
         if !idle || t.seen == 0 {
             t.ran_at = self.now;
         }
-        let fresh = self.now.saturating_sub(t.stat_at) < self.cfg.stat_max_age;
+        // A thread the counters answer for has its last CPU and state from them, fresh;
+        // `stat` then adds only user and system time, which the window reads only without
+        // `schedstat`: it is read again at most every `COUNTED_STAT_MAX_AGE`.
+        let max_age = if counted.is_some() {
+            self.cfg.stat_max_age.max(COUNTED_STAT_MAX_AGE)
+        } else {
+            self.cfg.stat_max_age
+        };
+        let fresh = self.now.saturating_sub(t.stat_at) < max_age;
         let reuse_stat = carry_idle && t.seen != 0 && (idle || fresh);
         let mut sample = if reuse_stat {
             t.last
