@@ -11,12 +11,14 @@
 //! | `pread_idle_backoff_2ms_ticks` | kept; idle threads read at half their idle time, at most every 16 ms (`speed`'s sampler), samples 2 ms apart | as `pread` |
 //! | `pread_stat_every_sample` | kept, `pread` at 0 | every sample |
 //! | `open_read_close` | opened, read, closed each sample | every sample |
+//! | `bpf_counters` (feature `bpf`, root) | run time from the BPF counters (one batch read per sample), files kept for `stat` | as `pread` |
 //!
 //! Parked threads never run, so `pread` here is the cost for idle threads (one `schedstat`
 //! read each) and `pread_stat_every_sample` the cost for threads that all ran.
 //!
 //! ```text
 //! cargo bench -p threadbalance-linux --bench sample -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p threadbalance-linux --features bpf --bench sample -- bpf_counters
 //! ```
 
 // Bench code: a failed setup is a failed run.
@@ -105,6 +107,26 @@ fn bench_sample(c: &mut Criterion) {
                     }
                     s.sample(now, &mut snap).expect("sample")
                 });
+            });
+        }
+        #[cfg(feature = "bpf")]
+        {
+            let mut s = sampler(true, false, Nanos::ZERO);
+            let probe = threadbalance_linux::schedbpf::SchedProbe::load()
+                .expect("the BPF counters load (root, tracefs)");
+            s.set_counters(Box::new(probe));
+            let mut snap = Snapshot::default();
+            // The first sample seeds every thread from /proc; from the second on the
+            // parked threads are answered by the counters.
+            s.sample(Nanos::ZERO, &mut snap).expect("first sample");
+            s.sample(Nanos::ZERO, &mut snap).expect("second sample");
+            assert!(
+                s.counted_threads() >= n,
+                "the counters answer for the parked threads"
+            );
+            group.throughput(Throughput::Elements(snap.threads.len() as u64));
+            group.bench_with_input(BenchmarkId::new("bpf_counters", n), &n, |b, _| {
+                b.iter(|| s.sample(Nanos::ZERO, &mut snap).expect("sample"));
             });
         }
         drop(parked);

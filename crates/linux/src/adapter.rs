@@ -114,7 +114,8 @@ impl LinuxAdapter {
             cfg.stat_max_age = age;
             cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
-        let host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
+        let mut host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
+        crate::runcount::announce(&mut host);
         Ok(LinuxAdapter {
             host,
             target: pid,

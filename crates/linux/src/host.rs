@@ -228,6 +228,11 @@ impl LinuxHost {
         &self.sampler
     }
 
+    /// The sampler, to give it a faster run-time source ([`crate::runcount::choose`]).
+    pub fn sampler_mut(&mut self) -> &mut Sampler {
+        &mut self.sampler
+    }
+
     /// The actuator (for the masks it has changed).
     pub fn actuator(&self) -> &Actuator {
         &self.actuator

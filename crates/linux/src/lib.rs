@@ -15,6 +15,8 @@
 //!            the host of the shared control loop (threadbalance_manage::LoopHost)
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
+//!   runcount where run time comes from: /proc, or a faster source chosen by `choose`
+//!   schedbpf the faster source (feature `bpf`): BPF on sched_switch, one batch read
 //! ```
 //!
 //! The filesystem root and host facts (clock ticks per second, page size) are always
@@ -41,7 +43,10 @@ pub mod ledger;
 pub mod parse;
 pub mod permit;
 pub mod read;
+pub mod runcount;
 pub mod sampler;
+#[cfg(feature = "bpf")]
+pub mod schedbpf;
 pub mod signal;
 pub mod state;
 

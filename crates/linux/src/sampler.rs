@@ -50,6 +50,7 @@
 use crate::LinuxError;
 use crate::parse::{parse_schedstat_bytes, parse_stat_bytes, parse_status_switches, words};
 use crate::read::{HostFacts, Root, is_gone, process_error, read_process_memory};
+use crate::runcount::RunCounters;
 use nix::dir::Dir;
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, fstat};
@@ -242,6 +243,14 @@ pub struct Sampler {
     kept: usize,
     /// Threads sampled for the first time in the last sample.
     fresh: Vec<ThreadKey>,
+    /// A faster source of run time asked before `schedstat` (see [`crate::runcount`]).
+    counters: Option<Box<dyn RunCounters>>,
+    /// Why the faster source stopped, when it did.
+    counters_stopped: Option<String>,
+    /// Reused buffer: the managed pids for the source.
+    pid_buf: Vec<Pid>,
+    /// Threads the faster source answered for in the last sample.
+    counted: usize,
 }
 
 /// What happened when a thread's file was read.
@@ -325,6 +334,10 @@ fn fd_short(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
+/// How old the `stat` fields (user and system time) of a thread the faster run-time
+/// source answers for may get (see [`crate::runcount`]).
+pub const COUNTED_STAT_MAX_AGE: Nanos = Nanos::from_secs(5);
+
 /// Descriptors held back from the sampler's budget, for the task directories, the
 /// actuator's start-time checks, the journal, `numa_maps` and the standard streams.
 const FD_RESERVE: u64 = 128;
@@ -384,6 +397,10 @@ impl Sampler {
             keep_budget: keep_budget(&cfg_files(has_schedstat, has_children_files, &cfg)),
             kept: 0,
             fresh: Vec::new(),
+            counters: None,
+            counters_stopped: None,
+            pid_buf: Vec::new(),
+            counted: 0,
             cfg,
         })
     }
@@ -430,6 +447,29 @@ impl Sampler {
         }
     }
 
+    /// Asks `counters` for run time, wait and timeslices before reading `schedstat` (see
+    /// [`crate::runcount`]).
+    pub fn set_counters(&mut self, counters: Box<dyn RunCounters>) {
+        self.counters = Some(counters);
+        self.counters_stopped = None;
+    }
+
+    /// The faster run-time source in use, by name.
+    pub fn counters_name(&self) -> Option<&'static str> {
+        self.counters.as_ref().map(|c| c.name())
+    }
+
+    /// How many threads the faster source answered for in the last sample (the others
+    /// were read from `/proc`, or carried over while idle).
+    pub fn counted_threads(&self) -> usize {
+        self.counted
+    }
+
+    /// Why the faster run-time source stopped (a read failed; `/proc` took over).
+    pub fn counters_stopped(&self) -> Option<&str> {
+        self.counters_stopped.as_deref()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &SamplerConfig {
         &self.cfg
@@ -445,6 +485,8 @@ impl Sampler {
         self.now = now;
         into.clear();
         into.at = now;
+        self.counted = 0;
+        self.refresh_counters();
         let mut i = 0;
         while i < self.procs.len() {
             self.sample_process(i, into)?;
@@ -463,6 +505,11 @@ impl Sampler {
         self.procs.retain(|p| p.alive);
         self.procs.sort_by_key(|p| p.pid);
         let generation = self.generation;
+        if let Some(c) = self.counters.as_mut() {
+            for (&tid, _) in self.threads.iter().filter(|(_, t)| t.seen != generation) {
+                c.forget(tid);
+            }
+        }
         self.threads.retain(|_, t| t.seen == generation);
         self.kept = self.threads.values().filter(|t| t.keep).count();
         if self.procs.is_empty() {
@@ -483,6 +530,25 @@ impl Sampler {
             into.sort();
         }
         Ok(())
+    }
+
+    /// Refreshes the faster source, if any: a thread born or dead since makes every task
+    /// directory be listed again; a failed read drops the source (`/proc` takes over, with
+    /// the same counters, so no window jumps).
+    fn refresh_counters(&mut self) {
+        let Some(c) = self.counters.as_mut() else {
+            return;
+        };
+        self.pid_buf.clear();
+        self.pid_buf.extend(self.procs.iter().map(|p| p.pid));
+        match c.refresh(&self.pid_buf, self.threads.len()) {
+            Ok(false) => {}
+            Ok(true) => self.procs.iter_mut().for_each(|p| p.nlink = None),
+            Err(e) => {
+                self.counters_stopped = Some(e.to_string());
+                self.counters = None;
+            }
+        }
     }
 
     /// Samples every thread of `self.procs[i]`; marks the process dead when its task
@@ -595,7 +661,14 @@ impl Sampler {
         }
         let keep = t.keep;
         let carry_idle = keep && has_schedstat && !self.cfg.stat_every_sample;
-        if carry_idle && t.seen != 0 && idle_skip(self.now, t, self.cfg.idle_max_age) {
+        // A thread the source counted from its birth needs no `schedstat` read even the
+        // first time (its `stat` is still read, for its start time).
+        let counted = self.counters.as_ref().and_then(|c| c.get(tid));
+        if counted.is_none()
+            && carry_idle
+            && t.seen != 0
+            && idle_skip(self.now, t, self.cfg.idle_max_age)
+        {
             t.seen = generation;
             into.threads.push(t.last);
             return Ok(true);
@@ -607,8 +680,8 @@ impl Sampler {
         };
         // A read that fails on a kept file means its thread exited; the tid may have been
         // reused already, so the files are reopened once before the thread counts as gone.
-        let mut sched = None;
-        if has_schedstat {
+        let mut sched = counted.map(|c| c.sched);
+        if has_schedstat && sched.is_none() {
             for attempt in 0..2 {
                 let f = file("schedstat");
                 match pread_slot(&mut t.schedstat, &f, &mut scratch.path, &mut scratch.buf)? {
@@ -633,7 +706,15 @@ impl Sampler {
         if !idle || t.seen == 0 {
             t.ran_at = self.now;
         }
-        let fresh = self.now.saturating_sub(t.stat_at) < self.cfg.stat_max_age;
+        // A thread the counters answer for has its last CPU and state from them, fresh;
+        // `stat` then adds only user and system time, which the window reads only without
+        // `schedstat`: it is read again at most every `COUNTED_STAT_MAX_AGE`.
+        let max_age = if counted.is_some() {
+            self.cfg.stat_max_age.max(COUNTED_STAT_MAX_AGE)
+        } else {
+            self.cfg.stat_max_age
+        };
+        let fresh = self.now.saturating_sub(t.stat_at) < max_age;
         let reuse_stat = carry_idle && t.seen != 0 && (idle || fresh);
         let mut sample = if reuse_stat {
             t.last
@@ -679,6 +760,17 @@ impl Sampler {
         sample.run = sched.run;
         sample.wait = sched.wait;
         sample.timeslices = sched.timeslices;
+        match (counted, self.counters.as_mut()) {
+            // Fresher than `stat`'s: as of this sample.
+            (Some(c), _) => {
+                self.counted += 1;
+                sample.last_cpu = c.last_cpu;
+                sample.state = c.state;
+            }
+            // First read from /proc: the source counts on from these values.
+            (None, Some(c)) if t.seen == 0 && has_schedstat => c.seed(tid, &sample),
+            _ => {}
+        }
         let mut gone = false;
         if self.cfg.read_status {
             let f = file("status");

@@ -19,7 +19,8 @@
 //!
 //! The run fails (exit 1) when the daemon's RSS grows by 1 MB or more after the warm-up
 //! (a quarter of the run, at most 60 s), on any error (a WARN or ERROR log line that is not
-//! about a competitor, a restore failure in the metrics, a refused `ctl release`, a daemon
+//! an advisory: about a competitor, or about the soak's two rules' processes sharing CPUs
+//! under different policies, which the daemon balances apart; a restore failure in the metrics, a refused `ctl release`, a daemon
 //! exit other than 0, a journal left behind), or on any mask not restored. Every process
 //! it starts is stopped by pid before it returns, also when interrupted (SIGINT, SIGTERM,
 //! SIGHUP: the soak then stops early and checks what it has).
@@ -488,7 +489,7 @@ impl Soak {
     }
 
     /// Reads the daemon's new log lines: managed pids, releases (a forking program's
-    /// children are then checked), errors and competitor warnings.
+    /// children are then checked), errors and advisories.
     fn read_log(&mut self) {
         for line in self.log.drain(&self.lines) {
             match soak_plan::classify(&line) {
@@ -496,7 +497,7 @@ impl Soak {
                     self.managed.insert(pid);
                 }
                 LogLine::Released(pid) => self.check_orphans(pid),
-                LogLine::Competitor => self.report.competitor_warnings.push(line),
+                LogLine::Advisory => self.report.advisory_warnings.push(line),
                 LogLine::Error => {
                     self.report.errors += 1;
                     self.report.error_lines.push(line);

@@ -156,9 +156,11 @@ pub enum LogLine {
     Managed(i32),
     /// `pid P (…) released (…): …`.
     Released(i32),
-    /// A warning about a competitor (sched_ext, numad, NUMA balancing, a cpuset change):
-    /// about the machine, not an error of the daemon.
-    Competitor,
+    /// An advisory: a warning about the machine (a competitor: sched_ext, numad, NUMA
+    /// balancing, a cpuset change) or about the rules (two processes sharing CPUs under
+    /// different policies, which the soak's two rules make on purpose), not an error of
+    /// the daemon.
+    Advisory,
     /// Any other WARN or ERROR line: an error.
     Error,
     /// Anything else.
@@ -175,14 +177,15 @@ pub fn classify(line: &str) -> LogLine {
         .find(|w| LEVELS.contains(w))
         .unwrap_or("");
     if level == "WARN" || level == "ERROR" {
-        const COMPETITORS: [&str; 4] = [
+        const ADVISORIES: [&str; 5] = [
             "sched_ext scheduler",
             "numad is running",
             "NUMA balancing is on",
             "cpuset",
+            "under different policies or levels",
         ];
-        if level == "WARN" && COMPETITORS.iter().any(|c| line.contains(c)) {
-            return LogLine::Competitor;
+        if level == "WARN" && ADVISORIES.iter().any(|c| line.contains(c)) {
+            return LogLine::Advisory;
         }
         return LogLine::Error;
     }
@@ -312,8 +315,8 @@ pub struct SoakReport {
     pub errors: usize,
     /// What they were (the first 50).
     pub error_lines: Vec<String>,
-    /// Warnings about competitors (not errors).
-    pub competitor_warnings: Vec<String>,
+    /// Advisories: warnings about competitors or the rules (not errors).
+    pub advisory_warnings: Vec<String>,
     /// `threadbalance_restore_failures_total` before the stop.
     pub restore_failures_metric: Option<f64>,
     /// The daemon's exit status.
@@ -440,11 +443,11 @@ pub fn to_text(r: &SoakReport) -> String {
         "  forked children after their parent's release: {} checks, {} thread(s) not restored",
         r.orphan_checks, r.orphans_left_pinned
     );
-    if !r.competitor_warnings.is_empty() {
+    if !r.advisory_warnings.is_empty() {
         let _ = writeln!(
             t,
-            "  competitor warnings (not errors): {}",
-            r.competitor_warnings.len()
+            "  advisories (competitors, processes sharing CPUs under different policies; not errors): {}",
+            r.advisory_warnings.len()
         );
     }
     if r.failures.is_empty() {
@@ -512,7 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn classify_log_lines_errors_competitors_and_pids() {
+    fn classify_log_lines_errors_advisories_and_pids() {
         assert_eq!(
             classify(r#" INFO threadbalance::daemon: pid 42 (threadbalance): managed by rule "soak-pbind" (policy pbind)"#.trim()),
             LogLine::Managed(42)
@@ -527,7 +530,13 @@ mod tests {
             classify(
                 "WARN threadbalance::daemon: the kernel's NUMA balancing is on (kernel.numa_balancing = 1): …"
             ),
-            LogLine::Competitor
+            LogLine::Advisory
+        );
+        assert_eq!(
+            classify(
+                "WARN threadbalance::daemon::groups: processes 1 and 2 share CPUs 0-1 under different policies or levels: they are balanced apart …"
+            ),
+            LogLine::Advisory
         );
         assert_eq!(
             classify("WARN threadbalance::daemon: pid 42 (threadbalance): no such process"),

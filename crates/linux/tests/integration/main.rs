@@ -8,6 +8,8 @@
 //! - `procfs`: `read_threads`, `read_process_memory` and the sampler on `fixtures/proc`;
 //! - `idle`: the sampler's idle back-off on a made tree, and start-time checks through
 //!   kept files on this process's own threads;
+//! - `sched_counters`: the BPF run-time counters' object matches its hash (always); with
+//!   the `bpf` feature, they agree with `/proc` on the same busy threads;
 //! - `live`: the sampler and the actuator on this machine's own processes. They start
 //!   their own threads and child processes, stop them, and leave every mask as it was.
 
@@ -19,6 +21,7 @@ mod idle;
 mod live;
 mod procfs;
 mod safety;
+mod sched_counters;
 mod topo;
 mod topo_machines;
 mod util;

@@ -1,0 +1,123 @@
+//! Where run time comes from: `/proc` (the default) or a faster source the sampler asks
+//! first, and the one-line choice between them.
+//!
+//! The sampler's cost is the kernel formatting `task/<tid>/schedstat` for every thread on
+//! every sample (about 1 µs a thread). A [`RunCounters`] source answers the same three
+//! numbers (run ns, run-queue wait ns, timeslices), plus the last CPU and the state, for
+//! every managed thread at once: the sampler calls [`RunCounters::refresh`] once per
+//! sample, then [`RunCounters::get`] per thread, which costs a hash lookup. A thread the
+//! source cannot vouch for (`get` is `None`) is read from `/proc` as before, and the
+//! source is then told what `/proc` said ([`RunCounters::seed`]), so both speak in the
+//! same cumulative counters and a thread can pass from one to the other between two
+//! samples without a jump in its deltas.
+//!
+//! ```text
+//!  choose(&mut host) ── built with `bpf`, root, tracefs, loads? ── no ──► /proc (why, one line)
+//!        │ yes
+//!        ▼
+//!  Sampler::set_counters(SchedProbe)   sched_switch / sched_wakeup(_new) counters in a BPF map
+//!  each sample:  refresh (one batch read of the map) ─► get(tid) per thread, /proc when None
+//! ```
+//!
+//! `stat` (start time, user and system time) is still read from `/proc`: the first time,
+//! then for a thread the source answers for at most every
+//! [`crate::sampler::COUNTED_STAT_MAX_AGE`] (5 s; its last CPU and state come from the
+//! source, fresh, and the window reads user and system time only without `schedstat`),
+//! for the others as [`crate::SamplerConfig::stat_max_age`] says. The task directories are still
+//! listed (only when their link count changes, or when the source saw a thread born or
+//! die).
+
+use crate::LinuxError;
+use crate::parse::SchedStat;
+use threadbalance_model::{CpuId, Pid, Sample, ThreadState, Tid};
+
+/// One thread's counters, as a [`RunCounters`] source gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counted {
+    /// Run ns, run-queue wait ns and timeslices: `schedstat`'s three fields.
+    pub sched: SchedStat,
+    /// The CPU it last ran on (or runs on now).
+    pub last_cpu: CpuId,
+    /// Its state now: running or runnable, asleep, or exited.
+    pub state: ThreadState,
+}
+
+/// A source of per-thread run counters that is cheaper than reading `schedstat`.
+pub trait RunCounters: std::fmt::Debug + Send {
+    /// What it is, for the summary ("BPF sched_switch counters").
+    fn name(&self) -> &'static str;
+    /// Reads every thread's counters for the processes `pids` (and makes sure threads
+    /// they create from now on are counted). Returns whether a thread of theirs was born
+    /// or died since the last refresh, so the task directories are listed again.
+    /// `threads` is how many the last sample found: below [`FAST_FROM_THREADS`] the source
+    /// only keeps counting and answers for none (`/proc` is cheaper for so few).
+    fn refresh(&mut self, pids: &[Pid], threads: usize) -> Result<bool, LinuxError>;
+    /// Thread `tid`'s counters as of the last refresh, or `None` when the source cannot
+    /// vouch for them (never seen; or seeded as running and not switched since, so its
+    /// run time may be going up unseen).
+    fn get(&self, tid: Tid) -> Option<Counted>;
+    /// Thread `tid` was just read from `/proc` with these values: counting goes on from
+    /// them unless the source already counts the thread.
+    fn seed(&mut self, tid: Tid, sample: &Sample);
+    /// Thread `tid` has gone.
+    fn forget(&mut self, tid: Tid);
+}
+
+/// Below this many threads the faster source is not read: one read of the BPF map walks
+/// all its 4096 buckets (tens of µs, about what 48 `schedstat` reads cost), so `/proc`
+/// is cheaper for a few threads. The counters go on counting meanwhile, so the source
+/// answers again from the first sample with this many threads.
+pub const FAST_FROM_THREADS: usize = 48;
+
+/// The run-time source `choose` picked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunSource {
+    /// `/proc/<pid>/task/<tid>/schedstat`, with why the faster source is not used.
+    Proc(String),
+    /// A faster source, by name.
+    Fast(&'static str),
+}
+
+impl RunSource {
+    /// One line for the log or the summary.
+    pub fn describe(&self) -> String {
+        match self {
+            RunSource::Proc(why) => format!("run time from /proc ({why})"),
+            RunSource::Fast(name) => format!("run time from {name}"),
+        }
+    }
+}
+
+/// Gives `host`'s sampler the fastest run-time source this build and machine allow: the
+/// BPF scheduler counters when built with the `bpf` feature and the program loads (root,
+/// tracefs mounted, verifier content); `/proc` otherwise, with the reason.
+pub fn choose(host: &mut crate::LinuxHost) -> RunSource {
+    #[cfg(feature = "bpf")]
+    {
+        match crate::schedbpf::SchedProbe::load() {
+            Ok(probe) => {
+                let name = probe.name();
+                host.sampler_mut().set_counters(Box::new(probe));
+                RunSource::Fast(name)
+            }
+            Err(why) => RunSource::Proc(why.0),
+        }
+    }
+    #[cfg(not(feature = "bpf"))]
+    {
+        let _ = host;
+        RunSource::Proc("built without the bpf feature".into())
+    }
+}
+
+/// [`choose`], and one line on standard error saying which source runs (or why the
+/// faster one does not) when the build has the faster one. Built without it, nothing
+/// is said: `/proc` is the only source there is.
+pub fn announce(host: &mut crate::LinuxHost) -> RunSource {
+    let source = choose(host);
+    if cfg!(feature = "bpf") {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "threadbalance: {}", source.describe());
+    }
+    source
+}
