@@ -158,7 +158,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::Sim;
+    use crate::state::{Sim, ThreadIdx};
     use threadbalance_model::{CpuId, CpuSet, Nanos};
 
     /// Streamcluster's threads (own pages, first touch) on a 4-node machine, after one
@@ -171,7 +171,7 @@ mod tests {
         opts.linux.numa_balancing = numa_balancing;
         let mut sim = Sim::new(&m, &w, &opts);
         sim.run_until(Nanos::from_millis(500));
-        let t = sim.th.len() - 1;
+        let t = ThreadIdx::from(sim.th.len() - 1);
         let home = sim.th[t].home.expect("first touch happened");
         // Confine it to a node other than its home.
         let other = (home + 1) % 4;
@@ -200,7 +200,7 @@ mod tests {
         for c in other * 16..other * 16 + 16 {
             cpus.insert(CpuId(c));
         }
-        for t in 0..sim.th.len() {
+        for t in ThreadIdx::all(sim.th.len()) {
             sim.set_affinity(t, cpus.clone());
         }
         sim.run_until(Nanos::from_millis(4500));

@@ -43,15 +43,15 @@ use threadbalance_policy::rng::Rng;
 /// The programs part as the kernel sees it (see [`Programs`]).
 impl Programs for Sim {
     fn run_program(&mut self, c: CpuIdx, t: ThreadIdx) {
-        self.advance(c.ix(), t.ix());
+        self.advance(c, t);
     }
 
     fn begin_segment(&mut self, c: CpuIdx) {
-        self.start_segment(c.ix());
+        self.start_segment(c);
     }
 
     fn end_segment(&mut self, c: CpuIdx) {
-        self.stop_segment(c.ix());
+        self.stop_segment(c);
     }
 
     fn wait_over(&mut self, t: ThreadIdx) -> bool {
@@ -396,21 +396,21 @@ impl Sim {
         self.stats.events += 1;
         match e.kind {
             EventKind::Cpu => {
-                let c = e.target as usize;
+                let c = CpuIdx(e.target);
                 if self.cpus[c].version == e.version && self.running(c).is_some() {
                     self.on_activity_end(c);
                 }
             }
-            EventKind::Tick => self.on_tick(e.target as usize),
-            EventKind::Resched => self.on_resched(e.target as usize),
-            EventKind::Noise => self.on_noise(e.target as usize),
+            EventKind::Tick => self.on_tick(CpuIdx(e.target)),
+            EventKind::Resched => self.on_resched(CpuIdx(e.target)),
+            EventKind::Noise => self.on_noise(CpuIdx(e.target)),
             EventKind::Timer => {
-                let t = e.target as usize;
+                let t = ThreadIdx(e.target);
                 if self.th[t].st == St::Blocked {
                     self.wake(t, None);
                 }
             }
-            EventKind::Spawn => self.spawn(e.target as usize),
+            EventKind::Spawn => self.spawn(ThreadIdx(e.target)),
             EventKind::Sample => self.on_sample(),
             EventKind::NumaScan => self.on_numa_scan(),
             EventKind::Policy => {}
@@ -421,6 +421,7 @@ impl Sim {
         let now = self.now;
         let mut busy = vec![Nanos::ZERO; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
+            let c = CpuIdx::from(c);
             let mut b = cpu.busy_ns;
             if self.running(c).is_some() {
                 b += now - cpu.seg_start;
@@ -455,17 +456,17 @@ impl Sim {
         }
     }
 
-    fn spawn(&mut self, t: usize) {
+    fn spawn(&mut self, t: ThreadIdx) {
         let app = self.th[t].app as usize;
-        let first = self.apps[app].first;
+        let first = ThreadIdx::from(self.apps[app].first);
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = (t != first).then(|| self.th[first].cpu.0);
+        let parent = (t != first).then(|| self.th[first].cpu);
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
         th.scan = crate::state::Scan::new(self.now);
-        self.wake_up_new(t, c as usize);
+        self.wake_up_new(t, c);
     }
 
     /// Sampled counters of every live thread, as `/proc` and the probes would give them.

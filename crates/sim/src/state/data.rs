@@ -136,7 +136,7 @@ pub(crate) struct LockState {
     /// The thread inside its critical section, if any.
     pub holder: Option<super::ThreadIdx>,
     /// The CPU that released it last (`None`: never released).
-    pub last_cpu: Option<u32>,
+    pub last_cpu: Option<super::CpuIdx>,
     pub spinners: Vec<super::ThreadIdx>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
     pub waiters: std::collections::VecDeque<super::ThreadIdx>,
@@ -166,7 +166,7 @@ pub(crate) struct QueueState {
     pub capacity: usize,
     pub lines: u32,
     /// CPU of the producer of each item.
-    pub items: std::collections::VecDeque<u32>,
+    pub items: std::collections::VecDeque<super::CpuIdx>,
     pub getters: std::collections::VecDeque<super::ThreadIdx>,
     pub putters: std::collections::VecDeque<super::ThreadIdx>,
     pub producers: usize,

@@ -63,6 +63,19 @@ idx!(
     LockIdx
 );
 
+macro_rules! all {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// The first `n` positions, in order (every CPU or thread of a `Sim`).
+            pub fn all(n: usize) -> impl Iterator<Item = $name> + Clone {
+                (0..n).map($name::from)
+            }
+        }
+    )*};
+}
+
+all!(CpuIdx, ThreadIdx);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,7 +108,7 @@ pub struct Sim {
     pub(crate) memory_at: Option<Nanos>,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
     /// count: the who-wakes-whom graph `SimHost` reports.
-    pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
+    pub(crate) wakes: std::collections::HashMap<(ThreadIdx, ThreadIdx), u64>,
     /// Lock hand-offs all cost the in-LLC line latency (`RunOptions::flat_handoffs`).
     pub(crate) flat_handoffs: bool,
 }
