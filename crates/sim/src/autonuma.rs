@@ -60,7 +60,7 @@ impl Sim {
                 s.next = now + s.period;
                 continue;
             }
-            let here = self.hw.node[self.th[t].cpu.ix()];
+            let here = self.hw.node[self.th[t].cpu];
             let mut remote = false;
             if let Some(home) = self.th[t].home.filter(|_| !self.apps[app].shared_data) {
                 remote = home != here;
@@ -101,7 +101,7 @@ impl Sim {
                 if th.st == St::New {
                     continue;
                 }
-                let node = self.hw.node[th.cpu.ix()] as usize;
+                let node = self.hw.node[th.cpu] as usize;
                 per_node[node] += th.run - th.scan.run_at_shared_pass;
                 th.scan.run_at_shared_pass = th.run;
             }
@@ -121,7 +121,7 @@ impl Sim {
                 let faulting: Vec<usize> = (first..first + n)
                     .filter(|&t| {
                         matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
-                            && self.hw.node[self.th[t].cpu.ix()] == best
+                            && self.hw.node[self.th[t].cpu] == best
                     })
                     .collect();
                 self.charge_page_migration(&faulting, self.apps[app].memory_bytes);

@@ -35,7 +35,7 @@ use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
 use crate::state::build_hw;
-use crate::state::{CpuIdx, Kernel, KernelCpu, ThreadIdx};
+use crate::state::{CpuIdx, Kernel, KernelCpu, LockIdx, ThreadIdx};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
@@ -55,10 +55,9 @@ impl Programs for Sim {
     }
 
     fn wait_over(&mut self, t: ThreadIdx) -> bool {
-        let t = t.ix();
         match self.th[t].act {
             Act::Spin { lock, .. } if self.locks[lock].holder.is_none() => {
-                self.locks[lock].spinners.retain(|&x| x.ix() != t);
+                self.locks[lock].spinners.retain(|&x| x != t);
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
@@ -488,7 +487,7 @@ impl Sim {
             if th.st == St::Running {
                 let tick = self.lx.tick_ns();
                 let upto = if stale { now / tick * tick } else { now };
-                let d = upto.saturating_sub(self.cpus[th.cpu.ix()].seg_start);
+                let d = upto.saturating_sub(self.cpus[th.cpu].seg_start);
                 run += d;
                 utime += d;
             }
@@ -507,7 +506,7 @@ impl Sim {
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
-                last_cpu: self.hw.cpu_id[th.cpu.ix()],
+                last_cpu: self.hw.cpu_id[th.cpu],
                 state: match th.st {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
@@ -535,7 +534,7 @@ impl Sim {
             if seen[t] != expect {
                 return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
             }
-            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu.ix()]) {
+            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu]) {
                 return Err(format!(
                     "thread {t} is on CPU {} outside its affinity",
                     th.cpu
@@ -543,10 +542,9 @@ impl Sim {
             }
         }
         for (l, lock) in self.locks.iter().enumerate() {
+            let l = LockIdx::from(l);
             if let Some(h) = lock.holder {
-                let h = h.ix();
-                let inside =
-                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x.ix() == l);
+                let inside = matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -556,7 +554,7 @@ impl Sim {
             let holders = self
                 .th
                 .iter()
-                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x.ix() == l))
+                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x == l))
                 .count();
             if holders > 1 {
                 return Err(format!("lock {l} has {holders} threads inside"));
