@@ -95,9 +95,9 @@ impl Sim {
             if !self.apps[app].shared_data || self.apps[app].scan.next > now {
                 continue;
             }
-            let (first, n) = (self.apps[app].first, self.apps[app].threads);
+            let (first, members) = (self.apps[app].first, self.apps[app].members());
             let mut per_node = vec![Nanos::ZERO; nnode];
-            for th in &mut self.th[first..first + n] {
+            for th in &mut self.th[members.clone()] {
                 if th.st == St::New {
                     continue;
                 }
@@ -118,7 +118,7 @@ impl Sim {
             let mut moved = false;
             if majority && home.is_some_and(|h| h != best) && s.last_node == Some(best) {
                 self.th[first].home = Some(best);
-                let faulting: Vec<usize> = (first..first + n)
+                let faulting: Vec<usize> = members
                     .filter(|&t| {
                         matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
                             && self.hw.node[self.th[t].cpu] == best

@@ -102,7 +102,7 @@ impl Host for SimHost<'_> {
         for app in &self.sim.apps {
             let mut per_node = vec![0u64; self.sim.hw.nnode];
             let bytes = app.memory_bytes;
-            for th in &self.sim.th[app.first..app.first + app.threads] {
+            for th in &self.sim.th[app.members()] {
                 if let Some(home) = th.home.filter(|_| th.st != St::Done) {
                     per_node[home as usize] += bytes;
                 }

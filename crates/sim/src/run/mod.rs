@@ -311,7 +311,7 @@ impl Sim {
             }
             sim.apps.push(AppState {
                 name: app.name.clone(),
-                first,
+                first: ThreadIdx::from(first),
                 threads: app.threads(),
                 done: 0,
                 finished_at: None,
@@ -457,7 +457,7 @@ impl Sim {
 
     fn spawn(&mut self, t: ThreadIdx) {
         let app = self.th[t].app as usize;
-        let first = ThreadIdx::from(self.apps[app].first);
+        let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
         let parent = (t != first).then(|| self.th[first].cpu);

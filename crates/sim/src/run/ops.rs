@@ -190,7 +190,7 @@ impl Sim {
     /// threads, or is waiting for them.
     fn main_joins(&self, t: ThreadIdx) -> bool {
         let app = &self.apps[self.th[t].app as usize];
-        app.main_thread && app.first == t.ix() && app.done + 1 < app.threads
+        app.main_thread && app.first == t && app.done + 1 < app.threads
     }
 
     /// Main thread `t` on CPU `c` finished its program: the first time it creates the
@@ -200,8 +200,8 @@ impl Sim {
         let app = self.th[t].app as usize;
         if !self.apps[app].joining {
             self.apps[app].joining = true;
-            let (first, n) = (self.apps[app].first, self.apps[app].threads);
-            for (k, i) in (first + 1..first + n).map(ThreadIdx::from).enumerate() {
+            let others = self.apps[app].members().skip(1).map(ThreadIdx::from);
+            for (k, i) in others.enumerate() {
                 let at = self.now + Nanos((k as u64 + 1) * self.lx.spawn_gap_ns);
                 self.th[i].key.start_time = 1 + at.0 / 10_000_000;
                 self.q.push(at, EventKind::Spawn, i.0, 0);
@@ -389,7 +389,7 @@ impl Sim {
         let main = self.apps[app].first;
         if self.apps[app].joining && self.apps[app].done + 1 == self.apps[app].threads {
             // The last other thread exited: pthread_join returns in the main thread.
-            self.wake(ThreadIdx::from(main), Some(c));
+            self.wake(main, Some(c));
         }
         let puts = self.progs[prog].puts.clone();
         for qi in puts {

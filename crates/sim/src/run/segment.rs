@@ -81,7 +81,7 @@ impl Sim {
     fn home_of(&mut self, t: ThreadIdx, c: CpuIdx) -> u32 {
         let app = self.th[t].app as usize;
         let owner = if self.apps[app].shared_data {
-            ThreadIdx::from(self.apps[app].first)
+            self.apps[app].first
         } else {
             t
         };

@@ -176,7 +176,8 @@ pub(crate) struct QueueState {
 #[derive(Debug, Clone)]
 pub(crate) struct AppState {
     pub name: String,
-    pub first: usize,
+    /// Its first (leader or main) thread; the others follow it in `Sim::th`.
+    pub first: super::ThreadIdx,
     pub threads: usize,
     pub done: usize,
     pub finished_at: Option<Nanos>,
@@ -194,6 +195,13 @@ pub(crate) struct AppState {
     pub scan: super::SharedScan,
     /// The main thread has created the others and sleeps in `pthread_join`.
     pub joining: bool,
+}
+
+impl AppState {
+    /// Its threads' positions in `Sim::th`, to slice it.
+    pub fn members(&self) -> std::ops::Range<usize> {
+        self.first.ix()..self.first.ix() + self.threads
+    }
 }
 
 #[derive(Debug, Clone)]
