@@ -35,7 +35,7 @@ use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
 use crate::state::build_hw;
-use crate::state::{CpuIdx, Kernel, KernelCpu, LockIdx, ThreadIdx};
+use crate::state::{BarrierIdx, CpuIdx, Kernel, KernelCpu, LockIdx, QueueIdx, ThreadIdx};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
@@ -61,7 +61,7 @@ impl Programs for Sim {
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
-                Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen
+                Some(self.barriers[barrier].generation) != self.th[t].bar_gen
             }
             _ => false,
         }
@@ -69,9 +69,7 @@ impl Programs for Sim {
 
     fn yield_waiting(&self, t: ThreadIdx) -> bool {
         match self.th[t].act {
-            Act::Yield { barrier } => {
-                Some(self.barriers[barrier as usize].generation) == self.th[t].bar_gen
-            }
+            Act::Yield { barrier } => Some(self.barriers[barrier].generation) == self.th[t].bar_gen,
             _ => false,
         }
     }
@@ -196,9 +194,9 @@ impl Sim {
             // another from t = 0.
             let mut app_at = (app.start_ns > 0).then_some(app.start_ns);
             let first = sim.th.len();
-            let lock_base = sim.locks.len() as u32;
-            let barrier_base = sim.barriers.len() as u32;
-            let queue_base = sim.queues.len() as u32;
+            let lock_base = LockIdx::from(sim.locks.len());
+            let barrier_base = BarrierIdx::from(sim.barriers.len());
+            let queue_base = QueueIdx::from(sim.queues.len());
             sim.locks.extend((0..app.locks()).map(|_| LockState {
                 holder: None,
                 last_cpu: None,
@@ -220,18 +218,18 @@ impl Sim {
             }));
             for g in &app.groups {
                 let prog = sim.progs.len() as u32;
-                let mut puts: Vec<u32> = g
+                let mut puts: Vec<QueueIdx> = g
                     .ops
                     .iter()
                     .filter_map(|o| match o {
-                        Op::Put { queue } => Some(queue_base + u32::from(*queue)),
+                        Op::Put { queue } => Some(QueueIdx(queue_base.0 + u32::from(*queue))),
                         _ => None,
                     })
                     .collect();
                 puts.sort_unstable();
                 puts.dedup();
                 for &qi in &puts {
-                    sim.queues[qi as usize].producers += g.threads;
+                    sim.queues[qi].producers += g.threads;
                 }
                 sim.progs.push(Prog {
                     ops: g.ops.clone(),

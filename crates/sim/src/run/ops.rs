@@ -3,7 +3,7 @@
 
 use super::{Act, CpuIdx, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
-use crate::state::LockIdx;
+use crate::state::{BarrierIdx, LockIdx};
 use crate::workload::{Op, Wait};
 use threadbalance_model::Nanos;
 use threadbalance_policy::rng::Rng;
@@ -67,7 +67,7 @@ impl Sim {
                     lines,
                     ..
                 } => {
-                    let l = LockIdx(self.apps[app].lock_base + u32::from(lock));
+                    let l = self.apps[app].lock(lock);
                     if self.locks[l].holder.is_none() {
                         self.acquire(l, t, c, hold_ns, lines);
                     } else {
@@ -83,7 +83,7 @@ impl Sim {
                     break;
                 }
                 Op::Barrier { barrier, wait } => {
-                    let b = (self.apps[app].barrier_base + u32::from(barrier)) as usize;
+                    let b = self.apps[app].barrier(barrier);
                     if let Some(arrived) = self.th[t].bar_gen {
                         if self.barriers[b].generation != arrived {
                             self.end_wait(t);
@@ -106,15 +106,15 @@ impl Sim {
                     }
                     self.th[t].act = match wait {
                         Wait::Spin => Act::BarrierSpin {
-                            barrier: b as u32,
+                            barrier: b,
                             until: None,
                         },
                         Wait::Block => Act::BarrierSpin {
-                            barrier: b as u32,
+                            barrier: b,
                             until: Some(self.now + Nanos(self.apps[app].spin_ns)),
                         },
                         Wait::Yield => {
-                            self.th[t].act = Act::Yield { barrier: b as u32 };
+                            self.th[t].act = Act::Yield { barrier: b };
                             self.th[t].debt += Nanos(self.lx.syscall_ns);
                             self.start_segment(c);
                             if self.queued_non_yielder(c) {
@@ -126,8 +126,7 @@ impl Sim {
                     break;
                 }
                 Op::Put { queue } => {
-                    let qi = (self.apps[app].queue_base + u32::from(queue)) as usize;
-                    let q = &mut self.queues[qi];
+                    let q = &mut self.queues[self.apps[app].queue(queue)];
                     if q.items.len() >= q.capacity {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
@@ -147,8 +146,7 @@ impl Sim {
                     }
                 }
                 Op::Get { queue } => {
-                    let qi = (self.apps[app].queue_base + u32::from(queue)) as usize;
-                    let q = &mut self.queues[qi];
+                    let q = &mut self.queues[self.apps[app].queue(queue)];
                     if let Some(src) = q.items.pop_front() {
                         let lines = f64::from(q.lines);
                         let putter = q.putters.pop_front();
@@ -331,7 +329,7 @@ impl Sim {
     }
 
     /// The last thread arrived at barrier `b` (from CPU `c`): everyone else goes on.
-    fn release_barrier(&mut self, b: usize, c: CpuIdx) {
+    fn release_barrier(&mut self, b: BarrierIdx, c: CpuIdx) {
         let waiters = std::mem::take(&mut self.barriers[b].waiters);
         for &w in &waiters {
             self.wake(w, Some(c));
@@ -345,7 +343,7 @@ impl Sim {
                 continue;
             }
             let waiting = match self.th[s].act {
-                Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => barrier as usize == b,
+                Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => barrier == b,
                 _ => false,
             };
             if waiting {
@@ -393,7 +391,7 @@ impl Sim {
         }
         let puts = self.progs[prog].puts.clone();
         for qi in puts {
-            let q = &mut self.queues[qi as usize];
+            let q = &mut self.queues[qi];
             q.producers = q.producers.saturating_sub(1);
             if q.producers == 0 && !q.closed {
                 q.closed = true;

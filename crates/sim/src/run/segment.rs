@@ -194,10 +194,10 @@ impl Sim {
                 return;
             }
             Act::BarrierSpin { barrier, .. } => {
-                let passed = Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen;
+                let passed = Some(self.barriers[barrier].generation) != self.th[t].bar_gen;
                 self.th[t].act = Act::Idle;
                 if !passed {
-                    self.barriers[barrier as usize].waiters.push(t);
+                    self.barriers[barrier].waiters.push(t);
                     self.th[t].lck_start = Some(self.now);
                     self.block(c, t);
                     return;

@@ -37,9 +37,12 @@ pub(crate) enum Act {
     Spin { lock: super::LockIdx, until: Nanos },
     /// Spinning at barrier `barrier` until `until`, then sleeping (`None`: a pure spin,
     /// never sleeping).
-    BarrierSpin { barrier: u32, until: Option<Nanos> },
+    BarrierSpin {
+        barrier: super::BarrierIdx,
+        until: Option<Nanos>,
+    },
     /// `sched_yield` loop at barrier `barrier`.
-    Yield { barrier: u32 },
+    Yield { barrier: super::BarrierIdx },
 }
 
 /// One simulated thread.
@@ -181,9 +184,10 @@ pub(crate) struct AppState {
     pub threads: usize,
     pub done: usize,
     pub finished_at: Option<Nanos>,
-    pub lock_base: u32,
-    pub barrier_base: u32,
-    pub queue_base: u32,
+    /// Its first lock, barrier and queue; its others follow them.
+    pub lock_base: super::LockIdx,
+    pub barrier_base: super::BarrierIdx,
+    pub queue_base: super::QueueIdx,
     pub footprint_lines: f64,
     pub spin_ns: u64,
     pub shared_data: bool,
@@ -202,6 +206,21 @@ impl AppState {
     pub fn members(&self) -> std::ops::Range<usize> {
         self.first.ix()..self.first.ix() + self.threads
     }
+
+    /// Its lock `k` (the `lock` of its ops).
+    pub fn lock(&self, k: u16) -> super::LockIdx {
+        super::LockIdx(self.lock_base.0 + u32::from(k))
+    }
+
+    /// Its barrier `k`.
+    pub fn barrier(&self, k: u16) -> super::BarrierIdx {
+        super::BarrierIdx(self.barrier_base.0 + u32::from(k))
+    }
+
+    /// Its queue `k`.
+    pub fn queue(&self, k: u16) -> super::QueueIdx {
+        super::QueueIdx(self.queue_base.0 + u32::from(k))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -209,7 +228,7 @@ pub(crate) struct Prog {
     pub ops: Vec<Op>,
     pub iterations: Option<u64>,
     /// Queues this program puts into (it is a producer of each).
-    pub puts: Vec<u32>,
+    pub puts: Vec<super::QueueIdx>,
 }
 
 /// Counters only a simulator can see.

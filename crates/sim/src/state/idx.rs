@@ -1,5 +1,6 @@
-//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th` and a lock's
-//! place in `Sim::locks`, so that one cannot be passed where another is meant.
+//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th`, and a lock's,
+//! a barrier's and a queue's place in `Sim::locks`, `Sim::barriers` and `Sim::queues`, so
+//! that one cannot be passed where another is meant.
 //!
 //! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
 //! is the fourth CPU the machine lists, whatever its `CpuId`. Both index any `Vec`
@@ -59,8 +60,18 @@ idx!(
 );
 idx!(
     /// A lock's index in `Sim::locks` (an application's lock `k` is
-    /// `AppState::lock_base + k`).
+    /// `AppState::lock(k)`).
     LockIdx
+);
+idx!(
+    /// A barrier's index in `Sim::barriers` (an application's barrier `k` is
+    /// `AppState::barrier(k)`).
+    BarrierIdx
+);
+idx!(
+    /// A queue's index in `Sim::queues` (an application's queue `k` is
+    /// `AppState::queue(k)`).
+    QueueIdx
 );
 
 macro_rules! all {
