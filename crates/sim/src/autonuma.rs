@@ -22,7 +22,7 @@
 //! the scan's 256 MB per pass rate limit (the workloads' memory is smaller).
 
 use crate::queue::EventKind;
-use crate::state::{SCAN_MIN_NS, Sim, St};
+use crate::state::{SCAN_MIN_NS, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
 
 /// How often the model looks for threads whose scan is due, ns.
@@ -48,7 +48,7 @@ impl Sim {
     /// One pass: scans every thread (and application) whose scan is due.
     pub(crate) fn on_numa_scan(&mut self) {
         let now = self.now;
-        for t in 0..self.th.len() {
+        for t in ThreadIdx::all(self.th.len()) {
             if matches!(self.th[t].st, St::New | St::Done) || self.th[t].scan.next > now {
                 continue;
             }
@@ -118,7 +118,8 @@ impl Sim {
             let mut moved = false;
             if majority && home.is_some_and(|h| h != best) && s.last_node == Some(best) {
                 self.th[first].home = Some(best);
-                let faulting: Vec<usize> = members
+                let faulting: Vec<ThreadIdx> = members
+                    .map(ThreadIdx::from)
                     .filter(|&t| {
                         matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
                             && self.hw.node[self.th[t].cpu] == best
@@ -141,7 +142,7 @@ impl Sim {
 
     /// Charges the copy and fault of `bytes` of pages to the threads that fault on them,
     /// in equal parts, as system time.
-    fn charge_page_migration(&mut self, threads: &[usize], bytes: u64) {
+    fn charge_page_migration(&mut self, threads: &[ThreadIdx], bytes: u64) {
         if threads.is_empty() {
             return;
         }
@@ -216,7 +217,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         let before: Vec<Nanos> = sim.th.iter().map(|t| t.debt).collect();
         // 1 MiB = 256 pages × 2 µs, split between threads 1 and 3.
-        sim.charge_page_migration(&[1, 3], 1 << 20);
+        sim.charge_page_migration(&[ThreadIdx(1), ThreadIdx(3)], 1 << 20);
         let added: Vec<u64> = sim
             .th
             .iter()

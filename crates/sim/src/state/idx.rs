@@ -3,9 +3,9 @@
 //! that one cannot be passed where another is meant.
 //!
 //! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
-//! is the fourth CPU the machine lists, whatever its `CpuId`. Both index any `Vec`
-//! directly (`sim.cpus[c]`, `sim.th[t]`), and convert from and to `usize` at the edges
-//! that are still untyped.
+//! is the fourth CPU the machine lists, whatever its `CpuId`. They index any `Vec`
+//! directly (`sim.cpus[c]`, `sim.th[t]`), and convert from and to `usize` where an index
+//! leaves those vectors (event payloads, slices, ranges).
 
 use std::ops::{Index, IndexMut};
 
