@@ -52,7 +52,7 @@ impl Sim {
             if matches!(self.th[t].st, St::New | St::Done) || self.th[t].scan.next > now {
                 continue;
             }
-            let app = self.th[t].app as usize;
+            let app = self.th[t].app;
             let ran = self.th[t].run > self.th[t].scan.run_at_scan;
             self.th[t].scan.run_at_scan = self.th[t].run;
             if !ran {

@@ -35,7 +35,9 @@ use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
 use crate::state::build_hw;
-use crate::state::{BarrierIdx, CpuIdx, Kernel, KernelCpu, LockIdx, QueueIdx, ThreadIdx};
+use crate::state::{
+    AppIdx, BarrierIdx, CpuIdx, Kernel, KernelCpu, LockIdx, ProgIdx, QueueIdx, ThreadIdx,
+};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
@@ -75,7 +77,7 @@ impl Programs for Sim {
     }
 
     fn footprint_lines(&self, t: ThreadIdx) -> f64 {
-        self.apps[self.th[t].app as usize].footprint_lines
+        self.apps[self.th[t].app].footprint_lines
     }
 }
 
@@ -217,7 +219,7 @@ impl Sim {
                 ..QueueState::default()
             }));
             for g in &app.groups {
-                let prog = sim.progs.len() as u32;
+                let prog = ProgIdx::from(sim.progs.len());
                 let mut puts: Vec<QueueIdx> = g
                     .ops
                     .iter()
@@ -249,7 +251,7 @@ impl Sim {
                             tid: Tid(tid),
                             start_time: 1 + app_at.unwrap_or(spawn_at) / 10_000_000,
                         },
-                        app: ai as u32,
+                        app: AppIdx::from(ai),
                         prog,
                         pc: 0,
                         iter: 0,
@@ -454,7 +456,7 @@ impl Sim {
     }
 
     fn spawn(&mut self, t: ThreadIdx) {
-        let app = self.th[t].app as usize;
+        let app = self.th[t].app;
         let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.

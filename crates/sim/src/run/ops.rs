@@ -21,7 +21,7 @@ impl Sim {
 
     fn advance_program(&mut self, c: CpuIdx, t: ThreadIdx) {
         loop {
-            let prog = self.th[t].prog as usize;
+            let prog = self.th[t].prog;
             if let Some((start, end)) = self.th[t].ticket_loop
                 && self.th[t].pc == end
             {
@@ -43,7 +43,7 @@ impl Sim {
                 }
             }
             let op = self.progs[prog].ops[self.th[t].pc as usize];
-            let app = self.th[t].app as usize;
+            let app = self.th[t].app;
             match op {
                 Op::Compute { ns, spread, mem } => {
                     let th = &mut self.th[t];
@@ -187,7 +187,7 @@ impl Sim {
     /// Whether thread `t` is a main thread that has yet to create its application's other
     /// threads, or is waiting for them.
     fn main_joins(&self, t: ThreadIdx) -> bool {
-        let app = &self.apps[self.th[t].app as usize];
+        let app = &self.apps[self.th[t].app];
         app.main_thread && app.first == t && app.done + 1 < app.threads
     }
 
@@ -195,7 +195,7 @@ impl Sim {
     /// other threads (forked from `c`, as `pthread_create` does, 20 µs apart); then it
     /// sleeps in `pthread_join` (a futex wait) until the last of them exits.
     fn join(&mut self, c: CpuIdx, t: ThreadIdx) {
-        let app = self.th[t].app as usize;
+        let app = self.th[t].app;
         if !self.apps[app].joining {
             self.apps[app].joining = true;
             let others = self.apps[app].members().skip(1).map(ThreadIdx::from);
@@ -206,7 +206,7 @@ impl Sim {
             }
         }
         // Wake up past the end of the program, so the next advance exits.
-        let prog = self.th[t].prog as usize;
+        let prog = self.th[t].prog;
         let th = &mut self.th[t];
         th.pc = self.progs[prog].ops.len() as u32;
         th.iter = th.iter.saturating_sub(1);
@@ -304,7 +304,7 @@ impl Sim {
 
     fn lock_op(&self, t: ThreadIdx) -> (u64, u32) {
         let th = &self.th[t];
-        match self.progs[th.prog as usize].ops[th.pc as usize] {
+        match self.progs[th.prog].ops[th.pc as usize] {
             Op::Lock { hold_ns, lines, .. } | Op::Ticket { hold_ns, lines, .. } => (hold_ns, lines),
             _ => (0, 0),
         }
@@ -377,8 +377,8 @@ impl Sim {
         th.died = now;
         th.act = Act::Idle;
         self.live -= 1;
-        let app = th.app as usize;
-        let prog = th.prog as usize;
+        let app = th.app;
+        let prog = th.prog;
         self.end_wait(t);
         self.apps[app].done += 1;
         if self.apps[app].done == self.apps[app].threads {

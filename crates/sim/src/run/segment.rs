@@ -79,7 +79,7 @@ impl Sim {
     /// `c` if nobody touched them yet: the thread's own pages, or the application's shared
     /// data (first touched by its first thread).
     fn home_of(&mut self, t: ThreadIdx, c: CpuIdx) -> u32 {
-        let app = self.th[t].app as usize;
+        let app = self.th[t].app;
         let owner = if self.apps[app].shared_data {
             self.apps[app].first
         } else {
@@ -114,7 +114,7 @@ impl Sim {
             self.mem.remove(node as usize, seg_home as usize, stream);
         }
         let home = {
-            let app = self.th[t].app as usize;
+            let app = self.th[t].app;
             if self.apps[app].shared_data {
                 self.th[self.apps[app].first].home
             } else {
@@ -159,7 +159,7 @@ impl Sim {
             Act::Work { lock, .. } => {
                 self.th[t].act = Act::Idle;
                 if let Some(lock) = lock {
-                    let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
+                    let (prog, pc) = (self.th[t].prog, self.th[t].pc);
                     if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
                         // Still holding the mutex: take a ticket, then unlock.
                         let got = self.take_ticket(lock, t, items);

@@ -48,7 +48,7 @@ impl Sim {
         let mut n = vec![0usize; self.apps.len()];
         for th in &self.th {
             if matches!(th.st, St::Running | St::Runnable) {
-                n[th.app as usize] += 1;
+                n[th.app] += 1;
             }
         }
         n
@@ -60,7 +60,7 @@ impl Sim {
         if !self.lx.autogroup {
             return NICE_0;
         }
-        (NICE_0 / per_app[self.th[t].app as usize].max(1) as f64).floor()
+        (NICE_0 / per_app[self.th[t].app.ix()].max(1) as f64).floor()
     }
 
     /// CPU `c`'s load (`cpu_load`): its runnable threads' `task_h_load`, plus the kernel

@@ -49,8 +49,8 @@ pub(crate) enum Act {
 #[derive(Debug, Clone)]
 pub(crate) struct Thread {
     pub key: ThreadKey,
-    pub app: u32,
-    pub prog: u32,
+    pub app: super::AppIdx,
+    pub prog: super::ProgIdx,
     pub pc: u32,
     pub iter: u64,
     pub st: St,

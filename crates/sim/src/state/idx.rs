@@ -1,6 +1,7 @@
-//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th`, and a lock's,
-//! a barrier's and a queue's place in `Sim::locks`, `Sim::barriers` and `Sim::queues`, so
-//! that one cannot be passed where another is meant.
+//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th`, a lock's,
+//! a barrier's and a queue's place in `Sim::locks`, `Sim::barriers` and `Sim::queues`, and an
+//! application's and a program's in `Sim::apps` and `Sim::progs`, so that one cannot be
+//! passed where another is meant.
 //!
 //! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
 //! is the fourth CPU the machine lists, whatever its `CpuId`. They index any `Vec`
@@ -62,6 +63,14 @@ idx!(
     /// A lock's index in `Sim::locks` (an application's lock `k` is
     /// `AppState::lock(k)`).
     LockIdx
+);
+idx!(
+    /// An application's index in `Sim::apps`.
+    AppIdx
+);
+idx!(
+    /// A program's index in `Sim::progs` (the ops a group of an application's threads run).
+    ProgIdx
 );
 idx!(
     /// A barrier's index in `Sim::barriers` (an application's barrier `k` is

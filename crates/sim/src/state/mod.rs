@@ -43,7 +43,7 @@ pub(crate) use data::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
 };
 pub(crate) use hw::{Hw, build_hw};
-pub(crate) use idx::{BarrierIdx, CpuIdx, LockIdx, QueueIdx, ThreadIdx};
+pub(crate) use idx::{AppIdx, BarrierIdx, CpuIdx, LockIdx, ProgIdx, QueueIdx, ThreadIdx};
 pub use kernel::Linux;
 pub(crate) use kernel::{Kernel, KernelCpu, NewidleStats, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
