@@ -22,7 +22,7 @@
 //! the scan's 256 MB per pass rate limit (the workloads' memory is smaller).
 
 use crate::queue::EventKind;
-use crate::state::{SCAN_MIN_NS, Sim, St};
+use crate::state::{SCAN_MIN_NS, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
 
 /// How often the model looks for threads whose scan is due, ns.
@@ -48,11 +48,11 @@ impl Sim {
     /// One pass: scans every thread (and application) whose scan is due.
     pub(crate) fn on_numa_scan(&mut self) {
         let now = self.now;
-        for t in 0..self.th.len() {
+        for t in ThreadIdx::all(self.th.len()) {
             if matches!(self.th[t].st, St::New | St::Done) || self.th[t].scan.next > now {
                 continue;
             }
-            let app = self.th[t].app as usize;
+            let app = self.th[t].app;
             let ran = self.th[t].run > self.th[t].scan.run_at_scan;
             self.th[t].scan.run_at_scan = self.th[t].run;
             if !ran {
@@ -60,7 +60,7 @@ impl Sim {
                 s.next = now + s.period;
                 continue;
             }
-            let here = self.hw.node[self.th[t].cpu.ix()];
+            let here = self.hw.node[self.th[t].cpu];
             let mut remote = false;
             if let Some(home) = self.th[t].home.filter(|_| !self.apps[app].shared_data) {
                 remote = home != here;
@@ -95,13 +95,13 @@ impl Sim {
             if !self.apps[app].shared_data || self.apps[app].scan.next > now {
                 continue;
             }
-            let (first, n) = (self.apps[app].first, self.apps[app].threads);
+            let (first, members) = (self.apps[app].first, self.apps[app].members());
             let mut per_node = vec![Nanos::ZERO; nnode];
-            for th in &mut self.th[first..first + n] {
+            for th in &mut self.th[members.clone()] {
                 if th.st == St::New {
                     continue;
                 }
-                let node = self.hw.node[th.cpu.ix()] as usize;
+                let node = self.hw.node[th.cpu] as usize;
                 per_node[node] += th.run - th.scan.run_at_shared_pass;
                 th.scan.run_at_shared_pass = th.run;
             }
@@ -118,10 +118,11 @@ impl Sim {
             let mut moved = false;
             if majority && home.is_some_and(|h| h != best) && s.last_node == Some(best) {
                 self.th[first].home = Some(best);
-                let faulting: Vec<usize> = (first..first + n)
+                let faulting: Vec<ThreadIdx> = members
+                    .map(ThreadIdx::from)
                     .filter(|&t| {
                         matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
-                            && self.hw.node[self.th[t].cpu.ix()] == best
+                            && self.hw.node[self.th[t].cpu] == best
                     })
                     .collect();
                 self.charge_page_migration(&faulting, self.apps[app].memory_bytes);
@@ -141,7 +142,7 @@ impl Sim {
 
     /// Charges the copy and fault of `bytes` of pages to the threads that fault on them,
     /// in equal parts, as system time.
-    fn charge_page_migration(&mut self, threads: &[usize], bytes: u64) {
+    fn charge_page_migration(&mut self, threads: &[ThreadIdx], bytes: u64) {
         if threads.is_empty() {
             return;
         }
@@ -158,7 +159,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::Sim;
+    use crate::state::{Sim, ThreadIdx};
     use threadbalance_model::{CpuId, CpuSet, Nanos};
 
     /// Streamcluster's threads (own pages, first touch) on a 4-node machine, after one
@@ -171,7 +172,7 @@ mod tests {
         opts.linux.numa_balancing = numa_balancing;
         let mut sim = Sim::new(&m, &w, &opts);
         sim.run_until(Nanos::from_millis(500));
-        let t = sim.th.len() - 1;
+        let t = ThreadIdx::from(sim.th.len() - 1);
         let home = sim.th[t].home.expect("first touch happened");
         // Confine it to a node other than its home.
         let other = (home + 1) % 4;
@@ -200,7 +201,7 @@ mod tests {
         for c in other * 16..other * 16 + 16 {
             cpus.insert(CpuId(c));
         }
-        for t in 0..sim.th.len() {
+        for t in ThreadIdx::all(sim.th.len()) {
             sim.set_affinity(t, cpus.clone());
         }
         sim.run_until(Nanos::from_millis(4500));
@@ -216,7 +217,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         let before: Vec<Nanos> = sim.th.iter().map(|t| t.debt).collect();
         // 1 MiB = 256 pages × 2 µs, split between threads 1 and 3.
-        sim.charge_page_migration(&[1, 3], 1 << 20);
+        sim.charge_page_migration(&[ThreadIdx(1), ThreadIdx(3)], 1 << 20);
         let added: Vec<u64> = sim
             .th
             .iter()

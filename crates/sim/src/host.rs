@@ -14,6 +14,7 @@ use crate::machine::Machine;
 use crate::queue::EventKind;
 use crate::report::RunResult;
 use crate::run::{RunOptions, Sim, St};
+use crate::state::ThreadIdx;
 use crate::workload::Workload;
 use std::convert::Infallible;
 use threadbalance_model::{
@@ -47,7 +48,7 @@ impl<'a> SimHost<'a> {
         let th = &self.sim.th;
         into.wakes
             .extend(self.sim.wakes.iter().filter_map(|(&(a, b), &count)| {
-                let (a, b) = (th.get(a as usize)?, th.get(b as usize)?);
+                let (a, b) = (th.get(a.ix())?, th.get(b.ix())?);
                 let live = |t: &crate::run::Thread| !matches!(t.st, St::New | St::Done);
                 (live(a) && live(b)).then_some(WakeEdge {
                     waker: a.key,
@@ -101,7 +102,7 @@ impl Host for SimHost<'_> {
         for app in &self.sim.apps {
             let mut per_node = vec![0u64; self.sim.hw.nnode];
             let bytes = app.memory_bytes;
-            for th in &self.sim.th[app.first..app.first + app.threads] {
+            for th in &self.sim.th[app.members()] {
                 if let Some(home) = th.home.filter(|_| th.st != St::Done) {
                     per_node[home as usize] += bytes;
                 }
@@ -138,7 +139,7 @@ impl Host for SimHost<'_> {
                     } else if set == self.sim.th[t].allowed {
                         MoveOutcome::Unchanged
                     } else {
-                        self.sim.set_affinity(t, set);
+                        self.sim.set_affinity(ThreadIdx::from(t), set);
                         MoveOutcome::Done
                     }
                 }

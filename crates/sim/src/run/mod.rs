@@ -35,7 +35,9 @@ use crate::machine::Machine;
 use crate::queue::{EventKind, EventQueue};
 use crate::scheduler::Linux;
 use crate::state::build_hw;
-use crate::state::{CpuIdx, Kernel, KernelCpu, ThreadIdx};
+use crate::state::{
+    AppIdx, BarrierIdx, CpuIdx, Kernel, KernelCpu, LockIdx, ProgIdx, QueueIdx, ThreadIdx,
+};
 use crate::workload::{Op, Workload};
 use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
 use threadbalance_policy::rng::Rng;
@@ -43,26 +45,25 @@ use threadbalance_policy::rng::Rng;
 /// The programs part as the kernel sees it (see [`Programs`]).
 impl Programs for Sim {
     fn run_program(&mut self, c: CpuIdx, t: ThreadIdx) {
-        self.advance(c.ix(), t.ix());
+        self.advance(c, t);
     }
 
     fn begin_segment(&mut self, c: CpuIdx) {
-        self.start_segment(c.ix());
+        self.start_segment(c);
     }
 
     fn end_segment(&mut self, c: CpuIdx) {
-        self.stop_segment(c.ix());
+        self.stop_segment(c);
     }
 
     fn wait_over(&mut self, t: ThreadIdx) -> bool {
-        let t = t.ix();
         match self.th[t].act {
             Act::Spin { lock, .. } if self.locks[lock].holder.is_none() => {
-                self.locks[lock].spinners.retain(|&x| x.ix() != t);
+                self.locks[lock].spinners.retain(|&x| x != t);
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
-                Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen
+                Some(self.barriers[barrier].generation) != self.th[t].bar_gen
             }
             _ => false,
         }
@@ -70,15 +71,13 @@ impl Programs for Sim {
 
     fn yield_waiting(&self, t: ThreadIdx) -> bool {
         match self.th[t].act {
-            Act::Yield { barrier } => {
-                Some(self.barriers[barrier as usize].generation) == self.th[t].bar_gen
-            }
+            Act::Yield { barrier } => Some(self.barriers[barrier].generation) == self.th[t].bar_gen,
             _ => false,
         }
     }
 
     fn footprint_lines(&self, t: ThreadIdx) -> f64 {
-        self.apps[self.th[t].app as usize].footprint_lines
+        self.apps[self.th[t].app].footprint_lines
     }
 }
 
@@ -197,9 +196,9 @@ impl Sim {
             // another from t = 0.
             let mut app_at = (app.start_ns > 0).then_some(app.start_ns);
             let first = sim.th.len();
-            let lock_base = sim.locks.len() as u32;
-            let barrier_base = sim.barriers.len() as u32;
-            let queue_base = sim.queues.len() as u32;
+            let lock_base = LockIdx::from(sim.locks.len());
+            let barrier_base = BarrierIdx::from(sim.barriers.len());
+            let queue_base = QueueIdx::from(sim.queues.len());
             sim.locks.extend((0..app.locks()).map(|_| LockState {
                 holder: None,
                 last_cpu: None,
@@ -220,19 +219,19 @@ impl Sim {
                 ..QueueState::default()
             }));
             for g in &app.groups {
-                let prog = sim.progs.len() as u32;
-                let mut puts: Vec<u32> = g
+                let prog = ProgIdx::from(sim.progs.len());
+                let mut puts: Vec<QueueIdx> = g
                     .ops
                     .iter()
                     .filter_map(|o| match o {
-                        Op::Put { queue } => Some(queue_base + u32::from(*queue)),
+                        Op::Put { queue } => Some(QueueIdx(queue_base.0 + u32::from(*queue))),
                         _ => None,
                     })
                     .collect();
                 puts.sort_unstable();
                 puts.dedup();
                 for &qi in &puts {
-                    sim.queues[qi as usize].producers += g.threads;
+                    sim.queues[qi].producers += g.threads;
                 }
                 sim.progs.push(Prog {
                     ops: g.ops.clone(),
@@ -252,7 +251,7 @@ impl Sim {
                             tid: Tid(tid),
                             start_time: 1 + app_at.unwrap_or(spawn_at) / 10_000_000,
                         },
-                        app: ai as u32,
+                        app: AppIdx::from(ai),
                         prog,
                         pc: 0,
                         iter: 0,
@@ -312,7 +311,7 @@ impl Sim {
             }
             sim.apps.push(AppState {
                 name: app.name.clone(),
-                first,
+                first: ThreadIdx::from(first),
                 threads: app.threads(),
                 done: 0,
                 finished_at: None,
@@ -396,21 +395,21 @@ impl Sim {
         self.stats.events += 1;
         match e.kind {
             EventKind::Cpu => {
-                let c = e.target as usize;
+                let c = CpuIdx(e.target);
                 if self.cpus[c].version == e.version && self.running(c).is_some() {
                     self.on_activity_end(c);
                 }
             }
-            EventKind::Tick => self.on_tick(e.target as usize),
-            EventKind::Resched => self.on_resched(e.target as usize),
-            EventKind::Noise => self.on_noise(e.target as usize),
+            EventKind::Tick => self.on_tick(CpuIdx(e.target)),
+            EventKind::Resched => self.on_resched(CpuIdx(e.target)),
+            EventKind::Noise => self.on_noise(CpuIdx(e.target)),
             EventKind::Timer => {
-                let t = e.target as usize;
+                let t = ThreadIdx(e.target);
                 if self.th[t].st == St::Blocked {
                     self.wake(t, None);
                 }
             }
-            EventKind::Spawn => self.spawn(e.target as usize),
+            EventKind::Spawn => self.spawn(ThreadIdx(e.target)),
             EventKind::Sample => self.on_sample(),
             EventKind::NumaScan => self.on_numa_scan(),
             EventKind::Policy => {}
@@ -421,6 +420,7 @@ impl Sim {
         let now = self.now;
         let mut busy = vec![Nanos::ZERO; self.hw.npkg];
         for (c, cpu) in self.cpus.iter().enumerate() {
+            let c = CpuIdx::from(c);
             let mut b = cpu.busy_ns;
             if self.running(c).is_some() {
                 b += now - cpu.seg_start;
@@ -455,17 +455,17 @@ impl Sim {
         }
     }
 
-    fn spawn(&mut self, t: usize) {
-        let app = self.th[t].app as usize;
+    fn spawn(&mut self, t: ThreadIdx) {
+        let app = self.th[t].app;
         let first = self.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = (t != first).then(|| self.th[first].cpu.0);
+        let parent = (t != first).then(|| self.th[first].cpu);
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;
         th.scan = crate::state::Scan::new(self.now);
-        self.wake_up_new(t, c as usize);
+        self.wake_up_new(t, c);
     }
 
     /// Sampled counters of every live thread, as `/proc` and the probes would give them.
@@ -487,7 +487,7 @@ impl Sim {
             if th.st == St::Running {
                 let tick = self.lx.tick_ns();
                 let upto = if stale { now / tick * tick } else { now };
-                let d = upto.saturating_sub(self.cpus[th.cpu.ix()].seg_start);
+                let d = upto.saturating_sub(self.cpus[th.cpu].seg_start);
                 run += d;
                 utime += d;
             }
@@ -506,7 +506,7 @@ impl Sim {
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
-                last_cpu: self.hw.cpu_id[th.cpu.ix()],
+                last_cpu: self.hw.cpu_id[th.cpu],
                 state: match th.st {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
@@ -534,7 +534,7 @@ impl Sim {
             if seen[t] != expect {
                 return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
             }
-            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu.ix()]) {
+            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu]) {
                 return Err(format!(
                     "thread {t} is on CPU {} outside its affinity",
                     th.cpu
@@ -542,10 +542,9 @@ impl Sim {
             }
         }
         for (l, lock) in self.locks.iter().enumerate() {
+            let l = LockIdx::from(l);
             if let Some(h) = lock.holder {
-                let h = h.ix();
-                let inside =
-                    matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x.ix() == l);
+                let inside = matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -555,7 +554,7 @@ impl Sim {
             let holders = self
                 .th
                 .iter()
-                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x.ix() == l))
+                .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x == l))
                 .count();
             if holders > 1 {
                 return Err(format!("lock {l} has {holders} threads inside"));

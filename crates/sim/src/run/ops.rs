@@ -1,9 +1,9 @@
 //! Programs: interpreting a thread's ops (compute, locks, barriers, queues, sleeps,
 //! ticket loops), joining and exiting.
 
-use super::{Act, LockState, Sim, St, ThreadIdx};
+use super::{Act, CpuIdx, LockState, Sim, St, ThreadIdx};
 use crate::queue::EventKind;
-use crate::state::LockIdx;
+use crate::state::{BarrierIdx, LockIdx};
 use crate::workload::{Op, Wait};
 use threadbalance_model::Nanos;
 use threadbalance_policy::rng::Rng;
@@ -13,15 +13,15 @@ impl Sim {
 
     /// Runs thread `t`'s program on CPU `c` from its current op until something takes time,
     /// blocks or the thread exits; then dispatches the CPU.
-    pub(super) fn advance(&mut self, c: usize, t: usize) {
+    pub(super) fn advance(&mut self, c: CpuIdx, t: ThreadIdx) {
         self.cpus[c].in_advance = true;
         self.advance_program(c, t);
         self.cpus[c].in_advance = false;
     }
 
-    fn advance_program(&mut self, c: usize, t: usize) {
+    fn advance_program(&mut self, c: CpuIdx, t: ThreadIdx) {
         loop {
-            let prog = self.th[t].prog as usize;
+            let prog = self.th[t].prog;
             if let Some((start, end)) = self.th[t].ticket_loop
                 && self.th[t].pc == end
             {
@@ -43,7 +43,7 @@ impl Sim {
                 }
             }
             let op = self.progs[prog].ops[self.th[t].pc as usize];
-            let app = self.th[t].app as usize;
+            let app = self.th[t].app;
             match op {
                 Op::Compute { ns, spread, mem } => {
                     let th = &mut self.th[t];
@@ -67,14 +67,14 @@ impl Sim {
                     lines,
                     ..
                 } => {
-                    let l = LockIdx(self.apps[app].lock_base + u32::from(lock));
+                    let l = self.apps[app].lock(lock);
                     if self.locks[l].holder.is_none() {
                         self.acquire(l, t, c, hold_ns, lines);
                     } else {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        self.locks[l].spinners.push(t.into());
+                        self.locks[l].spinners.push(t);
                         self.th[t].act = Act::Spin {
                             lock: l,
                             until: self.now + Nanos(self.apps[app].spin_ns),
@@ -83,7 +83,7 @@ impl Sim {
                     break;
                 }
                 Op::Barrier { barrier, wait } => {
-                    let b = (self.apps[app].barrier_base + u32::from(barrier)) as usize;
+                    let b = self.apps[app].barrier(barrier);
                     if let Some(arrived) = self.th[t].bar_gen {
                         if self.barriers[b].generation != arrived {
                             self.end_wait(t);
@@ -106,15 +106,15 @@ impl Sim {
                     }
                     self.th[t].act = match wait {
                         Wait::Spin => Act::BarrierSpin {
-                            barrier: b as u32,
+                            barrier: b,
                             until: None,
                         },
                         Wait::Block => Act::BarrierSpin {
-                            barrier: b as u32,
+                            barrier: b,
                             until: Some(self.now + Nanos(self.apps[app].spin_ns)),
                         },
                         Wait::Yield => {
-                            self.th[t].act = Act::Yield { barrier: b as u32 };
+                            self.th[t].act = Act::Yield { barrier: b };
                             self.th[t].debt += Nanos(self.lx.syscall_ns);
                             self.start_segment(c);
                             if self.queued_non_yielder(c) {
@@ -126,39 +126,37 @@ impl Sim {
                     break;
                 }
                 Op::Put { queue } => {
-                    let qi = (self.apps[app].queue_base + u32::from(queue)) as usize;
-                    let q = &mut self.queues[qi];
+                    let q = &mut self.queues[self.apps[app].queue(queue)];
                     if q.items.len() >= q.capacity {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        q.putters.push_back(t.into());
+                        q.putters.push_back(t);
                         self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
                     }
-                    q.items.push_back(c as u32);
+                    q.items.push_back(c);
                     let getter = q.getters.pop_front();
                     self.end_wait(t);
                     self.th[t].debt += Nanos(self.lx.syscall_ns);
                     self.th[t].pc += 1;
                     if let Some(g) = getter {
-                        self.wake(g.ix(), Some(c as u32));
+                        self.wake(g, Some(c));
                     }
                 }
                 Op::Get { queue } => {
-                    let qi = (self.apps[app].queue_base + u32::from(queue)) as usize;
-                    let q = &mut self.queues[qi];
+                    let q = &mut self.queues[self.apps[app].queue(queue)];
                     if let Some(src) = q.items.pop_front() {
                         let lines = f64::from(q.lines);
                         let putter = q.putters.pop_front();
-                        let cost = lines * self.hw.line_ns(src, c as u32) / self.hw.mlp;
+                        let cost = lines * self.hw.line_ns(src, c) / self.hw.mlp;
                         self.th[t].carry += cost;
                         self.end_wait(t);
                         self.th[t].debt += Nanos(self.lx.syscall_ns);
                         self.th[t].pc += 1;
                         if let Some(p) = putter {
-                            self.wake(p.ix(), Some(c as u32));
+                            self.wake(p, Some(c));
                         }
                     } else if q.closed {
                         self.end_wait(t);
@@ -168,7 +166,7 @@ impl Sim {
                         if self.th[t].wait_start.is_none() {
                             self.th[t].wait_start = Some(self.now);
                         }
-                        q.getters.push_back(t.into());
+                        q.getters.push_back(t);
                         self.th[t].lck_start = Some(self.now);
                         self.block(c, t);
                         return;
@@ -177,8 +175,7 @@ impl Sim {
                 Op::Sleep { ns, spread } => {
                     let d = vary(&mut self.th[t].rng, ns, spread);
                     self.th[t].pc += 1;
-                    self.q
-                        .push(self.now + Nanos(d), EventKind::Timer, t as u32, 0);
+                    self.q.push(self.now + Nanos(d), EventKind::Timer, t.0, 0);
                     self.block(c, t);
                     return;
                 }
@@ -189,27 +186,27 @@ impl Sim {
 
     /// Whether thread `t` is a main thread that has yet to create its application's other
     /// threads, or is waiting for them.
-    fn main_joins(&self, t: usize) -> bool {
-        let app = &self.apps[self.th[t].app as usize];
+    fn main_joins(&self, t: ThreadIdx) -> bool {
+        let app = &self.apps[self.th[t].app];
         app.main_thread && app.first == t && app.done + 1 < app.threads
     }
 
     /// Main thread `t` on CPU `c` finished its program: the first time it creates the
     /// other threads (forked from `c`, as `pthread_create` does, 20 µs apart); then it
     /// sleeps in `pthread_join` (a futex wait) until the last of them exits.
-    fn join(&mut self, c: usize, t: usize) {
-        let app = self.th[t].app as usize;
+    fn join(&mut self, c: CpuIdx, t: ThreadIdx) {
+        let app = self.th[t].app;
         if !self.apps[app].joining {
             self.apps[app].joining = true;
-            let (first, n) = (self.apps[app].first, self.apps[app].threads);
-            for (k, i) in (first + 1..first + n).enumerate() {
+            let others = self.apps[app].members().skip(1).map(ThreadIdx::from);
+            for (k, i) in others.enumerate() {
                 let at = self.now + Nanos((k as u64 + 1) * self.lx.spawn_gap_ns);
                 self.th[i].key.start_time = 1 + at.0 / 10_000_000;
-                self.q.push(at, EventKind::Spawn, i as u32, 0);
+                self.q.push(at, EventKind::Spawn, i.0, 0);
             }
         }
         // Wake up past the end of the program, so the next advance exits.
-        let prog = self.th[t].prog as usize;
+        let prog = self.th[t].prog;
         let th = &mut self.th[t];
         th.pc = self.progs[prog].ops.len() as u32;
         th.iter = th.iter.saturating_sub(1);
@@ -220,7 +217,7 @@ impl Sim {
     }
 
     /// Ends a lock/barrier/queue wait, adding it to the thread's lock time.
-    fn end_wait(&mut self, t: usize) {
+    fn end_wait(&mut self, t: ThreadIdx) {
         let th = &mut self.th[t];
         if let Some(start) = th.wait_start.take() {
             th.lock_ns += self.now.saturating_sub(start);
@@ -228,27 +225,27 @@ impl Sim {
     }
 
     /// Thread `t` on CPU `c` takes free lock `l` and starts its critical section.
-    fn acquire(&mut self, l: LockIdx, t: usize, c: usize, hold_ns: u64, lines: u32) {
+    fn acquire(&mut self, l: LockIdx, t: ThreadIdx, c: CpuIdx, hold_ns: u64, lines: u32) {
         self.end_wait(t);
         let lock = &mut self.locks[l];
         let from = lock.last_cpu;
-        let previous = lock.last_holder.replace(t.into());
-        lock.holder = Some(t.into());
+        let previous = lock.last_holder.replace(t);
+        lock.holder = Some(t);
         lock.acquisitions += 1;
         if let Some(from) = from {
             lock.handoffs += 1;
-            if self.hw.pkg[from as usize] != self.hw.pkg[c] {
+            if self.hw.pkg[from] != self.hw.pkg[c] {
                 lock.cross += 1;
             }
         }
-        if let Some(p) = previous.filter(|&p| p.ix() != t) {
-            *self.wakes.entry((p.0, t as u32)).or_default() += 1;
+        if let Some(p) = previous.filter(|&p| p != t) {
+            *self.wakes.entry((p, t)).or_default() += 1;
         }
         // The lock's line and the protected data follow the lock.
         let line = match from {
             None => 0.0,
-            Some(f) if self.flat_handoffs && f != c as u32 => self.hw.llc_ns,
-            Some(f) => self.hw.line_ns(f, c as u32),
+            Some(f) if self.flat_handoffs && f != c => self.hw.llc_ns,
+            Some(f) => self.hw.line_ns(f, c),
         };
         let cost = f64::from(1 + lines) * line;
         self.th[t].act = Act::Work {
@@ -260,33 +257,33 @@ impl Sim {
 
     /// Holder `t` on CPU `c` releases lock `l`: the spinner that sees the line first takes
     /// it; if nobody spins, the first sleeper is woken and must race for it.
-    pub(super) fn release(&mut self, l: LockIdx, t: usize, c: usize) {
+    pub(super) fn release(&mut self, l: LockIdx, t: ThreadIdx, c: CpuIdx) {
         let lock = &mut self.locks[l];
-        debug_assert_eq!(lock.holder, Some(t.into()));
+        debug_assert_eq!(lock.holder, Some(t));
         lock.holder = None;
-        lock.last_cpu = Some(c as u32);
+        lock.last_cpu = Some(c);
         let mut best: Option<(f64, usize)> = None;
         for (i, &s) in self.locks[l].spinners.iter().enumerate() {
-            let sc = self.th[s].cpu.0;
-            if self.th[s].st != St::Running || self.running(sc as usize) != Some(s) {
+            let sc = self.th[s].cpu;
+            if self.th[s].st != St::Running || self.running(sc) != Some(s) {
                 continue;
             }
             // Who sees the release first: line latency, plus up to 10 ns of spin-loop phase.
-            let seen = self.hw.line_ns(c as u32, sc) + 10.0 * self.rng.next_f64();
+            let seen = self.hw.line_ns(c, sc) + 10.0 * self.rng.next_f64();
             if best.is_none_or(|(b, _)| seen < b) {
                 best = Some((seen, i));
             }
         }
         if let Some((_, i)) = best {
-            let s = self.locks[l].spinners.swap_remove(i).ix();
-            let sc = self.th[s].cpu.ix();
+            let s = self.locks[l].spinners.swap_remove(i);
+            let sc = self.th[s].cpu;
             self.stop_segment(sc);
             let (hold, lines) = self.lock_op(s);
             self.acquire(l, s, sc, hold, lines);
             self.start_segment(sc);
         } else if let Some(w) = self.locks[l].waiters.pop_front() {
             self.th[t].debt += Nanos(self.lx.syscall_ns);
-            self.wake(w.ix(), Some(c as u32));
+            self.wake(w, Some(c));
         }
     }
 
@@ -296,18 +293,18 @@ impl Sim {
     /// and can lead to starvation, but it gives better performance for heavily contended
     /// locks": the threads that parked last, and are still warm, get the lock again while
     /// the others sleep on, so waiting is spread unevenly over the threads.
-    pub(super) fn park(l: &mut LockState, t: usize) {
+    pub(super) fn park(l: &mut LockState, t: ThreadIdx) {
         l.enqueues = l.enqueues.wrapping_add(1);
         if l.enqueues.wrapping_shl(4) == 0 {
-            l.waiters.push_back(t.into());
+            l.waiters.push_back(t);
         } else {
-            l.waiters.push_front(t.into());
+            l.waiters.push_front(t);
         }
     }
 
-    fn lock_op(&self, t: usize) -> (u64, u32) {
+    fn lock_op(&self, t: ThreadIdx) -> (u64, u32) {
         let th = &self.th[t];
-        match self.progs[th.prog as usize].ops[th.pc as usize] {
+        match self.progs[th.prog].ops[th.pc as usize] {
             Op::Lock { hold_ns, lines, .. } | Op::Ticket { hold_ns, lines, .. } => (hold_ns, lines),
             _ => (0, 0),
         }
@@ -316,7 +313,7 @@ impl Sim {
     /// Thread `t`, holding lock `l`, takes a ticket from the lock's pool of `items` per
     /// pass; whether there was one. The first thread of a later pass refills the pool; a
     /// thread of an earlier pass than the pool's finds it empty.
-    pub(super) fn take_ticket(&mut self, l: LockIdx, t: usize, items: u32) -> bool {
+    pub(super) fn take_ticket(&mut self, l: LockIdx, t: ThreadIdx, items: u32) -> bool {
         let k = self.th[t].passes;
         let pool = &mut self.locks[l];
         if pool.pass.is_none_or(|p| p < k) {
@@ -332,29 +329,29 @@ impl Sim {
     }
 
     /// The last thread arrived at barrier `b` (from CPU `c`): everyone else goes on.
-    fn release_barrier(&mut self, b: usize, c: usize) {
+    fn release_barrier(&mut self, b: BarrierIdx, c: CpuIdx) {
         let waiters = std::mem::take(&mut self.barriers[b].waiters);
         for &w in &waiters {
-            self.wake(w.ix(), Some(c as u32));
+            self.wake(w, Some(c));
         }
         self.barriers[b].waiters = waiters;
         self.barriers[b].waiters.clear();
         // Spinners and yielders still on a CPU notice when the line reaches them.
-        for sc in 0..self.cpus.len() {
+        for sc in CpuIdx::all(self.cpus.len()) {
             let Some(s) = self.running(sc) else { continue };
             if sc == c {
                 continue;
             }
             let waiting = match self.th[s].act {
-                Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => barrier as usize == b,
+                Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => barrier == b,
                 _ => false,
             };
             if waiting {
-                let at = self.now + Nanos(self.hw.line_ns(c as u32, sc as u32).ceil() as u64);
+                let at = self.now + Nanos(self.hw.line_ns(c, sc).ceil() as u64);
                 let cpu = &mut self.cpus[sc];
                 cpu.version = cpu.version.wrapping_add(1);
                 // Re-time the segment end: the spin ends when the release is seen.
-                self.q.push(at, EventKind::Cpu, sc as u32, cpu.version);
+                self.q.push(at, EventKind::Cpu, sc.0, cpu.version);
                 self.th[s].act = match self.th[s].act {
                     Act::BarrierSpin { barrier, .. } => Act::BarrierSpin {
                         barrier,
@@ -373,15 +370,15 @@ impl Sim {
     }
 
     /// Thread `t` on CPU `c` exits.
-    fn exit(&mut self, c: usize, t: usize) {
+    fn exit(&mut self, c: CpuIdx, t: ThreadIdx) {
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Done;
         th.died = now;
         th.act = Act::Idle;
         self.live -= 1;
-        let app = th.app as usize;
-        let prog = th.prog as usize;
+        let app = th.app;
+        let prog = th.prog;
         self.end_wait(t);
         self.apps[app].done += 1;
         if self.apps[app].done == self.apps[app].threads {
@@ -390,17 +387,17 @@ impl Sim {
         let main = self.apps[app].first;
         if self.apps[app].joining && self.apps[app].done + 1 == self.apps[app].threads {
             // The last other thread exited: pthread_join returns in the main thread.
-            self.wake(main, Some(c as u32));
+            self.wake(main, Some(c));
         }
         let puts = self.progs[prog].puts.clone();
         for qi in puts {
-            let q = &mut self.queues[qi as usize];
+            let q = &mut self.queues[qi];
             q.producers = q.producers.saturating_sub(1);
             if q.producers == 0 && !q.closed {
                 q.closed = true;
                 let getters: Vec<ThreadIdx> = q.getters.drain(..).collect();
                 for g in getters {
-                    self.wake(g.ix(), Some(c as u32));
+                    self.wake(g, Some(c));
                 }
             }
         }
@@ -428,7 +425,7 @@ mod tests {
         // Solaris `enqueue()` with thread_queue_fifo = 4: enqueues 1–15 go to the head,
         // the 16th to the tail. Threads 0..16 park in order: the head is the last LIFO one.
         let mut l = LockState::default();
-        for t in 0..16 {
+        for t in ThreadIdx::all(16) {
             Sim::park(&mut l, t);
         }
         let order: Vec<u32> = l.waiters.iter().map(|t| t.0).collect();

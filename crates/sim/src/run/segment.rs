@@ -1,7 +1,7 @@
 //! Segments: starting a running thread's activity, its speed factor, and accounting the
 //! time it ran when the segment stops.
 
-use super::{Act, Sim};
+use super::{Act, CpuIdx, Sim, ThreadIdx};
 use crate::queue::EventKind;
 use crate::workload::Op;
 use threadbalance_model::Nanos;
@@ -10,9 +10,8 @@ impl Sim {
     // ---- segments ------------------------------------------------------------------------
 
     /// Starts (or restarts) the running thread's activity on CPU `c` at `now`.
-    pub(super) fn start_segment(&mut self, c: usize) {
+    pub(super) fn start_segment(&mut self, c: CpuIdx) {
         let Some(t) = self.running(c) else { return };
-        let t = t.ix();
         let now = self.now;
         let (factor, stream, node, home) = self.speed_factor(c, t);
         let th = &self.th[t];
@@ -38,14 +37,13 @@ impl Sim {
             self.mem.add(node as usize, home as usize, stream);
         }
         if let Some(end) = end {
-            self.q
-                .push(end, EventKind::Cpu, c as u32, self.cpus[c].version);
+            self.q.push(end, EventKind::Cpu, c.0, self.cpus[c].version);
         }
     }
 
     /// The speed factor of the running thread's work on CPU `c`, its memory-bound
     /// weight, the node issuing it and the node whose pages serve it.
-    fn speed_factor(&mut self, c: usize, t: usize) -> (f64, f64, u32, u32) {
+    fn speed_factor(&mut self, c: CpuIdx, t: ThreadIdx) -> (f64, f64, u32, u32) {
         let mut f = 1.0;
         let mut stream = 0.0;
         let (mut node, mut home) = (0, 0);
@@ -70,7 +68,7 @@ impl Sim {
         if self.hw.smt_factor != 1.0
             && self.hw.siblings[c]
                 .iter()
-                .any(|&s| s as usize != c && self.running(s as usize).is_some())
+                .any(|&s| s != c && self.running(s).is_some())
         {
             f *= self.hw.smt_factor;
         }
@@ -80,8 +78,8 @@ impl Sim {
     /// The node holding the pages thread `t` works on, placing them by first touch from CPU
     /// `c` if nobody touched them yet: the thread's own pages, or the application's shared
     /// data (first touched by its first thread).
-    fn home_of(&mut self, t: usize, c: usize) -> u32 {
-        let app = self.th[t].app as usize;
+    fn home_of(&mut self, t: ThreadIdx, c: CpuIdx) -> u32 {
+        let app = self.th[t].app;
         let owner = if self.apps[app].shared_data {
             self.apps[app].first
         } else {
@@ -90,20 +88,15 @@ impl Sim {
         if let Some(home) = self.th[owner].home {
             return home;
         }
-        let cpu = if owner == t {
-            c
-        } else {
-            self.th[owner].cpu.ix()
-        };
+        let cpu = if owner == t { c } else { self.th[owner].cpu };
         let home = self.hw.node[cpu];
         self.th[owner].home = Some(home);
         home
     }
 
     /// Stops the running thread's segment on CPU `c` at `now` and accounts it.
-    pub(super) fn stop_segment(&mut self, c: usize) {
+    pub(super) fn stop_segment(&mut self, c: CpuIdx) {
         let Some(t) = self.running(c) else { return };
-        let t = t.ix();
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let elapsed = now.saturating_sub(cpu.seg_start);
@@ -121,7 +114,7 @@ impl Sim {
             self.mem.remove(node as usize, seg_home as usize, stream);
         }
         let home = {
-            let app = self.th[t].app as usize;
+            let app = self.th[t].app;
             if self.apps[app].shared_data {
                 self.th[self.apps[app].first].home
             } else {
@@ -154,9 +147,8 @@ impl Sim {
     }
 
     /// The CPU's activity reached its end.
-    pub(super) fn on_activity_end(&mut self, c: usize) {
+    pub(super) fn on_activity_end(&mut self, c: CpuIdx) {
         let Some(t) = self.running(c) else { return };
-        let t = t.ix();
         self.stop_segment(c);
         if self.th[t].debt > Nanos::ZERO {
             // Only possible when the end was computed before extra debt was added.
@@ -167,7 +159,7 @@ impl Sim {
             Act::Work { lock, .. } => {
                 self.th[t].act = Act::Idle;
                 if let Some(lock) = lock {
-                    let (prog, pc) = (self.th[t].prog as usize, self.th[t].pc);
+                    let (prog, pc) = (self.th[t].prog, self.th[t].pc);
                     if let Op::Ticket { items, body, .. } = self.progs[prog].ops[pc as usize] {
                         // Still holding the mutex: take a ticket, then unlock.
                         let got = self.take_ticket(lock, t, items);
@@ -194,7 +186,7 @@ impl Sim {
             Act::Spin { lock, .. } => {
                 // Spin budget spent: park on the lock's sleep queue.
                 let l = &mut self.locks[lock];
-                l.spinners.retain(|&x| x.ix() != t);
+                l.spinners.retain(|&x| x != t);
                 Self::park(l, t);
                 self.th[t].act = Act::Idle;
                 self.th[t].lck_start = Some(self.now);
@@ -202,10 +194,10 @@ impl Sim {
                 return;
             }
             Act::BarrierSpin { barrier, .. } => {
-                let passed = Some(self.barriers[barrier as usize].generation) != self.th[t].bar_gen;
+                let passed = Some(self.barriers[barrier].generation) != self.th[t].bar_gen;
                 self.th[t].act = Act::Idle;
                 if !passed {
-                    self.barriers[barrier as usize].waiters.push(t.into());
+                    self.barriers[barrier].waiters.push(t);
                     self.th[t].lck_start = Some(self.now);
                     self.block(c, t);
                     return;

@@ -16,7 +16,7 @@ pub(super) enum Kind {
 impl Sim {
     // ---- tick and balancing --------------------------------------------------------------
 
-    pub(crate) fn on_tick(&mut self, c: usize) {
+    pub(crate) fn on_tick(&mut self, c: CpuIdx) {
         self.kernel.cpus[c].tick_armed = false;
         if self.kernel.cpus[c].cur.is_none() {
             return; // nohz: an idle CPU stops ticking
@@ -24,7 +24,7 @@ impl Sim {
         let tick = self.lx.tick_ns();
         let now = self.now;
         self.kernel.cpus[c].tick_armed = true;
-        self.q.push(now + Nanos(tick), EventKind::Tick, c as u32, 0);
+        self.q.push(now + Nanos(tick), EventKind::Tick, c.0, 0);
         let linux = self.lx.baseline == Baseline::Linux;
         if linux {
             self.rebalance(c);
@@ -33,13 +33,13 @@ impl Sim {
         }
         let queued = !self.kernel.cpus[c].rq.is_empty();
         if queued {
-            self.q.push(now, EventKind::Resched, c as u32, 0);
+            self.q.push(now, EventKind::Resched, c.0, 0);
         }
         if queued || self.lx.kernel_noise_ns > 0 {
             let p = self.lx.kernel_noise_per_s * tick as f64 / 1e9;
             if self.rng.next_f64() < p {
                 let at = now + Nanos(self.rng.below(tick));
-                self.q.push(at, EventKind::Noise, c as u32, 0);
+                self.q.push(at, EventKind::Noise, c.0, 0);
             }
         }
         if linux
@@ -47,7 +47,7 @@ impl Sim {
             && (self.kernel.cpus[c].nr() >= 2 || self.llc_busy_peer(c))
         {
             self.kernel.nohz_next = now + Nanos(tick);
-            for i in 0..self.cpus.len() {
+            for i in CpuIdx::all(self.cpus.len()) {
                 if self.kernel.cpus[i].idle() {
                     self.rebalance(i);
                 }
@@ -58,20 +58,19 @@ impl Sim {
     /// Whether another CPU of `c`'s LLC is busy too (`nr_busy_cpus > 1`): then
     /// `nohz_balancer_kick` gets the idle CPUs balancing, as the LLC may hold load that
     /// another LLC could take.
-    fn llc_busy_peer(&self, c: usize) -> bool {
+    fn llc_busy_peer(&self, c: CpuIdx) -> bool {
         self.hw.llc_cpus[self.hw.llc[c] as usize]
             .iter()
-            .any(|&x| x as usize != c && self.kernel.cpus[x as usize].cur.is_some())
+            .any(|&x| x != c && self.kernel.cpus[x].cur.is_some())
     }
 
-    pub(crate) fn on_resched(&mut self, c: usize) {
+    pub(crate) fn on_resched(&mut self, c: CpuIdx) {
         let Some(cur) = self.kernel.cpus[c].cur else {
             return;
         };
         if self.kernel.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
             return;
         }
-        let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
         } else if self.now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
@@ -82,7 +81,7 @@ impl Sim {
     /// A kernel thread runs briefly: for `kernel_noise_ns` the CPU's thread does not run
     /// (its activity ends that much later), and when the kernel thread is done the fairest
     /// queued thread runs.
-    pub(crate) fn on_noise(&mut self, c: usize) {
+    pub(crate) fn on_noise(&mut self, c: CpuIdx) {
         let Some(cur) = self.kernel.cpus[c].cur else {
             return;
         };
@@ -90,10 +89,10 @@ impl Sim {
             return;
         }
         if self.lx.kernel_noise_ns > 0 {
-            self.end_segment(c.into());
+            self.end_segment(c);
             self.th[cur].debt += Nanos(self.lx.kernel_noise_ns);
             self.add_noise_load(c, self.lx.kernel_noise_ns);
-            self.begin_segment(c.into());
+            self.begin_segment(c);
         }
         if self.kernel.cpus[c].rq.is_empty() {
             return;
@@ -106,7 +105,7 @@ impl Sim {
     }
 
     /// Periodic balancing of CPU `c` at every level whose interval has passed.
-    fn rebalance(&mut self, c: usize) {
+    fn rebalance(&mut self, c: CpuIdx) {
         let now = self.now;
         let max = Nanos::from_millis(100 * self.cpus.len() as u64);
         for lv in 0..self.kernel.levels.len() {
@@ -124,7 +123,7 @@ impl Sim {
         }
     }
 
-    pub(super) fn newidle_balance(&mut self, c: usize) {
+    pub(super) fn newidle_balance(&mut self, c: CpuIdx) {
         if self.kernel.cpus[c].avg_idle < Nanos(self.lx.migration_cost_ns) {
             return;
         }
@@ -145,10 +144,10 @@ impl Sim {
     }
 
     /// One `sched_balance_rq` of CPU `c` at level `lv`; whether it pulled anything.
-    pub(super) fn load_balance(&mut self, c: usize, lv: usize, kind: Kind) -> bool {
+    pub(super) fn load_balance(&mut self, c: CpuIdx, lv: usize, kind: Kind) -> bool {
         let level = &self.kernel.levels[lv];
         let groups = &level.groups[level.dom_of[c] as usize];
-        let Some(local_ix) = groups.iter().position(|g| g.contains(&(c as u32))) else {
+        let Some(local_ix) = groups.iter().position(|g| g.contains(&c)) else {
             return false;
         };
         if kind != Kind::NewIdle {
@@ -157,9 +156,9 @@ impl Sim {
             let first = g
                 .iter()
                 .copied()
-                .find(|&x| self.kernel.cpus[x as usize].idle())
+                .find(|&x| self.kernel.cpus[x].idle())
                 .unwrap_or(g[0]);
-            if first as usize != c {
+            if first != c {
                 return false;
             }
         }
@@ -167,11 +166,8 @@ impl Sim {
         // Group loads (`sgs->group_load`): threads weighed by `task_h_load`, kernel
         // threads' decayed load (see `group_load`).
         let per_app = self.runnable_per_app();
-        let group_load = |g: &[u32]| -> f64 {
-            g.iter()
-                .map(|&x| self.group_cpu_load(x as usize, &per_app))
-                .sum()
-        };
+        let group_load =
+            |g: &[CpuIdx]| -> f64 { g.iter().map(|&x| self.group_cpu_load(x, &per_app)).sum() };
         let local_load = group_load(&groups[local_ix]);
         let mut busiest: Option<(usize, GroupStats, f64)> = None;
         let mut total = GroupStats::default();
@@ -268,19 +264,18 @@ impl Sim {
             .iter()
             .copied()
             .filter(|&x| {
-                let cpu = &self.kernel.cpus[x as usize];
+                let cpu = &self.kernel.cpus[x];
                 !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
             })
-            .max_by_key(|&x| (self.kernel.cpus[x as usize].nr(), std::cmp::Reverse(x)));
+            .max_by_key(|&x| (self.kernel.cpus[x].nr(), std::cmp::Reverse(x)));
         let failed = self.kernel.cpus[c].failed[lv];
         let mut moved = 0usize;
         if let Some(src) = src {
             let now = self.now;
-            let mut cands: Vec<ThreadIdx> = self.kernel.cpus[src as usize].rq.clone();
+            let mut cands: Vec<ThreadIdx> = self.kernel.cpus[src].rq.clone();
             cands.sort_by_key(|&t| (self.th[t].last_ran, t));
             let mut budget = load.unwrap_or(0.0);
             for t in cands {
-                let t = t.ix();
                 if !self.allowed(t, c) {
                     continue;
                 }
@@ -298,7 +293,7 @@ impl Sim {
                     }
                     budget -= l;
                 }
-                self.pull(t, src as usize, c);
+                self.pull(t, src, c);
                 moved += 1;
                 if load.map_or(moved >= tasks, |_| budget <= 0.0) {
                     break;
@@ -310,19 +305,18 @@ impl Sim {
             if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
                 // Active balance: push the running thread of the busiest CPU here (when
                 // spreading, even its only one: active_load_balance_cpu_stop).
-                if let Some(cur) = self.kernel.cpus[src as usize].cur
-                    && (self.kernel.cpus[src as usize].nr() >= 2 || spread)
-                    && self.allowed(cur.ix(), c)
+                if let Some(t) = self.kernel.cpus[src].cur
+                    && (self.kernel.cpus[src].nr() >= 2 || spread)
+                    && self.allowed(t, c)
                 {
-                    let t = cur.ix();
-                    self.end_segment(CpuIdx(src));
-                    self.kernel.cpus[src as usize].cur = None;
+                    self.end_segment(src);
+                    self.kernel.cpus[src].cur = None;
                     self.th[t].involuntary += 1;
-                    self.th[t].lag = self.th[t].vruntime.0 as i64
-                        - self.kernel.cpus[src as usize].min_vruntime.0 as i64;
-                    self.set_cpu(t, c as u32);
+                    self.th[t].lag =
+                        self.th[t].vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
+                    self.set_cpu(t, c);
                     self.enqueue(t, c, false);
-                    self.schedule(src as usize);
+                    self.schedule(src);
                     self.kernel.cpus[c].failed[lv] = tries + 1;
                     return true;
                 }
@@ -342,38 +336,38 @@ impl Sim {
     }
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
-    fn pull(&mut self, t: usize, src: usize, dst: usize) {
-        self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
+    fn pull(&mut self, t: ThreadIdx, src: CpuIdx, dst: CpuIdx) {
+        self.kernel.cpus[src].rq.retain(|&x| x != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
-        self.set_cpu(t, dst as u32);
+        self.set_cpu(t, dst);
         self.enqueue(t, dst, false);
     }
 
     /// Changes thread `t`'s affinity; a thread on a CPU no longer allowed moves at once.
-    pub(crate) fn set_affinity(&mut self, t: usize, allowed: threadbalance_model::CpuSet) {
+    pub(crate) fn set_affinity(&mut self, t: ThreadIdx, allowed: threadbalance_model::CpuSet) {
         self.th[t].allowed = allowed;
-        let c = self.th[t].cpu.ix();
+        let c = self.th[t].cpu;
         if self.allowed(t, c) {
             return;
         }
         match self.th[t].st {
             St::Running => {
-                self.end_segment(c.into());
+                self.end_segment(c);
                 self.kernel.cpus[c].cur = None;
                 self.th[t].lag =
                     self.th[t].vruntime.0 as i64 - self.kernel.cpus[c].min_vruntime.0 as i64;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);
-                self.enqueue(t, dst as usize, false);
+                self.enqueue(t, dst, false);
                 self.schedule(c);
             }
             St::Runnable => {
                 let dst = self.fallback_cpu(t);
-                self.pull(t, c, dst as usize);
+                self.pull(t, c, dst);
             }
             St::New | St::Blocked | St::Done => {}
         }

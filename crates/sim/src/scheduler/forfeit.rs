@@ -23,12 +23,12 @@
 //! eligible, its deadline 103 ms becomes its vruntime, and the worker (101 ms) runs first
 //! for the next 2 ms of its own before the yielder's turn comes again.
 
-use crate::state::Sim;
+use crate::state::{CpuIdx, Sim, ThreadIdx};
 use threadbalance_model::Nanos;
 
 impl Sim {
     /// Thread `t`, queued on CPU `c` after yielding, forfeits its slice if it is eligible.
-    pub(super) fn forfeit_slice(&mut self, c: usize, t: usize) {
+    pub(super) fn forfeit_slice(&mut self, c: CpuIdx, t: ThreadIdx) {
         if !self.lx.yield_forfeit {
             return;
         }
@@ -41,7 +41,7 @@ impl Sim {
             .cur
             .into_iter()
             .chain(cpu.rq.iter().copied())
-            .map(|x| u128::from(self.th[x.ix()].vruntime.0))
+            .map(|x| u128::from(self.th[x].vruntime.0))
             .sum();
         let v = self.th[t].vruntime.0;
         if u128::from(v) * n as u128 > sum {
@@ -59,7 +59,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::{Sim, St, ThreadIdx};
+    use crate::state::{CpuIdx, Sim, St, ThreadIdx};
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 
@@ -92,7 +92,7 @@ mod tests {
         sim.th[0].picked_at = Nanos(49_800_000);
         sim.th[0].vruntime = Nanos(100_200_000);
         sim.th[1].vruntime = Nanos(101_000_000);
-        sim.forfeit_slice(0, 0);
+        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
         assert_eq!(sim.th[0].vruntime, Nanos(100_750_000));
         // It is now the later of the two: the worker is picked first.
         assert!(sim.th[0].vruntime > Nanos(100_600_000));
@@ -107,7 +107,7 @@ mod tests {
         sim.th[0].picked_at = Nanos(49_000_000);
         sim.th[0].vruntime = Nanos(101_000_000);
         sim.th[1].vruntime = Nanos(102_000_000);
-        sim.forfeit_slice(0, 0);
+        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
         assert_eq!(sim.th[0].vruntime, Nanos(101_750_000));
     }
 
@@ -117,13 +117,13 @@ mod tests {
         let mut sim = two_queued(true);
         sim.th[0].vruntime = Nanos(103_000_000);
         sim.th[1].vruntime = Nanos(101_000_000);
-        sim.forfeit_slice(0, 0);
+        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
         assert_eq!(sim.th[0].vruntime, Nanos(103_000_000));
         // Eligible, but forfeiting is off (CFS-like yield).
         let mut sim = two_queued(false);
         sim.th[0].vruntime = Nanos(100_000_000);
         sim.th[1].vruntime = Nanos(101_000_000);
-        sim.forfeit_slice(0, 0);
+        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
         assert_eq!(sim.th[0].vruntime, Nanos(100_000_000));
     }
 }

@@ -17,7 +17,7 @@
 //! A burst of `d` ns adds `1024 × (1 − 2^(−d / 32.8 ms))` to its CPU's load, which then
 //! halves every 32.8 ms (PELT's `LOAD_AVG_PERIOD` of 1024 µs periods).
 
-use crate::state::{Sim, St};
+use crate::state::{CpuIdx, Sim, St, ThreadIdx};
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -28,14 +28,14 @@ pub(super) const NICE_0: f64 = 1024.0;
 impl Sim {
     /// The decayed load kernel threads left on CPU `c` (`cpu_load` outside the program's
     /// groups).
-    pub(super) fn noise_load(&self, c: usize) -> f64 {
+    pub(super) fn noise_load(&self, c: CpuIdx) -> f64 {
         let k = &self.kernel.cpus[c];
         let dt = self.now.saturating_sub(k.noise_at).0 as f64;
         k.noise_load * (-dt * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp()
     }
 
     /// A kernel thread ran `ns` on CPU `c`: its PELT load joins the CPU's.
-    pub(super) fn add_noise_load(&mut self, c: usize, ns: u64) {
+    pub(super) fn add_noise_load(&mut self, c: CpuIdx, ns: u64) {
         let l = self.noise_load(c);
         let add = NICE_0 * (1.0 - (-(ns as f64) * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp());
         let k = &mut self.kernel.cpus[c];
@@ -48,7 +48,7 @@ impl Sim {
         let mut n = vec![0usize; self.apps.len()];
         for th in &self.th {
             if matches!(th.st, St::Running | St::Runnable) {
-                n[th.app as usize] += 1;
+                n[th.app] += 1;
             }
         }
         n
@@ -56,23 +56,23 @@ impl Sim {
 
     /// Thread `t`'s load as the balancer weighs it (`task_h_load`): a nice-0 task's
     /// weight, divided among its group's runnable threads when groups are on.
-    pub(super) fn task_h_load(&self, t: usize, per_app: &[usize]) -> f64 {
+    pub(super) fn task_h_load(&self, t: ThreadIdx, per_app: &[usize]) -> f64 {
         if !self.lx.autogroup {
             return NICE_0;
         }
-        (NICE_0 / per_app[self.th[t].app as usize].max(1) as f64).floor()
+        (NICE_0 / per_app[self.th[t].app.ix()].max(1) as f64).floor()
     }
 
     /// CPU `c`'s load (`cpu_load`): its runnable threads' `task_h_load`, plus the kernel
     /// threads' decayed load when groups are on (without groups a burst's 11 against a
     /// thread's 1024 is lost in the count, which is what the model then uses).
-    pub(super) fn group_cpu_load(&self, c: usize, per_app: &[usize]) -> f64 {
+    pub(super) fn group_cpu_load(&self, c: CpuIdx, per_app: &[usize]) -> f64 {
         let cpu = &self.kernel.cpus[c];
         let threads: f64 = cpu
             .cur
             .into_iter()
             .chain(cpu.rq.iter().copied())
-            .map(|t| self.task_h_load(t.ix(), per_app))
+            .map(|t| self.task_h_load(t, per_app))
             .sum();
         if self.lx.autogroup {
             threads + self.noise_load(c).floor()
@@ -86,7 +86,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::Sim;
+    use crate::state::{CpuIdx, Sim, ThreadIdx};
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 
@@ -111,13 +111,13 @@ mod tests {
         sim.run_until(Nanos::from_millis(50));
         let per_app = sim.runnable_per_app();
         assert_eq!(per_app, vec![32]);
-        assert_eq!(sim.task_h_load(0, &per_app), 32.0);
-        let c = sim.th[0].cpu.ix();
+        assert_eq!(sim.task_h_load(ThreadIdx(0), &per_app), 32.0);
+        let c = sim.th[0].cpu;
         assert_eq!(sim.kernel.cpus[c].nr(), 2);
         assert_eq!(sim.group_cpu_load(c, &per_app), 64.0);
         // Without groups a thread weighs a whole task.
         let sim = spinning(32, false);
-        assert_eq!(sim.task_h_load(0, &[32]), 1024.0);
+        assert_eq!(sim.task_h_load(ThreadIdx(0), &[32]), 1024.0);
     }
 
     #[test]
@@ -125,11 +125,12 @@ mod tests {
         // A 0.5 ms burst: 1024 × (1 − 2^(−0.5 / 32.768)) = 10.77; 64 + 10.77 = 74.77, just
         // under 64 × 1.17 = 74.88 (floored, 74); a second burst on the same CPU is over.
         let mut sim = spinning(32, true);
-        sim.add_noise_load(3, 500_000);
-        let l = sim.noise_load(3);
+        let c = CpuIdx(3);
+        sim.add_noise_load(c, 500_000);
+        let l = sim.noise_load(c);
         assert!((l - 10.77).abs() < 0.01, "{l}");
         // Half of it 32.768 ms later.
         sim.now += Nanos(32_768_000);
-        assert!((sim.noise_load(3) - l / 2.0).abs() < 1e-9);
+        assert!((sim.noise_load(c) - l / 2.0).abs() < 1e-9);
     }
 }

@@ -82,16 +82,16 @@ pub(crate) fn build_levels(topo: &Topology, hw: &Hw) -> Vec<SdLevel> {
             })
             .collect();
         let ndom = ids.len();
-        let mut groups: Vec<Vec<Vec<u32>>> = vec![Vec::new(); ndom];
+        let mut groups: Vec<Vec<Vec<CpuIdx>>> = vec![Vec::new(); ndom];
         let mut group_key: Vec<Vec<u32>> = vec![Vec::new(); ndom];
         for c in 0..n {
             let d = dom_of[c] as usize;
             let g = prev[c];
             match group_key[d].iter().position(|&x| x == g) {
-                Some(j) => groups[d][j].push(c as u32),
+                Some(j) => groups[d][j].push(CpuIdx::from(c)),
                 None => {
                     group_key[d].push(g);
-                    groups[d].push(vec![c as u32]);
+                    groups[d].push(vec![CpuIdx::from(c)]);
                 }
             }
         }
@@ -156,7 +156,7 @@ impl Sim {
         self.lx.base_slice_ns * (1 + u64::from(63 - n.leading_zeros()))
     }
 
-    pub(crate) fn allowed(&self, t: usize, c: usize) -> bool {
+    pub(crate) fn allowed(&self, t: ThreadIdx, c: CpuIdx) -> bool {
         self.th[t].allowed.contains(self.hw.cpu_id[c])
     }
 
@@ -165,41 +165,41 @@ impl Sim {
     /// The refill fetches the working set from where it is, the cache of the CPU left
     /// behind: within an LLC a line costs an LLC hit or a probe of the sibling's private
     /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`).
-    pub(crate) fn set_cpu(&mut self, t: usize, c: u32) {
-        let old = self.th[t].cpu.0;
+    pub(crate) fn set_cpu(&mut self, t: ThreadIdx, c: CpuIdx) {
+        let old = self.th[t].cpu;
         if old == c {
             return;
         }
-        let same_core = self.hw.core[old as usize] == self.hw.core[c as usize];
+        let same_core = self.hw.core[old] == self.hw.core[c];
         let refill = if same_core {
             0.0
         } else {
-            self.footprint_lines(t.into()) * self.hw.line_ns(old, c) / self.hw.mlp
+            self.footprint_lines(t) * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
-        th.cpu = CpuIdx(c);
+        th.cpu = c;
         th.migrations += 1;
         th.debt += Nanos(refill as u64);
         self.stats.migrations += 1;
-        if self.hw.pkg[old as usize] != self.hw.pkg[c as usize] {
+        if self.hw.pkg[old] != self.hw.pkg[c] {
             self.stats.cross_migrations += 1;
         }
     }
 
     /// The thread CPU `c` runs, if any: how the programs part learns it (the run queues
     /// are the kernel's).
-    pub(crate) fn running(&self, c: usize) -> Option<ThreadIdx> {
+    pub(crate) fn running(&self, c: CpuIdx) -> Option<ThreadIdx> {
         self.kernel.cpus[c].cur
     }
 
     /// New thread `t` enters the kernel, runnable on CPU `c` (`wake_up_new_task`): it
     /// starts with a full load (`init_entity_runnable_average`) and the queue's
     /// `min_vruntime`, and is queued.
-    pub(crate) fn wake_up_new(&mut self, t: usize, c: usize) {
+    pub(crate) fn wake_up_new(&mut self, t: ThreadIdx, c: CpuIdx) {
         let th = &mut self.th[t];
         th.load_avg = 1.0;
         th.load_at = self.now;
-        th.cpu = CpuIdx::from(c);
+        th.cpu = c;
         th.st = St::Runnable;
         th.vruntime = self.kernel.cpus[c].min_vruntime;
         th.lag = 0;
@@ -208,7 +208,7 @@ impl Sim {
 
     /// The thread running on CPU `c` has exited (`do_exit`): the CPU forgets it and
     /// picks its next thread.
-    pub(crate) fn exited(&mut self, c: usize) {
+    pub(crate) fn exited(&mut self, c: CpuIdx) {
         self.kernel.cpus[c].cur = None;
         self.schedule(c);
     }
@@ -218,19 +218,18 @@ impl Sim {
     /// `Runnable` there (the run-queue half of `Sim::check_invariants`).
     pub(crate) fn count_queued(&self, seen: &mut [u32]) -> Result<(), String> {
         for (c, cpu) in self.kernel.cpus.iter().enumerate() {
+            let c = CpuIdx::from(c);
             if let Some(t) = cpu.cur {
-                let t = t.ix();
-                seen[t] += 1;
-                if self.th[t].st != St::Running || self.th[t].cpu.ix() != c {
+                seen[t.ix()] += 1;
+                if self.th[t].st != St::Running || self.th[t].cpu != c {
                     return Err(format!(
                         "CPU {c} runs thread {t} which is not running there"
                     ));
                 }
             }
             for &t in &cpu.rq {
-                let t = t.ix();
-                seen[t] += 1;
-                if self.th[t].st != St::Runnable || self.th[t].cpu.ix() != c {
+                seen[t.ix()] += 1;
+                if self.th[t].st != St::Runnable || self.th[t].cpu != c {
                     return Err(format!(
                         "thread {t} queued on CPU {c} but not runnable there"
                     ));
@@ -241,7 +240,7 @@ impl Sim {
     }
 
     /// Puts runnable thread `t` on CPU `c` (its `cpu` must already be `c`).
-    pub(crate) fn enqueue(&mut self, t: usize, c: usize, wakeup: bool) {
+    pub(crate) fn enqueue(&mut self, t: ThreadIdx, c: CpuIdx, wakeup: bool) {
         let slice = self.slice_ns() as i64;
         let now = self.now;
         let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
@@ -264,7 +263,7 @@ impl Sim {
             self.switch_in(c, t);
             return;
         }
-        self.kernel.cpus[c].rq.push(ThreadIdx::from(t));
+        self.kernel.cpus[c].rq.push(t);
         let Some(cur) = self.kernel.cpus[c].cur else {
             self.schedule(c);
             return;
@@ -272,7 +271,6 @@ impl Sim {
         if self.cpus[c].in_advance {
             return; // the running thread is mid-operation; the next tick decides
         }
-        let cur = cur.ix();
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
@@ -283,12 +281,12 @@ impl Sim {
     }
 
     /// Gives idle CPU `c` to thread `t`.
-    fn switch_in(&mut self, c: usize, t: usize) {
+    fn switch_in(&mut self, c: CpuIdx, t: ThreadIdx) {
         let now = self.now;
         let cpu = &mut self.kernel.cpus[c];
         debug_assert_eq!(cpu.cur, None);
         cpu.idle_since = None;
-        cpu.cur = Some(ThreadIdx::from(t));
+        cpu.cur = Some(t);
         let th = &mut self.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
@@ -299,25 +297,25 @@ impl Sim {
             let tick = Nanos(self.lx.tick_ns());
             self.kernel.cpus[c].tick_armed = true;
             self.q
-                .push((now / tick + 1) * tick, EventKind::Tick, c as u32, 0);
+                .push((now / tick + 1) * tick, EventKind::Tick, c.0, 0);
         }
         let act = self.th[t].act;
         match act {
-            Act::Idle => self.run_program(c.into(), t.into()),
-            _ if self.wait_over(t.into()) => {
+            Act::Idle => self.run_program(c, t),
+            _ if self.wait_over(t) => {
                 self.th[t].act = Act::Idle;
-                self.run_program(c.into(), t.into());
+                self.run_program(c, t);
             }
             Act::Yield { .. } if self.queued_non_yielder(c) => {
-                self.begin_segment(c.into());
+                self.begin_segment(c);
                 self.yield_cpu(c);
             }
-            _ => self.begin_segment(c.into()),
+            _ => self.begin_segment(c),
         }
     }
 
     /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
-    pub(crate) fn queued_non_yielder(&self, c: usize) -> bool {
+    pub(crate) fn queued_non_yielder(&self, c: CpuIdx) -> bool {
         self.kernel.cpus[c]
             .rq
             .iter()
@@ -326,7 +324,7 @@ impl Sim {
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
-    pub(crate) fn schedule(&mut self, c: usize) {
+    pub(crate) fn schedule(&mut self, c: CpuIdx) {
         debug_assert_eq!(self.kernel.cpus[c].cur, None);
         if let Some(t) = self.pick(c) {
             self.switch_in(c, t);
@@ -342,7 +340,7 @@ impl Sim {
     }
 
     /// Removes and returns the queued thread with the least vruntime.
-    fn pick(&mut self, c: usize) -> Option<usize> {
+    fn pick(&mut self, c: CpuIdx) -> Option<ThreadIdx> {
         let cpu = &self.kernel.cpus[c];
         let mut best: Option<(Nanos, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
@@ -352,25 +350,25 @@ impl Sim {
             }
         }
         let (v, i) = best?;
-        let t = self.kernel.cpus[c].rq.remove(i).ix();
+        let t = self.kernel.cpus[c].rq.remove(i);
         let k = &mut self.kernel.cpus[c];
         k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
     }
 
-    fn requeue_current(&mut self, c: usize) -> Option<usize> {
-        self.end_segment(c.into());
-        let t = self.kernel.cpus[c].cur.take()?.ix();
+    fn requeue_current(&mut self, c: CpuIdx) -> Option<ThreadIdx> {
+        self.end_segment(c);
+        let t = self.kernel.cpus[c].cur.take()?;
         let now = self.now;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        self.kernel.cpus[c].rq.push(ThreadIdx::from(t));
+        self.kernel.cpus[c].rq.push(t);
         Some(t)
     }
 
     /// The running thread's slice is over (or a waking thread is due): run the fairest.
-    fn preempt(&mut self, c: usize) {
+    fn preempt(&mut self, c: CpuIdx) {
         let Some(t) = self.requeue_current(c) else {
             return;
         };
@@ -385,7 +383,7 @@ impl Sim {
     }
 
     /// The running thread yields: any other queued thread runs first.
-    pub(crate) fn yield_cpu(&mut self, c: usize) {
+    pub(crate) fn yield_cpu(&mut self, c: CpuIdx) {
         if !self.queued_non_yielder(c) {
             return; // only other yielders: sched_yield returns at once, the loop spins on
         }
@@ -408,7 +406,7 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let x = self.kernel.cpus[c].rq.remove(i).ix();
+            let x = self.kernel.cpus[c].rq.remove(i);
             let k = &mut self.kernel.cpus[c];
             k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
             x
@@ -419,7 +417,7 @@ impl Sim {
                 self.switch_in(c, next);
             }
             None => {
-                self.kernel.cpus[c].rq.retain(|&x| x.ix() != t);
+                self.kernel.cpus[c].rq.retain(|&x| x != t);
                 self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
                 self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
                 self.switch_in(c, t);
@@ -428,7 +426,7 @@ impl Sim {
     }
 
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
-    pub(crate) fn block(&mut self, c: usize, t: usize) {
+    pub(crate) fn block(&mut self, c: CpuIdx, t: ThreadIdx) {
         self.pelt_sync(t);
         let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
         let th = &mut self.th[t];
@@ -441,7 +439,7 @@ impl Sim {
     }
 
     /// Wakes sleeping thread `t`; `waker` is the waking CPU (`None` for a timer).
-    pub(crate) fn wake(&mut self, t: usize, waker: Option<u32>) {
+    pub(crate) fn wake(&mut self, t: ThreadIdx, waker: Option<CpuIdx>) {
         if self.th[t].st != St::Blocked {
             return;
         }
@@ -455,16 +453,16 @@ impl Sim {
             Baseline::Solaris => self.solaris_wake_cpu(t),
         };
         self.set_cpu(t, target);
-        self.enqueue(t, target as usize, true);
+        self.enqueue(t, target, true);
     }
 
-    fn group_stats(&self, cpus: &[u32]) -> GroupStats {
+    fn group_stats(&self, cpus: &[CpuIdx]) -> GroupStats {
         let mut s = GroupStats {
             ncpu: cpus.len(),
             ..GroupStats::default()
         };
         for &c in cpus {
-            let cpu = &self.kernel.cpus[c as usize];
+            let cpu = &self.kernel.cpus[c];
             s.nr += cpu.nr();
             s.idle += usize::from(cpu.idle());
         }

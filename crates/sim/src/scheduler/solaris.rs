@@ -20,22 +20,21 @@
 //! groups (which would prefer the home socket when one of its CPUs is idle) are left out on
 //! purpose, as the brief of this baseline is the dispatcher the papers observed.
 
-use crate::state::{Sim, St};
+use crate::state::{CpuIdx, Sim, St, ThreadIdx};
 
 impl Sim {
     /// Idle CPUs thread `t` may run on, in CPU order.
-    fn solaris_idle_cpus(&self, t: usize) -> Vec<u32> {
-        (0..self.cpus.len())
+    fn solaris_idle_cpus(&self, t: ThreadIdx) -> Vec<CpuIdx> {
+        CpuIdx::all(self.cpus.len())
             .filter(|&c| self.allowed(t, c) && self.kernel.cpus[c].idle())
-            .map(|c| c as u32)
             .collect()
     }
 
     /// Where woken thread `t` goes: its previous CPU if idle, else a random idle CPU of
     /// the machine, else the previous CPU (if still allowed) to queue there.
-    pub(super) fn solaris_wake_cpu(&mut self, t: usize) -> u32 {
-        let prev = self.th[t].cpu.0;
-        if self.allowed(t, prev as usize) && self.kernel.cpus[prev as usize].idle() {
+    pub(super) fn solaris_wake_cpu(&mut self, t: ThreadIdx) -> CpuIdx {
+        let prev = self.th[t].cpu;
+        if self.allowed(t, prev) && self.kernel.cpus[prev].idle() {
             return prev;
         }
         let idle = self.solaris_idle_cpus(t);
@@ -43,7 +42,7 @@ impl Sim {
             let i = self.rng.below(idle.len() as u64) as usize;
             return idle[i];
         }
-        if self.allowed(t, prev as usize) {
+        if self.allowed(t, prev) {
             prev
         } else {
             self.fallback_cpu(t)
@@ -52,9 +51,10 @@ impl Sim {
 
     /// CPU `c` has gone idle: it steals the longest-queued thread it may run from the CPU
     /// with the most queued threads (ties: the lowest CPU). Whether it took one.
-    pub(super) fn solaris_steal(&mut self, c: usize) -> bool {
-        let mut best: Option<(usize, usize, u64)> = None; // (cpu, queued, thread)
+    pub(super) fn solaris_steal(&mut self, c: CpuIdx) -> bool {
+        let mut best: Option<(CpuIdx, usize, ThreadIdx)> = None; // (cpu, queued, thread)
         for (src, cpu) in self.kernel.cpus.iter().enumerate() {
+            let src = CpuIdx::from(src);
             if src == c || cpu.rq.is_empty() {
                 continue;
             }
@@ -62,27 +62,27 @@ impl Sim {
                 .rq
                 .iter()
                 .copied()
-                .filter(|&x| self.allowed(x.ix(), c))
+                .filter(|&x| self.allowed(x, c))
                 .min_by_key(|&x| (self.th[x].runnable_since, x));
             let Some(x) = oldest else { continue };
             if best.is_none_or(|(_, n, _)| cpu.rq.len() > n) {
-                best = Some((src, cpu.rq.len(), u64::from(x.0)));
+                best = Some((src, cpu.rq.len(), x));
             }
         }
         let Some((src, _, t)) = best else {
             return false;
         };
-        self.solaris_move_queued(t as usize, src, c);
+        self.solaris_move_queued(t, src, c);
         true
     }
 
     /// A tick of busy CPU `c`: if threads wait in its queue and some CPU idles, one of them
     /// (drawn at random) takes the longest-queued thread it may run.
-    pub(super) fn solaris_tick(&mut self, c: usize) {
+    pub(super) fn solaris_tick(&mut self, c: CpuIdx) {
         if self.kernel.cpus[c].rq.is_empty() {
             return;
         }
-        let idle: Vec<usize> = (0..self.cpus.len())
+        let idle: Vec<CpuIdx> = CpuIdx::all(self.cpus.len())
             .filter(|&x| x != c && self.kernel.cpus[x].idle())
             .collect();
         if idle.is_empty() {
@@ -93,21 +93,21 @@ impl Sim {
             .rq
             .iter()
             .copied()
-            .filter(|&x| self.allowed(x.ix(), dst))
+            .filter(|&x| self.allowed(x, dst))
             .min_by_key(|&x| (self.th[x].runnable_since, x));
         if let Some(t) = oldest {
-            self.solaris_move_queued(t.ix(), c, dst);
+            self.solaris_move_queued(t, c, dst);
         }
     }
 
     /// Moves queued thread `t` from CPU `src`'s queue to CPU `dst`.
-    fn solaris_move_queued(&mut self, t: usize, src: usize, dst: usize) {
+    fn solaris_move_queued(&mut self, t: ThreadIdx, src: CpuIdx, dst: CpuIdx) {
         debug_assert_eq!(self.th[t].st, St::Runnable);
-        self.kernel.cpus[src].rq.retain(|&x| x.ix() != t);
+        self.kernel.cpus[src].rq.retain(|&x| x != t);
         let th = &mut self.th[t];
         th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
         th.wait += self.now.saturating_sub(th.runnable_since);
-        self.set_cpu(t, dst as u32);
+        self.set_cpu(t, dst);
         self.enqueue(t, dst, false);
     }
 }
@@ -165,7 +165,7 @@ mod tests {
     fn solaris_wake_idle_prev_keeps_prev() {
         let mut sim = solaris(2);
         sim.th[0].cpu = CpuIdx(5);
-        assert_eq!(sim.solaris_wake_cpu(0), 5);
+        assert_eq!(sim.solaris_wake_cpu(ThreadIdx(0)), CpuIdx(5));
     }
 
     #[test]
@@ -183,9 +183,9 @@ mod tests {
         sim.th[0].cpu = CpuIdx(5);
         let mut other_socket = 0;
         for _ in 0..200 {
-            let c = sim.solaris_wake_cpu(0);
-            assert!(sim.kernel.cpus[c as usize].idle(), "chose busy CPU {c}");
-            other_socket += usize::from(c >= 16);
+            let c = sim.solaris_wake_cpu(ThreadIdx(0));
+            assert!(sim.kernel.cpus[c].idle(), "chose busy CPU {c}");
+            other_socket += usize::from(c >= CpuIdx(16));
         }
         // Expected 200 × 48/49 ≈ 196; fewer than 180 would mean a socket preference.
         assert!(other_socket >= 180, "{other_socket} of 200 across sockets");
@@ -198,7 +198,7 @@ mod tests {
             occupy(&mut sim, c, 1);
         }
         sim.th[0].cpu = CpuIdx(40);
-        assert_eq!(sim.solaris_wake_cpu(0), 40);
+        assert_eq!(sim.solaris_wake_cpu(ThreadIdx(0)), CpuIdx(40));
     }
 
     #[test]
@@ -215,7 +215,7 @@ mod tests {
         }
         occupy(&mut sim, 3, 0);
         occupy(&mut sim, 20, 0);
-        assert!(sim.solaris_steal(40));
+        assert!(sim.solaris_steal(CpuIdx(40)));
         assert_eq!(sim.th[2].cpu, CpuIdx(40));
         assert_eq!(sim.kernel.cpus[3].rq, vec![ThreadIdx(1)]);
         assert_eq!(sim.stats.cross_migrations, 1);

@@ -16,7 +16,7 @@ impl Sim {
     /// Thread `t`'s load now (0–1 task): its runnable average, decayed with PELT's 32 ms
     /// half-life (`LOAD_AVG_PERIOD`) towards 1 while it is runnable, towards 0 while it
     /// sleeps (`__update_load_avg_se`).
-    pub(crate) fn pelt_load(&self, t: usize) -> f64 {
+    pub(crate) fn pelt_load(&self, t: ThreadIdx) -> f64 {
         let th = &self.th[t];
         let dt = self.now.saturating_sub(th.load_at).0 as f64;
         let keep = (-dt * (std::f64::consts::LN_2 / PELT_HALF_LIFE_NS)).exp();
@@ -29,7 +29,7 @@ impl Sim {
 
     /// Brings thread `t`'s load up to date before it changes between runnable and
     /// sleeping.
-    pub(super) fn pelt_sync(&mut self, t: usize) {
+    pub(super) fn pelt_sync(&mut self, t: ThreadIdx) {
         let l = self.pelt_load(t);
         let th = &mut self.th[t];
         th.load_avg = l;
@@ -38,10 +38,10 @@ impl Sim {
 
     /// Load of CPU `c` (`cpu_load`): the loads of its running and queued threads. The
     /// blocked load of threads that slept there is left out.
-    fn cpu_load(&self, c: usize) -> f64 {
+    fn cpu_load(&self, c: CpuIdx) -> f64 {
         let cpu = &self.kernel.cpus[c];
-        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t.ix()));
-        cur + cpu.rq.iter().map(|&x| self.pelt_load(x.ix())).sum::<f64>()
+        let cur = cpu.cur.map_or(0.0, |t| self.pelt_load(t));
+        cur + cpu.rq.iter().map(|&x| self.pelt_load(x)).sum::<f64>()
     }
 
     /// `wake_affine`: whether sleeping thread `t` should move from `prev` towards the
@@ -54,8 +54,7 @@ impl Sim {
     /// the waking side) moved the 2-core calibration's 10 ms block row from +9 % to +16 %,
     /// for a reason the model does not capture (blocked and delayed-dequeue load are not
     /// modeled).
-    pub(super) fn wake_affine(&self, t: usize, this: u32, prev: u32, lv: usize) -> bool {
-        let (this, prev) = (this as usize, prev as usize);
+    pub(super) fn wake_affine(&self, t: ThreadIdx, this: CpuIdx, prev: CpuIdx, lv: usize) -> bool {
         if self.hw.llc[this] == self.hw.llc[prev] {
             let (tl, pl) = (self.kernel.cpus[this].nr(), self.kernel.cpus[prev].nr());
             return !self.kernel.cpus[prev].idle() && tl * 100 < pl * (100 + (117 - 100) / 2);
@@ -78,7 +77,7 @@ impl Sim {
         this_eff < prev_eff
     }
 
-    fn decay_flips(&mut self, t: usize) {
+    fn decay_flips(&mut self, t: ThreadIdx) {
         let now = self.now;
         let th = &mut self.th[t];
         while now > th.flip_decay + Nanos::from_secs(1) {
@@ -90,21 +89,20 @@ impl Sim {
         }
     }
 
-    pub(super) fn select_wake_cpu(&mut self, t: usize, waker: Option<u32>) -> u32 {
-        let prev = self.th[t].cpu.0;
+    pub(super) fn select_wake_cpu(&mut self, t: ThreadIdx, waker: Option<CpuIdx>) -> CpuIdx {
+        let prev = self.th[t].cpu;
         let mut target = prev;
-        let waker_th = waker.and_then(|wc| self.kernel.cpus[wc as usize].cur);
-        let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc as usize));
+        let waker_th = waker.and_then(|wc| self.kernel.cpus[wc].cur);
+        let mut want_affine = waker.is_some_and(|wc| self.allowed(t, wc));
         if let (Some(waker), Some(w)) = (waker, waker_th) {
-            let w = w.ix();
             self.decay_flips(w);
             self.decay_flips(t);
-            if self.th[w].last_wakee != Some(ThreadIdx::from(t)) {
-                self.th[w].last_wakee = Some(ThreadIdx::from(t));
+            if self.th[w].last_wakee != Some(t) {
+                self.th[w].last_wakee = Some(t);
                 self.th[w].wakee_flips += 1;
             }
             // wake_wide: a waker with many partners spreads its wakees.
-            let factor = self.hw.llc_cpus[self.hw.llc[waker as usize] as usize].len() as u32;
+            let factor = self.hw.llc_cpus[self.hw.llc[waker] as usize].len() as u32;
             let (mut master, mut slave) = (self.th[w].wakee_flips, self.th[t].wakee_flips);
             if master < slave {
                 std::mem::swap(&mut master, &mut slave);
@@ -115,12 +113,11 @@ impl Sim {
         }
         if let Some(waker) = waker.filter(|&wc| want_affine && wc != prev) {
             // The lowest domain that spans both CPUs (SD_WAKE_AFFINE at every level).
-            let (w, p) = (waker as usize, prev as usize);
             let lv = self
                 .kernel
                 .levels
                 .iter()
-                .position(|l| l.dom_of[w] == l.dom_of[p])
+                .position(|l| l.dom_of[waker] == l.dom_of[prev])
                 .unwrap_or(self.kernel.levels.len().saturating_sub(1));
             if lv < self.kernel.levels.len() && self.wake_affine(t, waker, prev, lv) {
                 target = waker;
@@ -129,8 +126,8 @@ impl Sim {
         // select_idle_sibling: the target if idle; prev if idle and sharing the target's
         // cache; the CPU the thread used before prev (recent_used_cpu) if idle there; else
         // an idle CPU of the target's LLC.
-        let idle_ok = |c: u32| self.allowed(t, c as usize) && self.kernel.cpus[c as usize].idle();
-        let same_llc = |a: u32, b: u32| self.hw.llc[a as usize] == self.hw.llc[b as usize];
+        let idle_ok = |c: CpuIdx| self.allowed(t, c) && self.kernel.cpus[c].idle();
+        let same_llc = |a: CpuIdx, b: CpuIdx| self.hw.llc[a] == self.hw.llc[b];
         let mut used = false;
         let chosen = if idle_ok(target) {
             target
@@ -138,8 +135,7 @@ impl Sim {
             prev
         } else {
             used = true;
-            let recent = self.th[t].recent_cpu.map(|c| c.0);
-            if let Some(recent) = recent
+            if let Some(recent) = self.th[t].recent_cpu
                 && recent != prev
                 && recent != target
                 && same_llc(recent, target)
@@ -152,9 +148,9 @@ impl Sim {
             }
         };
         if used {
-            self.th[t].recent_cpu = Some(CpuIdx(prev));
+            self.th[t].recent_cpu = Some(prev);
         }
-        if self.allowed(t, chosen as usize) {
+        if self.allowed(t, chosen) {
             chosen
         } else {
             self.fallback_cpu(t)
@@ -167,8 +163,8 @@ impl Sim {
     /// load balancing; the model refreshes it at most once a tick. Utilization counts a
     /// sleeping thread's decayed load where it last ran, as PELT's blocked utilization does,
     /// capped at one CPU each.
-    pub(super) fn idle_scan(&mut self, target: u32) -> usize {
-        let llc = self.hw.llc[target as usize] as usize;
+    pub(super) fn idle_scan(&mut self, target: CpuIdx) -> usize {
+        let llc = self.hw.llc[target] as usize;
         let weight = self.hw.llc_cpus[llc].len();
         if !self.lx.sis_util {
             return weight;
@@ -180,15 +176,14 @@ impl Sim {
             return nr;
         }
         let mut util = vec![0.0f64; self.cpus.len()];
-        for t in 0..self.th.len() {
+        for t in ThreadIdx::all(self.th.len()) {
             if !matches!(self.th[t].st, St::New | St::Done) {
-                util[self.th[t].cpu.ix()] += self.pelt_load(t);
+                util[self.th[t].cpu] += self.pelt_load(t);
             }
         }
         let now = self.now;
         for (l, cpus) in self.hw.llc_cpus.iter().enumerate() {
-            let u = cpus.iter().map(|&c| util[c as usize].min(1.0)).sum::<f64>()
-                / cpus.len().max(1) as f64;
+            let u = cpus.iter().map(|&c| util[c].min(1.0)).sum::<f64>() / cpus.len().max(1) as f64;
             let x = u * (LLC_IMBALANCE_PCT / 100.0);
             let y = (1.0 - x * x).max(0.0);
             let nr = (y * cpus.len() as f64) as usize;
@@ -202,28 +197,27 @@ impl Sim {
     /// first on SMT, which `SIS_UTIL` does not limit); the target when none is idle.
     pub(super) fn select_idle_sibling(
         &self,
-        t: usize,
-        prev: u32,
-        target: u32,
+        t: ThreadIdx,
+        prev: CpuIdx,
+        target: CpuIdx,
         scan: Option<usize>,
-    ) -> u32 {
-        let ok = |c: u32| self.allowed(t, c as usize) && self.kernel.cpus[c as usize].idle();
+    ) -> CpuIdx {
+        let ok = |c: CpuIdx| self.allowed(t, c) && self.kernel.cpus[c].idle();
         if ok(target) {
             return target;
         }
-        if prev != target && self.hw.llc[prev as usize] == self.hw.llc[target as usize] && ok(prev)
-        {
+        if prev != target && self.hw.llc[prev] == self.hw.llc[target] && ok(prev) {
             return prev;
         }
-        let llc = &self.hw.llc_cpus[self.hw.llc[target as usize] as usize];
+        let llc = &self.hw.llc_cpus[self.hw.llc[target] as usize];
         let start = llc.iter().position(|&c| c == target).unwrap_or(0);
         let order = llc[start + 1..].iter().chain(&llc[..=start]);
-        if self.hw.smt_factor != 1.0 && self.hw.siblings[target as usize].len() > 1 {
+        if self.hw.smt_factor != 1.0 && self.hw.siblings[target].len() > 1 {
             for &c in order.clone() {
                 if ok(c)
-                    && self.hw.siblings[c as usize]
+                    && self.hw.siblings[c]
                         .iter()
-                        .all(|&s| self.kernel.cpus[s as usize].idle())
+                        .all(|&s| self.kernel.cpus[s].idle())
                 {
                     return c;
                 }
@@ -239,43 +233,40 @@ impl Sim {
 
     /// An allowed CPU for a thread whose CPU is no longer allowed: an idle one, else the
     /// least loaded.
-    pub(crate) fn fallback_cpu(&self, t: usize) -> u32 {
+    pub(crate) fn fallback_cpu(&self, t: ThreadIdx) -> CpuIdx {
         let n = self.cpus.len();
         let start = self.th[t].cpu.ix();
-        let mut best: Option<(usize, u32)> = None;
+        let mut best: Option<(usize, CpuIdx)> = None;
         for k in 0..n {
-            let c = (start + k) % n;
+            let c = CpuIdx::from((start + k) % n);
             if !self.allowed(t, c) {
                 continue;
             }
             let load = self.kernel.cpus[c].nr();
             if best.is_none_or(|(b, _)| load < b) {
-                best = Some((load, c as u32));
+                best = Some((load, c));
             }
             if load == 0 {
                 break;
             }
         }
-        best.map_or(self.th[t].cpu.0, |(_, c)| c)
+        best.map_or(self.th[t].cpu, |(_, c)| c)
     }
 
     /// Placement of a new thread: down the domains towards the group with more idle CPUs.
-    pub(crate) fn fork_cpu(&self, t: usize, parent: Option<u32>) -> u32 {
+    pub(crate) fn fork_cpu(&self, t: ThreadIdx, parent: Option<CpuIdx>) -> CpuIdx {
         let Some(parent) = parent else {
             return self.fallback_cpu(t);
         };
-        let mut cpu = parent as usize;
+        let mut cpu = parent;
         for lv in self.kernel.levels.iter().rev() {
             let groups = &lv.groups[lv.dom_of[cpu] as usize];
-            let local = groups
-                .iter()
-                .position(|g| g.contains(&(cpu as u32)))
-                .unwrap_or(0);
+            let local = groups.iter().position(|g| g.contains(&cpu)).unwrap_or(0);
             let ls = self.group_stats(&groups[local]);
             let mut best = local;
             let mut bs = ls;
             for (i, g) in groups.iter().enumerate() {
-                if !g.iter().any(|&c| self.allowed(t, c as usize)) {
+                if !g.iter().any(|&c| self.allowed(t, c)) {
                     continue;
                 }
                 let s = self.group_stats(g);
@@ -296,17 +287,17 @@ impl Sim {
                 cpu = g
                     .iter()
                     .copied()
-                    .filter(|&c| self.allowed(t, c as usize))
-                    .min_by_key(|&c| (self.kernel.cpus[c as usize].nr(), c))
-                    .unwrap_or(g[0]) as usize;
+                    .filter(|&c| self.allowed(t, c))
+                    .min_by_key(|&c| (self.kernel.cpus[c].nr(), c))
+                    .unwrap_or(g[0]);
             }
         }
         if self.allowed(t, cpu) && self.kernel.cpus[cpu].idle() {
-            return cpu as u32;
+            return cpu;
         }
         // Within the last group: an idle CPU, else the least loaded.
-        let c = self.select_idle_sibling(t, cpu as u32, cpu as u32, None);
-        if self.allowed(t, c as usize) {
+        let c = self.select_idle_sibling(t, cpu, cpu, None);
+        if self.allowed(t, c) {
             c
         } else {
             self.fallback_cpu(t)
@@ -318,7 +309,7 @@ impl Sim {
 mod tests {
     use crate::machine::machine;
     use crate::run::RunOptions;
-    use crate::state::{CpuIdx, Sim};
+    use crate::state::{CpuIdx, Sim, ThreadIdx};
     use crate::workload::{Workload, spinners};
     use threadbalance_model::Nanos;
 
@@ -338,18 +329,18 @@ mod tests {
     fn sis_util_scan_shrinks_as_the_llc_fills() {
         // One LLC of 16 CPUs. Before any thread has run, the whole LLC may be scanned.
         let mut sim = spinning("package:1 core:16 pu:1", 16, true);
-        assert_eq!(sim.idle_scan(0), 16);
+        assert_eq!(sim.idle_scan(CpuIdx(0)), 16);
         // 16 spinners, one per CPU, for 200 ms: utilization near 1, above 85 %: no scan.
         sim.run_until(Nanos::from_millis(200));
-        assert_eq!(sim.idle_scan(0), 0);
+        assert_eq!(sim.idle_scan(CpuIdx(0)), 0);
         // 4 spinners on 16 CPUs: u ≈ .25, 16 × (1 − (1.17 × .25)²) ≈ 14.6.
         let mut sim = spinning("package:1 core:16 pu:1", 4, true);
         sim.run_until(Nanos::from_millis(200));
-        assert_eq!(sim.idle_scan(0), 14);
+        assert_eq!(sim.idle_scan(CpuIdx(0)), 14);
         // Without SIS_UTIL the scan covers the LLC whatever its load.
         let mut sim = spinning("package:1 core:16 pu:1", 16, false);
         sim.run_until(Nanos::from_millis(200));
-        assert_eq!(sim.idle_scan(0), 16);
+        assert_eq!(sim.idle_scan(CpuIdx(0)), 16);
     }
 
     #[test]
@@ -361,10 +352,10 @@ mod tests {
         sim.apps[0].footprint_lines = 4096.0;
         sim.th[0].cpu = CpuIdx(0);
         let d0 = sim.th[0].debt;
-        sim.set_cpu(0, 1);
+        sim.set_cpu(ThreadIdx(0), CpuIdx(1));
         assert_eq!((sim.th[0].debt - d0).0, 4096 * 40 / 8);
         let d1 = sim.th[0].debt;
-        sim.set_cpu(0, 16);
+        sim.set_cpu(ThreadIdx(0), CpuIdx(16));
         assert_eq!((sim.th[0].debt - d1).0, (4096.0 * 201.0 / 8.0) as u64);
         assert_eq!(sim.th[0].migrations, 2);
     }

@@ -29,6 +29,16 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
     sim
 }
 
+/// CPU index `i` (the cases below write plain numbers).
+fn cpu(i: usize) -> CpuIdx {
+    CpuIdx::from(i)
+}
+
+/// Thread index `i`.
+fn th(i: usize) -> ThreadIdx {
+    ThreadIdx::from(i)
+}
+
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
     sim.th[t].cpu = CpuIdx::from(c);
@@ -175,7 +185,7 @@ fn wake_affine_cases_follow_the_kernel_rules() {
             .iter()
             .position(|l| l.dom_of[waker] == l.dom_of[prev])
             .unwrap();
-        let got = sim.wake_affine(t, waker as u32, prev as u32, lv);
+        let got = sim.wake_affine(th(t), cpu(waker), cpu(prev), lv);
         assert_eq!(got, want, "wake_affine_{name}");
     }
 }
@@ -196,7 +206,11 @@ fn wake_wide_flipping_waker_keeps_prev() {
         sleeps(&mut sim, 3, 2, 0.05);
         sim.th[0].wakee_flips = flips;
         sim.th[3].wakee_flips = if flips > 0 { 2 } else { 0 };
-        assert_eq!(sim.select_wake_cpu(3, Some(0)), want, "flips {flips}");
+        assert_eq!(
+            sim.select_wake_cpu(th(3), Some(cpu(0))),
+            cpu(want),
+            "flips {flips}"
+        );
     }
 }
 
@@ -209,7 +223,7 @@ fn select_wake_cpu_idle_prev_keeps_prev() {
     let mut sim = kernel("package:1 core:4 pu:1", 2, 0);
     put(&mut sim, 0, 0);
     sleeps(&mut sim, 1, 1, 1.0);
-    assert_eq!(sim.select_wake_cpu(1, None), 1);
+    assert_eq!(sim.select_wake_cpu(th(1), None), cpu(1));
     assert_eq!(
         sim.th[1].recent_cpu, None,
         "prev was idle: recent_used_cpu untouched"
@@ -227,7 +241,11 @@ fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
         put(&mut sim, 1, 1);
         sleeps(&mut sim, 2, 1, 1.0);
         sim.th[2].recent_cpu = recent;
-        assert_eq!(sim.select_wake_cpu(2, None), want, "recent {recent:?}");
+        assert_eq!(
+            sim.select_wake_cpu(th(2), None),
+            cpu(want),
+            "recent {recent:?}"
+        );
         assert_eq!(sim.th[2].recent_cpu, Some(CpuIdx(1)));
     }
 }
@@ -264,7 +282,7 @@ fn idle_scan_depth_follows_sis_util() {
                 sim.th[c].load_avg = l;
             }
         }
-        assert_eq!(sim.idle_scan(0), want, "{spec} loads {loads:?}");
+        assert_eq!(sim.idle_scan(cpu(0)), want, "{spec} loads {loads:?}");
     }
 }
 
@@ -276,8 +294,14 @@ fn select_idle_sibling_scan_depth_limits_the_search() {
     put(&mut sim, 0, 0);
     put(&mut sim, 1, 1);
     sleeps(&mut sim, 2, 0, 1.0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(1)), 0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(2)), 2);
+    assert_eq!(
+        sim.select_idle_sibling(th(2), cpu(0), cpu(0), Some(1)),
+        cpu(0)
+    );
+    assert_eq!(
+        sim.select_idle_sibling(th(2), cpu(0), cpu(0), Some(2)),
+        cpu(2)
+    );
 }
 
 #[test]
@@ -288,16 +312,19 @@ fn select_idle_sibling_smt_prefers_a_whole_idle_core_over_a_busy_cores_sibling()
     // and takes CPU 2, whose whole core is idle; it is not limited by SIS_UTIL's depth.
     let mut sim = kernel("package:1 core:2 pu:2", 3, 0);
     assert_ne!(sim.hw.smt_factor, 1.0, "the machine must have SMT siblings");
-    assert_eq!(sim.hw.siblings[0], [0, 1]);
-    assert_eq!(sim.hw.siblings[2], [2, 3]);
+    assert_eq!(sim.hw.siblings[0], [CpuIdx(0), CpuIdx(1)]);
+    assert_eq!(sim.hw.siblings[2], [CpuIdx(2), CpuIdx(3)]);
     put(&mut sim, 0, 0);
     sleeps(&mut sim, 2, 0, 1.0);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, None), 2);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, Some(1)), 2);
+    assert_eq!(sim.select_idle_sibling(th(2), cpu(0), cpu(0), None), cpu(2));
+    assert_eq!(
+        sim.select_idle_sibling(th(2), cpu(0), cpu(0), Some(1)),
+        cpu(2)
+    );
     // With CPU 3 busy too no core is wholly idle: the plain scan takes the first idle CPU
     // in order, CPU 1.
     put(&mut sim, 1, 3);
-    assert_eq!(sim.select_idle_sibling(2, 0, 0, None), 1);
+    assert_eq!(sim.select_idle_sibling(th(2), cpu(0), cpu(0), None), cpu(1));
 }
 
 // ---- load balancing --------------------------------------------------------------------
@@ -335,7 +362,7 @@ fn balance(
     }
     let lv = sim.kernel.levels.len() - 1;
     sim.kernel.cpus[0].failed[lv] = failed;
-    sim.load_balance(0, lv, kind);
+    sim.load_balance(cpu(0), lv, kind);
     let nr = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
     (nr, sim.kernel.cpus[0].failed[lv])
 }
@@ -397,7 +424,7 @@ fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
         put(&mut sim, 1, 1);
         sim.th[1].last_ran = Nanos(9_900_000);
         sim.kernel.cpus[0].failed[0] = failed;
-        sim.load_balance(0, 0, Kind::Idle);
+        sim.load_balance(cpu(0), 0, Kind::Idle);
         assert_eq!(sim.kernel.cpus[0].nr() == 1, moved, "failed {failed}");
     }
 }

@@ -37,17 +37,20 @@ pub(crate) enum Act {
     Spin { lock: super::LockIdx, until: Nanos },
     /// Spinning at barrier `barrier` until `until`, then sleeping (`None`: a pure spin,
     /// never sleeping).
-    BarrierSpin { barrier: u32, until: Option<Nanos> },
+    BarrierSpin {
+        barrier: super::BarrierIdx,
+        until: Option<Nanos>,
+    },
     /// `sched_yield` loop at barrier `barrier`.
-    Yield { barrier: u32 },
+    Yield { barrier: super::BarrierIdx },
 }
 
 /// One simulated thread.
 #[derive(Debug, Clone)]
 pub(crate) struct Thread {
     pub key: ThreadKey,
-    pub app: u32,
-    pub prog: u32,
+    pub app: super::AppIdx,
+    pub prog: super::ProgIdx,
     pub pc: u32,
     pub iter: u64,
     pub st: St,
@@ -136,7 +139,7 @@ pub(crate) struct LockState {
     /// The thread inside its critical section, if any.
     pub holder: Option<super::ThreadIdx>,
     /// The CPU that released it last (`None`: never released).
-    pub last_cpu: Option<u32>,
+    pub last_cpu: Option<super::CpuIdx>,
     pub spinners: Vec<super::ThreadIdx>,
     /// Sleepers, the next to wake first (see [`Sim::park`]).
     pub waiters: std::collections::VecDeque<super::ThreadIdx>,
@@ -166,7 +169,7 @@ pub(crate) struct QueueState {
     pub capacity: usize,
     pub lines: u32,
     /// CPU of the producer of each item.
-    pub items: std::collections::VecDeque<u32>,
+    pub items: std::collections::VecDeque<super::CpuIdx>,
     pub getters: std::collections::VecDeque<super::ThreadIdx>,
     pub putters: std::collections::VecDeque<super::ThreadIdx>,
     pub producers: usize,
@@ -176,13 +179,15 @@ pub(crate) struct QueueState {
 #[derive(Debug, Clone)]
 pub(crate) struct AppState {
     pub name: String,
-    pub first: usize,
+    /// Its first (leader or main) thread; the others follow it in `Sim::th`.
+    pub first: super::ThreadIdx,
     pub threads: usize,
     pub done: usize,
     pub finished_at: Option<Nanos>,
-    pub lock_base: u32,
-    pub barrier_base: u32,
-    pub queue_base: u32,
+    /// Its first lock, barrier and queue; its others follow them.
+    pub lock_base: super::LockIdx,
+    pub barrier_base: super::BarrierIdx,
+    pub queue_base: super::QueueIdx,
     pub footprint_lines: f64,
     pub spin_ns: u64,
     pub shared_data: bool,
@@ -196,12 +201,34 @@ pub(crate) struct AppState {
     pub joining: bool,
 }
 
+impl AppState {
+    /// Its threads' positions in `Sim::th`, to slice it.
+    pub fn members(&self) -> std::ops::Range<usize> {
+        self.first.ix()..self.first.ix() + self.threads
+    }
+
+    /// Its lock `k` (the `lock` of its ops).
+    pub fn lock(&self, k: u16) -> super::LockIdx {
+        super::LockIdx(self.lock_base.0 + u32::from(k))
+    }
+
+    /// Its barrier `k`.
+    pub fn barrier(&self, k: u16) -> super::BarrierIdx {
+        super::BarrierIdx(self.barrier_base.0 + u32::from(k))
+    }
+
+    /// Its queue `k`.
+    pub fn queue(&self, k: u16) -> super::QueueIdx {
+        super::QueueIdx(self.queue_base.0 + u32::from(k))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Prog {
     pub ops: Vec<Op>,
     pub iterations: Option<u64>,
     /// Queues this program puts into (it is a producer of each).
-    pub puts: Vec<u32>,
+    pub puts: Vec<super::QueueIdx>,
 }
 
 /// Counters only a simulator can see.

@@ -1,5 +1,6 @@
 //! Fixed facts about the hardware: where each CPU sits and what moving a line costs.
 
+use super::CpuIdx;
 use crate::machine::Machine;
 use threadbalance_model::{CpuId, Level};
 
@@ -11,8 +12,10 @@ pub(crate) struct Hw {
     pub node: Vec<u32>,
     pub llc: Vec<u32>,
     pub core: Vec<u32>,
-    pub siblings: Vec<Vec<u32>>,
-    pub llc_cpus: Vec<Vec<u32>>,
+    /// Per CPU, the CPUs of its core (itself included).
+    pub siblings: Vec<Vec<CpuIdx>>,
+    /// Per LLC id, its CPUs in order.
+    pub llc_cpus: Vec<Vec<CpuIdx>>,
     pub npkg: usize,
     pub nnode: usize,
     /// Line latency between nodes, ns (row-major).
@@ -31,11 +34,11 @@ impl Hw {
     /// Latency of a line another core modified (a lock, the data it protects, a queue
     /// item) moving from CPU `a` to CPU `b`: the LLC they share serves it, else memory of
     /// the node, else the interconnect.
-    pub fn line_ns(&self, a: u32, b: u32) -> f64 {
+    pub fn line_ns(&self, a: CpuIdx, b: CpuIdx) -> f64 {
         if a == b {
             return 0.0;
         }
-        if self.llc[a as usize] == self.llc[b as usize] {
+        if self.llc[a] == self.llc[b] {
             return self.llc_ns;
         }
         self.mem_ns(a, b)
@@ -43,15 +46,12 @@ impl Hw {
 
     /// Latency of a line that no cache shared by CPUs `a` and `b` holds: memory of the
     /// node when both are in one package and node, else across the interconnect.
-    pub fn mem_ns(&self, a: u32, b: u32) -> f64 {
+    pub fn mem_ns(&self, a: CpuIdx, b: CpuIdx) -> f64 {
         if a == b {
             return 0.0;
         }
-        let (na, nb) = (
-            self.node[a as usize] as usize,
-            self.node[b as usize] as usize,
-        );
-        if na == nb && self.pkg[a as usize] == self.pkg[b as usize] {
+        let (na, nb) = (self.node[a] as usize, self.node[b] as usize);
+        if na == nb && self.pkg[a] == self.pkg[b] {
             self.local_ns
         } else {
             self.node_line[na * self.nnode + nb]
@@ -71,15 +71,16 @@ pub(crate) fn build_hw(m: &Machine) -> Hw {
     let core: Vec<u32> = cpus.iter().map(|c| c.core.0).collect();
     let siblings = (0..cpus.len())
         .map(|i| {
-            (0..cpus.len() as u32)
-                .filter(|&j| core[j as usize] == core[i])
+            (0..cpus.len())
+                .filter(|&j| core[j] == core[i])
+                .map(CpuIdx::from)
                 .collect()
         })
         .collect();
     let nllc = llc.iter().max().map_or(1, |&x| x as usize + 1);
     let mut llc_cpus = vec![Vec::new(); nllc];
     for (i, &l) in llc.iter().enumerate() {
-        llc_cpus[l as usize].push(i as u32);
+        llc_cpus[l as usize].push(CpuIdx::from(i));
     }
     let nnode = nodes.len().max(1);
     let dist = |a: usize, b: usize| f64::from(topo.distance(nodes[a], nodes[b]).unwrap_or(10));
@@ -131,10 +132,11 @@ mod tests {
         // Opteron 6272: CPUs 0 and 1 share socket 0's L3; CPU 16 is on socket 1.
         let m = crate::machine::machine("opteron6272-4x16", None).unwrap();
         let hw = build_hw(&m);
-        assert_eq!(hw.line_ns(0, 1), 40.0);
-        assert_eq!(hw.line_ns(0, 16), 201.0);
-        assert_eq!(hw.mem_ns(0, 1), 128.0);
-        assert_eq!(hw.mem_ns(0, 16), 201.0);
-        assert_eq!(hw.line_ns(3, 3), 0.0);
+        let c = CpuIdx::from;
+        assert_eq!(hw.line_ns(c(0), c(1)), 40.0);
+        assert_eq!(hw.line_ns(c(0), c(16)), 201.0);
+        assert_eq!(hw.mem_ns(c(0), c(1)), 128.0);
+        assert_eq!(hw.mem_ns(c(0), c(16)), 201.0);
+        assert_eq!(hw.line_ns(c(3), c(3)), 0.0);
     }
 }

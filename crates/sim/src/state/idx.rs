@@ -1,10 +1,12 @@
-//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th` and a lock's
-//! place in `Sim::locks`, so that one cannot be passed where another is meant.
+//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th`, a lock's,
+//! a barrier's and a queue's place in `Sim::locks`, `Sim::barriers` and `Sim::queues`, and an
+//! application's and a program's in `Sim::apps` and `Sim::progs`, so that one cannot be
+//! passed where another is meant.
 //!
 //! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
-//! is the fourth CPU the machine lists, whatever its `CpuId`. Both index any `Vec`
-//! directly (`sim.cpus[c]`, `sim.th[t]`), and convert from and to `usize` at the edges
-//! that are still untyped.
+//! is the fourth CPU the machine lists, whatever its `CpuId`. They index any `Vec`
+//! directly (`sim.cpus[c]`, `sim.th[t]`), and convert from and to `usize` where an index
+//! leaves those vectors (event payloads, slices, ranges).
 
 use std::ops::{Index, IndexMut};
 
@@ -59,9 +61,40 @@ idx!(
 );
 idx!(
     /// A lock's index in `Sim::locks` (an application's lock `k` is
-    /// `AppState::lock_base + k`).
+    /// `AppState::lock(k)`).
     LockIdx
 );
+idx!(
+    /// An application's index in `Sim::apps`.
+    AppIdx
+);
+idx!(
+    /// A program's index in `Sim::progs` (the ops a group of an application's threads run).
+    ProgIdx
+);
+idx!(
+    /// A barrier's index in `Sim::barriers` (an application's barrier `k` is
+    /// `AppState::barrier(k)`).
+    BarrierIdx
+);
+idx!(
+    /// A queue's index in `Sim::queues` (an application's queue `k` is
+    /// `AppState::queue(k)`).
+    QueueIdx
+);
+
+macro_rules! all {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// The first `n` positions, in order (every CPU or thread of a `Sim`).
+            pub fn all(n: usize) -> impl Iterator<Item = $name> + Clone {
+                (0..n).map($name::from)
+            }
+        }
+    )*};
+}
+
+all!(CpuIdx, ThreadIdx);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! The Linux model's parameters and its scheduling domains: the data of the kernel part
 //! ([`crate::scheduler`]), which builds the domains and does the scheduling.
 
-use super::Baseline;
+use super::{Baseline, CpuIdx};
 use serde::Serialize;
 use threadbalance_model::Nanos;
 
@@ -101,7 +101,7 @@ pub(crate) struct SdLevel {
     /// Domain index of each CPU.
     pub dom_of: Vec<u32>,
     /// For each domain, its groups, each a list of CPUs.
-    pub groups: Vec<Vec<Vec<u32>>>,
+    pub groups: Vec<Vec<Vec<CpuIdx>>>,
     pub numa: bool,
     pub imbalance_pct: u64,
     pub cache_nice_tries: u32,

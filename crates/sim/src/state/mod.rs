@@ -43,7 +43,7 @@ pub(crate) use data::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
 };
 pub(crate) use hw::{Hw, build_hw};
-pub(crate) use idx::{CpuIdx, LockIdx, ThreadIdx};
+pub(crate) use idx::{AppIdx, BarrierIdx, CpuIdx, LockIdx, ProgIdx, QueueIdx, ThreadIdx};
 pub use kernel::Linux;
 pub(crate) use kernel::{Kernel, KernelCpu, NewidleStats, SdLevel};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
@@ -108,7 +108,7 @@ pub struct Sim {
     pub(crate) memory_at: Option<Nanos>,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →
     /// count: the who-wakes-whom graph `SimHost` reports.
-    pub(crate) wakes: std::collections::HashMap<(u32, u32), u64>,
+    pub(crate) wakes: std::collections::HashMap<(ThreadIdx, ThreadIdx), u64>,
     /// Lock hand-offs all cost the in-LLC line latency (`RunOptions::flat_handoffs`).
     pub(crate) flat_handoffs: bool,
 }
