@@ -408,8 +408,8 @@ fn speed_moves_that_do_not_speed_the_thread_up_back_off() {
     assert_eq!(plan.next_in, Nanos::from_millis(20));
 }
 
-/// Three threads on two cores, fixed 10 ms rounds; 100 and 102 share core 0, 101 has core
-/// 1. First round: 100 ran 4 and waited 6 ms, 102 ran 6 and waited 4, 101 ran 10. Core 0's
+/// Three threads on two cores, fixed 10 ms rounds; 100 and 102 share core 0, 101 has
+/// core 1. First round: 100 ran 4 and waited 6 ms, 102 ran 6 and waited 4, 101 ran 10. Core 0's
 /// speed is 10 / 20 = 0.5 < 0.9 · 1.0; credits (time not held back, minus the mean 6.67
 /// ms): 100 −2.67, 102 −0.67, 101 +3.33; the pair (100, 101) differs by 6 ms > 0: swap.
 /// 100's speed on core 0 was 4 / (4 + 6) = 0.4. Returns the policy after that round.
