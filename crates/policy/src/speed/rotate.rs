@@ -2,7 +2,7 @@
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
 use super::guard::{Action, BUSY, Mode};
-use super::{MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed};
+use super::{IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
 /// What a round needs to know of a group of cores (see [`Speed::view`]).
@@ -34,14 +34,15 @@ impl Speed {
                 self.q_exec[p.queue] += exec;
                 self.q_want[p.queue] += exec + (p.wait - p.round_wait);
             }
-            let rate = if span > 0.0 {
-                (p.exec - p.round_exec) / span
-            } else {
-                0.0
-            };
-            if let Some(before) = p.judge.take() {
+            let exec = p.exec - p.round_exec;
+            let want = exec + (p.wait - p.round_wait);
+            // Its speed over the time it wanted a CPU (not its CPU share of the round): a
+            // thread moved to a light core that then sleeps at a barrier ran fast while it
+            // ran, and says nothing when it hardly wanted a CPU at all.
+            let rate = (want > IDLE * span).then(|| exec / want);
+            if let (Some(before), Some(after)) = (p.judge.take(), rate) {
                 judged += 1;
-                if rate > before * SPED_UP {
+                if after > before * SPED_UP {
                     sped += 1;
                 }
             }
@@ -199,7 +200,7 @@ impl Speed {
             let (qx, qy) = (self.placed[x].queue, self.placed[y].queue);
             self.placed[x].queue = qy;
             self.placed[y].queue = qx;
-            self.placed[x].judge = Some(self.placed[x].round_rate);
+            self.placed[x].judge = self.placed[x].round_rate;
             self.stats.swaps += 1;
             for (i, q) in [(x, qy), (y, qx)] {
                 moves.push(Move {

@@ -408,6 +408,64 @@ fn speed_moves_that_do_not_speed_the_thread_up_back_off() {
     assert_eq!(plan.next_in, Nanos::from_millis(20));
 }
 
+/// Three threads on two cores, fixed 10 ms rounds; 100 and 102 share core 0, 101 has
+/// core 1. First round: 100 ran 4 and waited 6 ms, 102 ran 6 and waited 4, 101 ran 10. Core 0's
+/// speed is 10 / 20 = 0.5 < 0.9 · 1.0; credits (time not held back, minus the mean 6.67
+/// ms): 100 −2.67, 102 −0.67, 101 +3.33; the pair (100, 101) differs by 6 ms > 0: swap.
+/// 100's speed on core 0 was 4 / (4 + 6) = 0.4. Returns the policy after that round.
+fn speed_after_moving_thread_100_to_core_1() -> (Topology, Speed) {
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let rates = [
+        (100, 0.4, 0.6, 0, 0),
+        (101, 1.0, 0.0, 0, 0),
+        (102, 0.6, 0.4, 0, 0),
+    ];
+    let plan = p.decide(&t, &window(0.0, 10.0, &rates));
+    assert!(
+        plan.moves
+            .iter()
+            .any(|m| m.thread == key(1, 100) && queue_of(m) == 1),
+        "{:?}",
+        plan.moves
+    );
+    (t, p)
+}
+
+#[test]
+fn speed_moved_thread_that_then_sleeps_at_a_barrier_counts_as_sped_up() {
+    // On core 1, 100 runs 4 ms and then blocks at the barrier for 6: its share of the
+    // round stays 0.4 (not above 0.4 · 1.1 = 0.44: the old rule backed off), but its speed
+    // while it wanted a CPU is 4 / (4 + 0) = 1.0 > 0.44: it sped up, no back-off.
+    let (t, mut p) = speed_after_moving_thread_100_to_core_1();
+    let rates = [
+        (100, 0.4, 0.0, 0, 0),
+        (101, 0.5, 0.5, 0, 0),
+        (102, 0.5, 0.5, 0, 0),
+    ];
+    p.decide(&t, &window(10.0, 20.0, &rates));
+    assert_eq!(p.stats.backoffs, 0);
+    assert_eq!(p.slow_down, 1);
+}
+
+#[test]
+fn speed_moved_thread_that_hardly_wanted_a_cpu_is_not_judged() {
+    // On core 1, 100 runs 0.2 ms and sleeps the rest: it wanted a CPU 2 % of the round,
+    // under the 5 % that says anything, so it is not judged (the old rule compared its
+    // share 0.02 with 0.44 and backed off).
+    let (t, mut p) = speed_after_moving_thread_100_to_core_1();
+    let rates = [
+        (100, 0.02, 0.0, 0, 0),
+        (101, 0.5, 0.5, 0, 0),
+        (102, 0.5, 0.5, 0, 0),
+    ];
+    p.decide(&t, &window(10.0, 20.0, &rates));
+    assert_eq!(p.stats.backoffs, 0);
+    assert_eq!(p.slow_down, 1);
+}
+
 #[test]
 fn speed_moved_thread_that_speeds_up_keeps_the_rotation_at_every_interval() {
     // The §4 machine (a thread runs at 1 / threads on its core): every moved thread goes

@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x1cbb_ba22_6abb_0e97,
+            0x57a2_b827_15d6_7968,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x1185_1732_1f52_8acb,
+            0xb00d_d0bc_9e07_76b9,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
