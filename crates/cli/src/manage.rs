@@ -211,35 +211,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         return Err(input_error(format!("--pid {pid}: not a process id")));
     }
     let pid = Pid(pid);
-    let mut p = prepare(args, "attach", crate::usable::read_allowed_for(pid)?)?;
-    let root = Root::system();
-    let me = Pid(std::process::id() as i32);
-    let refusal = threadbalance_linux::permit::refusal(&root, pid, me).map_err(|e| match e {
-        threadbalance_linux::LinuxError::NoSuchProcess { .. }
-        | threadbalance_linux::LinuxError::PermissionDenied { .. } => input_error(e.to_string()),
-        other => other.into(),
-    })?;
-    if let Some(why) = refusal {
-        return Err(input_error(format!("{why}; not managed")));
-    }
-    // Changing another user's threads needs CAP_SYS_NICE: found out now, without
-    // writing, so a refused attach (or a dry run) changes nothing.
-    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
-    signals::install().context("installing signal handlers")?;
-    raise_fd_limit();
-    let (_lock, journal) = claim(&p, pid, args.settings.dry_run)?;
-    let mut host = LinuxAdapter::new(
-        &p.topo,
-        Target::Attached {
-            pid,
-            follow_children,
-        },
-        args.settings.dry_run,
-        p.policy.stat_max_age(),
-        journal,
-    )
-    .map_err(crate::host::adapter_error)?;
-    host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
+    let (mut p, _lock, mut host) = open_attached(args, "attach", pid, follow_children)?;
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
         Ok(Some(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
@@ -253,6 +225,46 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         return Ok(1);
     }
     looped.map(|_| 0)
+}
+
+/// What `attach` and `top --pid` do before they manage a running process: the settings
+/// prepared over the CPUs `pid` may use, the refusals checked (a process we must not
+/// manage, or may not change: changing another user's threads needs CAP_SYS_NICE, found
+/// out now without writing, so a refused attach or a dry run changes nothing), signal
+/// handlers installed, the process lock and journal claimed, and the adapter open with
+/// the policy's lock probe. A missing or forbidden pid is bad input (exit 2).
+pub(crate) fn open_attached(
+    args: &ManageArgs,
+    command: &str,
+    pid: Pid,
+    follow_children: bool,
+) -> Result<(Prepared, ProcessLock, LinuxAdapter)> {
+    let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
+    let root = Root::system();
+    let me = Pid(std::process::id() as i32);
+    let refusal =
+        threadbalance_linux::permit::refusal(&root, pid, me).map_err(crate::host::adapter_error)?;
+    if let Some(why) = refusal {
+        return Err(input_error(format!("{why}; not managed")));
+    }
+    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
+    signals::install().context("installing signal handlers")?;
+    raise_fd_limit();
+    let dry_run = args.settings.dry_run;
+    let (lock, journal) = claim(&p, pid, dry_run)?;
+    let mut host = LinuxAdapter::new(
+        &p.topo,
+        Target::Attached {
+            pid,
+            follow_children,
+        },
+        dry_run,
+        p.policy.stat_max_age(),
+        journal,
+    )
+    .map_err(crate::host::adapter_error)?;
+    host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
+    Ok((p, lock, host))
 }
 
 /// Starts `command` confined to the CPUs the policy plans over when `--cpus` narrowed them,

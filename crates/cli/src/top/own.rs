@@ -17,13 +17,11 @@
 use super::gather::{MoveCounts, view_of};
 use super::{KEY_POLL, TopArgs, Ui};
 use crate::ManageArgs;
-use crate::host::{LinuxAdapter, Target};
-use crate::lockprobe::LockProbe;
+use crate::host::LinuxAdapter;
 use crate::{input_error, manage, signals};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
-use threadbalance_linux::Root;
 use threadbalance_manage::{Ended, LoopError, LoopHost, OnSignal};
 use threadbalance_model::{ApplyReport, Level, Nanos, Pid, Plan, Snapshot, Topology, Window};
 use threadbalance_policy::Host;
@@ -74,34 +72,8 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
         state_dir: args.state_dir.clone(),
         fault_panic_after: None,
     };
-    let mut p = manage::prepare(&manage_args, "top", crate::usable::read_allowed_for(pid)?)?;
-    let root = Root::system();
-    let me = Pid(std::process::id() as i32);
-    let refusal = threadbalance_linux::permit::refusal(&root, pid, me).map_err(|e| match e {
-        threadbalance_linux::LinuxError::NoSuchProcess { .. }
-        | threadbalance_linux::LinuxError::PermissionDenied { .. } => input_error(e.to_string()),
-        other => other.into(),
-    })?;
-    if let Some(why) = refusal {
-        return Err(input_error(format!("{why}; not managed")));
-    }
-    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
-    signals::install().context("installing signal handlers")?;
-    manage::raise_fd_limit();
+    let (mut p, _lock, mut host) = manage::open_attached(&manage_args, "top", pid, true)?;
     let dry_run = args.settings.dry_run;
-    let (_lock, journal) = manage::claim(&p, pid, dry_run)?;
-    let mut host = LinuxAdapter::new(
-        &p.topo,
-        Target::Attached {
-            pid,
-            follow_children: true,
-        },
-        dry_run,
-        p.policy.stat_max_age(),
-        journal,
-    )
-    .map_err(crate::host::adapter_error)?;
-    host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     let title = format!(
         "threadbalance top · pid {pid} ({}) · {} at {}{}",
