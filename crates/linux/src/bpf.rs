@@ -140,26 +140,7 @@ impl FutexProbe {
 
     /// Traces exactly the processes `pids` from now on (their threads' futex calls).
     pub fn track(&mut self, pids: &[Pid]) -> Result<(), ProbeUnavailable> {
-        let want: HashSet<i32> = pids.iter().map(|p| p.0).collect();
-        if want == self.tracked {
-            return Ok(());
-        }
-        let map = self
-            .ebpf
-            .map_mut("targets")
-            .ok_or_else(|| ProbeUnavailable("BPF object lacks targets".into()))?;
-        let mut targets: HashMap<&mut MapData, u64, u64> =
-            HashMap::try_from(map).map_err(|e| ProbeUnavailable(e.to_string()))?;
-        for gone in self.tracked.difference(&want) {
-            let _ = targets.remove(&(*gone as u64));
-        }
-        for new in want.difference(&self.tracked) {
-            targets
-                .insert(*new as u64, 1, 0)
-                .map_err(|e| ProbeUnavailable(format!("tracking {new}: {e}")))?;
-        }
-        self.tracked = want;
-        Ok(())
+        track_targets(&mut self.ebpf, &mut self.tracked, pids)
     }
 
     /// Reads the counters and classifies them.
@@ -220,4 +201,35 @@ impl FutexProbe {
     pub fn totals(&self) -> &FutexTotals {
         self.classifier.totals()
     }
+}
+
+/// Makes the object's `targets` map (tgid → 1, read by its programs to filter events)
+/// hold exactly `pids`, given that it holds `tracked` now: removes the processes gone,
+/// inserts the new ones, and leaves the map alone when nothing changed. Shared by the
+/// futex probe and the run-time counters (`crate::schedbpf`), whose objects both filter
+/// on such a map.
+pub(crate) fn track_targets(
+    ebpf: &mut Ebpf,
+    tracked: &mut HashSet<i32>,
+    pids: &[Pid],
+) -> Result<(), ProbeUnavailable> {
+    let want: HashSet<i32> = pids.iter().map(|p| p.0).collect();
+    if want == *tracked {
+        return Ok(());
+    }
+    let map = ebpf
+        .map_mut("targets")
+        .ok_or_else(|| ProbeUnavailable("BPF object lacks targets".into()))?;
+    let mut targets: HashMap<&mut MapData, u64, u64> =
+        HashMap::try_from(map).map_err(|e| ProbeUnavailable(e.to_string()))?;
+    for gone in tracked.difference(&want) {
+        let _ = targets.remove(&(*gone as u64));
+    }
+    for new in want.difference(tracked) {
+        targets
+            .insert(*new as u64, 1, 0)
+            .map_err(|e| ProbeUnavailable(format!("tracking {new}: {e}")))?;
+    }
+    *tracked = want;
+    Ok(())
 }

@@ -233,26 +233,7 @@ impl SchedProbe {
 
     /// Counts the threads of exactly the processes `pids` from now on.
     fn track(&mut self, pids: &[Pid]) -> Result<(), ProbeUnavailable> {
-        if pids.len() == self.tracked.len() && pids.iter().all(|p| self.tracked.contains(&p.0)) {
-            return Ok(());
-        }
-        let want: HashSet<i32> = pids.iter().map(|p| p.0).collect();
-        let map = self
-            .ebpf
-            .map_mut("targets")
-            .ok_or_else(|| ProbeUnavailable("BPF object lacks targets".into()))?;
-        let mut targets: BpfHash<&mut MapData, u64, u64> =
-            BpfHash::try_from(map).map_err(|e| ProbeUnavailable(e.to_string()))?;
-        for gone in self.tracked.difference(&want) {
-            let _ = targets.remove(&(*gone as u64));
-        }
-        for new in want.difference(&self.tracked) {
-            targets
-                .insert(*new as u64, 1, 0)
-                .map_err(|e| ProbeUnavailable(format!("tracking {new}: {e}")))?;
-        }
-        self.tracked = want;
-        Ok(())
+        crate::bpf::track_targets(&mut self.ebpf, &mut self.tracked, pids)
     }
 
     /// Fills `keys`/`values` with the whole map; returns how many entries.
