@@ -128,6 +128,7 @@ impl Sim {
             .map(|_| KernelCpu {
                 cur: None,
                 rq: Vec::with_capacity(8),
+                delayed: Vec::new(),
                 min_vruntime: Nanos::ZERO,
                 tick_armed: false,
                 idle_since: Some(Nanos::ZERO),

@@ -31,7 +31,8 @@ impl Sim {
         } else {
             self.solaris_tick(c);
         }
-        let queued = !self.kernel.cpus[c].rq.is_empty();
+        // A delayed sleeper is still queued (`nr_queued`): the slice's end picks again.
+        let queued = !self.kernel.cpus[c].rq.is_empty() || !self.kernel.cpus[c].delayed.is_empty();
         if queued {
             self.q.push(now, EventKind::Resched, c.0, 0);
         }
@@ -68,7 +69,8 @@ impl Sim {
         let Some(cur) = self.kernel.cpus[c].cur else {
             return;
         };
-        if self.kernel.cpus[c].rq.is_empty() || self.cpus[c].in_advance {
+        let k = &self.kernel.cpus[c];
+        if (k.rq.is_empty() && k.delayed.is_empty()) || self.cpus[c].in_advance {
             return;
         }
         if matches!(self.th[cur].act, Act::Yield { .. }) {
@@ -264,10 +266,12 @@ impl Sim {
             .iter()
             .copied()
             .filter(|&x| {
+                // A CPU whose other threads are all delayed counts as busiest
+                // (`nr_running`), though nothing on it can be detached.
                 let cpu = &self.kernel.cpus[x];
-                !cpu.rq.is_empty() || (spread && cpu.cur.is_some())
+                !cpu.rq.is_empty() || (cpu.cur.is_some() && (spread || !cpu.delayed.is_empty()))
             })
-            .max_by_key(|&x| (self.kernel.cpus[x].nr(), std::cmp::Reverse(x)));
+            .max_by_key(|&x| (self.kernel.cpus[x].runnable(), std::cmp::Reverse(x)));
         let failed = self.kernel.cpus[c].failed[lv];
         let mut moved = 0usize;
         if let Some(src) = src {
@@ -301,6 +305,14 @@ impl Sim {
                 if kind == Kind::NewIdle {
                     break;
                 }
+            }
+            if moved == 0
+                && kind != Kind::NewIdle
+                && failed + 1 > tries + 2
+                && self.active_move_delayed(src, c)
+            {
+                self.kernel.cpus[c].failed[lv] = tries + 1;
+                return true;
             }
             if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
                 // Active balance: push the running thread of the busiest CPU here (when
@@ -369,7 +381,8 @@ impl Sim {
                 let dst = self.fallback_cpu(t);
                 self.pull(t, c, dst);
             }
-            St::New | St::Blocked | St::Done => {}
+            St::Blocked => self.drop_delayed(t),
+            St::New | St::Done => {}
         }
     }
 }

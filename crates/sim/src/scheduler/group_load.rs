@@ -51,6 +51,12 @@ impl Sim {
                 n[th.app] += 1;
             }
         }
+        // Delayed sleepers are still queued: their load stays in their group's.
+        for cpu in &self.kernel.cpus {
+            for &t in &cpu.delayed {
+                n[self.th[t].app] += 1;
+            }
+        }
         n
     }
 
@@ -72,6 +78,7 @@ impl Sim {
             .cur
             .into_iter()
             .chain(cpu.rq.iter().copied())
+            .chain(cpu.delayed.iter().copied())
             .map(|t| self.task_h_load(t, per_app))
             .sum();
         if self.lx.autogroup {

@@ -26,6 +26,7 @@
 //! against kernel threads' decayed load at full weight (`group_load.rs`, autogroup).
 
 mod balance;
+mod delayed;
 mod forfeit;
 mod group_load;
 mod newidle;
@@ -235,6 +236,13 @@ impl Sim {
                     ));
                 }
             }
+            for &t in &cpu.delayed {
+                if self.th[t].st != St::Blocked || self.th[t].cpu != c || cpu.cur.is_none() {
+                    return Err(format!(
+                        "thread {t} delayed on CPU {c} but not asleep there, or the CPU idles"
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -339,7 +347,8 @@ impl Sim {
         }
     }
 
-    /// Removes and returns the queued thread with the least vruntime.
+    /// Removes and returns the queued thread with the least vruntime. A delayed sleeper
+    /// the pick reaches first leaves the queue instead, and the pick goes on (`delayed.rs`).
     fn pick(&mut self, c: CpuIdx) -> Option<ThreadIdx> {
         let cpu = &self.kernel.cpus[c];
         let mut best: Option<(Nanos, usize)> = None;
@@ -348,6 +357,9 @@ impl Sim {
             if best.is_none_or(|(b, _)| v < b) {
                 best = Some((v, i));
             }
+        }
+        while let Some(d) = self.delayed_below(c, best.map(|(v, _)| v)) {
+            self.finish_delayed(c, d);
         }
         let (v, i) = best?;
         let t = self.kernel.cpus[c].rq.remove(i);
@@ -428,11 +440,14 @@ impl Sim {
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
     pub(crate) fn block(&mut self, c: CpuIdx, t: ThreadIdx) {
         self.pelt_sync(t);
+        let delayed = self.delay_on_block(c, t);
         let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
         let th = &mut self.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;
-        th.lag = th.vruntime.0 as i64 - min_vr;
+        if !delayed {
+            th.lag = th.vruntime.0 as i64 - min_vr;
+        }
         th.debt += Nanos(self.lx.syscall_ns);
         self.kernel.cpus[c].cur = None;
         self.schedule(c);
@@ -448,6 +463,9 @@ impl Sim {
             self.th[t].lck_ns += self.now.saturating_sub(start);
         }
         self.pelt_sync(t);
+        if self.requeue_delayed(t) {
+            return; // still queued, delayed: woken where it is (`ttwu_runnable`)
+        }
         let target = match self.lx.baseline {
             Baseline::Linux => self.select_wake_cpu(t, waker),
             Baseline::Solaris => self.solaris_wake_cpu(t),

@@ -241,6 +241,8 @@ pub(crate) struct Stats {
     pub mem_remote: f64,
     /// 4 KiB pages moved by automatic NUMA balancing.
     pub page_migrations: u64,
+    /// Sleeps that stayed queued, delayed (`Linux::delay_dequeue`).
+    pub delayed_dequeues: u64,
 }
 
 /// Per-socket utilization and migrations over one sampling period.

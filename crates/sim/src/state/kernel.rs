@@ -62,6 +62,12 @@ pub struct Linux {
     /// rate there ("Proportional newidle balance", `NI_RANDOM`, Linux 6.18.5+;
     /// `scheduler::newidle`).
     pub newidle_random: bool,
+    /// `DELAY_DEQUEUE` (Linux 6.12+): a thread that blocks while it is not eligible (it
+    /// ran more than its CPU's average) stays queued, "delayed", until it would be picked
+    /// or is woken; a wake-up requeues it where it is, without wake-up placement, and
+    /// while delayed it counts in its CPU's `nr_running` but cannot be pulled
+    /// (`scheduler::delayed`).
+    pub delay_dequeue: bool,
 }
 
 impl Default for Linux {
@@ -85,6 +91,7 @@ impl Default for Linux {
             autogroup: true,
             yield_forfeit: false,
             newidle_random: true,
+            delay_dequeue: false,
         }
     }
 }
@@ -135,6 +142,8 @@ pub(crate) struct KernelCpu {
     pub cur: Option<super::ThreadIdx>,
     /// The threads queued on it, waiting for it (in the order they were queued).
     pub rq: Vec<super::ThreadIdx>,
+    /// Threads asleep but still queued on it (`sched_delayed`, `Linux::delay_dequeue`).
+    pub delayed: Vec<super::ThreadIdx>,
     /// The queue's `min_vruntime`.
     pub min_vruntime: Nanos,
     /// A tick is pending (idle CPUs stop ticking: nohz).
@@ -178,13 +187,20 @@ impl Default for NewidleStats {
 }
 
 impl KernelCpu {
-    /// Runnable threads on it, the running one included (`rq->nr_running`).
+    /// Threads on its queue, the running one and delayed sleepers included
+    /// (`rq->nr_running`).
     pub fn nr(&self) -> usize {
+        self.runnable() + self.delayed.len()
+    }
+
+    /// Runnable threads on it, the running one included, delayed sleepers not
+    /// (`cfs.h_nr_runnable`).
+    pub fn runnable(&self) -> usize {
         self.rq.len() + usize::from(self.cur.is_some())
     }
 
     /// Neither running nor queued anything.
     pub fn idle(&self) -> bool {
-        self.cur.is_none() && self.rq.is_empty()
+        self.cur.is_none() && self.rq.is_empty() && self.delayed.is_empty()
     }
 }

@@ -145,3 +145,17 @@ fn invariants_hold_when_an_unlock_wakes_a_sleeper_onto_the_unlocking_cpu() {
         assert!(sim.finished(), "seed {seed}: the lock loop did not finish");
     }
 }
+
+#[test]
+fn invariants_hold_with_delayed_dequeue_under_block_barriers() {
+    // Delayed sleepers stay queued on a busy CPU; every check along the way sees each of
+    // them asleep on its CPU, which runs a thread.
+    let m = machine("package:1 core:4 pu:1", None).unwrap();
+    let w = workload("ep-barrier:phase_ms=2,work_ms=60,wait=block", Some(7), None).unwrap();
+    let mut o = RunOptions::new(2);
+    o.linux.delay_dequeue = true;
+    let mut sim = Sim::new(&m, &w, &o);
+    check_all_along(&mut sim, Nanos::from_micros(300), Nanos::from_secs(2));
+    assert!(sim.finished());
+    assert!(sim.delayed_dequeues() > 0, "no sleep was delayed");
+}
