@@ -172,6 +172,7 @@ impl Sim {
                 levels,
                 llc_scan: Vec::new(),
                 nohz_next: Nanos::ZERO,
+                overloaded: false,
                 cpus: kcpus,
             },
             rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),

@@ -129,7 +129,7 @@ impl Sim {
         if self.kernel.cpus[c].avg_idle < Nanos(self.lx.migration_cost_ns) {
             return;
         }
-        if !self.kernel.cpus.iter().any(|x| x.nr() >= 2) {
+        if !self.root_overloaded() {
             return;
         }
         for lv in 0..self.kernel.levels.len() {
@@ -164,6 +164,10 @@ impl Sim {
                 return false;
             }
         }
+        // update_sd_lb_stats at the root domain refreshes `rd->overloaded`.
+        self.note_overload(lv);
+        let level = &self.kernel.levels[lv];
+        let groups = &level.groups[level.dom_of[c] as usize];
         let local = self.group_stats(&groups[local_ix]);
         // Group loads (`sgs->group_load`): threads weighed by `task_h_load`, kernel
         // threads' decayed load (see `group_load`).

@@ -30,6 +30,7 @@ mod delayed;
 mod forfeit;
 mod group_load;
 mod newidle;
+mod overload;
 mod solaris;
 mod wake;
 #[cfg(test)]
@@ -272,6 +273,7 @@ impl Sim {
             return;
         }
         self.kernel.cpus[c].rq.push(t);
+        self.queue_grew(c);
         let Some(cur) = self.kernel.cpus[c].cur else {
             self.schedule(c);
             return;

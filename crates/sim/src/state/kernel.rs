@@ -68,6 +68,11 @@ pub struct Linux {
     /// while delayed it counts in its CPU's `nr_running` but cannot be pulled
     /// (`scheduler::delayed`).
     pub delay_dequeue: bool,
+    /// New-idle balancing is gated by the root domain's overload flag as the kernel keeps
+    /// it (`rd->overloaded`: set by `add_nr_running` when a queue reaches two threads,
+    /// refreshed only by balancing passes at the top level), rather than by whether a CPU
+    /// has two threads at this instant (`scheduler::overload`).
+    pub sticky_overload: bool,
 }
 
 impl Default for Linux {
@@ -92,6 +97,7 @@ impl Default for Linux {
             yield_forfeit: false,
             newidle_random: true,
             delay_dequeue: false,
+            sticky_overload: false,
         }
     }
 }
@@ -128,6 +134,10 @@ pub(crate) struct Kernel {
     pub llc_scan: Vec<Option<(Nanos, usize)>>,
     /// When idle CPUs may next be kicked into balancing (`nohz.next_balance`).
     pub nohz_next: Nanos,
+    /// The root domain's overload flag (`rd->overloaded`): set when a CPU's queue
+    /// reaches two threads, and set or cleared by each balancing pass at the top level
+    /// from what it sees (`Linux::sticky_overload`).
+    pub overloaded: bool,
     /// Per CPU, what only the kernel keeps about it.
     pub cpus: Vec<KernelCpu>,
 }

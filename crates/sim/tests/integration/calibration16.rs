@@ -164,3 +164,31 @@ fn calibration_sixteen_cores_block_delayed_dequeue_keeps_pairs_together() {
     let (with, without) = (run(true), run(false));
     assert!(with > without + 1.5, "{with:.1} against {without:.1}");
 }
+
+#[test]
+fn calibration_sixteen_cores_block_stale_overload_flag_fails_more_newidle_pulls() {
+    // The root domain's overload flag as the kernel keeps it (`Linux::sticky_overload`,
+    // off): set when a queue reaches two threads, refreshed only by balancing passes, so
+    // after a phase's doubled-up cores drain, CPUs going idle still roll NI_RANDOM's die
+    // and fail, and the domain pulls less often when it could. N = 2M, 100 ms phases,
+    // blocking barriers: the model moves towards Linux (79 %) by about a point (seed 1:
+    // 90.9 → 89.8 %), far from enough.
+    let r = row(32, 100, Wait::Block);
+    let m = sixteen_core().unwrap();
+    let run = |sticky: bool| {
+        let mut o = RunOptions::new(1);
+        o.linux.sticky_overload = sticky;
+        let res = run_policy(
+            &m,
+            &r.workload(),
+            "none",
+            &Settings::new(m.topo.default_level()),
+            &o,
+        )
+        .unwrap();
+        assert!(res.finished);
+        r.fair_share_pct(res.runtime_s)
+    };
+    let (with, without) = (run(true), run(false));
+    assert!(with < without - 0.5, "{with:.1} against {without:.1}");
+}
