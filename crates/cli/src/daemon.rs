@@ -308,7 +308,9 @@ impl Daemon {
             if Instant::now() >= next_sample {
                 self.window();
                 self.publish(inbox);
-                inbox.publish_threads(self.threads_view());
+                if inbox.threads_watched() {
+                    inbox.publish_threads(self.threads_view());
+                }
                 next_sample =
                     Instant::now() + Duration::from_nanos(self.config.daemon.sample_interval.0);
             }
@@ -330,7 +332,7 @@ impl Daemon {
             self.publish(inbox);
             let wake = self.next_wake(next_sample);
             if let Some(p) = inbox.wait(wake.min(SIGNAL_POLL)) {
-                self.carry_out(p);
+                self.carry_out(p, inbox);
             }
         }
     }
@@ -688,7 +690,7 @@ impl Daemon {
     }
 
     /// Carries out a `ctl` change and answers it.
-    fn carry_out(&mut self, p: Pending) {
+    fn carry_out(&mut self, p: Pending, inbox: &Inbox) {
         let not_managed = |pid: Pid| Err(format!("process {pid} is not managed"));
         let result = match p.command {
             Command::Pause(pid) => match self.managed.get_mut(&pid) {
@@ -728,6 +730,10 @@ impl Daemon {
                 None => not_managed(pid),
             },
             Command::Reload => self.reload(),
+            Command::Threads => {
+                inbox.publish_threads(self.threads_view());
+                Ok(String::new())
+            }
         };
         p.answer(result);
     }

@@ -228,6 +228,12 @@ pub struct SpeedSummary {
     pub peer_hand_backs: u64,
     /// Whether the threads are with Linux for that reason now.
     pub peers_apart_now: bool,
+    /// Times every busy thread was lent to Linux because they were no more than the cores.
+    #[serde(default)]
+    pub few_hand_backs: u64,
+    /// Whether they are with Linux for that reason now.
+    #[serde(default)]
+    pub few_now: bool,
     /// The guard, `null` when off.
     pub guard: Option<GuardSummary>,
 }
@@ -397,6 +403,14 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
                 format!("{} times", s.peer_hand_backs)
             },
         ),
+        l(
+            "handed to Linux: no more busy threads than cores",
+            if s.few_now {
+                format!("{} times, with Linux now", s.few_hand_backs)
+            } else {
+                format!("{} times", s.few_hand_backs)
+            },
+        ),
         l("guard", s.guard.as_ref().map_or("off".into(), guard_text)),
     ]
 }
@@ -469,7 +483,8 @@ mod tests {
         let text = |s: &SpeedSummary| PolicySummary::Speed(s.clone()).lines();
         assert_eq!(text(&s)[0].1, "20.000ms (no synchronization seen)");
         assert_eq!(text(&s)[10].1, "0 times");
-        assert_eq!(text(&s)[11], ("guard".into(), "off".into()));
+        assert_eq!(text(&s)[11].1, "0 times");
+        assert_eq!(text(&s)[12], ("guard".into(), "off".into()));
         s.guard = Some(GuardSummary {
             mode: GuardMode::HandedBack,
             probes: 2,
@@ -479,7 +494,7 @@ mod tests {
             last_event: Some("handed back at 1.25 s".into()),
         });
         assert_eq!(
-            text(&s)[11].1,
+            text(&s)[12].1,
             "handed back to Linux; 2 probes (1 skipped: managed rate at the fair share), \
              1 hand-backs, 0 resumptions; handed back at 1.25 s"
         );

@@ -29,8 +29,9 @@
 //! 2. levels the counts: while a core holds two threads more than another and is slower
 //!    than `T_s` = 0.9 of it, the thread with the least credit on the fullest core moves to
 //!    the emptiest;
-//! 3. if all cores hold the same number of threads (N ≤ M one each, or N a multiple of M),
-//!    stops: even pinning is already optimal, and moving only costs;
+//! 3. if all cores hold the same number of threads (N a multiple of M; N ≤ M does not
+//!    get here, see below), stops: even pinning is already optimal, and moving only
+//!    costs;
 //! 4. if the heavy cores (T + 1 threads) are not slower than 0.9 of the light ones (T
 //!    threads), stops too: their threads sleep or do not compete, and a rotation fixes
 //!    nothing;
@@ -111,6 +112,12 @@
 //! in duty cycle while the rotation has not evened them out (the doubled-up thread is the
 //! slow one and waits least), never in CPU share: they all do the same phases.
 //!
+//! **No more busy threads than cores: none is pinned** (`speed/few.rs`). With N ≤ M the
+//! counts are even and nothing rotates, and pinning one thread per core only takes from
+//! Linux its work conservation next to the program's other threads (a pipeline's stages
+//! that mostly wait, a main thread). So the busy threads are *lent* to Linux — at first
+//! sight not placed at all — and placed again as soon as they outnumber the cores.
+//!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
 //! places every thread, and hands the threads back when the probe does 5 % (and 2 points
@@ -127,6 +134,7 @@
 //! allocate only the plan's moves once the thread set is stable. One decision costs about
 //! 5 µs with 64 threads and 0.1 ms with 1024 (`benches/speed.rs`).
 
+mod few;
 pub mod guard;
 mod peers;
 
@@ -243,6 +251,9 @@ struct Placed {
     work: f64,
     /// Given back to Linux because it mostly sleeps; counts on no queue meanwhile.
     released: bool,
+    /// Released too, but busy: lent to Linux while the program has no more busy threads
+    /// than cores (see [`few`]).
+    lent: bool,
     /// `exec` and `wait` at the start of the guard's measured span, and whether the
     /// thread was there then.
     seg_exec: f64,
@@ -293,6 +304,8 @@ pub struct Speed {
     seg_at: Nanos,
     /// Whether the busy threads are CPU-bound peers (see [`peers`]).
     peers: peers::Peers,
+    /// Whether the busy threads are no more than the cores (see [`few`]).
+    few: few::Few,
     stats: Stats,
 }
 
@@ -368,6 +381,7 @@ impl Speed {
             seg_open: false,
             seg_at: Nanos::ZERO,
             peers: peers::Peers::default(),
+            few: few::Few::default(),
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()
@@ -421,7 +435,14 @@ impl Speed {
         // at once rather than when its 200 ms average catches up, so that it does not
         // hold a core's count up meanwhile.
         let asleep = p.age >= ASLEEP_AGE && p.exec + p.wait < IDLE * p.age;
-        if !p.released && (p.blocked > RELEASE_ABOVE || asleep) {
+        if p.lent {
+            // Lent to Linux while busy threads are few: one that goes to sleep is a
+            // sleeper like any other (already with Linux, so no move).
+            if p.blocked > RELEASE_ABOVE || asleep {
+                p.lent = false;
+                self.stats.released += 1;
+            }
+        } else if !p.released && (p.blocked > RELEASE_ABOVE || asleep) {
             p.released = true;
             self.queues[p.queue].load -= 1;
             self.stats.released += 1;
@@ -433,6 +454,12 @@ impl Speed {
                 });
             }
         } else if p.released && p.blocked < ADOPT_BELOW && !asleep && !self.peers.apart {
+            if self.few.active {
+                // Busy again, but counted only: `check_few` places the lent threads
+                // once they outnumber the cores.
+                p.lent = true;
+                return;
+            }
             let queue = self.emptiest();
             if let Some(q) = self.queues.get_mut(queue) {
                 q.load += 1;
@@ -516,9 +543,11 @@ impl Speed {
             if queue >= self.queues.len() {
                 continue;
             }
-            // While the threads are apart (not peers), a new thread stays with Linux too.
+            // While the threads are apart (not peers), a new thread stays with Linux too;
+            // while busy threads are few, it is lent to Linux with them.
             let apart = self.peers.apart;
-            if !apart {
+            let lent = !apart && self.few.active;
+            if !apart && !lent {
                 self.queues[queue].load += 1;
                 self.stats.initial += 1;
                 if managing {
@@ -541,7 +570,8 @@ impl Speed {
                 age: 0.0,
                 duty: 0.0,
                 work: 0.0,
-                released: apart,
+                released: apart || lent,
+                lent,
                 seg_exec: exec,
                 seg_wait: t.latency * dt,
                 seg_valid: false,
@@ -640,6 +670,7 @@ impl Policy for Speed {
         self.track(w, &mut moves);
         let managing = self.managing();
         self.check_peers(now, managing, &mut moves);
+        self.check_few(managing, &mut moves);
         let wanted = self.observe_signals(w);
         if !self.started {
             self.started = true;
@@ -717,6 +748,8 @@ impl Policy for Speed {
             released_to_linux: s.released,
             peer_hand_backs: self.peers.hand_backs,
             peers_apart_now: self.peers.apart,
+            few_hand_backs: self.few.hand_backs,
+            few_now: self.few.active,
             guard: self.guard_summary(),
         })
     }

@@ -734,6 +734,8 @@ impl Policy for SpeedV1 {
             released_to_linux: s.released,
             peer_hand_backs: 0,
             peers_apart_now: false,
+            few_hand_backs: 0,
+            few_now: false,
             guard: None,
         })
     }

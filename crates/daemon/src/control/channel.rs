@@ -6,12 +6,19 @@
 //!   control thread                         the daemon's loop
 //!   ChannelControl::status/list ◄─ Mutex ─ Inbox::publish(Snapshot)   (each window)
 //!   ChannelControl::threads     ◄─ Mutex ─ Inbox::publish_threads(ThreadsView)
+//!        (view older than 5 s) ── Threads ──► built now, then each window while watched
 //!   ChannelControl::pause(pid) ── Pending ──► Inbox::wait(timeout)    (instead of sleep)
 //!        waits ≤ answer_within  ◄─ answer ──  pending.answer(Ok("paused 4242 (ffmpeg)"))
 //! ```
 //!
 //! The loop waits on [`Inbox::wait`] instead of sleeping until its next window, so a
-//! request is carried out at once rather than a window later. A loop that does not answer
+//! request is carried out at once rather than a window later.
+//!
+//! The per-thread view (`threads`, what `threadbalance top` shows) reads every managed
+//! thread's name and mask, so the loop builds it only while somebody watches: a
+//! `threads` request within the last [`WATCHED`] makes the loop publish it every window
+//! ([`Inbox::threads_watched`]), and a request that finds the view older than [`FRESH`]
+//! (the first one) asks the loop for it and waits, so even the first answer is current. A loop that does not answer
 //! in time, or has stopped, gives the client an error line and nothing is left waiting.
 //!
 //! ```
@@ -33,7 +40,7 @@ use super::threads::ThreadsView;
 use super::{Control, ProcessEntry, Status};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use threadbalance_model::Pid;
 
 /// What `status` and `list` answer, as the loop last published it.
@@ -71,6 +78,22 @@ pub enum Command {
     Release(Pid),
     /// Re-read the config.
     Reload,
+    /// Build and publish the per-thread view now (a client asked, and the last view is
+    /// older than [`FRESH`]); answered with an empty line.
+    Threads,
+}
+
+/// A view published longer ago than this is rebuilt when a client asks for it.
+pub const FRESH: Duration = Duration::from_secs(5);
+/// After a `threads` request, the loop publishes the view every window for this long.
+pub const WATCHED: Duration = Duration::from_secs(10);
+
+/// The per-thread view as last published, and when a client last asked for it.
+#[derive(Debug, Default)]
+struct Watched {
+    view: ThreadsView,
+    published: Option<Instant>,
+    asked: Option<Instant>,
 }
 
 /// A command waiting for the loop, with the way back to the client.
@@ -93,7 +116,7 @@ impl Pending {
 #[derive(Debug)]
 pub struct ChannelControl {
     snapshot: Arc<Mutex<Snapshot>>,
-    threads: Arc<Mutex<ThreadsView>>,
+    threads: Arc<Mutex<Watched>>,
     commands: Mutex<Sender<Pending>>,
     answer_within: Duration,
 }
@@ -102,7 +125,7 @@ pub struct ChannelControl {
 #[derive(Debug)]
 pub struct Inbox {
     snapshot: Arc<Mutex<Snapshot>>,
-    threads: Arc<Mutex<ThreadsView>>,
+    threads: Arc<Mutex<Watched>>,
     commands: Receiver<Pending>,
 }
 
@@ -110,7 +133,7 @@ pub struct Inbox {
 /// (keep it under the socket's per-client deadline).
 pub fn channel(initial: Snapshot, answer_within: Duration) -> (ChannelControl, Inbox) {
     let snapshot = Arc::new(Mutex::new(initial));
-    let threads = Arc::new(Mutex::new(ThreadsView::default()));
+    let threads = Arc::new(Mutex::new(Watched::default()));
     let (tx, rx) = mpsc::channel();
     (
         ChannelControl {
@@ -142,7 +165,17 @@ impl Inbox {
     /// Replaces what `threads` answers (once a window: it is the per-thread detail, kept
     /// apart from the status the loop publishes at every turn).
     pub fn publish_threads(&self, view: ThreadsView) {
-        *lock(&self.threads) = view;
+        let mut w = lock(&self.threads);
+        w.view = view;
+        w.published = Some(Instant::now());
+    }
+
+    /// Whether a client asked for the per-thread view within the last [`WATCHED`]: only
+    /// then is it worth building every window.
+    pub fn threads_watched(&self) -> bool {
+        lock(&self.threads)
+            .asked
+            .is_some_and(|at| at.elapsed() <= WATCHED)
     }
 
     /// The next command if one is waiting.
@@ -193,7 +226,17 @@ impl Control for ChannelControl {
         self.ask(Command::Reload)
     }
     fn threads(&self) -> ThreadsView {
-        lock(&self.threads).clone()
+        let stale = {
+            let mut w = lock(&self.threads);
+            w.asked = Some(Instant::now());
+            w.published.is_none_or(|at| at.elapsed() > FRESH)
+        };
+        if stale {
+            // Built by the loop between two windows; if it does not answer in time, the
+            // client gets the last view there is.
+            let _ = self.ask(Command::Threads);
+        }
+        lock(&self.threads).view.clone()
     }
 }
 
@@ -224,7 +267,6 @@ mod tests {
         assert_eq!(control.status(), s.status);
         assert_eq!(control.list(), s.processes);
         // The threads are published apart, and a status publish leaves them alone.
-        assert_eq!(control.threads(), ThreadsView::default());
         let view = ThreadsView {
             level: "core".into(),
             window_ms: 1000,
@@ -233,6 +275,39 @@ mod tests {
         inbox.publish_threads(view.clone());
         inbox.publish(s);
         assert_eq!(control.threads(), view);
+    }
+
+    #[test]
+    fn threads_view_is_built_when_asked_and_published_only_while_watched() {
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(10));
+        // Nobody asked yet: the loop need not build the view.
+        assert!(!inbox.threads_watched());
+        let view = ThreadsView {
+            level: "core".into(),
+            window_ms: 1000,
+            ..ThreadsView::default()
+        };
+        // The first request finds no view: it asks the loop, which builds one at once.
+        let built = view.clone();
+        let the_loop = std::thread::spawn(move || {
+            let p = inbox.wait(Duration::from_secs(10)).unwrap();
+            assert_eq!(p.command, Command::Threads);
+            inbox.publish_threads(built);
+            p.answer(Ok(String::new()));
+            inbox
+        });
+        assert_eq!(control.threads(), view);
+        let inbox = the_loop.join().unwrap();
+        // Now watched: the loop publishes every window. A fresh view is answered without
+        // asking the loop (nobody would answer here: a wait would take the 10 s).
+        assert!(inbox.threads_watched());
+        let newer = ThreadsView {
+            window_ms: 2000,
+            ..view
+        };
+        inbox.publish_threads(newer.clone());
+        assert_eq!(control.threads(), newer);
+        assert!(inbox.try_next().is_none());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! NUMA blocking, the interval, sleepers given back, and the guard.
 use super::*;
 use threadbalance_model::testutil::{key, topo};
-use threadbalance_model::{CpuId, ThreadRates, ThreadState};
+use threadbalance_model::{CpuId, PolicySummary, ThreadRates, ThreadState};
 
 /// Rates of one thread over a window: (tid, speed, run-queue wait, voluntary, involuntary).
 type Rate = (i32, f64, f64, u64, u64);
@@ -130,23 +130,26 @@ fn speed_initial_placement_is_round_robin_and_late_threads_go_to_the_emptiest_co
 
 #[test]
 fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_busy() {
-    // Two cores; thread 101 runs all the time, thread 102 runs 20 % and sleeps 80 %.
-    // Its smoothed blocked fraction climbs from 0 toward 0.8 with a 200 ms time
-    // constant: past 0.4 (after ≈ 200 ms · ln 2 ≈ 140 ms) it is given back to Linux.
+    // Two cores; threads 101, 103 and 104 run all the time, thread 102 runs 20 % and
+    // sleeps 80 %. Round-robin: 101 and 103 on core 0, 102 and 104 on core 1. 102's
+    // smoothed blocked fraction climbs from 0 toward 0.8 with a 200 ms time constant:
+    // past 0.4 (after ≈ 200 ms · ln 2 ≈ 140 ms) it is given back to Linux. (Three busy
+    // threads stay: more than the cores, so they stay placed; see `few`.)
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
-    let plan = p.decide(
-        &t,
-        &window(0.0, 0.0, &[(101, 0.0, 0.0, 0, 0), (102, 0.0, 0.0, 0, 0)]),
-    );
-    assert_eq!(plan.moves.len(), 2, "both placed at first");
+    let tids = [101, 102, 103, 104];
+    let first: Vec<Rate> = tids.iter().map(|&i| (i, 0.0, 0.0, 0, 0)).collect();
+    let plan = p.decide(&t, &window(0.0, 0.0, &first));
+    assert_eq!(plan.moves.len(), 4, "all placed at first");
+    let rates = |sleeper: f64| -> Vec<Rate> {
+        tids.iter()
+            .map(|&i| (i, if i == 102 { sleeper } else { 1.0 }, 0.0, 0, 0))
+            .collect()
+    };
     let mut released_at = None;
     for step in 1..=40 {
         let (a, b) = (f64::from(step - 1) * 10.0, f64::from(step) * 10.0);
-        let plan = p.decide(
-            &t,
-            &window(a, b, &[(101, 1.0, 0.0, 0, 0), (102, 0.2, 0.0, 0, 0)]),
-        );
+        let plan = p.decide(&t, &window(a, b, &rates(0.2)));
         if let Some(m) = plan.moves.iter().find(|m| m.why == Reason::Release) {
             assert_eq!((m.thread, m.to), (key(1, 102), Target::Original));
             released_at = Some(b);
@@ -155,16 +158,16 @@ fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_bu
     }
     let at = released_at.expect("the sleeper is released");
     assert!((100.0..=200.0).contains(&at), "released at {at} ms");
-    // Released, it counts on no core: the busy thread's core is the only loaded one.
-    assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 1);
+    // Released, it counts on no core: core 1 holds only 104.
+    assert_eq!(
+        p.queues.iter().map(|q| q.load).collect::<Vec<_>>(),
+        vec![2, 1]
+    );
     // It starts competing (runs 100 %): below 0.25 again it is placed on the emptiest core.
     let mut placed_again = false;
     for step in 0..60 {
         let (a, b) = (at + f64::from(step) * 10.0, at + f64::from(step + 1) * 10.0);
-        let plan = p.decide(
-            &t,
-            &window(a, b, &[(101, 1.0, 0.0, 0, 0), (102, 1.0, 0.0, 0, 0)]),
-        );
+        let plan = p.decide(&t, &window(a, b, &rates(1.0)));
         if plan
             .moves
             .iter()
@@ -177,7 +180,7 @@ fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_bu
     assert!(placed_again);
     assert_eq!(
         p.queues.iter().map(|q| q.load).collect::<Vec<_>>(),
-        vec![1, 1]
+        vec![2, 2]
     );
 }
 
@@ -505,9 +508,13 @@ fn drive_guard(
     linux: f64,
     until_ms: f64,
 ) -> Vec<(f64, Move)> {
-    let mut released = [false; 2];
+    let mut released = [false; 3];
     let mut out = Vec::new();
-    let first = [(100, 0.0, 0.0, 0, 0), (101, 0.0, 0.0, 0, 0)];
+    let first = [
+        (100, 0.0, 0.0, 0, 0),
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+    ];
     let mut plan = p.decide(t, &window(0.0, 0.0, &first));
     let (mut last, mut now) = (0.0, 0.0);
     loop {
@@ -520,7 +527,7 @@ fn drive_guard(
         if now > until_ms {
             return out;
         }
-        let rates: Vec<Rate> = (0..2)
+        let rates: Vec<Rate> = (0..3)
             .map(|i| {
                 let s = if released[i] { linux } else { managed };
                 (100 + i as i32, s, 1.0 - s, 0, 0)
@@ -551,16 +558,17 @@ fn guard_events(moves: &[(f64, Move)]) -> (Vec<u64>, Vec<u64>) {
 
 #[test]
 fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
-    // Managed, the slowest thread gets 60 % of a core; under Linux 90 %. The guard's
-    // measured tail is L = 200 ms, its settling 50 ms.
-    // - 1000 ms: the first managed stint ends (0.6 < 0.9 · fair share 1.0): probe,
-    //   both threads released.
-    // - 1250 ms: the probe measured 0.9 > 1.05 · 0.6: handed back for 1 s.
-    // - 2250 ms: trial, placed again; 2500 ms: trial 0.6 < 0.9: released for 2 s.
+    // Three threads on two cores (fair share 2/3). Managed, the slowest thread gets 40 %
+    // of a core; under Linux 60 %. The guard's measured tail is L = 200 ms, its settling
+    // 50 ms.
+    // - 1000 ms: the first managed stint ends (0.4 < 0.9 · 2/3 = 0.6): probe, every
+    //   thread released.
+    // - 1250 ms: the probe measured 0.6 > 1.05 · 0.4: handed back for 1 s.
+    // - 2250 ms: trial, placed again; 2500 ms: trial 0.4 < 0.6: released for 2 s.
     // - 4500 ms: trial; 4750 ms: released for 4 s; 8750 ms: trial again.
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(None), &t).unwrap();
-    let moves = drive_guard(&mut p, &t, 0.6, 0.9, 8900.0);
+    let moves = drive_guard(&mut p, &t, 0.4, 0.6, 8900.0);
     let (released, resumed) = guard_events(&moves);
     assert_eq!(released, vec![1000, 2500, 4750]);
     assert_eq!(resumed, vec![2250, 4500, 8750]);
@@ -570,18 +578,19 @@ fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
     let line = &summary.iter().find(|(k, _)| k == "guard").unwrap().1;
     assert!(line.contains("handed back at 1.25 s"), "{line}");
     assert!(
-        line.contains("90 % of a core under Linux, 60 % managed"),
+        line.contains("60 % of a core under Linux, 40 % managed"),
         "{line}"
     );
 }
 
 #[test]
 fn speed_guard_keeps_managing_when_probes_lose_and_probes_less_often() {
-    // Managed 0.6, Linux 0.5: every probe loses. Probes at 1000 ms (back at 1250), then
-    // after a managed stint of 2 s (3250, back at 3500), then of 4 s (7500).
+    // Three threads on two cores, managed 0.5 (under 0.9 · 2/3 = 0.6: probed), Linux 0.45:
+    // every probe loses. Probes at 1000 ms (back at 1250), then after a managed stint of
+    // 2 s (3250, back at 3500), then of 4 s (7500).
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(None), &t).unwrap();
-    let moves = drive_guard(&mut p, &t, 0.6, 0.5, 8000.0);
+    let moves = drive_guard(&mut p, &t, 0.5, 0.45, 8000.0);
     let (released, resumed) = guard_events(&moves);
     assert_eq!(released, vec![1000, 3250, 7500]);
     assert_eq!(
@@ -597,10 +606,11 @@ fn speed_guard_keeps_managing_when_probes_lose_and_probes_less_often() {
 
 #[test]
 fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
-    // Each thread has its own core at 100 %: the fair share, nothing Linux could add.
+    // Three threads on two cores, each at 2/3 of a core: the fair share, nothing Linux
+    // could add.
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(None), &t).unwrap();
-    let moves = drive_guard(&mut p, &t, 1.0, 1.0, 5000.0);
+    let moves = drive_guard(&mut p, &t, 2.0 / 3.0, 2.0 / 3.0, 5000.0);
     assert_eq!(guard_events(&moves), (vec![], vec![]));
     let g = p.guard.as_ref().unwrap();
     assert!(g.skipped >= 2 && g.probes == 0, "{g:?}");
@@ -608,7 +618,7 @@ fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
     let mut s = settings(None);
     s.speed.guard = false;
     let mut p = Speed::new(&s, &t).unwrap();
-    let moves = drive_guard(&mut p, &t, 0.6, 0.9, 5000.0);
+    let moves = drive_guard(&mut p, &t, 0.4, 0.6, 5000.0);
     assert_eq!(guard_events(&moves), (vec![], vec![]));
     assert!(p.guard.is_none());
 }
@@ -668,46 +678,47 @@ fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
     // Apart, nothing is placed again for the 4 s stint, busy as 101 and 102 are.
     let moves = drive(&mut p, &t, 1000, 4200, uneven);
     assert!(moves.is_empty(), "{moves:?}");
-    // After it, the busy threads are placed again (and tested again).
+    // After it, the threads that qualify are 101 and 102 (103 is blocked a third of the
+    // time, above the 0.25 under which a released thread is placed again): two busy
+    // threads on two cores, so they are lent to Linux (`few`) rather than pinned, and
+    // nothing moves.
     let moves = drive(&mut p, &t, 4200, 4300, uneven);
-    let placed: Vec<i32> = moves
-        .iter()
-        .filter(|(_, m)| m.why == Reason::Initial)
-        .map(|(_, m)| m.thread.tid.0)
-        .collect();
-    assert!(placed.contains(&101) && placed.contains(&102), "{moves:?}");
+    assert!(moves.is_empty(), "{moves:?}");
     let threadbalance_model::PolicySummary::Speed(s) = p.summary() else {
         panic!("speed reports a speed summary")
     };
-    assert_eq!(s.peer_hand_backs, 1, "{s:?}");
+    assert_eq!((s.peer_hand_backs, s.few_now), (1, true), "{s:?}");
 }
 
 #[test]
 fn speed_barrier_peers_whose_waits_take_turns_stay_managed() {
-    // Two threads on two cores that take turns waiting at a barrier: in each 10 ms window
-    // one is blocked 40 % of the time and the other not, alternating. Over a window the
-    // gap is 0.4, but their duty cycles (averaged over their lives) stay within
-    // 0.4/n of each other after n windows and converge to 0.2 each: never apart.
+    // Three threads on two cores that take turns waiting at a barrier: in each 10 ms
+    // window one of them is blocked 40 % of the time and the others not, in turn. Over a
+    // window the gap is 0.4, but their duty cycles (averaged over their lives) stay within
+    // 0.4/n of each other after n windows and converge to 0.4/3 each: never apart.
     // (The guard is off: its probe would release them too, for its own reasons.)
     let t = topo(1, 1, 2, 1);
     let mut s = settings(Some(10));
     s.speed.guard = false;
     let mut p = Speed::new(&s, &t).unwrap();
-    let start = [(101, 0.0, 0.0, 0, 0), (102, 0.0, 0.0, 0, 0)];
+    let start = [
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+        (103, 0.0, 0.0, 0, 0),
+    ];
     p.decide(&t, &window(0.0, 0.0, &start));
     let turns = |end: u32| {
-        if (end / 10) % 2 == 0 {
-            vec![(101, 0.6, 0.0, 0, 0), (102, 1.0, 0.0, 0, 0)]
-        } else {
-            vec![(101, 1.0, 0.0, 0, 0), (102, 0.6, 0.0, 0, 0)]
-        }
+        let waits = 101 + ((end / 10) % 3) as i32;
+        (101..=103)
+            .map(|i| (i, if i == waits { 0.6 } else { 1.0 }, 0.0, 0, 0))
+            .collect()
     };
     let moves = drive(&mut p, &t, 0, 2000, turns);
     assert!(
         moves.iter().all(|(_, m)| m.to != Target::Original),
         "{moves:?}"
     );
-    assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 2);
+    assert_eq!(p.queues.iter().map(|q| q.load).sum::<u32>(), 3);
 }
 
 #[test]
@@ -753,8 +764,9 @@ fn speed_barrier_peers_doubled_up_before_the_rotation_stay_peers() {
 
 #[test]
 fn speed_thread_asleep_since_first_seen_is_released_after_twenty_ms() {
-    // Two cores; 101 and 102 run all the time, 103 (a main thread waiting in `join`) has
-    // not run since it was first seen. Placed round-robin it makes the counts 2 + 1. After
+    // Two cores; 101, 102 and 104 run all the time, 103 (a main thread waiting in `join`)
+    // has not run since it was first seen. Placed round-robin it makes the counts 2 + 2
+    // instead of 2 + 1 (and leaves nothing to rotate). After
     // 20 ms of watching, having run or waited less than 5 % of that time, it goes back to
     // Linux at once: at 20 ms, with 10 ms windows, long before its 200 ms average of
     // blocked time would pass 0.4 (1 − e^(−t/0.2) = 0.4 at t ≈ 102 ms). It is not placed
@@ -765,6 +777,7 @@ fn speed_thread_asleep_since_first_seen_is_released_after_twenty_ms() {
         (101, 0.0, 0.0, 0, 0),
         (102, 0.0, 0.0, 0, 0),
         (103, 0.0, 0.0, 0, 0),
+        (104, 0.0, 0.0, 0, 0),
     ];
     p.decide(&t, &window(0.0, 0.0, &start));
     let rates = |_| {
@@ -772,6 +785,7 @@ fn speed_thread_asleep_since_first_seen_is_released_after_twenty_ms() {
             (101, 1.0, 0.0, 0, 0),
             (102, 1.0, 0.0, 0, 0),
             (103, 0.0, 0.0, 0, 0),
+            (104, 1.0, 0.0, 0, 0),
         ]
     };
     let moves = drive(&mut p, &t, 0, 100, rates);
@@ -787,8 +801,95 @@ fn speed_thread_asleep_since_first_seen_is_released_after_twenty_ms() {
             .any(|(_, m)| m.thread == key(1, 103) && m.why == Reason::Initial),
         "{moves:?}"
     );
+    // Round-robin put 101 and 103 on core 0, 102 and 104 on core 1.
     assert_eq!(
         p.queues.iter().map(|q| q.load).collect::<Vec<_>>(),
-        vec![1, 1]
+        vec![1, 2]
     );
+}
+
+#[test]
+fn speed_no_more_busy_threads_than_cores_are_never_pinned() {
+    // N ≤ M: 2 threads on 2 cores, 16 on 16, 3 on 16. Every thread would have a core to
+    // itself, so none is placed at first sight (the placements are taken back in the same
+    // plan), and none is later: nothing moves at all, and the summary says why.
+    for (cores, n) in [(2, 2), (16, 16), (16, 3)] {
+        let t = topo(1, 1, cores, 1);
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        let mut m = Machine::new(n);
+        m.run(&mut p, &t, 500.0);
+        assert!(m.moves.is_empty(), "{n} on {cores}: {:?}", m.moves);
+        assert!(p.queues.iter().all(|q| q.load == 0), "{n} on {cores}");
+        let PolicySummary::Speed(s) = p.summary() else {
+            panic!("speed reports a speed summary")
+        };
+        assert_eq!((s.few_hand_backs, s.few_now), (1, true), "{n} on {cores}");
+    }
+}
+
+#[test]
+fn speed_busy_threads_left_when_the_sleepers_go_are_lent_to_linux() {
+    // A pipeline's shape on two cores: 101 and 102 compute all the time, 103 and 104
+    // (stages that mostly wait for work) run 10 % of the time. Four threads on two cores
+    // are placed at first sight (2 + 2). The sleepers' blocked fraction passes 0.4 after
+    // ≈ 200 ms · ln(0.9 / 0.5) ≈ 118 ms, both in the same window: then two busy threads
+    // are left for two cores, and in that same plan they go back to Linux too.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (101..=104).map(|i| (i, 0.0, 0.0, 0, 0)).collect();
+    let plan = p.decide(&t, &window(0.0, 0.0, &first));
+    assert_eq!(plan.moves.len(), 4);
+    let rates = |_| {
+        (101..=104)
+            .map(|i| (i, if i <= 102 { 1.0 } else { 0.1 }, 0.0, 0, 0))
+            .collect()
+    };
+    let moves = drive(&mut p, &t, 0, 400, rates);
+    let released: Vec<(u32, i32)> = moves
+        .iter()
+        .filter(|(_, m)| m.to == Target::Original)
+        .map(|(at, m)| (*at, m.thread.tid.0))
+        .collect();
+    assert_eq!(released.len(), 4, "{moves:?}");
+    assert!(released.iter().all(|&(at, _)| at == released[0].0));
+    assert!((110..=130).contains(&released[0].0), "{released:?}");
+    assert!(p.queues.iter().all(|q| q.load == 0));
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed reports a speed summary")
+    };
+    assert_eq!(
+        (s.released_to_linux, s.few_hand_backs, s.few_now),
+        (2, 1, true)
+    );
+}
+
+#[test]
+fn speed_lent_threads_are_placed_again_when_they_outnumber_the_cores() {
+    // Two busy threads on two cores, lent to Linux from the start. A third busy thread
+    // appears at 100 ms: three busy threads on two cores, so all three are placed (cores
+    // 0, 1, 0: the emptiest, ties to the lowest), and the rotation takes over.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let two = |_| vec![(101, 1.0, 0.0, 0, 0), (102, 1.0, 0.0, 0, 0)];
+    let plan = p.decide(&t, &window(0.0, 0.0, &two(0)));
+    assert!(plan.moves.is_empty(), "{:?}", plan.moves);
+    assert!(drive(&mut p, &t, 0, 100, two).is_empty());
+    let three = |_| {
+        vec![
+            (101, 1.0, 0.0, 0, 0),
+            (102, 1.0, 0.0, 0, 0),
+            (103, 1.0, 0.0, 0, 0),
+        ]
+    };
+    let moves = drive(&mut p, &t, 100, 110, three);
+    let placed: Vec<(i32, usize)> = moves
+        .iter()
+        .filter(|(_, m)| m.why == Reason::Initial)
+        .map(|(_, m)| (m.thread.tid.0, queue_of(m)))
+        .collect();
+    assert_eq!(placed, vec![(101, 0), (102, 1), (103, 0)], "{moves:?}");
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed reports a speed summary")
+    };
+    assert_eq!((s.few_hand_backs, s.few_now), (1, false));
 }

@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x57a2_b827_15d6_7968,
+            0x8161_1802_984f_588b,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0xb00d_d0bc_9e07_76b9,
+            0x02c1_9110_5ff2_dbb6,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
