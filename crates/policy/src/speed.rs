@@ -143,7 +143,9 @@ pub struct SpeedSettings {
     /// Whether the rotation may move threads across NUMA nodes (blocked by default, as in
     /// the paper's §6.4): then every node rotates its own threads.
     pub allow_numa: bool,
-    /// Shortest balance interval the adaptation may choose (2 ms).
+    /// Shortest balance interval the adaptation may choose (1 ms). What the policy asks
+    /// for, not a promise: a live host paces its ticks by a CPU budget, so rounds this
+    /// short happen only where a tick is cheap enough.
     pub min_interval: Nanos,
     /// Longest balance interval, where it backs off to (100 ms, the paper's fixed value).
     pub max_interval: Nanos,
@@ -155,7 +157,7 @@ impl Default for SpeedSettings {
     fn default() -> SpeedSettings {
         SpeedSettings {
             allow_numa: false,
-            min_interval: Nanos::from_millis(2),
+            min_interval: Nanos::from_millis(1),
             max_interval: Nanos::from_millis(100),
             guard: true,
         }
@@ -191,7 +193,7 @@ const SLOWER: f64 = 0.9;
 /// `MIN_SWAPS` (what moving costs the threads and the tool stays bounded; the best pairs
 /// go first).
 const SWAP_SHARE: usize = 4;
-const MIN_SWAPS: usize = 4;
+const MIN_SWAPS: usize = 8;
 /// A thread moved to a light core "sped up" when its rate rose by this factor.
 const SPED_UP: f64 = 1.1;
 /// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
@@ -285,7 +287,8 @@ pub struct Speed {
     invol_rate: f64,
     slice_rate: f64,
     counted: bool,
-    signals_seen: bool,
+    /// Seconds of windows the signals have been averaged over (see `observe_signals`).
+    signals_age: f64,
     quiet_rounds: u32,
     guard: Option<Guard>,
     /// When the guard's measured span started (and whether it is open).
@@ -362,7 +365,7 @@ impl Speed {
             invol_rate: 0.0,
             slice_rate: 0.0,
             counted: false,
-            signals_seen: false,
+            signals_age: 0.0,
             quiet_rounds: 0,
             guard: None,
             seg_open: false,
@@ -582,12 +585,11 @@ impl Speed {
         }
         if dt_s > 0.0 && n > 0 {
             let thread_s = dt_s * n as f64;
-            let a = if self.signals_seen {
-                (dt_s / SIGNAL_TAU_S).min(1.0)
-            } else {
-                1.0
-            };
-            self.signals_seen = true;
+            // The mean over the windows seen so far until they cover τ, then exponential:
+            // an average started from zero would take τ to believe the first phases, and
+            // meanwhile ask for rounds far longer than the program's phases.
+            self.signals_age += dt_s;
+            let a = (dt_s / self.signals_age.min(SIGNAL_TAU_S)).min(1.0);
             self.counted |= vol + invol > 0;
             self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
             self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
@@ -618,6 +620,14 @@ impl Speed {
             hi
         }
     }
+}
+
+/// The interval of the next round while the rotation runs: down to `wanted` at once, up
+/// by at most `BACKOFF` a round. A round that saw no synchronization yet (the first ones
+/// of a program whose phases have not ended) asks for `max_interval`; followed at once,
+/// that would leave the doubled-up threads where they are for 100 ms.
+fn follow(interval: Nanos, wanted: Nanos) -> Nanos {
+    wanted.min(Nanos((interval.0 as f64 * BACKOFF) as u64))
 }
 
 mod rotate;
@@ -668,7 +678,7 @@ impl Policy for Speed {
                 };
                 self.interval = match self.fixed {
                     Some(f) => f,
-                    None if rotating => wanted,
+                    None if rotating => follow(self.interval, wanted),
                     None if self.quiet_rounds < QUIET_ROUNDS => wanted.max(self.interval),
                     None => Nanos((self.interval.0 as f64 * BACKOFF) as u64)
                         .clamp(wanted, self.cfg.max_interval),
