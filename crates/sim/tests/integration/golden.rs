@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x57a2_b827_15d6_7968,
+            0xadbd_d944_916c_5bf7,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
