@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0xb00d_d0bc_9e07_76b9,
+            0xc693_7b79_c409_5c9a,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
