@@ -1,14 +1,14 @@
-//! How long one `speed` decision takes at the fastest interval (2 ms), with 64, 256 and
+//! How long one `speed` decision takes at the fastest interval (1 ms), with 64, 256 and
 //! 1024 threads, in the rotation's busiest shape: N threads on M = 3N/4 cores, so a third
 //! of the cores hold two threads and every round plans swaps for all of them.
 //!
-//! Each iteration is one 2 ms window, so every call runs a round: it merges the window,
+//! Each iteration is one 1 ms window, so every call runs a round: it merges the window,
 //! updates the credits, sorts the heavy and light threads and swaps. The threads' run-queue
-//! waits follow the policy's own placement (half of every 2 ms window waiting on a core
+//! waits follow the policy's own placement (half of every 1 ms window waiting on a core
 //! with two threads), as on a machine whose scheduler shares each core fairly.
 //!
 //! The budget (issue: ≤ 1 % of one core with 64 threads and ≤ 3 % with 1024 at the fastest
-//! interval) is 20 µs and 60 µs per 2 ms decision; sampling `/proc` is measured apart
+//! interval) is 10 µs and 30 µs per 1 ms decision; sampling `/proc` is measured apart
 //! (`threadbalance-linux`'s `sample` bench).
 //!
 //! Run: `cargo bench -p threadbalance-policy --bench speed -- --warm-up-time 1 --measurement-time 3`
@@ -29,7 +29,7 @@ fn decide(c: &mut Criterion) {
         let topo = Topology::synthetic(&format!("package:1 core:{cores} pu:1"))
             .unwrap_or_else(|e| panic!("{e}"));
         let mut s = Settings::new(Level::Core);
-        s.interval = Some(Nanos::from_millis(2));
+        s.interval = Some(Nanos::from_millis(1));
         let mut policy = Speed::new(&s, &topo).unwrap_or_else(|e| panic!("{e}"));
         let mut w = window(2, &vec![1.0; n], &vec![0; n]);
         let mut core = vec![0usize; n];
@@ -39,7 +39,7 @@ fn decide(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| {
                 w.start = at;
-                at += Nanos::from_millis(2);
+                at += Nanos::from_millis(1);
                 w.end = at;
                 for (i, t) in w.threads.iter_mut().enumerate() {
                     let shared = load.get(core[i]).is_some_and(|&l| l > 1);

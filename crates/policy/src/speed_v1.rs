@@ -250,7 +250,7 @@ impl SpeedV1 {
     pub fn new(settings: &Settings, topo: &Topology) -> Result<SpeedV1, PolicyError> {
         let cfg = V1Settings {
             allow_numa: settings.speed.allow_numa,
-            min_interval: settings.speed.min_interval,
+            // Its own floor (2 ms): `speed`'s is shorter since its rotation was planned.
             max_interval: settings.speed.max_interval,
             ..V1Settings::default()
         };

@@ -187,14 +187,17 @@ fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_bu
 #[test]
 fn speed_interval_follows_the_synchronization_signals() {
     let t = topo(1, 1, 2, 1);
-    let cases: [(u64, u64, u64); 4] = [
-        // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 2 ms.
-        (0, 400, 2_000_000),
+    let cases: [(u64, u64, u64); 5] = [
+        // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 1 ms.
+        (0, 400, 1_000_000),
         // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 switches/s → 60 ms / 16 = 3.75 ms.
         (1, 0, 3_750_000),
         // Blocking once and handing the CPU over once (a yield or a preemption) per
-        // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 1.875 ms, held at the 2 ms floor.
-        (1, 1, 2_000_000),
+        // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 30 / 16 = 1.875 ms.
+        (1, 1, 1_875_000),
+        // Blocking 6 times per 60 ms (10 ms phases): 100/s → 10 / 16 = 0.625 ms, held at
+        // the 1 ms floor.
+        (6, 0, 1_000_000),
         // Nothing: the paper's 100 ms.
         (0, 0, 100_000_000),
     ];
@@ -213,6 +216,66 @@ fn speed_interval_follows_the_synchronization_signals() {
             "{got}"
         );
     }
+}
+
+#[test]
+fn speed_signals_average_over_the_windows_seen_until_they_cover_tau() {
+    // Two threads block once per 10 ms phase. The first window (10 ms) ends before any
+    // phase did: 0 switches. The second sees one switch per thread: 1 / 10 ms = 100/s.
+    // Averaged over the 20 ms seen (weight 10/20 on the new window): 0 + (100 − 0) · 0.5
+    // = 50/s, phase 20 ms → 20 / 16 = 1.25 ms. (Averaged from zero with τ = 200 ms, the
+    // weight would be 10/200: 5/s, a 200 ms phase, 12.5 ms rounds.) Third window, one
+    // switch each again: weight 10/30 → 50 + (100 − 50) / 3 = 66.7/s (the mean of 0, 100,
+    // 100), phase 15 ms → 0.94 ms, held at the 1 ms floor.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let rates = |sw: u64| [(100, 1.0, 0.0, sw, 0), (101, 1.0, 0.0, sw, 0)];
+    p.observe_signals(&window(0.0, 10.0, &rates(0)));
+    let got = p.observe_signals(&window(10.0, 20.0, &rates(1)));
+    assert!((p.vol_rate - 50.0).abs() < 1e-9, "{}", p.vol_rate);
+    assert!(got.0.abs_diff(1_250_000) < 10, "{got}");
+    let got = p.observe_signals(&window(20.0, 30.0, &rates(1)));
+    assert!((p.vol_rate - 200.0 / 3.0).abs() < 1e-9, "{}", p.vol_rate);
+    assert_eq!(got, Nanos::from_millis(1));
+    // Once the windows cover τ (200 ms), each new one weighs dt / τ: after 20 more
+    // windows of 100/s (30 → 230 ms), one of 0 switches moves the rate by 10/200 of the
+    // way to 0.
+    for i in 3..23 {
+        let at = f64::from(i) * 10.0;
+        p.observe_signals(&window(at, at + 10.0, &rates(1)));
+    }
+    let before = p.vol_rate;
+    p.observe_signals(&window(230.0, 240.0, &rates(0)));
+    assert!((p.vol_rate - before * (1.0 - 0.05)).abs() < 1e-9);
+}
+
+#[test]
+fn speed_interval_rises_by_half_at_most_per_round_while_rotating() {
+    // Three always-runnable threads on two cores that have not synchronized yet (no
+    // switches: their first phase has not ended). Every round asks for the paper's
+    // 100 ms, "no synchronization seen". Followed at once, that would leave the doubled-up
+    // pair where it is for 100 ms after the first round; instead the interval goes up
+    // by half a round: 1 → 1.5 → 2.25 → 3.375 ms …, and down again at once.
+    assert_eq!(
+        follow(Nanos::from_millis(1), Nanos::from_millis(100)),
+        Nanos(1_500_000)
+    );
+    assert_eq!(
+        follow(Nanos(1_500_000), Nanos::from_millis(100)),
+        Nanos(2_250_000)
+    );
+    assert_eq!(
+        follow(Nanos::from_millis(40), Nanos::from_millis(1)),
+        Nanos::from_millis(1)
+    );
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let mut m = Machine::new(3);
+    // Rounds at 1, 2.5, 4.75, 8.125, 13.19 ms: the fifth round sets 1.5⁵ = 7.59 ms.
+    m.run(&mut p, &t, 13.0);
+    assert_eq!(p.stats.rounds, 5, "{:?}", p.stats);
+    assert_eq!(p.interval(), Nanos(7_593_750));
+    assert!(p.stats.rotating_rounds >= 4);
 }
 
 #[test]
@@ -305,6 +368,33 @@ fn speed_seventeen_threads_on_sixteen_cores_rotate_the_doubled_pair_every_round(
     let swaps = p.stats.swaps as f64;
     assert!(
         swaps <= 2.0 * rounds && swaps > rounds,
+        "{swaps} swaps in {rounds} rounds"
+    );
+}
+
+#[test]
+fn speed_twenty_four_threads_on_sixteen_cores_swap_every_heavy_core_each_round() {
+    // N = 1.5 M: eight heavy cores (2 threads each) and eight light ones (1 thread). The cap is max(16 / 4, 8) = 8 swaps a round: one per heavy core, so every
+    // doubled-up core hands a thread over every round. (Capped at 4, half the heavy cores
+    // waited a round: with 10 ms phases and 1 ms rounds that cost 24 threads on 16 cores
+    // 2–3 points of the fair share in the simulator.) Over 1 s at B = 2 ms each thread
+    // gets 16/24 = 2/3 of a core within 1 %, and the rounds average more than 4 swaps.
+    let t = topo(1, 1, 16, 1);
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut m = Machine::new(24);
+    m.run(&mut p, &t, 1000.0);
+    let total: f64 = m.exec_ms.iter().sum();
+    for e in &m.exec_ms {
+        assert!(
+            (e / total - 1.0 / 24.0).abs() < 0.01 / 24.0,
+            "{:?}",
+            m.exec_ms
+        );
+    }
+    let rounds = p.stats.rotating_rounds as f64;
+    let swaps = p.stats.swaps as f64;
+    assert!(
+        swaps <= 8.0 * rounds && swaps > 4.0 * rounds,
         "{swaps} swaps in {rounds} rounds"
     );
 }

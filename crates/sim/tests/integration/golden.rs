@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x8161_1802_984f_588b,
+            0xadbd_d944_916c_5bf7,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x02c1_9110_5ff2_dbb6,
+            0xc693_7b79_c409_5c9a,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",

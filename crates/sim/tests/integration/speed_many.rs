@@ -1,7 +1,8 @@
 //! `speed` on 16 cores (`package:1 core:16 pu:1`) against Linux (`none`) and pinning
 //! (`pbind`), with barrier programs of 10 ms phases and short work per thread (debug
 //! builds run these): at least Linux's rate where Linux loses (N = M + 1, 1.5 M), within
-//! 2 % of it at N = M, and at least pinning's rate at N = 2M, where it must not move.
+//! 2 % of it at N = M, and at least pinning's rate at N = 2M, where it must not move; and
+//! ≥ 90 % of the fair share with 10 ms phases at N = 17, 20 and 24.
 
 use threadbalance_policy::Settings;
 use threadbalance_sim::{Comparison, compare, machine, workload};
@@ -88,4 +89,28 @@ fn speed_many_two_threads_per_core_match_pinning_and_the_guard_keeps_managing() 
         "{guard}"
     );
     assert!(guard.contains("0 hand-backs"), "{guard}");
+}
+
+#[test]
+fn speed_many_ten_ms_phases_reach_ninety_percent_of_the_fair_share() {
+    // Issue 10's target where Linux loses: with 10 ms phases, N = 17, 20 and 24 threads
+    // on 16 cores reach ≥ 90 % of the fair share. The fair share: 400 ms of work per
+    // thread, N/16 threads per core, so the run lasts at best 0.4 · N/16 s (0.425 s at
+    // N = 17); speed must finish within that / 0.9. (Before the 1 ms floor, the gradual
+    // interval rise and 8 swaps a round, these six runs reached 80.2–85.5 %: the first
+    // 100 ms unrotated, then 2 ms turns on cores whose slice is 3 ms.)
+    for n in [17, 20, 24] {
+        for wait in ["yield", "block"] {
+            let c = run(&ep(wait, 400), n, &["speed"]);
+            let speed = &c.results[0];
+            assert!(speed.finished);
+            let fair = 0.4 * n as f64 / 16.0;
+            assert!(
+                fair / speed.runtime_s >= 0.9,
+                "N = {n}, {wait}: {:.1} % of the fair share\n{}",
+                100.0 * fair / speed.runtime_s,
+                c.to_table()
+            );
+        }
+    }
 }
