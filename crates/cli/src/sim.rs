@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use threadbalance_policy::PolicyKind;
-use threadbalance_sim::{Baseline, RunOptions};
+use threadbalance_sim::{Baseline, RunOptions, TickCost};
 
 /// Options of `threadbalance sim`.
 #[derive(Debug, Args)]
@@ -63,6 +63,11 @@ pub struct SimArgs {
     /// baseline, printed with the claim].
     #[arg(long, value_name = "KERNEL")]
     baseline: Option<String>,
+    /// Pace the policy as the live loop's CPU budget (0.8 % of one core) would, with each
+    /// tick costing FIXED_US plus PER_THREAD_US per thread, e.g. "20,0.07" [default: ticks
+    /// are free and come when the policy asks].
+    #[arg(long, value_name = "FIXED_US[,PER_THREAD_US]", value_parser = tick_cost)]
+    tick_cost: Option<TickCost>,
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
@@ -72,6 +77,10 @@ pub struct SimArgs {
     progress: ProgressMode,
 }
 
+fn tick_cost(s: &str) -> std::result::Result<TickCost, String> {
+    s.parse()
+}
+
 /// Runs `threadbalance sim`.
 pub fn run(a: &SimArgs) -> Result<u8> {
     let baseline = match &a.baseline {
@@ -79,6 +88,11 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         None => None,
     };
     if let Some(suite) = &a.suite {
+        if a.tick_cost.is_some() {
+            return Err(input_error(
+                "--tick-cost: the suite runs with free ticks, as calibrated; leave it out",
+            ));
+        }
         if suite != "papers" {
             return Err(input_error(format!(
                 "unknown suite {suite:?} (known: papers)"
@@ -128,18 +142,35 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
     let mut opts = RunOptions::new(s.seed);
     opts.linux.baseline = baseline.unwrap_or_default();
+    opts.tick_cost = a.tick_cost;
     let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
         let mut v = cmp.to_json();
         if let Some(o) = v.as_object_mut() {
             o.insert("baseline".into(), opts.linux.baseline.to_string().into());
+            if let Some(c) = opts.tick_cost {
+                o.insert(
+                    "tick_cost_us".into(),
+                    serde_json::json!({
+                        "fixed": c.fixed.0 as f64 / 1e3,
+                        "per_thread": c.per_thread_ns / 1e3,
+                    }),
+                );
+            }
         }
         let json = crate::schema::stamp(v);
         outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         if opts.linux.baseline != Baseline::Linux {
             outln!("kernel model: {} (--baseline)", opts.linux.baseline);
+        }
+        if let Some(c) = opts.tick_cost {
+            outln!(
+                "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread                  (--tick-cost)",
+                c.fixed.0 as f64 / 1e3,
+                c.per_thread_ns / 1e3
+            );
         }
         out!("{}", cmp.to_table());
     }

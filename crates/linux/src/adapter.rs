@@ -31,9 +31,9 @@ use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
 use threadbalance_policy::Host;
 
 pub mod lockprobe;
-pub mod pace;
 use lockprobe::{LockProbe, LockReport};
 use pace::Pacer;
+pub use threadbalance_model::pace;
 
 /// The longest a sleeping thread goes unread under a policy that allows stale `stat`
 /// fields (see `SamplerConfig::idle_max_age`): a thread that wakes is seen this late at

@@ -22,6 +22,7 @@
 mod cpuset;
 mod error;
 mod id;
+pub mod pace;
 mod plan;
 mod restrict;
 mod sample;

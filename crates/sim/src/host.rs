@@ -173,12 +173,34 @@ pub fn run_policy(
     sim.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
     let mut ticks = 0u64;
+    // The live loop's budget, when ticks cost something: the tool's CPU time so far, and
+    // the pacer that turns it into the earliest next tick (see `RunOptions::tick_cost`).
+    let mut paced = opts.tick_cost.map(|c| {
+        (
+            c,
+            Nanos::ZERO,
+            threadbalance_model::pace::Pacer::new(
+                threadbalance_model::pace::BUDGET,
+                threadbalance_model::pace::BURST,
+            ),
+        )
+    });
     while let Some(_tick) = sim.run_until(horizon) {
         let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges());
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
         ticks += 1;
         let next = report.next_in.max(Nanos::from_millis(1));
-        let at = sim.now + next;
+        let mut at = sim.now + next;
+        if let Some((cost, spent, pacer)) = paced.as_mut() {
+            let alive = sim
+                .th
+                .iter()
+                .filter(|t| !matches!(t.st, St::Done | St::New))
+                .count();
+            *spent += cost.of(alive);
+            let earliest = pacer.earliest(sim.now, *spent);
+            at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));
+        }
         sim.q.push(at, EventKind::Policy, 0, 0);
     }
     Ok(RunResult::measure(
@@ -315,5 +337,50 @@ mod tests {
         assert_eq!((r.done, r.unchanged, r.denied), (1, 1, 1));
         let c = sim.th[0].cpu.ix();
         assert!(c >= 2, "thread 0 moved to package 1, is on CPU {c}");
+    }
+
+    #[test]
+    fn tick_cost_parses_microseconds_and_rejects_bad_input() {
+        let c: crate::TickCost = "20,0.07".parse().unwrap();
+        // 20 µs + 17 threads × 70 ns = 21.19 µs.
+        assert_eq!(c.of(17), Nanos(21_190));
+        let c: crate::TickCost = "8".parse().unwrap();
+        assert_eq!(c.of(1000), Nanos::from_micros(8));
+        for bad in ["", "x", "-1", "1,2,3", "nan", "1e9"] {
+            let e = bad.parse::<crate::TickCost>().unwrap_err();
+            assert!(e.contains("FIXED_US"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn host_paced_policy_ticks_within_the_live_budget() {
+        // 3 threads on 2 cores, 10 ms yield phases: `speed` asks for 1 ms rounds. Free,
+        // it ticks about once a millisecond. With each tick costing 100 µs, the 0.8 %
+        // budget allows one tick per 100 µs / 0.008 = 12.5 ms: over a run of R seconds at
+        // most R / 12.5 ms ticks, plus the burst (1 ms = 10 ticks) and the first one.
+        let m = machine("package:1 core:2 pu:1", None).unwrap();
+        let w = Workload {
+            name: "t".into(),
+            description: String::new(),
+            apps: vec![ep_barrier(3, 10_000_000, 600_000_000, Wait::Yield)],
+        };
+        let s = Settings::new(Level::Core);
+        let free = run_policy(&m, &w, "speed", &s, &RunOptions::new(1)).unwrap();
+        let mut opts = RunOptions::new(1);
+        opts.tick_cost = Some("100".parse().unwrap());
+        let paced = run_policy(&m, &w, "speed", &s, &opts).unwrap();
+        let allowed = |r: &RunResult| (r.runtime_s / 0.0125).floor() as u64 + 11;
+        assert!(
+            free.policy_ticks > allowed(&free),
+            "free {} ticks in {} s",
+            free.policy_ticks,
+            free.runtime_s
+        );
+        assert!(
+            paced.policy_ticks <= allowed(&paced),
+            "paced {} ticks in {} s",
+            paced.policy_ticks,
+            paced.runtime_s
+        );
     }
 }

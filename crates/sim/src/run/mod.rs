@@ -99,6 +99,54 @@ pub struct RunOptions {
     /// the previous holder ran (nothing else changes), so that a run bounds what any
     /// placement could gain from hand-offs.
     pub flat_handoffs: bool,
+    /// What one tick costs the tool on a live machine, so that the policy is paced as the
+    /// live loop's CPU budget paces it (`threadbalance_model::pace`): a tick waits while
+    /// the tool is over 0.8 % of one core. `None` (the default): ticks are free and come
+    /// whenever the policy asks (no sooner than every millisecond).
+    pub tick_cost: Option<TickCost>,
+}
+
+/// The CPU time one live tick costs the tool: `fixed` plus `per_thread_ns` for each thread
+/// of the program (sampling, deciding and the loop; moves are not charged, as live).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TickCost {
+    /// Per tick, whatever the thread count.
+    pub fixed: Nanos,
+    /// Per thread alive, ns.
+    pub per_thread_ns: f64,
+}
+
+impl TickCost {
+    /// What a tick with `threads` threads costs.
+    pub fn of(&self, threads: usize) -> Nanos {
+        self.fixed + Nanos((self.per_thread_ns * threads as f64).max(0.0) as u64)
+    }
+}
+
+impl std::str::FromStr for TickCost {
+    type Err = String;
+    /// `FIXED_US[,PER_THREAD_US]`, in µs: `"20"` or `"20,0.07"`.
+    fn from_str(s: &str) -> Result<TickCost, String> {
+        let bad = || format!("tick cost {s:?}: expected FIXED_US[,PER_THREAD_US], e.g. 20,0.07");
+        let mut parts = s.split(',');
+        let us = |x: Option<&str>| -> Result<f64, String> {
+            let v: f64 = x.unwrap_or("0").trim().parse().map_err(|_| bad())?;
+            if v.is_finite() && (0.0..1e6).contains(&v) {
+                Ok(v)
+            } else {
+                Err(bad())
+            }
+        };
+        let fixed = us(parts.next())?;
+        let per_thread = us(parts.next())?;
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(TickCost {
+            fixed: Nanos((fixed * 1e3) as u64),
+            per_thread_ns: per_thread * 1e3,
+        })
+    }
 }
 
 impl RunOptions {
@@ -111,6 +159,7 @@ impl RunOptions {
             linux: Linux::default(),
             memory_every: Nanos::from_secs(2),
             flat_handoffs: false,
+            tick_cost: None,
         }
     }
 }

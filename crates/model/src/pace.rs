@@ -1,4 +1,6 @@
 //! The cost budget: `run` and `attach` never spend more than a set share of one core.
+//! (Pure arithmetic, here so that the simulator can pace its policy the way the live loop
+//! does: `sim --tick-cost`.)
 //!
 //! A policy asks for its next tick (`speed` down to every 2 ms), but a tick costs what
 //! sampling every thread costs, about 1 µs a thread in the kernel alone: 1024 threads at
@@ -31,7 +33,7 @@
 //! command) is not charged; every tick is, from the first on, including the opening of
 //! each new thread's files.
 
-use threadbalance_model::Nanos;
+use crate::Nanos;
 
 /// The budget: 0.8 % of one core. The 1 % the tool aims for, less a fifth for what is not
 /// paced: moves, the first tick, and restoring every mask at the end.
