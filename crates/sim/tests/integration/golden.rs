@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0xadbd_d944_916c_5bf7,
+            0x2b84_db8c_09fd_e94a,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0xc693_7b79_c409_5c9a,
+            0x3282_1a66_b1f4_404b,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
