@@ -541,7 +541,7 @@ impl Sampler {
         };
         self.pid_buf.clear();
         self.pid_buf.extend(self.procs.iter().map(|p| p.pid));
-        match c.refresh(&self.pid_buf, self.threads.len()) {
+        match c.refresh(&self.pid_buf) {
             Ok(false) => {}
             Ok(true) => self.procs.iter_mut().for_each(|p| p.nlink = None),
             Err(e) => {
@@ -760,19 +760,18 @@ impl Sampler {
         sample.run = sched.run;
         sample.wait = sched.wait;
         sample.timeslices = sched.timeslices;
-        match (counted, self.counters.as_mut()) {
+        if let Some(c) = counted {
             // Fresher than `stat`'s: as of this sample.
-            (Some(c), _) => {
-                self.counted += 1;
-                sample.last_cpu = c.last_cpu;
-                sample.state = c.state;
+            self.counted += 1;
+            sample.last_cpu = c.last_cpu;
+            sample.state = c.state;
+            if self.cfg.read_status {
+                sample.voluntary = c.voluntary;
+                sample.involuntary = c.involuntary;
             }
-            // First read from /proc: the source counts on from these values.
-            (None, Some(c)) if t.seen == 0 && has_schedstat => c.seed(tid, &sample),
-            _ => {}
         }
         let mut gone = false;
-        if self.cfg.read_status {
+        if self.cfg.read_status && counted.is_none() {
             let f = file("status");
             match pread_slot(&mut t.status, &f, &mut scratch.path, &mut scratch.buf)? {
                 Read::Bytes(n) => {
@@ -797,6 +796,13 @@ impl Sampler {
                         scratch.found.push(Pid(child));
                     }
                 }
+            }
+        }
+        // First read from /proc: the source counts on from these values (with `status`'s
+        // switch counts when they were read).
+        if let (None, Some(c)) = (counted, self.counters.as_mut()) {
+            if t.seen == 0 && has_schedstat && !gone {
+                c.seed(tid, &sample);
             }
         }
         if !keep {

@@ -29,7 +29,6 @@ mod live {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
-    use threadbalance_linux::runcount::FAST_FROM_THREADS;
     use threadbalance_linux::schedbpf::SchedProbe;
     use threadbalance_linux::{HostFacts, Root, Sampler, SamplerConfig, monotonic_now};
     use threadbalance_model::{Pid, Sample, Snapshot, Tid};
@@ -57,6 +56,9 @@ mod live {
         (handles, tids)
     }
 
+    /// Sleeping threads besides the busy ones: the counters answer for them too.
+    const SLEEPERS: usize = 48;
+
     fn of(snap: &Snapshot, tid: Tid) -> Sample {
         *snap
             .threads
@@ -68,16 +70,17 @@ mod live {
     #[test]
     fn sched_counters_agree_with_proc_on_run_time_of_busy_threads() {
         let pid = Pid(std::process::id() as i32);
-        let cfg = SamplerConfig::new(HostFacts::system().unwrap());
+        let mut cfg = SamplerConfig::new(HostFacts::system().unwrap());
+        // Switch counts too: /proc's from `status`, the counters' from the program.
+        cfg.read_status = true;
         let mut proc_ = Sampler::new(Root::system(), &[pid], cfg.clone()).unwrap();
         let mut bpf = Sampler::new(Root::system(), &[pid], cfg).unwrap();
         let probe = SchedProbe::load().expect("the BPF counters load (run as root, tracefs)");
         bpf.set_counters(Box::new(probe));
         let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
         let stop = Arc::new(AtomicBool::new(false));
-        // Sleepers, so that the process has enough threads for the counters to be read
-        // (below `FAST_FROM_THREADS`, /proc is read instead).
-        let parked: Vec<_> = (0..FAST_FROM_THREADS)
+        // Sleepers, which the counters answer for as well (seeded, then hardly switching).
+        let parked: Vec<_> = (0..SLEEPERS)
             .map(|_| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
@@ -112,7 +115,7 @@ mod live {
         }
         assert_eq!(bpf.counters_name(), Some("BPF sched_switch counters"));
         assert!(
-            counted >= 6 + FAST_FROM_THREADS,
+            counted >= 6 + SLEEPERS,
             "only {counted} threads answered by the counters"
         );
         for tid in tids {
@@ -157,6 +160,45 @@ mod live {
             assert!(
                 slices_bpf.abs_diff(slices_proc) <= 2 + slices_proc / 10,
                 "thread {}: {slices_proc} timeslices from /proc, {slices_bpf} from BPF",
+                tid.0
+            );
+            // Voluntary (the 1 ms sleeps) and involuntary (preempted on a busy CPU)
+            // switches: each switch-out counts once in both, as the kernel's nvcsw and
+            // nivcsw do; same tolerance as timeslices, for the deltas and for the totals
+            // since the thread started (seeded from `status`, or counted from birth).
+            for (what, p0, p1, b0, b1) in [
+                (
+                    "voluntary",
+                    qa.voluntary,
+                    pa.voluntary,
+                    qb.voluntary,
+                    pb.voluntary,
+                ),
+                (
+                    "involuntary",
+                    qa.involuntary,
+                    pa.involuntary,
+                    qb.involuntary,
+                    pb.involuntary,
+                ),
+            ] {
+                let (dp, db) = (p1 - p0, b1 - b0);
+                eprintln!("thread {}: {what} {dp} / {db}, total {p1} / {b1}", tid.0);
+                assert!(
+                    db.abs_diff(dp) <= 2 + dp / 10,
+                    "thread {}: {dp} {what} switches from /proc, {db} from BPF",
+                    tid.0
+                );
+                assert!(
+                    b1.abs_diff(p1) <= 2 + p1 / 10,
+                    "thread {}: {p1} {what} switches in all from /proc, {b1} from BPF",
+                    tid.0
+                );
+            }
+            // Each sleeps 1 ms in every 4 (less when starved): over 600 ms, many blocks.
+            assert!(
+                pa.voluntary - qa.voluntary > 10,
+                "thread {} hardly blocked",
                 tid.0
             );
         }
