@@ -111,8 +111,8 @@ static __attribute__((always_inline)) struct counters *slot_of(u32 tid)
 	return c;
 }
 
-// Births (run) and deaths (wait) of traced threads, so user space knows when to list the
-// task directories again.
+// Births (run) and deaths (wait) of the traced processes' threads, every one of them, so
+// user space lists the task directories again only when they change.
 static __attribute__((always_inline)) void bump(int deaths)
 {
 	u32 key = HEADER;
@@ -148,7 +148,12 @@ int on_switch(struct switch_args *ctx)
 			c->involuntary += 1;
 		c->seeded = 0;
 		__sync_fetch_and_add(&c->seq, 1);
-		if (state & STATE_EXITED)
+	}
+	// A thread's last switch-out (X or Z): counted for every thread of a traced process,
+	// with a slot or without (the switch runs in the exiting thread: current is prev).
+	if ((u32)ctx->prev_state & STATE_EXITED) {
+		u64 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (bpf_map_lookup_elem(&targets, &tgid))
 			bump(1);
 	}
 	c = slot_of((u32)ctx->next_pid);
@@ -194,6 +199,9 @@ int on_wakeup_new(struct wakeup_args *ctx)
 	u32 tid = (u32)ctx->pid;
 	if (tid == 0)
 		return 0;
+	// Counted whether or not the child gets a slot: user space lists the task
+	// directories again, and looks for new child processes, when births change.
+	bump(0);
 	u32 key = tid & (SLOTS - 1);
 	struct counters *c = bpf_map_lookup_elem(&counters, &key);
 	if (!c)
@@ -212,7 +220,6 @@ int on_wakeup_new(struct wakeup_args *ctx)
 	c->involuntary = 0;
 	c->seeded = 0;
 	__sync_fetch_and_add(&c->seq, 1);
-	bump(0);
 	return 0;
 }
 

@@ -465,6 +465,31 @@ impl Sampler {
         self.counted
     }
 
+    /// Threads and processes the managed processes created, as the faster source counted
+    /// them at the last sample ([`RunCounters::births`]); `None` without one.
+    pub fn counted_births(&self) -> Option<u64> {
+        self.counters.as_ref().and_then(|c| c.births())
+    }
+
+    /// The start time of thread `tid` of `pid` when this sampler keeps a file of that very
+    /// thread open and the file still reads (so the thread is alive, and `tid` still
+    /// names it): one `pread` instead of reading `stat` by path. `None` when no file is
+    /// kept for it, or the read fails (it may have gone): the caller then reads by path.
+    pub fn kept_start_time(&self, pid: Pid, tid: Tid) -> Option<u64> {
+        let t = self.threads.get(&tid)?;
+        if t.key.pid != pid || t.key.start_time == u64::MAX || !t.keep {
+            return None;
+        }
+        // Both files were opened before the `stat` read that gave the start time (a
+        // `schedstat` opened first refers to a thread alive at that read: its own).
+        let file = t.schedstat.as_ref().or(t.stat.as_ref())?;
+        let mut buf = [0u8; 64];
+        match file.read_at(&mut buf, 0) {
+            Ok(n) if n > 0 => Some(t.key.start_time),
+            _ => None,
+        }
+    }
+
     /// Why the faster run-time source stopped (a read failed; `/proc` took over).
     pub fn counters_stopped(&self) -> Option<&str> {
         self.counters_stopped.as_deref()
@@ -557,13 +582,18 @@ impl Sampler {
     /// Listing the task directory costs about as much as reading a thread's `schedstat`,
     /// so with kept files it is skipped when nothing can have changed: the directory's link
     /// count (which the kernel reports as a base plus the number of threads) is the one it
-    /// had at the last listing, and every thread of that listing could still be read. A
+    /// had at the last listing (or, with the BPF counters, they saw no thread born or
+    /// exit), and every thread of that listing could still be read. A
     /// thread that exited fails its read (its kept files refer to it alone), so an exit
     /// hidden by a creation is still noticed, and the directory is then listed again.
     fn sample_process(&mut self, i: usize, into: &mut Snapshot) -> Result<(), LinuxError> {
         let keep = self.cfg.keep_files_open;
         if keep {
+            // A faster source that counts births and deaths said none happened (else
+            // `refresh_counters` cleared `nlink`): the link count need not be looked at.
+            let counted = self.counters.as_ref().is_some_and(|c| c.births().is_some());
             let unchanged = match (&self.procs[i].dir, self.procs[i].nlink) {
+                (Some(_), Some(_)) if counted => true,
                 (Some(dir), Some(nlink)) => fstat(dir).is_ok_and(|st| st.st_nlink == nlink),
                 _ => false,
             };

@@ -113,6 +113,22 @@ mod live {
             p.thread().unpark();
             p.join().unwrap();
         }
+        // Every thread that exited is seen to have gone: the counters count deaths, so the
+        // sampler lists the task directory again although it no longer checks its links.
+        let mut after = Snapshot::default();
+        bpf.sample(monotonic_now(), &mut after).unwrap();
+        let left: Vec<_> = after
+            .threads
+            .iter()
+            .filter(|s| tids.contains(&s.key.tid))
+            .collect();
+        assert!(left.is_empty(), "exited threads still sampled: {left:?}");
+        assert!(
+            after.threads.len() + 6 + SLEEPERS <= b.threads.len(),
+            "{} threads before the exits, {} after",
+            b.threads.len(),
+            after.threads.len()
+        );
         assert_eq!(bpf.counters_name(), Some("BPF sched_switch counters"));
         assert!(
             counted >= 6 + SLEEPERS,
