@@ -10,6 +10,7 @@
 //   slot of a thread = tid & (SLOTS − 1); the slot says whose it is (its `tid` field)
 //   user space seeds a free slot from /proc (claims it: 0 ─► tid|CLAIM, writes, publishes tid)
 //   sched_wakeup_new  parent's tgid in targets, slot free or stale ──► slot = 0, queued since now
+//   task_newtask      a traced process starts a process ──► spawns += 1
 //   sched_wakeup      slot's tid is this tid? ──► queued since now
 //   sched_switch      prev's slot? ──► run += now − on_since; voluntary or involuntary += 1;
 //                                      runnable? queued since now
@@ -111,16 +112,23 @@ static __attribute__((always_inline)) struct counters *slot_of(u32 tid)
 	return c;
 }
 
-// Births (run) and deaths (wait) of the traced processes' threads, every one of them, so
-// user space lists the task directories again only when they change.
-static __attribute__((always_inline)) void bump(int deaths)
+// The header's counters: births (run) and deaths (wait) of the traced processes' threads,
+// every one of them, so user space lists the task directories again only when they
+// change; and the processes they start (slices), so it looks for new children only then.
+#define BIRTHS 0
+#define DEATHS 1
+#define SPAWNS 2
+
+static __attribute__((always_inline)) void bump(int which)
 {
 	u32 key = HEADER;
 	struct counters *h = bpf_map_lookup_elem(&counters, &key);
 	if (!h)
 		return;
-	if (deaths)
+	if (which == DEATHS)
 		__sync_fetch_and_add(&h->wait, 1);
+	else if (which == SPAWNS)
+		__sync_fetch_and_add(&h->slices, 1);
 	else
 		__sync_fetch_and_add(&h->run, 1);
 }
@@ -154,7 +162,7 @@ int on_switch(struct switch_args *ctx)
 	if ((u32)ctx->prev_state & STATE_EXITED) {
 		u64 tgid = bpf_get_current_pid_tgid() >> 32;
 		if (bpf_map_lookup_elem(&targets, &tgid))
-			bump(1);
+			bump(DEATHS);
 	}
 	c = slot_of((u32)ctx->next_pid);
 	if (c) {
@@ -201,7 +209,7 @@ int on_wakeup_new(struct wakeup_args *ctx)
 		return 0;
 	// Counted whether or not the child gets a slot: user space lists the task
 	// directories again, and looks for new child processes, when births change.
-	bump(0);
+	bump(BIRTHS);
 	u32 key = tid & (SLOTS - 1);
 	struct counters *c = bpf_map_lookup_elem(&counters, &key);
 	if (!c)
@@ -220,6 +228,28 @@ int on_wakeup_new(struct wakeup_args *ctx)
 	c->involuntary = 0;
 	c->seeded = 0;
 	__sync_fetch_and_add(&c->seq, 1);
+	return 0;
+}
+
+struct newtask_args {
+	u64 common;
+	int pid;
+	char comm[16];
+	u64 clone_flags;
+};
+
+#define CLONE_THREAD 0x00010000
+
+// Fires in the parent once the new task is linked in (so it is already among the parent's
+// `children`): a traced process started another process.
+SEC("tracepoint/task/task_newtask")
+int on_newtask(struct newtask_args *ctx)
+{
+	if (ctx->clone_flags & CLONE_THREAD)
+		return 0;
+	u64 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (bpf_map_lookup_elem(&targets, &tgid))
+		bump(SPAWNS);
 	return 0;
 }
 

@@ -79,9 +79,9 @@ pub struct LinuxHost {
     follow_children: bool,
     /// When the targets' children were last looked at for inherited masks.
     children_seen: Nanos,
-    /// The faster run-time source's count of births then (`None`: no such source, or
-    /// not looked yet): while it stays the same no child process can have appeared.
-    children_births: Option<u64>,
+    /// The faster run-time source's count of processes started then (`None`: no such
+    /// source, or not looked yet): while it stays the same no child can have appeared.
+    children_spawns: Option<u64>,
 }
 
 /// How often the children of targets whose children are not sampled are looked at for
@@ -138,7 +138,7 @@ impl LinuxHost {
         Ok(LinuxHost {
             follow_children,
             children_seen: Nanos::ZERO,
-            children_births: None,
+            children_spawns: None,
             maintained: monotonic_now(),
             reserve,
             actuator,
@@ -165,14 +165,16 @@ impl LinuxHost {
             .adopt_born(self.sampler.fresh().iter().copied());
         // A child started by a thread we moved carries its mask; when children are not
         // sampled it is recorded here, so that it is restored even if it outlives its parent.
-        // With the BPF counters, a child process is a birth they count: while the count
-        // stays the same, the targets' `children` files (one per thread) are not read.
-        let births = self.sampler.counted_births();
-        let born = births.is_none() || births != self.children_births;
-        if !self.follow_children && born && now.saturating_sub(self.children_seen) >= CHILDREN_EVERY
+        // The BPF counters count the processes the targets start: while that count stays
+        // the same, the targets' `children` files (one per thread) are not read.
+        let spawns = self.sampler.counted_spawns();
+        let spawned = spawns.is_none() || spawns != self.children_spawns;
+        if !self.follow_children
+            && spawned
+            && now.saturating_sub(self.children_seen) >= CHILDREN_EVERY
         {
             self.children_seen = now;
-            self.children_births = births;
+            self.children_spawns = spawns;
             for &pid in self.sampler.targets() {
                 self.actuator.adopt_children(pid);
             }

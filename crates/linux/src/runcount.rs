@@ -68,12 +68,17 @@ pub trait RunCounters: std::fmt::Debug + Send {
     /// Thread `tid` has gone.
     fn forget(&mut self, tid: Tid);
     /// Threads and processes the managed processes have created since the source
-    /// started, as of the last refresh (`None`: the source does not count them). Unchanged
-    /// means no new child process either, so its caller need not look for one. A source
+    /// started, as of the last refresh (`None`: the source does not count them). A source
     /// that counts them counts every exit of the managed processes' threads too, so that
     /// `refresh` returning `false` means no thread came or went: the sampler then does not
     /// even look at the task directories' link counts.
     fn births(&self) -> Option<u64> {
+        None
+    }
+    /// Processes the managed processes have started since the source started, as of the
+    /// last refresh (`None`: not counted). Unchanged means no new child process, so its
+    /// caller need not read the `children` files to look for one.
+    fn spawns(&self) -> Option<u64> {
         None
     }
 }

@@ -465,10 +465,10 @@ impl Sampler {
         self.counted
     }
 
-    /// Threads and processes the managed processes created, as the faster source counted
-    /// them at the last sample ([`RunCounters::births`]); `None` without one.
-    pub fn counted_births(&self) -> Option<u64> {
-        self.counters.as_ref().and_then(|c| c.births())
+    /// Processes the managed processes started, as the faster source counted them at the
+    /// last sample ([`RunCounters::spawns`]); `None` without one.
+    pub fn counted_spawns(&self) -> Option<u64> {
+        self.counters.as_ref().and_then(|c| c.spawns())
     }
 
     /// The start time of thread `tid` of `pid` when this sampler keeps a file of that very

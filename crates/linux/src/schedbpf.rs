@@ -6,10 +6,10 @@
 //! ```text
 //!  SchedProbe::load()  ── root? tracefs? verifier? mmap? ── no ──► Err(ProbeUnavailable)
 //!        │ yes
-//!  sched:sched_switch, sched:sched_wakeup, sched:sched_wakeup_new
+//!  sched:sched_switch, sched:sched_wakeup, sched:sched_wakeup_new, task:task_newtask
 //!        │
 //!  refresh(pids)  pids into `targets` (their new threads get counters; a system call only
-//!                 when the set changes), births and deaths from the mapped header
+//!                 when the set changes), births, deaths, spawns from the mapped header
 //!  get(tid)       slot tid & (SLOTS − 1), read from memory: run = run at the last switch
 //!                 + (now − on CPU since), wait, slices, switches, CPU, state
 //!  seed(tid, s)   a thread first read from /proc: it claims its slot with those values
@@ -47,11 +47,12 @@ use threadbalance_model::{CpuId, Nanos, Pid, Sample, ThreadState, Tid};
 /// The compiled program (see `bpf/build.sh`).
 pub static SCHED_OBJECT: &[u8] = include_bytes_aligned!("../bpf/sched.bpf.o");
 
-/// `(program, tracepoint)` pairs, all in the `sched` category.
-const ATTACH: [(&str, &str); 3] = [
-    ("on_switch", "sched_switch"),
-    ("on_wakeup", "sched_wakeup"),
-    ("on_wakeup_new", "sched_wakeup_new"),
+/// `(program, category, tracepoint)` triples.
+const ATTACH: [(&str, &str, &str); 4] = [
+    ("on_switch", "sched", "sched_switch"),
+    ("on_wakeup", "sched", "sched_wakeup"),
+    ("on_wakeup_new", "sched", "sched_wakeup_new"),
+    ("on_newtask", "task", "task_newtask"),
 ];
 
 /// The loaded, attached scheduler counters.
@@ -62,8 +63,8 @@ pub struct SchedProbe {
     tracked: HashSet<i32>,
     /// Ktime of the last refresh: a running thread's run time is counted up to it.
     now: u64,
-    births: u64,
-    deaths: u64,
+    /// Births, deaths and spawns as of the last refresh.
+    events: [u64; 3],
 }
 
 impl std::fmt::Debug for SchedProbe {
@@ -186,7 +187,7 @@ impl SchedProbe {
                 .map_err(|e| ProbeUnavailable(format!("cannot map the counters: {e}")))?,
             _ => return Err(ProbeUnavailable("BPF object lacks counters".into())),
         };
-        for (name, tracepoint) in ATTACH {
+        for (name, category, tracepoint) in ATTACH {
             let prog: &mut TracePoint = ebpf
                 .program_mut(name)
                 .ok_or_else(|| ProbeUnavailable(format!("BPF object lacks {name}")))?
@@ -194,17 +195,16 @@ impl SchedProbe {
                 .map_err(|e| ProbeUnavailable(format!("{name}: {e}")))?;
             prog.load()
                 .map_err(|e| ProbeUnavailable(format!("verifier refused {name}: {e}")))?;
-            prog.attach("sched", tracepoint)
+            prog.attach(category, tracepoint)
                 .map_err(|e| ProbeUnavailable(format!("cannot attach to {tracepoint}: {e}")))?;
         }
-        let (births, deaths) = slots.events();
+        let events = slots.events();
         Ok(SchedProbe {
             slots,
             ebpf,
             tracked: HashSet::new(),
             now: 0,
-            births,
-            deaths,
+            events,
         })
     }
 
@@ -231,10 +231,9 @@ impl RunCounters for SchedProbe {
         self.track(pids)
             .map_err(|e| LinuxError::io("bpf counters", std::io::Error::other(e.0)))?;
         self.now = monotonic_now().0;
-        let (births, deaths) = self.slots.events();
-        let changed = births != self.births || deaths != self.deaths;
-        self.births = births;
-        self.deaths = deaths;
+        let events = self.slots.events();
+        let changed = events[..2] != self.events[..2];
+        self.events = events;
         Ok(changed)
     }
 
@@ -253,7 +252,11 @@ impl RunCounters for SchedProbe {
     }
 
     fn births(&self) -> Option<u64> {
-        Some(self.births)
+        Some(self.events[0])
+    }
+
+    fn spawns(&self) -> Option<u64> {
+        Some(self.events[2])
     }
 }
 

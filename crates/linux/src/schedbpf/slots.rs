@@ -3,7 +3,7 @@
 //! slot is claimed or freed with one compare-and-exchange.
 //!
 //! ```text
-//!  mmap(counters fd)  ─►  slot 0 | slot 1 | … | slot SLOTS−1 | header (births, deaths)
+//!  mmap(counters fd)  ─►  slot 0 | slot 1 | … | slot SLOTS−1 | header (births, deaths, spawns)
 //!                          80 bytes each: tid, seq, run, wait, slices, cpu/state,
 //!                          on_since, queued_since, voluntary, involuntary, seeded
 //!  read(tid):  slot = tid & (SLOTS − 1); its tid field is tid?  seq even and unchanged
@@ -148,12 +148,10 @@ impl Slots {
         (tid as u32 as usize) & (SLOTS - 1)
     }
 
-    /// Births and deaths of traced threads so far (the header entry).
-    pub fn events(&self) -> (u64, u64) {
-        (
-            self.word(SLOTS, 1).load(Ordering::Relaxed),
-            self.word(SLOTS, 2).load(Ordering::Relaxed),
-        )
+    /// Births and deaths of the traced processes' threads, and the processes they
+    /// started, so far (the header entry).
+    pub fn events(&self) -> [u64; 3] {
+        [1, 2, 3].map(|i| self.word(SLOTS, i).load(Ordering::Acquire))
     }
 
     /// Thread `tid`'s counters, when it owns its slot and a whole copy could be taken.

@@ -113,6 +113,9 @@ mod live {
             p.thread().unpark();
             p.join().unwrap();
         }
+        // A process this one starts is counted as a spawn (threads are not).
+        let spawns = bpf.counted_spawns().expect("the counters count spawns");
+        std::process::Command::new("true").status().unwrap();
         // Every thread that exited is seen to have gone: the counters count deaths, so the
         // sampler lists the task directory again although it no longer checks its links.
         let mut after = Snapshot::default();
@@ -123,6 +126,8 @@ mod live {
             .filter(|s| tids.contains(&s.key.tid))
             .collect();
         assert!(left.is_empty(), "exited threads still sampled: {left:?}");
+        // At least: other tests of this binary may start processes meanwhile.
+        assert!(bpf.counted_spawns().is_some_and(|n| n > spawns));
         assert!(
             after.threads.len() + 6 + SLEEPERS <= b.threads.len(),
             "{} threads before the exits, {} after",
