@@ -23,9 +23,12 @@
 //! or not (`nvcsw`, `nivcsw`). A thread created by a traced process starts at zero, as the
 //! kernel's counters do. A thread seeded while running may keep running unseen until its
 //! next switch (a spinner alone on its CPU), so until then `get` says nothing and the
-//! sampler reads `/proc` for it. The one difference: run time of a running thread is
-//! counted up to now here, where `schedstat` stops at the last scheduler tick (up to 4 ms
-//! behind at 250 Hz).
+//! sampler reads `/proc` for it. The differences: run time of a running thread is counted
+//! up to now here, where `schedstat` stops at the last scheduler tick (up to 4 ms behind
+//! at 250 Hz); run time is wall time on a CPU (`bpf_ktime_get_ns`), where the kernel's
+//! leaves out time stolen by the hypervisor and, with IRQ time accounting, interrupts;
+//! and the wait of a thread still queued is added at its switch-in, where the kernel also
+//! adds the part so far when the thread moves to another run queue.
 //!
 //! Cost: each switch of any thread on the machine costs two array slots looked at in the
 //! kernel (no hash lookup); a read costs no system call: about ten loads per thread. Two
@@ -115,6 +118,8 @@ pub fn counted(v: &Raw, now: u64) -> Option<Counted> {
     if matches!(state, ThreadState::Zombie | ThreadState::Dead) {
         return None;
     }
+    // Run time is counted up to now (`schedstat` stops at the last scheduler tick); the
+    // wait, as the kernel's, at the switch-in that ends it.
     let running = if v.on_since != 0 {
         now.saturating_sub(v.on_since)
     } else {
@@ -287,6 +292,20 @@ mod tests {
         assert_eq!(c.sched.wait, Nanos(700));
         assert_eq!(c.sched.timeslices, 3);
         assert_eq!(c.last_cpu, CpuId(1));
+        assert_eq!(c.state, ThreadState::Running);
+    }
+
+    #[test]
+    fn counted_queued_thread_waits_as_of_its_last_switch_in() {
+        // Waited 700 ns up to its last switch-in, preempted at t = 3000 and still queued
+        // at t = 4500: wait stays 700 (the kernel's run_delay grows at the switch-in).
+        let v = Raw {
+            queued_since: 3000,
+            ..raw(5_000_000, 700, 3, 0, 0, 0)
+        };
+        let c = counted(&v, 4500).unwrap();
+        assert_eq!(c.sched.wait, Nanos(700));
+        assert_eq!(c.sched.run, Nanos(5_000_000));
         assert_eq!(c.state, ThreadState::Running);
     }
 

@@ -116,6 +116,28 @@ impl Slots {
         Ok(Slots { base, len })
     }
 
+    /// The same layout in anonymous memory, for tests: no program writes it.
+    #[cfg(test)]
+    fn anonymous() -> Slots {
+        let len = (SLOTS + 1) * SLOT_BYTES;
+        // SAFETY: a fresh private anonymous mapping, owned by the returned value.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        Slots {
+            base: NonNull::new(ptr.cast::<u8>()).unwrap(),
+            len,
+        }
+    }
+
     fn word(&self, slot: usize, i: usize) -> &AtomicU64 {
         debug_assert!(slot <= SLOTS && i < SLOT_BYTES / 8);
         // SAFETY: slot ≤ SLOTS and i < 10 keep the address inside the mapping; it is
@@ -237,5 +259,88 @@ impl Slots {
     pub fn free(&self, tid: i32) {
         let owner = self.half(Slots::slot_of(tid), false);
         let _ = owner.compare_exchange(tid as u32, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sleeper(run: u64) -> Raw {
+        Raw {
+            run,
+            wait: 2,
+            slices: 3,
+            cpu: 1,
+            state: 0x01,
+            voluntary: 4,
+            involuntary: 5,
+            seeded: 1,
+            ..Raw::default()
+        }
+    }
+
+    #[test]
+    fn slots_claim_then_read_gives_the_seeded_values() {
+        let s = Slots::anonymous();
+        assert_eq!(s.read(42), None);
+        assert_eq!(s.claim(42, &sleeper(7)), Claim::Seeded);
+        assert_eq!(s.read(42), Some(sleeper(7)));
+        // Seeding again never overwrites what is counted.
+        assert_eq!(s.claim(42, &sleeper(99)), Claim::Owned);
+        assert_eq!(s.read(42).map(|r| r.run), Some(7));
+    }
+
+    #[test]
+    fn slots_tid_sharing_a_live_threads_slot_is_left_out() {
+        let s = Slots::anonymous();
+        s.claim(42, &sleeper(7));
+        // 42 + 16384 maps onto slot 42, which a sleeping (live) thread holds.
+        assert_eq!(s.claim(42 + SLOTS as i32, &sleeper(8)), Claim::Taken);
+        assert_eq!(s.read(42 + SLOTS as i32), None);
+        assert_eq!(s.read(42).map(|r| r.run), Some(7));
+    }
+
+    #[test]
+    fn slots_exited_threads_slot_is_taken_over() {
+        let s = Slots::anonymous();
+        let mut gone = sleeper(7);
+        gone.state = 0x10; // X at its last switch-out
+        s.claim(42, &gone);
+        let other = 42 + SLOTS as i32;
+        assert_eq!(s.claim(other, &sleeper(8)), Claim::Seeded);
+        assert_eq!(s.read(other).map(|r| r.run), Some(8));
+        assert_eq!(s.read(42), None);
+    }
+
+    #[test]
+    fn slots_free_releases_only_the_owners_slot() {
+        let s = Slots::anonymous();
+        s.claim(42, &sleeper(7));
+        s.free(42 + SLOTS as i32); // not the owner: nothing happens
+        assert!(s.read(42).is_some());
+        s.free(42);
+        assert_eq!(s.read(42), None);
+        assert_eq!(s.claim(42 + SLOTS as i32, &sleeper(8)), Claim::Seeded);
+    }
+
+    #[test]
+    fn slots_read_refuses_a_slot_being_written() {
+        let s = Slots::anonymous();
+        s.claim(42, &sleeper(7));
+        // The program marks the slot odd while it writes: a copy then is not whole.
+        s.half(42, true).store(1, Ordering::Relaxed);
+        assert_eq!(s.read(42), None);
+        s.half(42, true).store(2, Ordering::Relaxed);
+        assert!(s.read(42).is_some());
+    }
+
+    #[test]
+    fn slots_events_read_the_header() {
+        let s = Slots::anonymous();
+        for (i, v) in [(1, 10), (2, 4), (3, 1)] {
+            s.word(SLOTS, i).store(v, Ordering::Relaxed);
+        }
+        assert_eq!(s.events(), [10, 4, 1]);
     }
 }
