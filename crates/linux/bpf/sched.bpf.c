@@ -60,6 +60,9 @@ struct counters {
 	u64 seeded;       // 1 while the slot holds only what user space seeded
 };
 
+// Set in a slot's tid while user space seeds it (tids stay below 2^22).
+#define CLAIM (1U << 31)
+
 // prev_state bits: the report mask, and exited (X, Z).
 #define STATE_MASK 0xff
 #define STATE_EXITED (0x10 | 0x20)
@@ -196,8 +199,8 @@ int on_wakeup(struct wakeup_args *ctx)
 
 // Fires in the parent: a thread of a traced process creates a thread (same tgid) or a
 // process (its child, which user space adopts when it follows children). The child takes
-// its slot when the slot is free or still names it (a tid used again); a slot another
-// thread owns leaves the child to /proc.
+// its slot when the slot is free, still names it (a tid used again), or names a thread
+// that has exited; a slot another live thread owns leaves the child to /proc.
 SEC("tracepoint/sched/sched_wakeup_new")
 int on_wakeup_new(struct wakeup_args *ctx)
 {
@@ -214,8 +217,15 @@ int on_wakeup_new(struct wakeup_args *ctx)
 	struct counters *c = bpf_map_lookup_elem(&counters, &key);
 	if (!c)
 		return 0;
-	if (c->tid != tid && __sync_val_compare_and_swap(&c->tid, 0, tid) != 0)
-		return 0;
+	u32 owner = c->tid;
+	if (owner != tid) {
+		// Free, or an exited thread's (its last switch-out said X or Z) and not being
+		// seeded by user space right now (the claim bit): taken over.
+		if (owner != 0 && ((owner & CLAIM) || !(c->state & STATE_EXITED)))
+			return 0;
+		if (__sync_val_compare_and_swap(&c->tid, owner, tid) != owner)
+			return 0;
+	}
 	__sync_fetch_and_add(&c->seq, 1);
 	c->run = 0;
 	c->wait = 0;
