@@ -11,7 +11,7 @@
 //! | `pread_idle_backoff_2ms_ticks` | kept; idle threads read at half their idle time, at most every 16 ms (`speed`'s sampler), samples 2 ms apart | as `pread` |
 //! | `pread_stat_every_sample` | kept, `pread` at 0 | every sample |
 //! | `open_read_close` | opened, read, closed each sample | every sample |
-//! | `bpf_counters` (feature `bpf`, root) | run time from the BPF counters (one batch read per sample), files kept for `stat` | as `pread` |
+//! | `bpf_counters` (feature `bpf`, root) | run time from the BPF counters (read from mapped memory, no system call), files kept for `stat` | as `pread` |
 //!
 //! Parked threads never run, so `pread` here is the cost for idle threads (one `schedstat`
 //! read each) and `pread_stat_every_sample` the cost for threads that all ran.

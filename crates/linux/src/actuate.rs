@@ -135,15 +135,26 @@ fn outcome_of(e: &io::Error) -> MoveOutcome {
     }
 }
 
+/// A start time the caller already vouches for: `known(pid, tid)` is `Some(start)` when a
+/// file of that very thread, kept open elsewhere (the sampler's), still reads, so the tid
+/// names the thread that started then; `None` sends the check to `/proc` as usual.
+pub type Known<'a> = &'a dyn Fn(Pid, Tid) -> Option<u64>;
+
+/// Knows nothing: every check reads `/proc`.
+fn unknown(_: Pid, _: Tid) -> Option<u64> {
+    None
+}
+
 /// The system as [`set_checked`] sees it, with its start-time check through kept files.
 struct Checked<'a> {
     world: &'a mut SystemWorld,
     alive: &'a mut AliveCheck,
+    known: Known<'a>,
 }
 
 impl World for Checked<'_> {
     fn start_time(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
-        self.alive.start_time(pid, tid).ok().flatten()
+        (self.known)(pid, tid).or_else(|| self.alive.start_time(pid, tid).ok().flatten())
     }
     fn affinity(&mut self, tid: Tid) -> io::Result<CpuSet> {
         self.world.affinity(tid)
@@ -341,20 +352,30 @@ impl Actuator {
 
     /// Carries out every move of `plan`, counting each outcome; see the module docs.
     pub fn apply(&mut self, topo: &Topology, plan: &Plan) -> ApplyReport {
+        self.apply_known(topo, plan, &unknown)
+    }
+
+    /// [`Actuator::apply`], with the start-time checks answered by `known` where it can
+    /// (a `pread` of a file the sampler keeps, instead of reading `stat` by path).
+    pub fn apply_known(&mut self, topo: &Topology, plan: &Plan, known: Known<'_>) -> ApplyReport {
         let mut report = ApplyReport::default();
         for mv in &plan.moves {
-            report.count(self.apply_move(topo, mv));
+            report.count(self.move_one(topo, mv, known));
         }
         report
     }
 
     /// Carries out one move.
     pub fn apply_move(&mut self, topo: &Topology, mv: &Move) -> MoveOutcome {
+        self.move_one(topo, mv, &unknown)
+    }
+
+    fn move_one(&mut self, topo: &Topology, mv: &Move, known: Known<'_>) -> MoveOutcome {
         let key = mv.thread;
         if self.decided.contains_key(&key) {
             return MoveOutcome::Denied;
         }
-        match self.same_thread(key) {
+        match self.same_thread(key, known) {
             Some(true) => {}
             Some(false) => {
                 // Gone: nothing of it to restore any more.
@@ -422,6 +443,7 @@ impl Actuator {
         let mut world = Checked {
             world: &mut self.world,
             alive: &mut self.alive,
+            known,
         };
         match set_checked(&mut world, key, &want) {
             Ok(true) => {}
@@ -436,7 +458,10 @@ impl Actuator {
 
     /// Whether `key`'s tid still names the thread that started at `key.start_time`:
     /// `Some(false)` when it has gone or been reused, `None` when its `stat` cannot be read.
-    fn same_thread(&mut self, key: ThreadKey) -> Option<bool> {
+    fn same_thread(&mut self, key: ThreadKey, known: Known<'_>) -> Option<bool> {
+        if known(key.pid, key.tid) == Some(key.start_time) {
+            return Some(true);
+        }
         match self.alive.start_time(key.pid, key.tid) {
             Ok(Some(start)) => Some(start == key.start_time),
             Ok(None) => Some(false),
@@ -469,6 +494,11 @@ impl Actuator {
     /// the journal once it holds more than twice what is still to be restored. Call now
     /// and then (the host does every few seconds): it reads one `stat` per thread changed.
     pub fn maintain(&mut self) {
+        self.maintain_known(&unknown);
+    }
+
+    /// [`Actuator::maintain`], with the checks answered by `known` where it can.
+    pub fn maintain_known(&mut self, known: Known<'_>) {
         let keys: Vec<ThreadKey> = self
             .ledger
             .threads
@@ -478,7 +508,7 @@ impl Actuator {
             .collect();
         let gone: Vec<ThreadKey> = keys
             .into_iter()
-            .filter(|&k| self.same_thread(k) == Some(false))
+            .filter(|&k| self.same_thread(k, known) == Some(false))
             .collect();
         for k in &gone {
             self.ledger.threads.remove(k);

@@ -108,6 +108,11 @@ impl LinuxAdapter {
         let facts = HostFacts::system()?;
         let mut cfg = SamplerConfig::new(facts);
         cfg.follow_children = follow;
+        // On one NUMA node every page is on it: `numa_maps`, which walks every page table
+        // of the process (tens of ms with 1024 thread stacks), cannot tell a policy anything.
+        if topo.nodes().len() <= 1 {
+            cfg.memory_every = None;
+        }
         if let Some(age) = stat_max_age {
             // A policy that allows stale `stat` fields reads run time and wait only, and
             // a sleeping thread has none to report: it is read less often while it sleeps.

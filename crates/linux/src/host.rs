@@ -79,6 +79,9 @@ pub struct LinuxHost {
     follow_children: bool,
     /// When the targets' children were last looked at for inherited masks.
     children_seen: Nanos,
+    /// The faster run-time source's count of processes started then (`None`: no such
+    /// source, or not looked yet): while it stays the same no child can have appeared.
+    children_spawns: Option<u64>,
 }
 
 /// How often the children of targets whose children are not sampled are looked at for
@@ -135,6 +138,7 @@ impl LinuxHost {
         Ok(LinuxHost {
             follow_children,
             children_seen: Nanos::ZERO,
+            children_spawns: None,
             maintained: monotonic_now(),
             reserve,
             actuator,
@@ -161,15 +165,25 @@ impl LinuxHost {
             .adopt_born(self.sampler.fresh().iter().copied());
         // A child started by a thread we moved carries its mask; when children are not
         // sampled it is recorded here, so that it is restored even if it outlives its parent.
-        if !self.follow_children && now.saturating_sub(self.children_seen) >= CHILDREN_EVERY {
+        // The BPF counters count the processes the targets start: while that count stays
+        // the same, the targets' `children` files (one per thread) are not read.
+        let spawns = self.sampler.counted_spawns();
+        let spawned = spawns.is_none() || spawns != self.children_spawns;
+        if !self.follow_children
+            && spawned
+            && now.saturating_sub(self.children_seen) >= CHILDREN_EVERY
+        {
             self.children_seen = now;
+            self.children_spawns = spawns;
             for &pid in self.sampler.targets() {
                 self.actuator.adopt_children(pid);
             }
         }
         if now.saturating_sub(self.maintained) >= MAINTAIN_EVERY {
             self.maintained = now;
-            self.actuator.maintain();
+            let sampler = &self.sampler;
+            self.actuator
+                .maintain_known(&|pid, tid| sampler.kept_start_time(pid, tid));
         }
         Ok(())
     }
@@ -182,8 +196,13 @@ impl LinuxHost {
     }
 
     /// Carries out a plan's moves; each outcome is counted, none is an error.
+    /// A move's start-time checks are a `pread` of the sampler's kept file of the thread
+    /// when it has one ([`Sampler::kept_start_time`]), `stat` read by path otherwise.
     pub fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        self.actuator.apply(&self.topo, plan)
+        let sampler = &self.sampler;
+        self.actuator.apply_known(&self.topo, plan, &|pid, tid| {
+            sampler.kept_start_time(pid, tid)
+        })
     }
 
     /// Restores every mask changed so far, and widens back the threads and processes that

@@ -16,7 +16,7 @@
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
 //!   runcount where run time comes from: /proc, or a faster source chosen by `choose`
-//!   schedbpf the faster source (feature `bpf`): BPF on sched_switch, one batch read
+//!   schedbpf the faster source (feature `bpf`): BPF on sched_switch, read from mapped memory
 //! ```
 //!
 //! The filesystem root and host facts (clock ticks per second, page size) are always

@@ -3,9 +3,10 @@
 //!
 //! The sampler's cost is the kernel formatting `task/<tid>/schedstat` for every thread on
 //! every sample (about 1 µs a thread). A [`RunCounters`] source answers the same three
-//! numbers (run ns, run-queue wait ns, timeslices), plus the last CPU and the state, for
-//! every managed thread at once: the sampler calls [`RunCounters::refresh`] once per
-//! sample, then [`RunCounters::get`] per thread, which costs a hash lookup. A thread the
+//! numbers (run ns, run-queue wait ns, timeslices), plus the last CPU, the state and the
+//! voluntary and involuntary switch counts, for every managed thread: the sampler calls
+//! [`RunCounters::refresh`] once per sample, then [`RunCounters::get`] per thread, which
+//! reads memory the kernel writes (no system call). A thread the
 //! source cannot vouch for (`get` is `None`) is read from `/proc` as before, and the
 //! source is then told what `/proc` said ([`RunCounters::seed`]), so both speak in the
 //! same cumulative counters and a thread can pass from one to the other between two
@@ -15,15 +16,18 @@
 //!  choose(&mut host) ── built with `bpf`, root, tracefs, loads? ── no ──► /proc (why, one line)
 //!        │ yes
 //!        ▼
-//!  Sampler::set_counters(SchedProbe)   sched_switch / sched_wakeup(_new) counters in a BPF map
-//!  each sample:  refresh (one batch read of the map) ─► get(tid) per thread, /proc when None
+//!  Sampler::set_counters(SchedProbe)   sched_switch / sched_wakeup(_new) counters, a mapped array
+//!  each sample:  refresh (births, deaths) ─► get(tid) per thread from memory, /proc when None
 //! ```
 //!
 //! `stat` (start time, user and system time) is still read from `/proc`: the first time,
 //! then for a thread the source answers for at most every
 //! [`crate::sampler::COUNTED_STAT_MAX_AGE`] (5 s; its last CPU and state come from the
 //! source, fresh, and the window reads user and system time only without `schedstat`),
-//! for the others as [`crate::SamplerConfig::stat_max_age`] says. The task directories are still
+//! for the others as [`crate::SamplerConfig::stat_max_age`] says. `status` (when the
+//! sampler reads it, [`crate::SamplerConfig::read_status`]) is read only for threads the
+//! source does not answer for: the others' switch counts come from it, continued from
+//! `status`'s own (a seeded thread's values include them). The task directories are still
 //! listed (only when their link count changes, or when the source saw a thread born or
 //! die).
 
@@ -40,18 +44,20 @@ pub struct Counted {
     pub last_cpu: CpuId,
     /// Its state now: running or runnable, asleep, or exited.
     pub state: ThreadState,
+    /// Voluntary switches (`status`'s `voluntary_ctxt_switches`): it blocked.
+    pub voluntary: u64,
+    /// Involuntary switches (`nonvoluntary_ctxt_switches`): preempted, or it yielded.
+    pub involuntary: u64,
 }
 
 /// A source of per-thread run counters that is cheaper than reading `schedstat`.
 pub trait RunCounters: std::fmt::Debug + Send {
     /// What it is, for the summary ("BPF sched_switch counters").
     fn name(&self) -> &'static str;
-    /// Reads every thread's counters for the processes `pids` (and makes sure threads
-    /// they create from now on are counted). Returns whether a thread of theirs was born
-    /// or died since the last refresh, so the task directories are listed again.
-    /// `threads` is how many the last sample found: below [`FAST_FROM_THREADS`] the source
-    /// only keeps counting and answers for none (`/proc` is cheaper for so few).
-    fn refresh(&mut self, pids: &[Pid], threads: usize) -> Result<bool, LinuxError>;
+    /// Makes the counts current for the processes `pids` (and makes sure threads they
+    /// create from now on are counted). Returns whether a thread of theirs was born or
+    /// died since the last refresh, so the task directories are listed again.
+    fn refresh(&mut self, pids: &[Pid]) -> Result<bool, LinuxError>;
     /// Thread `tid`'s counters as of the last refresh, or `None` when the source cannot
     /// vouch for them (never seen; or seeded as running and not switched since, so its
     /// run time may be going up unseen).
@@ -61,13 +67,21 @@ pub trait RunCounters: std::fmt::Debug + Send {
     fn seed(&mut self, tid: Tid, sample: &Sample);
     /// Thread `tid` has gone.
     fn forget(&mut self, tid: Tid);
+    /// Threads and processes the managed processes have created since the source
+    /// started, as of the last refresh (`None`: the source does not count them). A source
+    /// that counts them counts every exit of the managed processes' threads too, so that
+    /// `refresh` returning `false` means no thread came or went: the sampler then does not
+    /// even look at the task directories' link counts.
+    fn births(&self) -> Option<u64> {
+        None
+    }
+    /// Processes the managed processes have started since the source started, as of the
+    /// last refresh (`None`: not counted). Unchanged means no new child process, so its
+    /// caller need not read the `children` files to look for one.
+    fn spawns(&self) -> Option<u64> {
+        None
+    }
 }
-
-/// Below this many threads the faster source is not read: one read of the BPF map walks
-/// all its 4096 buckets (tens of µs, about what 48 `schedstat` reads cost), so `/proc`
-/// is cheaper for a few threads. The counters go on counting meanwhile, so the source
-/// answers again from the first sample with this many threads.
-pub const FAST_FROM_THREADS: usize = 48;
 
 /// The run-time source `choose` picked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -465,6 +465,31 @@ impl Sampler {
         self.counted
     }
 
+    /// Processes the managed processes started, as the faster source counted them at the
+    /// last sample ([`RunCounters::spawns`]); `None` without one.
+    pub fn counted_spawns(&self) -> Option<u64> {
+        self.counters.as_ref().and_then(|c| c.spawns())
+    }
+
+    /// The start time of thread `tid` of `pid` when this sampler keeps a file of that very
+    /// thread open and the file still reads (so the thread is alive, and `tid` still
+    /// names it): one `pread` instead of reading `stat` by path. `None` when no file is
+    /// kept for it, or the read fails (it may have gone): the caller then reads by path.
+    pub fn kept_start_time(&self, pid: Pid, tid: Tid) -> Option<u64> {
+        let t = self.threads.get(&tid)?;
+        if t.key.pid != pid || t.key.start_time == u64::MAX || !t.keep {
+            return None;
+        }
+        // Both files were opened before the `stat` read that gave the start time (a
+        // `schedstat` opened first refers to a thread alive at that read: its own).
+        let file = t.schedstat.as_ref().or(t.stat.as_ref())?;
+        let mut buf = [0u8; 64];
+        match file.read_at(&mut buf, 0) {
+            Ok(n) if n > 0 => Some(t.key.start_time),
+            _ => None,
+        }
+    }
+
     /// Why the faster run-time source stopped (a read failed; `/proc` took over).
     pub fn counters_stopped(&self) -> Option<&str> {
         self.counters_stopped.as_deref()
@@ -541,7 +566,7 @@ impl Sampler {
         };
         self.pid_buf.clear();
         self.pid_buf.extend(self.procs.iter().map(|p| p.pid));
-        match c.refresh(&self.pid_buf, self.threads.len()) {
+        match c.refresh(&self.pid_buf) {
             Ok(false) => {}
             Ok(true) => self.procs.iter_mut().for_each(|p| p.nlink = None),
             Err(e) => {
@@ -557,13 +582,18 @@ impl Sampler {
     /// Listing the task directory costs about as much as reading a thread's `schedstat`,
     /// so with kept files it is skipped when nothing can have changed: the directory's link
     /// count (which the kernel reports as a base plus the number of threads) is the one it
-    /// had at the last listing, and every thread of that listing could still be read. A
+    /// had at the last listing (or, with the BPF counters, they saw no thread born or
+    /// exit), and every thread of that listing could still be read. A
     /// thread that exited fails its read (its kept files refer to it alone), so an exit
     /// hidden by a creation is still noticed, and the directory is then listed again.
     fn sample_process(&mut self, i: usize, into: &mut Snapshot) -> Result<(), LinuxError> {
         let keep = self.cfg.keep_files_open;
         if keep {
+            // A faster source that counts births and deaths said none happened (else
+            // `refresh_counters` cleared `nlink`): the link count need not be looked at.
+            let counted = self.counters.as_ref().is_some_and(|c| c.births().is_some());
             let unchanged = match (&self.procs[i].dir, self.procs[i].nlink) {
+                (Some(_), Some(_)) if counted => true,
                 (Some(dir), Some(nlink)) => fstat(dir).is_ok_and(|st| st.st_nlink == nlink),
                 _ => false,
             };
@@ -760,19 +790,18 @@ impl Sampler {
         sample.run = sched.run;
         sample.wait = sched.wait;
         sample.timeslices = sched.timeslices;
-        match (counted, self.counters.as_mut()) {
+        if let Some(c) = counted {
             // Fresher than `stat`'s: as of this sample.
-            (Some(c), _) => {
-                self.counted += 1;
-                sample.last_cpu = c.last_cpu;
-                sample.state = c.state;
+            self.counted += 1;
+            sample.last_cpu = c.last_cpu;
+            sample.state = c.state;
+            if self.cfg.read_status {
+                sample.voluntary = c.voluntary;
+                sample.involuntary = c.involuntary;
             }
-            // First read from /proc: the source counts on from these values.
-            (None, Some(c)) if t.seen == 0 && has_schedstat => c.seed(tid, &sample),
-            _ => {}
         }
         let mut gone = false;
-        if self.cfg.read_status {
+        if self.cfg.read_status && counted.is_none() {
             let f = file("status");
             match pread_slot(&mut t.status, &f, &mut scratch.path, &mut scratch.buf)? {
                 Read::Bytes(n) => {
@@ -797,6 +826,13 @@ impl Sampler {
                         scratch.found.push(Pid(child));
                     }
                 }
+            }
+        }
+        // First read from /proc: the source counts on from these values (with `status`'s
+        // switch counts when they were read).
+        if let (None, Some(c)) = (counted, self.counters.as_mut()) {
+            if t.seen == 0 && has_schedstat && !gone {
+                c.seed(tid, &sample);
             }
         }
         if !keep {

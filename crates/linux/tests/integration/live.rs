@@ -616,3 +616,27 @@ fn live_host_samples_until_target_exits() {
     assert!(matches!(err, LinuxError::NoSuchProcess { .. }), "{err:?}");
     assert_eq!(host.restore_all().vanished, 1);
 }
+
+#[test]
+fn live_sampler_kept_start_time_vouches_only_for_a_live_sampled_thread() {
+    let me = Pid(std::process::id() as i32);
+    let mut s = Sampler::new(Root::system(), &[me], SamplerConfig::new(facts())).unwrap();
+    let mut snap = Snapshot::default();
+    let a = Spinners::start(1);
+    let tid = a.tids[0];
+    s.sample(Nanos(1), &mut snap).unwrap();
+    let key = snap.threads.iter().find(|t| t.key.tid == tid).unwrap().key;
+    // Its kept file reads: the start time the sampler read, without reading `stat` again.
+    assert_eq!(s.kept_start_time(me, tid), Some(key.start_time));
+    // Another process's tid, or a thread never sampled, is not vouched for.
+    assert_eq!(s.kept_start_time(NO_PID, tid), None);
+    assert_eq!(s.kept_start_time(me, Tid(NO_PID.0)), None);
+    // Once the thread has exited its kept file fails: the caller reads `/proc` instead.
+    // (A join returns when the thread clears its tid, a moment before the kernel is done.)
+    a.stop();
+    let gone = (0..500).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        s.kept_start_time(me, tid).is_none()
+    });
+    assert!(gone, "an exited thread is still vouched for");
+}

@@ -29,7 +29,6 @@ mod live {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
-    use threadbalance_linux::runcount::FAST_FROM_THREADS;
     use threadbalance_linux::schedbpf::SchedProbe;
     use threadbalance_linux::{HostFacts, Root, Sampler, SamplerConfig, monotonic_now};
     use threadbalance_model::{Pid, Sample, Snapshot, Tid};
@@ -57,6 +56,9 @@ mod live {
         (handles, tids)
     }
 
+    /// Sleeping threads besides the busy ones: the counters answer for them too.
+    const SLEEPERS: usize = 48;
+
     fn of(snap: &Snapshot, tid: Tid) -> Sample {
         *snap
             .threads
@@ -68,16 +70,17 @@ mod live {
     #[test]
     fn sched_counters_agree_with_proc_on_run_time_of_busy_threads() {
         let pid = Pid(std::process::id() as i32);
-        let cfg = SamplerConfig::new(HostFacts::system().unwrap());
+        let mut cfg = SamplerConfig::new(HostFacts::system().unwrap());
+        // Switch counts too: /proc's from `status`, the counters' from the program.
+        cfg.read_status = true;
         let mut proc_ = Sampler::new(Root::system(), &[pid], cfg.clone()).unwrap();
         let mut bpf = Sampler::new(Root::system(), &[pid], cfg).unwrap();
         let probe = SchedProbe::load().expect("the BPF counters load (run as root, tracefs)");
         bpf.set_counters(Box::new(probe));
-        let (mut a, mut b) = (Snapshot::default(), Snapshot::default());
+        let mut b = Snapshot::default();
         let stop = Arc::new(AtomicBool::new(false));
-        // Sleepers, so that the process has enough threads for the counters to be read
-        // (below `FAST_FROM_THREADS`, /proc is read instead).
-        let parked: Vec<_> = (0..FAST_FROM_THREADS)
+        // Sleepers, which the counters answer for as well (seeded, then hardly switching).
+        let parked: Vec<_> = (0..SLEEPERS)
             .map(|_| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
@@ -95,12 +98,19 @@ mod live {
         handles.extend(h2);
         tids.extend(t2);
         std::thread::sleep(Duration::from_millis(100));
-        proc_.sample(monotonic_now(), &mut a).unwrap();
-        bpf.sample(monotonic_now(), &mut b).unwrap();
-        let (a0, b0) = (a.clone(), b.clone());
+        // Each /proc sample is bracketed by two BPF samples: on a loaded machine this
+        // thread may be preempted between reads, and the counters move meanwhile.
+        let bracket = |proc_: &mut Sampler, bpf: &mut Sampler| {
+            let (mut lo, mut p, mut hi) = Default::default();
+            bpf.sample(monotonic_now(), &mut lo).unwrap();
+            proc_.sample(monotonic_now(), &mut p).unwrap();
+            bpf.sample(monotonic_now(), &mut hi).unwrap();
+            (lo, p, hi)
+        };
+        let start = bracket(&mut proc_, &mut bpf);
         std::thread::sleep(Duration::from_millis(600));
-        proc_.sample(monotonic_now(), &mut a).unwrap();
-        bpf.sample(monotonic_now(), &mut b).unwrap();
+        let end = bracket(&mut proc_, &mut bpf);
+        b = end.2.clone();
         let counted = bpf.counted_threads();
         stop.store(true, Ordering::Relaxed);
         for h in handles {
@@ -110,53 +120,105 @@ mod live {
             p.thread().unpark();
             p.join().unwrap();
         }
+        // A process this one starts is counted as a spawn (threads are not).
+        let spawns = bpf.counted_spawns().expect("the counters count spawns");
+        std::process::Command::new("true").status().unwrap();
+        // Every thread that exited is seen to have gone: the counters count deaths, so the
+        // sampler lists the task directory again although it no longer checks its links.
+        let mut after = Snapshot::default();
+        bpf.sample(monotonic_now(), &mut after).unwrap();
+        let left: Vec<_> = after
+            .threads
+            .iter()
+            .filter(|s| tids.contains(&s.key.tid))
+            .collect();
+        assert!(left.is_empty(), "exited threads still sampled: {left:?}");
+        // At least: other tests of this binary may start processes meanwhile.
+        assert!(bpf.counted_spawns().is_some_and(|n| n > spawns));
+        assert!(
+            after.threads.len() + 6 + SLEEPERS <= b.threads.len(),
+            "{} threads before the exits, {} after",
+            b.threads.len(),
+            after.threads.len()
+        );
         assert_eq!(bpf.counters_name(), Some("BPF sched_switch counters"));
         assert!(
-            counted >= 6 + FAST_FROM_THREADS,
+            counted >= 6 + SLEEPERS,
             "only {counted} threads answered by the counters"
         );
         for tid in tids {
-            let (pa, pb) = (of(&a, tid), of(&b, tid));
-            let (qa, qb) = (of(&a0, tid), of(&b0, tid));
-            let run_proc = pa.run.0.saturating_sub(qa.run.0) as f64 / 1e6;
-            let run_bpf = pb.run.0.saturating_sub(qb.run.0) as f64 / 1e6;
-            let slices_proc = pa.timeslices - qa.timeslices;
-            let slices_bpf = pb.timeslices - qb.timeslices;
+            let at = |snaps: &(Snapshot, Snapshot, Snapshot)| {
+                (of(&snaps.0, tid), of(&snaps.1, tid), of(&snaps.2, tid))
+            };
+            let ((lo0, p0, hi0), (lo1, p1, hi1)) = (at(&start), at(&end));
+            let ms = |ns: u64| ns as f64 / 1e6;
             eprintln!(
-                "thread {} (/proc / BPF): run {run_proc:.2} / {run_bpf:.2} ms, slices \
-                 {slices_proc} / {slices_bpf}, run since start {:.2} / {:.2} ms",
+                "thread {} (/proc; BPF before and after it): run {:.2}; {:.2} {:.2} ms, \
+                 wait {:.2}; {:.2} {:.2} ms, slices {}; {} {}, run since start {:.2}; {:.2} ms",
                 tid.0,
-                pa.run.0 as f64 / 1e6,
-                pb.run.0 as f64 / 1e6,
+                ms(p1.run.0 - p0.run.0),
+                ms(lo1.run.0 - hi0.run.0),
+                ms(hi1.run.0 - lo0.run.0),
+                ms(p1.wait.0 - p0.wait.0),
+                ms(lo1.wait.0 - hi0.wait.0),
+                ms(hi1.wait.0 - lo0.wait.0),
+                p1.timeslices - p0.timeslices,
+                lo1.timeslices - hi0.timeslices,
+                hi1.timeslices - lo0.timeslices,
+                ms(p1.run.0),
+                ms(lo1.run.0),
             );
             // On an idle machine each runs about 450 ms; loaded by other work, far less.
+            let run_proc = ms(p1.run.0 - p0.run.0);
             assert!(
                 run_proc > 5.0,
                 "thread {} hardly ran ({run_proc} ms)",
                 tid.0
             );
-            // Both measure the same run time over the same 600 ms; /proc's figure of a
-            // running thread stops at its last scheduler tick (≤ 4 ms at 250 Hz), at
-            // either end, and the two samplers read a few µs apart: 10 % or 10 ms.
+            // Counters only grow, so /proc's delta lies between the BPF deltas over the
+            // inner and the outer brackets, up to a tolerance: /proc's run time of a
+            // running thread stops at its last scheduler tick (≤ 4 ms at 250 Hz) at
+            // either end, and the kernel's run_delay counts from the enqueue where the
+            // program counts from the wake-up tracepoint just after it: 10 % or 10 ms.
+            let within = |what: &str, get: fn(&Sample) -> u64, ns: bool| {
+                let p = get(&p1) - get(&p0);
+                let inner = get(&lo1).saturating_sub(get(&hi0));
+                let outer = get(&hi1).saturating_sub(get(&lo0));
+                let tol = if ns {
+                    (p / 10).max(10_000_000)
+                } else {
+                    2 + p / 10
+                };
+                assert!(
+                    inner.saturating_sub(tol) <= p && p <= outer + tol,
+                    "thread {}: {what} {p} from /proc, {inner}..{outer} from BPF",
+                    tid.0
+                );
+                // The totals since the thread started, too (seeded from /proc, or counted
+                // from birth): /proc's lies between the BPF reads around it. Not for the
+                // wait: the kernel adds a queued thread's wait so far when it moves to
+                // another run queue, the program at its switch-in.
+                if what == "wait ns" {
+                    return;
+                }
+                let (p, lo, hi) = (get(&p1), get(&lo1), get(&hi1));
+                assert!(
+                    lo.saturating_sub(tol) <= p && p <= hi + tol,
+                    "thread {}: {what} {p} in all from /proc, {lo}..{hi} from BPF",
+                    tid.0
+                );
+            };
+            within("run ns", |s| s.run.0, true);
+            within("wait ns", |s| s.wait.0, true);
+            // Every switch-in counts once in both; voluntary (the 1 ms sleeps) and
+            // involuntary (preempted) switch-outs as the kernel's nvcsw and nivcsw do.
+            within("timeslices", |s| s.timeslices, false);
+            within("voluntary switches", |s| s.voluntary, false);
+            within("involuntary switches", |s| s.involuntary, false);
+            // Each sleeps 1 ms in every 4 (less when starved): over 600 ms, many blocks.
             assert!(
-                (run_bpf - run_proc).abs() <= (0.10 * run_proc).max(10.0),
-                "thread {}: run {run_proc:.2} ms from /proc, {run_bpf:.2} ms from BPF",
-                tid.0
-            );
-            // Run-queue wait: the kernel's run_delay counts from the enqueue, the program
-            // from the wake-up tracepoint just after it: same tolerance.
-            let wait_proc = pa.wait.0.saturating_sub(qa.wait.0) as f64 / 1e6;
-            let wait_bpf = pb.wait.0.saturating_sub(qb.wait.0) as f64 / 1e6;
-            assert!(
-                (wait_bpf - wait_proc).abs() <= (0.10 * wait_proc).max(10.0),
-                "thread {}: wait {wait_proc:.2} ms from /proc, {wait_bpf:.2} ms from BPF",
-                tid.0
-            );
-            // Timeslices: every switch-in counts once in both; the reads are apart by
-            // a few µs, in which a thread switches at most a couple of times.
-            assert!(
-                slices_bpf.abs_diff(slices_proc) <= 2 + slices_proc / 10,
-                "thread {}: {slices_proc} timeslices from /proc, {slices_bpf} from BPF",
+                p1.voluntary - p0.voluntary > 10,
+                "thread {} hardly blocked",
                 tid.0
             );
         }
