@@ -2,7 +2,7 @@
 //! (Pure arithmetic, here so that the simulator can pace its policy the way the live loop
 //! does: `sim --tick-cost`.)
 //!
-//! A policy asks for its next tick (`speed` down to every 2 ms), but a tick costs what
+//! A policy asks for its next tick (`speed` down to every millisecond), but a tick costs what
 //! sampling every thread costs, about 1 µs a thread in the kernel alone: 1024 threads at
 //! 2 ms would take half a core. So the loop is paced by a token bucket of CPU time, with a
 //! budget of 0.8 % of one core (the tool's target is 1 %; the rest is for moves, the
@@ -26,7 +26,7 @@
 //! The interval actually taken is the policy's, or the one this budget allows, whichever
 //! is longer: with 64 threads whose ticks cost 60 µs and a 1 % budget, ticks come every
 //! 6 ms at the fastest, however often the policy asks. This is what "the fastest interval"
-//! means on a live machine: the policy's floor (2 ms for `speed`) or the budget's, the
+//! means on a live machine: the policy's floor (1 ms for `speed`) or the budget's, the
 //! later.
 //!
 //! The first look starts the account: what came before it (parsing options, starting the
