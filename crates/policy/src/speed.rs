@@ -482,20 +482,25 @@ impl Speed {
                 return;
             }
             let queue = self.emptiest();
-            if let Some(q) = self.queues.get_mut(queue) {
-                q.load += 1;
+            if queue < self.queues.len() {
                 p.released = false;
                 p.queue = queue;
                 p.credit = 0.0;
-                self.stats.initial += 1;
-                if managing {
-                    moves.push(Move {
-                        thread: p.key,
-                        to: self.target(queue),
-                        why: Reason::Initial,
-                    });
-                }
+                self.place(p.key, queue, managing, moves);
             }
+        }
+    }
+
+    /// Counts a thread on `queue` and, while managing, asks for it to be placed there.
+    fn place(&mut self, key: ThreadKey, queue: usize, managing: bool, moves: &mut Vec<Move>) {
+        self.queues[queue].load += 1;
+        self.stats.initial += 1;
+        if managing {
+            moves.push(Move {
+                thread: key,
+                to: self.target(queue),
+                why: Reason::Initial,
+            });
         }
     }
 
@@ -569,15 +574,7 @@ impl Speed {
             let apart = self.peers.apart;
             let lent = !apart && self.few.active;
             if !apart && !lent {
-                self.queues[queue].load += 1;
-                self.stats.initial += 1;
-                if managing {
-                    moves.push(Move {
-                        thread: t.key,
-                        to: self.target(queue),
-                        why: Reason::Initial,
-                    });
-                }
+                self.place(t.key, queue, managing, moves);
             }
             let exec = t.speed * dt;
             out.push(Placed {

@@ -66,15 +66,8 @@ impl Speed {
                 p.released = false;
                 p.queue = queue;
                 p.credit = 0.0;
-                self.queues[queue].load += 1;
-                self.stats.initial += 1;
-                if managing {
-                    moves.push(Move {
-                        thread: p.key,
-                        to: self.target(queue),
-                        why: Reason::Initial,
-                    });
-                }
+                let key = p.key;
+                self.place(key, queue, managing, moves);
             }
             return;
         }
