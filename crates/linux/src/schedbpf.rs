@@ -182,7 +182,9 @@ impl SchedProbe {
             ));
         }
         // The program reads only its tracepoint records (no CO-RE relocations), so the
-        // kernel's BTF, 5 MB that take tens of milliseconds to parse, is not loaded.
+        // kernel's BTF is not used. (aya 0.13's `EbpfLoader::new` still reads and parses
+        // it, about 5 MB, before `btf(None)` drops it: a few ms of start-up per probe that
+        // this API offers no way around.)
         let mut ebpf = aya::EbpfLoader::new()
             .btf(None)
             .load(SCHED_OBJECT)
