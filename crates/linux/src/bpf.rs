@@ -111,15 +111,7 @@ impl FutexProbe {
             if !have && optional {
                 continue;
             }
-            let prog: &mut TracePoint = ebpf
-                .program_mut(name)
-                .ok_or_else(|| ProbeUnavailable(format!("BPF object lacks {name}")))?
-                .try_into()
-                .map_err(|e| ProbeUnavailable(format!("{name}: {e}")))?;
-            prog.load()
-                .map_err(|e| ProbeUnavailable(format!("verifier refused {name}: {e}")))?;
-            prog.attach("syscalls", tracepoint)
-                .map_err(|e| ProbeUnavailable(format!("cannot attach to {tracepoint}: {e}")))?;
+            attach_tracepoint(&mut ebpf, name, "syscalls", tracepoint)?;
             attached.push(tracepoint);
         }
         Ok(FutexProbe {
@@ -201,6 +193,27 @@ impl FutexProbe {
     pub fn totals(&self) -> &FutexTotals {
         self.classifier.totals()
     }
+}
+
+/// Loads the object's program `name` (a tracepoint program) into the kernel and attaches
+/// it to `category:tracepoint`, each failure one line naming what refused. Shared by the
+/// futex probe and the run-time counters (`crate::schedbpf`).
+pub(crate) fn attach_tracepoint(
+    ebpf: &mut Ebpf,
+    name: &str,
+    category: &str,
+    tracepoint: &str,
+) -> Result<(), ProbeUnavailable> {
+    let prog: &mut TracePoint = ebpf
+        .program_mut(name)
+        .ok_or_else(|| ProbeUnavailable(format!("BPF object lacks {name}")))?
+        .try_into()
+        .map_err(|e| ProbeUnavailable(format!("{name}: {e}")))?;
+    prog.load()
+        .map_err(|e| ProbeUnavailable(format!("verifier refused {name}: {e}")))?;
+    prog.attach(category, tracepoint)
+        .map_err(|e| ProbeUnavailable(format!("cannot attach to {tracepoint}: {e}")))?;
+    Ok(())
 }
 
 /// Makes the object's `targets` map (tgid → 1, read by its programs to filter events)

@@ -40,7 +40,6 @@ mod slots;
 use crate::bpf::ProbeUnavailable;
 use crate::runcount::{Counted, RunCounters};
 use crate::{LinuxError, monotonic_now};
-use aya::programs::TracePoint;
 use aya::{Ebpf, include_bytes_aligned};
 pub use slots::{Claim, Raw, SLOTS, Slots};
 use std::collections::HashSet;
@@ -195,15 +194,7 @@ impl SchedProbe {
             _ => return Err(ProbeUnavailable("BPF object lacks counters".into())),
         };
         for (name, category, tracepoint) in ATTACH {
-            let prog: &mut TracePoint = ebpf
-                .program_mut(name)
-                .ok_or_else(|| ProbeUnavailable(format!("BPF object lacks {name}")))?
-                .try_into()
-                .map_err(|e| ProbeUnavailable(format!("{name}: {e}")))?;
-            prog.load()
-                .map_err(|e| ProbeUnavailable(format!("verifier refused {name}: {e}")))?;
-            prog.attach(category, tracepoint)
-                .map_err(|e| ProbeUnavailable(format!("cannot attach to {tracepoint}: {e}")))?;
+            crate::bpf::attach_tracepoint(&mut ebpf, name, category, tracepoint)?;
         }
         let events = slots.events();
         Ok(SchedProbe {

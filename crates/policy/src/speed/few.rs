@@ -71,8 +71,10 @@ impl Speed {
             }
             return;
         }
-        let placed = self.placed.iter().filter(|p| !p.released).count();
-        if placed == 0 || placed > cores {
+        // Every placed thread counts on its queue: the loads' sum, without a walk of the
+        // threads on every tick.
+        let placed: u32 = self.queues.iter().map(|q| q.load).sum();
+        if placed == 0 || placed as usize > cores {
             return;
         }
         self.few.active = true;

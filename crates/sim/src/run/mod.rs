@@ -102,7 +102,8 @@ pub struct RunOptions {
     /// What one tick costs the tool on a live machine, so that the policy is paced as the
     /// live loop's CPU budget paces it (`threadbalance_model::pace`): a tick waits while
     /// the tool is over 0.8 % of one core. `None` (the default): ticks are free and come
-    /// whenever the policy asks (no sooner than every millisecond).
+    /// whenever the policy asks (no sooner than every millisecond). Paced by
+    /// `run_policy`; `apps::run_per_app`'s instances tick free.
     pub tick_cost: Option<TickCost>,
 }
 
