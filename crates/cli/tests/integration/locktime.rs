@@ -61,6 +61,7 @@ fn shuffling_on_locks(locks_args: &[&str]) -> (ShufflingSummary, String, serde_j
 
 #[test]
 fn live_shuffling_estimate_leaves_cold_locks_alone() {
+    let _alone = crate::support::alone();
     // 3 000 ops × 401 µs ≈ 1.2 s of work per thread: at least two 500 ms checks.
     let (s, lock_time, score) = shuffling_on_locks(&[
         "--threads",
@@ -102,6 +103,7 @@ fn live_shuffling_estimate_leaves_cold_locks_alone() {
 
 #[test]
 fn live_shuffling_estimate_shuffles_hot_lock() {
+    let _alone = crate::support::alone();
     // 4 × 10 000 × 50 µs = 2 s of critical sections, serialized on one mutex: the run
     // lasts at least 2 s, four 500 ms checks.
     let (s, _, _) = shuffling_on_locks(&[

@@ -199,6 +199,7 @@ fn run_ok(args: &[String], cwd: &Path, what: &str) {
 
 #[test]
 fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
+    let _alone = crate::support::alone();
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
     let cli_toml = std::fs::read_to_string(repo().join("crates/cli/Cargo.toml")).unwrap();

@@ -517,6 +517,7 @@ fn helper_process_growing_many_threads() {
 
 #[test]
 fn live_attach_to_a_process_growing_to_5000_threads_under_ulimit_1024() {
+    let _alone = crate::support::alone();
     // Two kept files per thread used to hit EMFILE at about 500 threads: management
     // stopped with exit 1 and the restore failed. Now threads past the budget are read by
     // open/read/close, and every mask is restored.

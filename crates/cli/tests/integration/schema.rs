@@ -163,6 +163,7 @@ fn schema_topo_json_follows_the_schema() {
 
 #[test]
 fn schema_sim_suite_json_of_each_kind_of_claim_follows_the_schema() {
+    let _alone = crate::support::alone();
     // The suite's JSON as `sim --suite papers --json` writes it (the report's JSON with
     // the version added), for a report of one claim of each kind and verdict, without
     // running the suite's simulations.
@@ -218,6 +219,7 @@ fn schema_sim_suite_json_of_each_kind_of_claim_follows_the_schema() {
 /// schema, and it is not silent while it runs (a line per group of claims on stderr).
 #[test]
 fn schema_sim_suite_json_follows_the_schema_and_reports_progress() {
+    let _alone = crate::support::alone();
     let args = [
         "sim",
         "--suite",

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 
 #[test]
 fn soak_short_run_has_no_error_and_restores_every_mask() {
+    let _alone = crate::support::alone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("soak.json");
     let child = Command::new(bin())

@@ -2,7 +2,21 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Held by the tests whose measurement another test's load would skew (lock time
+/// estimated from blocked time, which reads run-queue waits counted late as blocking)
+/// and by the tests that load both CPUs for many seconds (the simulator suite, the
+/// README's commands, the soak, 5000 threads): none of them runs while another does. The
+/// other tests still run beside them.
+pub fn alone() -> MutexGuard<'static, ()> {
+    static ALONE: Mutex<()> = Mutex::new(());
+    // A test that panicked while holding it leaves nothing half-done to protect.
+    ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// The binary under test.
 pub fn bin() -> PathBuf {
