@@ -43,6 +43,7 @@ use threadbalance_daemon::process::{ProcessReading, Users, facts_between};
 use threadbalance_daemon::{Config, Decision, HandsOff, log, read};
 use threadbalance_linux::Root;
 use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::runshare::SharedCounters;
 use threadbalance_linux::state::StateDir;
 use threadbalance_model::{CpuSet, Level, Nanos, Pid, Topology};
 
@@ -104,6 +105,9 @@ struct Daemon {
     windows: u64,
     started: Instant,
     restore_failures: u64,
+    /// The run-time counters every managed process's sampler reads: one BPF probe for the
+    /// daemon (feature `bpf`), loaded when the first process is taken on.
+    counters: SharedCounters,
 }
 
 /// `threadbalance daemon`.
@@ -150,6 +154,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         windows: 0,
         started: Instant::now(),
         restore_failures: 0,
+        counters: SharedCounters::new(),
         root,
         config,
     };
@@ -223,7 +228,16 @@ fn oneshot(d: &mut Daemon) -> Result<u8> {
         d.taken += 1;
         let cpuset = d.cpuset_of(pid);
         match Managed::start(
-            pid, &comm, assignment, &d.machine, &d.state, d.observe, false, d.taken, cpuset,
+            pid,
+            &comm,
+            assignment,
+            &d.machine,
+            &d.state,
+            d.observe,
+            false,
+            d.taken,
+            cpuset,
+            &mut d.counters,
         ) {
             Ok(m) => {
                 d.managed.insert(pid, m);
@@ -480,6 +494,7 @@ impl Daemon {
                 true,
                 self.taken,
                 cpuset,
+                &mut self.counters,
             ) {
                 Ok(m) => {
                     tracing::info!(
@@ -590,6 +605,7 @@ impl Daemon {
     fn release_only(&mut self, pid: Pid, why: &str) -> Option<RestoreReport> {
         let m = self.managed.remove(&pid)?;
         let comm = m.comm.clone();
+        let counters = m.counters.clone();
         let report = m.release();
         let failed = report.failures().count() as u64;
         if failed > 0 {
@@ -599,8 +615,13 @@ impl Daemon {
                 tracing::warn!("pid {pid}: {line}");
             }
         }
+        // The handle on the shared counters went with the process's host: its slots are
+        // freed by now, and what it counted can be said.
+        let counted = counters
+            .describe()
+            .map_or(String::new(), |c| format!("; {c}"));
         tracing::info!(
-            "pid {pid} ({comm}) released ({why}): {}",
+            "pid {pid} ({comm}) released ({why}): {}{counted}",
             crate::recover::describe(&report)
         );
         Some(report)

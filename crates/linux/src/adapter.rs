@@ -95,6 +95,21 @@ impl LinuxAdapter {
         stat_max_age: Option<Nanos>,
         journal: Option<Journal>,
     ) -> Result<LinuxAdapter, LinuxError> {
+        let counters = crate::runcount::Counters::Choose;
+        LinuxAdapter::with_counters(topo, target, dry_run, stat_max_age, journal, counters)
+    }
+
+    /// As [`LinuxAdapter::new`], with run time from where `counters` says: the daemon
+    /// gives each process a handle on its one shared probe ([`crate::runshare`]) instead of
+    /// a probe of its own.
+    pub fn with_counters(
+        topo: &Topology,
+        target: Target,
+        dry_run: bool,
+        stat_max_age: Option<Nanos>,
+        journal: Option<Journal>,
+        counters: crate::runcount::Counters,
+    ) -> Result<LinuxAdapter, LinuxError> {
         let (pid, follow) = match target {
             Target::Child {
                 pid,
@@ -120,7 +135,7 @@ impl LinuxAdapter {
             cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
         let mut host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
-        crate::runcount::announce(&mut host);
+        counters.give(&mut host);
         Ok(LinuxAdapter {
             host,
             target: pid,

@@ -16,6 +16,7 @@
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
 //!   runcount where run time comes from: /proc, or a faster source chosen by `choose`
+//!   runshare one set of counters shared by many hosts (the daemon's), handed out per host
 //!   schedbpf the faster source (feature `bpf`): BPF on sched_switch, read from mapped memory
 //! ```
 //!
@@ -44,6 +45,7 @@ pub mod parse;
 pub mod permit;
 pub mod read;
 pub mod runcount;
+pub mod runshare;
 pub mod sampler;
 #[cfg(feature = "bpf")]
 pub mod schedbpf;

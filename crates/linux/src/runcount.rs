@@ -124,6 +124,32 @@ pub fn choose(host: &mut crate::LinuxHost) -> RunSource {
     }
 }
 
+/// Where a host's run time comes from, as whoever opens it says
+/// ([`crate::LinuxAdapter::with_counters`]).
+#[derive(Debug)]
+pub enum Counters {
+    /// The fastest this build and machine allow, loaded for this host alone and announced
+    /// by it ([`announce`]): `run`, `attach`, `top`.
+    Choose,
+    /// This source (a handle on counters several hosts share: the daemon's, see
+    /// [`crate::runshare`]), or `/proc` when `None`; nothing is loaded or said here, the
+    /// owner of the shared counters says it once.
+    Given(Option<Box<dyn RunCounters>>),
+}
+
+impl Counters {
+    /// Gives `host`'s sampler its run-time source.
+    pub fn give(self, host: &mut crate::LinuxHost) {
+        match self {
+            Counters::Choose => {
+                announce(host);
+            }
+            Counters::Given(Some(c)) => host.sampler_mut().set_counters(c),
+            Counters::Given(None) => {}
+        }
+    }
+}
+
 /// [`choose`], and one line on standard error saying which source runs (or why the
 /// faster one does not) when the build has the faster one. Built without it, nothing
 /// is said: `/proc` is the only source there is.

@@ -35,6 +35,7 @@
 //! managed threads whose tids share a slot (tids 16384 apart): the later one is read from
 //! `/proc`.
 
+pub mod shared;
 mod slots;
 
 use crate::bpf::ProbeUnavailable;
@@ -159,43 +160,51 @@ pub fn seeded(s: &Sample, now: u64) -> Raw {
     }
 }
 
+/// Loads the program, maps its counters and attaches it to the tracepoints (shared by
+/// [`SchedProbe::load`] and the daemon's [`shared::SharedProbe::load`]), or says why it
+/// cannot.
+pub(crate) fn open() -> Result<(Ebpf, Slots), ProbeUnavailable> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err(ProbeUnavailable(
+            "not root (the BPF counters need CAP_BPF and CAP_PERFMON)".into(),
+        ));
+    }
+    let have = |tp: &str| {
+        [
+            "/sys/kernel/tracing/events/sched",
+            "/sys/kernel/debug/tracing/events/sched",
+        ]
+        .iter()
+        .any(|e| std::path::Path::new(e).join(tp).is_dir())
+    };
+    if !have("sched_switch") {
+        return Err(ProbeUnavailable(
+            "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
+        ));
+    }
+    // The program reads only its tracepoint records (no CO-RE relocations), so the
+    // kernel's BTF is not used. (aya 0.13's `EbpfLoader::new` still reads and parses
+    // it, about 5 MB, before `btf(None)` drops it: a few ms of start-up per probe that
+    // this API offers no way around.)
+    let mut ebpf = aya::EbpfLoader::new()
+        .btf(None)
+        .load(SCHED_OBJECT)
+        .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))?;
+    let slots = match ebpf.map("counters") {
+        Some(aya::maps::Map::Array(data)) => Slots::map(data.fd().as_fd().as_raw_fd())
+            .map_err(|e| ProbeUnavailable(format!("cannot map the counters: {e}")))?,
+        _ => return Err(ProbeUnavailable("BPF object lacks counters".into())),
+    };
+    for (name, category, tracepoint) in ATTACH {
+        crate::bpf::attach_tracepoint(&mut ebpf, name, category, tracepoint)?;
+    }
+    Ok((ebpf, slots))
+}
+
 impl SchedProbe {
     /// Loads and attaches the program, or says why it cannot.
     pub fn load() -> Result<SchedProbe, ProbeUnavailable> {
-        if !nix::unistd::geteuid().is_root() {
-            return Err(ProbeUnavailable(
-                "not root (the BPF counters need CAP_BPF and CAP_PERFMON)".into(),
-            ));
-        }
-        let have = |tp: &str| {
-            [
-                "/sys/kernel/tracing/events/sched",
-                "/sys/kernel/debug/tracing/events/sched",
-            ]
-            .iter()
-            .any(|e| std::path::Path::new(e).join(tp).is_dir())
-        };
-        if !have("sched_switch") {
-            return Err(ProbeUnavailable(
-                "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
-            ));
-        }
-        // The program reads only its tracepoint records (no CO-RE relocations), so the
-        // kernel's BTF is not used. (aya 0.13's `EbpfLoader::new` still reads and parses
-        // it, about 5 MB, before `btf(None)` drops it: a few ms of start-up per probe that
-        // this API offers no way around.)
-        let mut ebpf = aya::EbpfLoader::new()
-            .btf(None)
-            .load(SCHED_OBJECT)
-            .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))?;
-        let slots = match ebpf.map("counters") {
-            Some(aya::maps::Map::Array(data)) => Slots::map(data.fd().as_fd().as_raw_fd())
-                .map_err(|e| ProbeUnavailable(format!("cannot map the counters: {e}")))?,
-            _ => return Err(ProbeUnavailable("BPF object lacks counters".into())),
-        };
-        for (name, category, tracepoint) in ATTACH {
-            crate::bpf::attach_tracepoint(&mut ebpf, name, category, tracepoint)?;
-        }
+        let (ebpf, slots) = open()?;
         let events = slots.events();
         Ok(SchedProbe {
             slots,

@@ -19,6 +19,7 @@ use anyhow::{Result, anyhow};
 use std::path::PathBuf;
 use threadbalance_daemon::allowed::Allowed;
 use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::runshare::{SharedCounters, Watch};
 use threadbalance_linux::state::{ProcessLock, StateDir};
 use threadbalance_linux::{LinuxError, Root};
 use threadbalance_manage::joined::Member;
@@ -76,6 +77,8 @@ pub struct Managed {
     /// The masks the daemon set on its threads (read back after each move): a thread
     /// carrying one of them has not been given a mask by anyone else.
     pub ours: Vec<CpuSet>,
+    /// What its handle on the daemon's shared run-time counters did (for the release line).
+    pub counters: Watch,
     host: LinuxAdapter,
     dir: Option<PathBuf>,
     _lock: ProcessLock,
@@ -91,7 +94,9 @@ impl Managed {
     /// `machine` (the usable ones) that its threads may use. `journal` is false for
     /// `--oneshot`, whose placement is meant to stay, and in observe mode, which changes
     /// nothing. `since` orders the managed processes (see [`Managed::since`]); `cpuset`
-    /// is its cgroup's `cpuset.cpus.effective`, when it has one.
+    /// is its cgroup's `cpuset.cpus.effective`, when it has one. Its sampler reads run
+    /// time through a handle on `counters`, the daemon's one probe (loaded by the first
+    /// process taken on, which logs which source it is).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         pid: Pid,
@@ -103,6 +108,7 @@ impl Managed {
         journal: bool,
         since: u64,
         cpuset: Option<CpuSet>,
+        counters: &mut SharedCounters,
     ) -> Result<Managed, Refused> {
         let root = Root::system();
         let me = Pid(std::process::id() as i32);
@@ -159,7 +165,13 @@ impl Managed {
         // The adapter places on the machine: a move names a domain of the group's
         // topology, translated to the machine's (`joined::translate`), and the actuator
         // never gives a thread a CPU outside the mask it had.
-        let host = LinuxAdapter::new(
+        let handed = counters.handle();
+        if cfg!(feature = "bpf") {
+            if let Some(source) = &handed.loaded {
+                tracing::info!("{}", source.describe());
+            }
+        }
+        let host = LinuxAdapter::with_counters(
             machine,
             Target::Attached {
                 pid,
@@ -168,6 +180,7 @@ impl Managed {
             observe,
             policy.stat_max_age(),
             journal,
+            handed.counters,
         );
         let host = match host {
             Ok(h) => h,
@@ -191,6 +204,7 @@ impl Managed {
             since,
             allowed,
             ours: Vec::new(),
+            counters: handed.watch,
             host,
             dir,
             _lock: lock,

@@ -74,6 +74,11 @@ pub struct Slots {
 // SAFETY: the mapping is plain shared memory owned by this value alone (unmapped on drop);
 // every access goes through atomics, so moving it to another thread is sound.
 unsafe impl Send for Slots {}
+// SAFETY: every access to the mapping, from any thread, is an atomic load, store or
+// compare-and-exchange through `&self` (the program on the other side writes it
+// concurrently anyway), so sharing `&Slots` between threads (the daemon's shared probe,
+// `super::shared`) is sound.
+unsafe impl Sync for Slots {}
 
 impl std::fmt::Debug for Slots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -118,7 +123,7 @@ impl Slots {
 
     /// The same layout in anonymous memory, for tests: no program writes it.
     #[cfg(test)]
-    fn anonymous() -> Slots {
+    pub(crate) fn anonymous() -> Slots {
         let len = (SLOTS + 1) * SLOT_BYTES;
         // SAFETY: a fresh private anonymous mapping, owned by the returned value.
         let ptr = unsafe {
@@ -255,10 +260,12 @@ impl Slots {
         (self.word(slot, 4).load(Ordering::Acquire) >> 32) & EXITED != 0
     }
 
-    /// Frees thread `tid`'s slot, if it owns it.
-    pub fn free(&self, tid: i32) {
+    /// Frees thread `tid`'s slot, if it owns it; says whether it did.
+    pub fn free(&self, tid: i32) -> bool {
         let owner = self.half(Slots::slot_of(tid), false);
-        let _ = owner.compare_exchange(tid as u32, 0, Ordering::AcqRel, Ordering::Relaxed);
+        owner
+            .compare_exchange(tid as u32, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
     }
 }
 
@@ -317,9 +324,9 @@ mod tests {
     fn slots_free_releases_only_the_owners_slot() {
         let s = Slots::anonymous();
         s.claim(42, &sleeper(7));
-        s.free(42 + SLOTS as i32); // not the owner: nothing happens
+        assert!(!s.free(42 + SLOTS as i32), "not the owner: nothing happens");
         assert!(s.read(42).is_some());
-        s.free(42);
+        assert!(s.free(42));
         assert_eq!(s.read(42), None);
         assert_eq!(s.claim(42 + SLOTS as i32, &sleeper(8)), Claim::Seeded);
     }
