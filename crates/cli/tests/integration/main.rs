@@ -9,6 +9,7 @@ mod bench;
 mod cliux;
 mod compare;
 mod daemon;
+mod daemon_bpf;
 mod daemon_groups;
 mod handoff;
 mod install;

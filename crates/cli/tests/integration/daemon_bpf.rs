@@ -1,0 +1,110 @@
+//! The daemon built with `--features bpf` (root, tracefs mounted, as CI runs it): one BPF
+//! probe for every managed process, said in one log line; each process's sampler reads its
+//! own threads through it, and a released process leaves the probe to the others. Fails,
+//! saying so, where the probe cannot load (it never skips itself into green).
+//!
+//! Every process started here is stopped by pid from a guard; every mask is checked to be
+//! back as it was found.
+
+#[cfg(feature = "bpf")]
+mod live {
+    use crate::daemon::{Daemon, LIMIT, config_text, socket, spmd};
+    use crate::support::{finish, signal, worker_masks};
+    use std::time::Duration;
+
+    /// BPF programs the process `pid` holds (`/proc/PID/fd` links to `anon_inode:bpf-prog`):
+    /// each attached program keeps one.
+    fn bpf_programs(pid: u32) -> usize {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|l| l.to_string_lossy() == "anon_inode:bpf-prog")
+            })
+            .count()
+    }
+
+    /// `(threads counted at its last sample, slots freed)` from a release line.
+    fn counted_and_freed(line: &str) -> (u64, u64) {
+        let number_before = |text: &str| -> u64 {
+            let head = &line[..line
+                .find(text)
+                .unwrap_or_else(|| panic!("no {text:?} in {line}"))];
+            head.trim_end()
+                .rsplit([' ', ';'])
+                .next()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or_else(|| panic!("no number before {text:?} in {line}"))
+        };
+        (
+            number_before("threads counted by the shared BPF counters"),
+            number_before("counter slots freed"),
+        )
+    }
+
+    #[test]
+    fn daemon_bpf_two_workloads_share_one_probe_and_one_released_leaves_the_other_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tag_a, tag_b) = (3_600_301, 3_600_302);
+        let path = dir.path().join("threadbalance.toml");
+        let text = config_text(dir.path(), tag_a, "off")
+            + &format!(
+                "\n[[rule]]\nname = \"test-spmd-b\"\ncmdline = \"workload spmd --work-ms {tag_b}$\"\npolicy = \"speed\"\n"
+            );
+        std::fs::write(&path, text).unwrap();
+        let a = spmd(tag_a);
+        let b = spmd(tag_b);
+        let (pa, pb) = (a.0.id(), b.0.id());
+        let before_a = worker_masks(pa, "spmd");
+        let before_b = worker_masks(pb, "spmd");
+        let mut d = Daemon::start(&path, &[], socket(dir.path()));
+        d.wait_listed(&[(pa, "test-spmd"), (pb, "test-spmd-b")]);
+
+        // One probe: its four programs (sched_switch, sched_wakeup, sched_wakeup_new,
+        // task_newtask), not four per managed process.
+        let line = d.wait_line("run time from");
+        assert!(
+            line.contains("BPF sched_switch counters (one probe shared by every managed process)"),
+            "the probe did not load (run as root with tracefs mounted): {line}"
+        );
+        assert_eq!(bpf_programs(d.pid()), 4, "log {:#?}", d.log());
+
+        // A released: its masks back, and its handle counted its threads and freed their
+        // slots.
+        let out = d.ctl(&["release", &pa.to_string()]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(worker_masks(pa, "spmd"), before_a);
+        let gone = d.wait_line(&format!("pid {pa} (threadbalance) released (ctl release)"));
+        let (counted, freed) = counted_and_freed(&gone);
+        assert!(counted >= 1, "{gone}");
+        assert!(freed >= 1, "{gone}");
+        assert_eq!(bpf_programs(d.pid()), 4, "the probe stays for B");
+
+        // B goes on being sampled through the probe (its group ticks many times in 2 s),
+        // and counted at its last sample, which came after A's release.
+        std::thread::sleep(Duration::from_secs(2));
+        d.wait_listed(&[(pb, "test-spmd-b")]);
+        let mut child = d.child.take().expect("running");
+        signal(child.id(), libc::SIGTERM);
+        assert_eq!(finish(&mut child, LIMIT), 0, "{:#?}", d.log());
+        assert_eq!(worker_masks(pb, "spmd"), before_b);
+        assert_eq!(worker_masks(pa, "spmd"), before_a);
+        let last = d.wait_line(&format!(
+            "pid {pb} (threadbalance) released (the daemon is stopping)"
+        ));
+        let (counted, freed) = counted_and_freed(&last);
+        assert!(counted >= 1, "{last}");
+        assert!(freed >= 1, "{last}");
+        // One line said which counters, for both processes.
+        d.wait_line("stopped by SIGTERM");
+        let log = d.log();
+        let said: Vec<&String> = log.iter().filter(|l| l.contains("run time from")).collect();
+        assert_eq!(said.len(), 1, "{said:#?}");
+    }
+}
