@@ -9,8 +9,9 @@
 //!  threadbalance_manage::manage(adapter, …)
 //!    Host::now / sample / apply ─► LinuxHost (CLOCK_MONOTONIC, Sampler, Actuator)
 //!                                  + lockprobe::LockProbe::fill (exact lock time, feature bpf)
-//!    LoopHost::target_exited     ─► poll(pidfd, 0)     (no pidfd: /proc/PID/stat)
-//!    LoopHost::wait_until        ─► poll(pidfd, until the deadline, later if over budget)
+//!    LoopHost::target_exited     ─► ppoll(pidfd, 0), unless the wait just before timed out
+//!                                   (no pidfd: /proc/PID/stat)
+//!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline, later if over budget)
 //!    LoopHost::forward           ─► kill(target, sig)
 //!    LoopHost::housekeeping      ─► run only: waitpid(orphan, WNOHANG), once a second
 //!    LoopHost::restore_all       ─► LinuxHost::restore_all
@@ -82,6 +83,9 @@ pub struct LinuxAdapter {
     pacer: Pacer,
     /// CPU time spent carrying out plans (moves), which the budget does not charge.
     acting: Nanos,
+    /// The last wait on the pidfd ran to its deadline without the target exiting: the
+    /// next [`LinuxAdapter::target_exited`], just after it, need not ask again.
+    seen_alive: bool,
 }
 
 impl LinuxAdapter {
@@ -133,6 +137,7 @@ impl LinuxAdapter {
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
+            seen_alive: false,
         })
     }
 
@@ -174,11 +179,17 @@ impl LinuxAdapter {
         let _ = crate::signal::send(self.target, sig);
     }
 
-    /// Whether the target has exited.
+    /// Whether the target has exited. Right after a wait that ran to its deadline on the
+    /// pidfd (the loop asks just after waiting), that wait's answer stands: one system call
+    /// a tick fewer. An exit in between is seen at the next turn, or when the tick's sample
+    /// fails (the loop asks again then).
     pub fn target_exited(&mut self) -> bool {
+        if std::mem::take(&mut self.seen_alive) {
+            return self.exited;
+        }
         if !self.exited {
             self.exited = match &self.pidfd {
-                Some(fd) => poll_readable(fd, 0),
+                Some(fd) => poll_pidfd(fd, Nanos::ZERO) == Polled::Exited,
                 None => !self.host.target_alive(),
             };
         }
@@ -200,12 +211,11 @@ impl LinuxAdapter {
         }
         let left = deadline.saturating_sub(now);
         match &self.pidfd {
-            Some(fd) => {
-                let ms = left.0.div_ceil(1_000_000).min(i32::MAX as u64) as i32;
-                if poll_readable(fd, ms) {
-                    self.exited = true;
-                }
-            }
+            Some(fd) => match poll_pidfd(fd, left) {
+                Polled::Exited => self.exited = true,
+                Polled::TimedOut => self.seen_alive = true,
+                Polled::Interrupted => {}
+            },
             None => {
                 let pause = left.min(POLL_FALLBACK);
                 std::thread::sleep(std::time::Duration::from_nanos(pause.0));
@@ -304,11 +314,28 @@ fn own_cpu() -> Nanos {
     })
 }
 
-/// Whether `fd` becomes readable within `timeout_ms` (a pidfd is readable once the process
-/// has exited). A signal ends the wait early, which is what the loop wants.
-fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+/// How a wait on the pidfd ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Polled {
+    /// The pidfd became readable: the process has exited.
+    Exited,
+    /// The timeout passed with the process still there.
+    TimedOut,
+    /// A signal (or an error) ended the wait early, which is what the loop wants.
+    Interrupted,
+}
+
+/// Waits up to `timeout` for the pidfd `fd` to become readable (once the
+/// process has exited). `ppoll` takes the timeout in nanoseconds, so a tick due in 1.2 ms
+/// is not put off to 2 ms as `poll`'s whole milliseconds would.
+fn poll_pidfd(fd: &OwnedFd, timeout: Nanos) -> Polled {
+    use nix::poll::{PollFd, PollFlags, ppoll};
+    use nix::sys::time::TimeSpec;
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::MAX);
-    matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+    let ts = TimeSpec::from_duration(std::time::Duration::from_nanos(timeout.0));
+    match ppoll(&mut fds, Some(ts), None) {
+        Ok(n) if n > 0 => Polled::Exited,
+        Ok(_) => Polled::TimedOut,
+        Err(_) => Polled::Interrupted,
+    }
 }
