@@ -86,6 +86,49 @@ pub struct LinuxAdapter {
     /// The last wait on the pidfd ran to its deadline without the target exiting: the
     /// next [`LinuxAdapter::target_exited`], just after it, need not ask again.
     seen_alive: bool,
+    /// What a tick costs once every thread has been seen: see [`SteadyTicks`].
+    steady: SteadyTicks,
+}
+
+/// The CPU time of the loop's ticks in the steady state, as the cost budget charges them:
+/// sampling, deciding and the wait with its wake-up, moves not counted, and no tick that
+/// saw a thread for the first time (opening its files is start-up, not what a tick costs).
+/// The host reads its own CPU time at every wait anyway (for the budget): the window runs
+/// from the wait after the last tick that saw a new thread to the latest wait.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SteadyTicks {
+    /// Ticks taken so far.
+    ticks: u64,
+    /// Whether the last tick saw a thread for the first time.
+    fresh: bool,
+    /// Ticks and watching CPU time at the window's start, once there is one.
+    from: Option<(u64, Nanos)>,
+    /// Ticks and watching CPU time at the latest wait.
+    to: (u64, Nanos),
+}
+
+impl SteadyTicks {
+    /// A tick was taken; `fresh` when it saw a thread for the first time.
+    fn ticked(&mut self, fresh: bool) {
+        self.ticks += 1;
+        self.fresh |= fresh;
+    }
+
+    /// The loop waits, having spent `watching` CPU time so far outside moves.
+    fn waiting(&mut self, watching: Nanos) {
+        if self.from.is_none() || std::mem::take(&mut self.fresh) {
+            self.from = Some((self.ticks, watching));
+        }
+        self.to = (self.ticks, watching);
+    }
+
+    /// Ticks in the window and their CPU time; `None` before two waits apart.
+    pub fn measured(&self) -> Option<(u64, Nanos)> {
+        let (t0, c0) = self.from?;
+        let (t1, c1) = self.to;
+        let n = t1.checked_sub(t0).filter(|&n| n > 0)?;
+        Some((n, c1.saturating_sub(c0)))
+    }
 }
 
 impl LinuxAdapter {
@@ -138,6 +181,7 @@ impl LinuxAdapter {
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
             seen_alive: false,
+            steady: SteadyTicks::default(),
         })
     }
 
@@ -201,6 +245,7 @@ impl LinuxAdapter {
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
         let watching = own_cpu().saturating_sub(self.acting);
+        self.steady.waiting(watching);
         let paced = self
             .pacer
             .earliest(now, watching)
@@ -233,6 +278,11 @@ impl LinuxAdapter {
         self.pacer.stretched()
     }
 
+    /// What the ticks cost once every thread had been seen: see [`SteadyTicks`].
+    pub fn steady_ticks(&self) -> SteadyTicks {
+        self.steady
+    }
+
     /// Takes the futex probe (started before the command, so that its first waits count).
     pub fn set_lock_probe(&mut self, probe: LockProbe) {
         self.lock_probe = probe;
@@ -258,6 +308,7 @@ impl Host for LinuxAdapter {
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
         self.host.sample(into)?;
+        self.steady.ticked(!self.host.sampler().fresh().is_empty());
         self.pids.clear();
         self.pids.extend(self.host.sampler().managed());
         self.lock_probe.fill(&self.pids, into);
@@ -337,5 +388,35 @@ fn poll_pidfd(fd: &OwnedFd, timeout: Nanos) -> Polled {
         Ok(n) if n > 0 => Polled::Exited,
         Ok(_) => Polled::TimedOut,
         Err(_) => Polled::Interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SteadyTicks;
+    use threadbalance_model::Nanos;
+
+    #[test]
+    fn steady_ticks_start_after_the_last_tick_that_saw_new_threads() {
+        let mut s = SteadyTicks::default();
+        assert_eq!(s.measured(), None);
+        // Tick 1 sees every thread (1 ms of CPU by its wait); tick 2 sees one more
+        // (1.5 ms); ticks 3 and 4 see none, 100 µs each: the window starts at the wait
+        // after tick 2 and holds ticks 3 and 4 alone.
+        s.ticked(true);
+        s.waiting(Nanos::from_micros(1_000));
+        assert_eq!(s.measured(), None);
+        s.ticked(true);
+        s.waiting(Nanos::from_micros(1_500));
+        assert_eq!(s.measured(), None);
+        s.ticked(false);
+        s.waiting(Nanos::from_micros(1_600));
+        s.ticked(false);
+        s.waiting(Nanos::from_micros(1_700));
+        // 2 ticks, 1.7 − 1.5 = 0.2 ms: 100 µs a tick.
+        assert_eq!(s.measured(), Some((2, Nanos::from_micros(200))));
+        // A wait without a tick (woken early) adds its CPU time to the same ticks.
+        s.waiting(Nanos::from_micros(1_710));
+        assert_eq!(s.measured(), Some((2, Nanos::from_micros(210))));
     }
 }

@@ -17,6 +17,14 @@
 //! and the tool's CPU time per tick (the first ticks, which open every thread's files and
 //! place and release every thread, weigh on it).
 //!
+//! **What a tick costs, as a line.** Each run's summary also gives the CPU time of a tick
+//! once every thread has been seen (`tick_cpu_us`: sampling, deciding, the wait and its
+//! wake-up, as the budget charges them; start-up and moves left out). Those medians, at
+//! T = 64, 256 and 1024 and in one more run with [`FIT_SMALL`] threads, are fitted by least
+//! squares to `FIXED_US + PER_THREAD_US · T` ([`fit_tick_cost`]), and the report prints the
+//! pair as the argument of `threadbalance sim --tick-cost`: the simulator then paces its
+//! policies as this machine would.
+//!
 //! **One migration, to the moved thread.** A thread updates a working set of W bytes over
 //! and over, in units of 512 KiB of updates, and times each unit with its own CPU clock
 //! (`CLOCK_THREAD_CPUTIME_ID`, so time it spends preempted or in flight does not count).
@@ -49,6 +57,9 @@ use threadbalance_workload::compute::thread_cpu_ns;
 
 /// Thread counts of the management-cost runs.
 pub const THREADS: [usize; 3] = [64, 256, 1024];
+/// Threads of the one extra run made for the tick-cost fit only: a small program, so the
+/// line's fixed part is measured and not only extrapolated.
+pub const FIT_SMALL: usize = 4;
 /// Period of the mostly-idle threads, ms.
 const PERIOD_MS: u32 = 50;
 /// Working-set sizes of the migration runs, bytes: inside a core's private caches, about
@@ -73,6 +84,22 @@ pub struct ManagementRow {
     /// Share of the ticks the cost budget pushed back, % (median): the policy asked for
     /// 2 ms and the tool could not afford it.
     pub paced_pct: f64,
+    /// CPU time of one tick once every thread had been seen, µs (median of the runs'
+    /// `tick_cpu_us`): what the fit reads.
+    pub steady_us_per_tick: f64,
+}
+
+/// The tick's cost as a line in the thread count, fitted to the runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickFit {
+    /// The points fitted: threads and steady µs per tick.
+    pub points: Vec<(usize, f64)>,
+    /// µs a tick costs whatever the thread count (at least 0).
+    pub fixed_us: f64,
+    /// µs each thread adds to a tick (at least 0).
+    pub per_thread_us: f64,
+    /// The argument to give `threadbalance sim --tick-cost`.
+    pub sim_tick_cost: String,
 }
 
 /// What one migration cost a thread with a working set of some size.
@@ -110,6 +137,54 @@ pub struct CostReport {
     pub migration: Vec<MigrationRow>,
     /// The CPUs the worker moved between.
     pub migration_cpus: String,
+    /// The tick's cost fitted as `FIXED_US + PER_THREAD_US · T`; absent when the runs gave
+    /// fewer than two thread counts with a measured tick.
+    pub tick_cost: Option<TickFit>,
+}
+
+/// Least squares of `y = a + b·x` over `points` (x = threads, y = µs per tick), both
+/// parts held at 0 or more: a negative part means the runs cannot tell it from nothing.
+/// `None` with fewer than two distinct thread counts.
+pub fn fit_tick_cost(points: &[(usize, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mean_x).powi(2)).sum();
+    let sxy: f64 = points
+        .iter()
+        .map(|p| (p.0 as f64 - mean_x) * (p.1 - mean_y))
+        .sum();
+    if points.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let b = sxy / sxx;
+    let a = mean_y - b * mean_x;
+    if a < 0.0 {
+        // Through the origin instead: b = Σxy / Σx².
+        let sxy0: f64 = points.iter().map(|p| p.0 as f64 * p.1).sum();
+        let sxx0: f64 = points.iter().map(|p| (p.0 as f64).powi(2)).sum();
+        return Some((0.0, (sxy0 / sxx0).max(0.0)));
+    }
+    if b < 0.0 {
+        return Some((mean_y, 0.0));
+    }
+    Some((a, b))
+}
+
+/// The fit of `rows` (their steady µs per tick), `None` when it cannot be made.
+fn tick_fit(rows: &[ManagementRow]) -> Option<TickFit> {
+    let points: Vec<(usize, f64)> = rows
+        .iter()
+        .filter(|r| r.steady_us_per_tick > 0.0)
+        .map(|r| (r.threads, r.steady_us_per_tick))
+        .collect();
+    let (fixed_us, per_thread_us) = fit_tick_cost(&points)?;
+    Some(TickFit {
+        points,
+        fixed_us,
+        per_thread_us,
+        sim_tick_cost: format!("{fixed_us:.1},{per_thread_us:.3}"),
+    })
 }
 
 /// `bench --cost`.
@@ -124,6 +199,11 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
     for t in THREADS {
         management.push(management_row(&exe, t, m, periods, repeat)?);
     }
+    // One more run, for the fit only: a small program (not a row of the table).
+    let small = management_row(&exe, FIT_SMALL, m, periods, 1)?;
+    let mut fitted = vec![small];
+    fitted.extend(management.iter().cloned());
+    let tick_cost = tick_fit(&fitted);
     let mut migration = Vec::new();
     let pair: Vec<CpuId> = cpus.iter().take(2).copied().collect();
     if let [a, b] = pair[..] {
@@ -146,6 +226,7 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         management,
         migration,
         migration_cpus: pair.iter().copied().collect::<CpuSet>().to_string(),
+        tick_cost,
     };
     // With `--json -` the JSON alone goes to stdout and the table to stderr.
     match json {
@@ -176,6 +257,7 @@ fn management_row(
     let mut ticks = Vec::new();
     let mut per_tick = Vec::new();
     let mut paced = Vec::new();
+    let mut steady = Vec::new();
     // The runs' summaries go to a private directory (mode 0700, a random name).
     let dir = tempfile::Builder::new()
         .prefix("threadbalance-cost-")
@@ -214,6 +296,9 @@ fn management_row(
         paced.push(100.0 * s.ticks_paced as f64 / n.max(1.0));
         ticks.push(n / wall_s.max(1e-9));
         per_tick.push(cpu_s * 1e6 / n.max(1.0));
+        if s.tick_cpu_us > 0.0 {
+            steady.push(s.tick_cpu_us);
+        }
     }
     let median = |v: &[f64]| Spread::of(v).map_or(0.0, |s| s.median);
     Ok(ManagementRow {
@@ -223,6 +308,7 @@ fn management_row(
         ticks_per_s: median(&ticks),
         us_per_tick: median(&per_tick),
         paced_pct: median(&paced),
+        steady_us_per_tick: median(&steady),
     })
 }
 
@@ -419,28 +505,56 @@ pub fn to_table(r: &CostReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>7} {:>8} {:>30} {:>8} {:>12} {:>12} {:>8}",
+        "{:>7} {:>8} {:>30} {:>8} {:>12} {:>12} {:>8} {:>13}",
         "threads",
         "duty",
         "tool CPU % of one core min/med/max",
         "ticks/s",
         "ms per tick",
         "µs per tick",
-        "paced %"
+        "paced %",
+        "steady µs/tick"
     );
     for row in &r.management {
         let p = row.tool_cpu_pct;
         let _ = writeln!(
             s,
-            "{:>7} {:>8.5} {:>30} {:>8.0} {:>12.1} {:>12.1} {:>8.0}",
+            "{:>7} {:>8.5} {:>30} {:>8.0} {:>12.1} {:>12.1} {:>8.0} {:>13.1}",
             row.threads,
             row.duty,
             format!("{:.2} / {:.2} / {:.2}", p.min, p.median, p.max),
             row.ticks_per_s,
             1000.0 / row.ticks_per_s.max(1e-9),
             row.us_per_tick,
-            row.paced_pct
+            row.paced_pct,
+            row.steady_us_per_tick
         );
+    }
+    let _ = writeln!(
+        s,
+        "(µs per tick: the whole run's CPU time over its ticks, start-up and moves included; \
+         steady µs/tick: a tick once every thread had been seen, moves left out, as the budget charges it)"
+    );
+    match &r.tick_cost {
+        Some(f) => {
+            let points: Vec<String> = f
+                .points
+                .iter()
+                .map(|(t, us)| format!("{t} threads {us:.1} µs"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "tick cost fit (least squares over {}): {:.1} µs + {:.3} µs a thread; \
+                 for the simulator: threadbalance sim --tick-cost {}",
+                points.join(", "),
+                f.fixed_us,
+                f.per_thread_us,
+                f.sim_tick_cost
+            );
+        }
+        None => {
+            let _ = writeln!(s, "tick cost fit: not enough runs with a steady tick");
+        }
     }
     if r.migration.is_empty() {
         return s;
@@ -489,7 +603,45 @@ pub fn to_table(r: &CostReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MigrationRun, Unit, duty};
+    use super::{MigrationRun, Unit, duty, fit_tick_cost};
+
+    #[test]
+    fn fit_tick_cost_worked_example_gives_the_least_squares_line() {
+        // Points (4, 30), (64, 150), (256, 520), (1024, 2000). Means: x̄ = 1348/4 = 337,
+        // ȳ = 2700/4 = 675. Deviations x: −333, −273, −81, 687; y: −645, −525, −155, 1325.
+        // Sxy = 214785 + 143325 + 12555 + 910275 = 1280940;
+        // Sxx = 110889 + 74529 + 6561 + 471969 = 663948.
+        // b = 1280940 / 663948 = 1.929278…; a = 675 − 1.929278 · 337 = 24.833…
+        let (a, b) =
+            fit_tick_cost(&[(4, 30.0), (64, 150.0), (256, 520.0), (1024, 2000.0)]).unwrap();
+        assert!((b - 1_280_940.0 / 663_948.0).abs() < 1e-9, "{b}");
+        assert!(
+            (a - (675.0 - 337.0 * 1_280_940.0 / 663_948.0)).abs() < 1e-9,
+            "{a}"
+        );
+        assert!((a - 24.83).abs() < 0.01);
+        // A line given exactly comes back exactly: 20 + 1.9 T.
+        let exact: Vec<(usize, f64)> = [1, 17, 64]
+            .iter()
+            .map(|&t| (t, 20.0 + 1.9 * t as f64))
+            .collect();
+        let (a, b) = fit_tick_cost(&exact).unwrap();
+        assert!((a - 20.0).abs() < 1e-9 && (b - 1.9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn fit_tick_cost_negative_parts_are_held_at_zero() {
+        // (10, 10), (20, 30): the line 2x − 10 has a negative fixed part; through the
+        // origin b = Σxy / Σx² = (100 + 600) / (100 + 400) = 1.4.
+        let (a, b) = fit_tick_cost(&[(10, 10.0), (20, 30.0)]).unwrap();
+        assert_eq!(a, 0.0);
+        assert!((b - 1.4).abs() < 1e-12);
+        // Falling with the thread count: no per-thread part, the mean as the fixed part.
+        assert_eq!(fit_tick_cost(&[(10, 30.0), (20, 10.0)]), Some((20.0, 0.0)));
+        // One thread count (twice) or none: no line.
+        assert_eq!(fit_tick_cost(&[(64, 100.0), (64, 120.0)]), None);
+        assert_eq!(fit_tick_cost(&[]), None);
+    }
 
     #[test]
     fn windows_start_one_unit_before_each_seen_change() {
