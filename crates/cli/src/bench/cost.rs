@@ -21,9 +21,9 @@
 //! once every thread has been seen (`tick_cpu_us`: sampling, deciding, the wait and its
 //! wake-up, as the budget charges them; start-up and moves left out). Those medians, at
 //! T = 64, 256 and 1024 and in one more run with [`FIT_SMALL`] threads, are fitted by least
-//! squares to `FIXED_US + PER_THREAD_US · T` ([`fit_tick_cost`]), and the report prints the
-//! pair as the argument of `threadbalance sim --tick-cost`: the simulator then paces its
-//! policies as this machine would.
+//! squares on the relative error to `FIXED_US + PER_THREAD_US · T` ([`fit_tick_cost`]), and
+//! the report prints the pair as the argument of `threadbalance sim --tick-cost`: the
+//! simulator then paces its policies as this machine would.
 //!
 //! **One migration, to the moved thread.** A thread updates a working set of W bytes over
 //! and over, in units of 512 KiB of updates, and times each unit with its own CPU clock
@@ -142,31 +142,34 @@ pub struct CostReport {
     pub tick_cost: Option<TickFit>,
 }
 
-/// Least squares of `y = a + b·x` over `points` (x = threads, y = µs per tick), both
-/// parts held at 0 or more: a negative part means the runs cannot tell it from nothing.
-/// `None` with fewer than two distinct thread counts.
+/// Least squares of `y = a + b·x` over `points` (x = threads, y = µs per tick) on the
+/// relative error: each point weighted by 1/y², so a 4-thread tick of 40 µs counts as much
+/// as a 1024-thread tick of 13 ms (plain least squares would fit the largest alone). Both
+/// parts are held at 0 or more: a negative part means the runs cannot tell it from nothing
+/// (then the line through the origin, or the flat line at the weighted mean). `None` with
+/// fewer than two distinct thread counts, or a point that is not positive.
 pub fn fit_tick_cost(points: &[(usize, f64)]) -> Option<(f64, f64)> {
-    let n = points.len() as f64;
-    let mean_x = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
-    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mean_x).powi(2)).sum();
-    let sxy: f64 = points
-        .iter()
-        .map(|p| (p.0 as f64 - mean_x) * (p.1 - mean_y))
-        .sum();
-    if points.len() < 2 || sxx <= 0.0 {
+    if points.iter().any(|p| !(p.1 > 0.0)) {
         return None;
     }
-    let b = sxy / sxx;
-    let a = mean_y - b * mean_x;
+    let w = |p: &(usize, f64)| 1.0 / (p.1 * p.1);
+    let x = |p: &(usize, f64)| p.0 as f64;
+    let sw: f64 = points.iter().map(w).sum();
+    let sx: f64 = points.iter().map(|p| w(p) * x(p)).sum();
+    let sy: f64 = points.iter().map(|p| w(p) * p.1).sum();
+    let sxx: f64 = points.iter().map(|p| w(p) * x(p) * x(p)).sum();
+    let sxy: f64 = points.iter().map(|p| w(p) * x(p) * p.1).sum();
+    let det = sw * sxx - sx * sx;
+    if points.len() < 2 || det <= 1e-12 * sw * sxx {
+        return None;
+    }
+    let b = (sw * sxy - sx * sy) / det;
+    let a = (sy - b * sx) / sw;
     if a < 0.0 {
-        // Through the origin instead: b = Σxy / Σx².
-        let sxy0: f64 = points.iter().map(|p| p.0 as f64 * p.1).sum();
-        let sxx0: f64 = points.iter().map(|p| (p.0 as f64).powi(2)).sum();
-        return Some((0.0, (sxy0 / sxx0).max(0.0)));
+        return Some((0.0, (sxy / sxx).max(0.0)));
     }
     if b < 0.0 {
-        return Some((mean_y, 0.0));
+        return Some((sy / sw, 0.0));
     }
     Some((a, b))
 }
@@ -544,7 +547,7 @@ pub fn to_table(r: &CostReport) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "tick cost fit (least squares over {}): {:.1} µs + {:.3} µs a thread; \
+                "tick cost fit (least squares on the relative error over {}): {:.1} µs + {:.3} µs a thread; \
                  for the simulator: threadbalance sim --tick-cost {}",
                 points.join(", "),
                 f.fixed_us,
@@ -606,41 +609,43 @@ mod tests {
     use super::{MigrationRun, Unit, duty, fit_tick_cost};
 
     #[test]
-    fn fit_tick_cost_worked_example_gives_the_least_squares_line() {
-        // Points (4, 30), (64, 150), (256, 520), (1024, 2000). Means: x̄ = 1348/4 = 337,
-        // ȳ = 2700/4 = 675. Deviations x: −333, −273, −81, 687; y: −645, −525, −155, 1325.
-        // Sxy = 214785 + 143325 + 12555 + 910275 = 1280940;
-        // Sxx = 110889 + 74529 + 6561 + 471969 = 663948.
-        // b = 1280940 / 663948 = 1.929278…; a = 675 − 1.929278 · 337 = 24.833…
-        let (a, b) =
-            fit_tick_cost(&[(4, 30.0), (64, 150.0), (256, 520.0), (1024, 2000.0)]).unwrap();
-        assert!((b - 1_280_940.0 / 663_948.0).abs() < 1e-9, "{b}");
+    fn fit_tick_cost_worked_example_weighs_each_point_by_its_relative_error() {
+        // Points (1, 10), (2, 10), (4, 20), weights 1/y² = 1/100, 1/100, 1/400, or 4, 4, 1
+        // scaled by 400 (the scale cancels). Σw = 9, Σwx = 4 + 8 + 4 = 16,
+        // Σwy = 40 + 40 + 20 = 100, Σwx² = 4 + 16 + 16 = 36, Σwxy = 40 + 80 + 80 = 200.
+        // b = (9·200 − 16·100) / (9·36 − 16²) = 200 / 68 = 2.941…;
+        // a = (100 − 16·b) / 9 = 5.882…
+        let (a, b) = fit_tick_cost(&[(1, 10.0), (2, 10.0), (4, 20.0)]).unwrap();
+        assert!((b - 200.0 / 68.0).abs() < 1e-9, "{b}");
         assert!(
-            (a - (675.0 - 337.0 * 1_280_940.0 / 663_948.0)).abs() < 1e-9,
+            (a - (100.0 - 16.0 * 200.0 / 68.0) / 9.0).abs() < 1e-9,
             "{a}"
         );
-        assert!((a - 24.83).abs() < 0.01);
-        // A line given exactly comes back exactly: 20 + 1.9 T.
-        let exact: Vec<(usize, f64)> = [1, 17, 64]
+        // A line given exactly comes back exactly, whatever the weights: 20 + 1.9 T.
+        let exact: Vec<(usize, f64)> = [1, 17, 64, 1024]
             .iter()
             .map(|&t| (t, 20.0 + 1.9 * t as f64))
             .collect();
         let (a, b) = fit_tick_cost(&exact).unwrap();
-        assert!((a - 20.0).abs() < 1e-9 && (b - 1.9).abs() < 1e-9);
+        assert!((a - 20.0).abs() < 1e-6 && (b - 1.9).abs() < 1e-9, "{a} {b}");
     }
 
     #[test]
     fn fit_tick_cost_negative_parts_are_held_at_zero() {
         // (10, 10), (20, 30): the line 2x − 10 has a negative fixed part; through the
-        // origin b = Σxy / Σx² = (100 + 600) / (100 + 400) = 1.4.
+        // origin, weights 1/100 and 1/900: b = Σwxy / Σwx² = (1 + 600/900) / (1 + 400/900)
+        // = (15/9) / (13/9) = 15/13.
         let (a, b) = fit_tick_cost(&[(10, 10.0), (20, 30.0)]).unwrap();
         assert_eq!(a, 0.0);
-        assert!((b - 1.4).abs() < 1e-12);
-        // Falling with the thread count: no per-thread part, the mean as the fixed part.
-        assert_eq!(fit_tick_cost(&[(10, 30.0), (20, 10.0)]), Some((20.0, 0.0)));
-        // One thread count (twice) or none: no line.
+        assert!((b - 15.0 / 13.0).abs() < 1e-12, "{b}");
+        // Falling with the thread count: no per-thread part; the weighted mean
+        // (30/900 + 10/100) / (1/900 + 1/100) = (1/30 + 1/10) / (1/900 + 9/900) = 12.
+        let (a, b) = fit_tick_cost(&[(10, 30.0), (20, 10.0)]).unwrap();
+        assert!((a - 12.0).abs() < 1e-9 && b == 0.0, "{a} {b}");
+        // One thread count (twice), none, or a tick not measured: no line.
         assert_eq!(fit_tick_cost(&[(64, 100.0), (64, 120.0)]), None);
         assert_eq!(fit_tick_cost(&[]), None);
+        assert_eq!(fit_tick_cost(&[(4, 0.0), (64, 100.0)]), None);
     }
 
     #[test]
