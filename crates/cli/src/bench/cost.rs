@@ -149,7 +149,7 @@ pub struct CostReport {
 /// (then the line through the origin, or the flat line at the weighted mean). `None` with
 /// fewer than two distinct thread counts, or a point that is not positive.
 pub fn fit_tick_cost(points: &[(usize, f64)]) -> Option<(f64, f64)> {
-    if points.iter().any(|p| !(p.1 > 0.0)) {
+    if !points.iter().all(|p| p.1 > 0.0) {
         return None;
     }
     let w = |p: &(usize, f64)| 1.0 / (p.1 * p.1);
