@@ -75,7 +75,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Instead of the matrix, measure what management costs: `run --policy speed
-    /// --interval 2` over 64, 256 and 1024 threads, and one migration's cost to the thread.
+    /// --interval 2` over 64, 256 and 1024 threads (and 4, for the fit), the tick's cost
+    /// fitted as the argument of `sim --tick-cost`, and one migration's cost to the thread.
     #[arg(long)]
     pub cost: bool,
     /// Instead of the matrix, the daemon's soak: a daemon whose rules match the programs

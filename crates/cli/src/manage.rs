@@ -339,6 +339,7 @@ fn manage(
     );
     summary.set_restored(&restored);
     summary.set_paced(host.paced());
+    summary.set_steady_ticks(host.steady_ticks());
     summary.lock_probe(host.lock_report());
     let looped = match looped {
         Ok(Ended::Signal(sig)) => Ok(Some(sig)),

@@ -29,6 +29,10 @@ pub struct RunSummary {
     pub tool_cpu_s: f64,
     /// `tool_cpu_s` over the wall time, percent of one core (0 under 0.1 s of management).
     pub tool_cpu_pct: f64,
+    /// CPU time per tick once every thread had been seen, µs (0 when not measured, or
+    /// written by a binary without the field).
+    #[serde(default)]
+    pub tick_cpu_us: f64,
     /// The policy's own account.
     pub policy_summary: PolicySummary,
 }

@@ -77,6 +77,12 @@ pub struct Summary {
     /// Ticks the cost budget (0.8 % of one core) pushed back: the policy asked for a tick
     /// sooner than the tool could afford.
     pub ticks_paced: u64,
+    /// CPU time a tick cost once every thread had been seen, µs: sampling, deciding and
+    /// the wait with its wake-up, as the cost budget charges them (moves and the ticks that
+    /// saw a thread for the first time are left out); 0 without two such ticks.
+    pub tick_cpu_us: f64,
+    /// The ticks `tick_cpu_us` is measured over.
+    pub steady_ticks: u64,
     /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).
     pub domain_util: Vec<f64>,
     /// Mean of `domain_util`.
@@ -148,6 +154,8 @@ impl Summary {
             tool_cpu_pct: 0.0,
             tool_cpu_pct_known: false,
             ticks_paced: 0,
+            tick_cpu_us: 0.0,
+            steady_ticks: 0,
             domain_util: vec![0.0; domains],
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
@@ -212,6 +220,14 @@ impl Summary {
     /// Takes how many ticks the cost budget pushed back.
     pub fn set_paced(&mut self, paced: u64) {
         self.ticks_paced = paced;
+    }
+
+    /// Takes what the steady-state ticks cost (see `tick_cpu_us`).
+    pub fn set_steady_ticks(&mut self, steady: threadbalance_linux::adapter::SteadyTicks) {
+        if let Some((n, cpu)) = steady.measured() {
+            self.steady_ticks = n;
+            self.tick_cpu_us = cpu.0 as f64 / 1e3 / n as f64;
+        }
     }
 
     /// Takes what the futex probe saw (before [`Summary::finish`]).

@@ -268,10 +268,10 @@ impl Actuator {
         if key.start_time < since || *current == base {
             return current.clone();
         }
-        let mut inherited = self.ledger.held(key.pid).contains(current);
+        let mut inherited = self.ledger.holds(key.pid, current);
         if !inherited && key.is_leader() {
             if let Some(parent) = self.world.parent(key.pid) {
-                inherited = self.ledger.held(parent).contains(current);
+                inherited = self.ledger.holds(parent, current);
             }
         }
         if inherited { base } else { current.clone() }
@@ -318,7 +318,7 @@ impl Actuator {
         let Some((since, _)) = self.inherit.clone() else {
             return 0;
         };
-        if self.ledger.held(pid).is_empty() {
+        if !self.ledger.holds_any(pid) {
             return 0;
         }
         let mut adopted = 0;

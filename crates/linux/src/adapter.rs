@@ -9,8 +9,9 @@
 //!  threadbalance_manage::manage(adapter, …)
 //!    Host::now / sample / apply ─► LinuxHost (CLOCK_MONOTONIC, Sampler, Actuator)
 //!                                  + lockprobe::LockProbe::fill (exact lock time, feature bpf)
-//!    LoopHost::target_exited     ─► poll(pidfd, 0)     (no pidfd: /proc/PID/stat)
-//!    LoopHost::wait_until        ─► poll(pidfd, until the deadline, later if over budget)
+//!    LoopHost::target_exited     ─► ppoll(pidfd, 0), unless the wait just before timed out
+//!                                   (no pidfd: /proc/PID/stat)
+//!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline, later if over budget)
 //!    LoopHost::forward           ─► kill(target, sig)
 //!    LoopHost::housekeeping      ─► run only: waitpid(orphan, WNOHANG), once a second
 //!    LoopHost::restore_all       ─► LinuxHost::restore_all
@@ -82,6 +83,52 @@ pub struct LinuxAdapter {
     pacer: Pacer,
     /// CPU time spent carrying out plans (moves), which the budget does not charge.
     acting: Nanos,
+    /// The last wait on the pidfd ran to its deadline without the target exiting: the
+    /// next [`LinuxAdapter::target_exited`], just after it, need not ask again.
+    seen_alive: bool,
+    /// What a tick costs once every thread has been seen: see [`SteadyTicks`].
+    steady: SteadyTicks,
+}
+
+/// The CPU time of the loop's ticks in the steady state, as the cost budget charges them:
+/// sampling, deciding and the wait with its wake-up, moves not counted, and no tick that
+/// saw a thread for the first time (opening its files is start-up, not what a tick costs).
+/// The host reads its own CPU time at every wait anyway (for the budget): the window runs
+/// from the wait after the last tick that saw a new thread to the latest wait.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SteadyTicks {
+    /// Ticks taken so far.
+    ticks: u64,
+    /// Whether the last tick saw a thread for the first time.
+    fresh: bool,
+    /// Ticks and watching CPU time at the window's start, once there is one.
+    from: Option<(u64, Nanos)>,
+    /// Ticks and watching CPU time at the latest wait.
+    to: (u64, Nanos),
+}
+
+impl SteadyTicks {
+    /// A tick was taken; `fresh` when it saw a thread for the first time.
+    fn ticked(&mut self, fresh: bool) {
+        self.ticks += 1;
+        self.fresh |= fresh;
+    }
+
+    /// The loop waits, having spent `watching` CPU time so far outside moves.
+    fn waiting(&mut self, watching: Nanos) {
+        if self.from.is_none() || std::mem::take(&mut self.fresh) {
+            self.from = Some((self.ticks, watching));
+        }
+        self.to = (self.ticks, watching);
+    }
+
+    /// Ticks in the window and their CPU time; `None` before two waits apart.
+    pub fn measured(&self) -> Option<(u64, Nanos)> {
+        let (t0, c0) = self.from?;
+        let (t1, c1) = self.to;
+        let n = t1.checked_sub(t0).filter(|&n| n > 0)?;
+        Some((n, c1.saturating_sub(c0)))
+    }
 }
 
 impl LinuxAdapter {
@@ -148,6 +195,8 @@ impl LinuxAdapter {
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
+            seen_alive: false,
+            steady: SteadyTicks::default(),
         })
     }
 
@@ -189,11 +238,17 @@ impl LinuxAdapter {
         let _ = crate::signal::send(self.target, sig);
     }
 
-    /// Whether the target has exited.
+    /// Whether the target has exited. Right after a wait that ran to its deadline on the
+    /// pidfd (the loop asks just after waiting), that wait's answer stands: one system call
+    /// a tick fewer. An exit in between is seen at the next turn, or when the tick's sample
+    /// fails (the loop asks again then).
     pub fn target_exited(&mut self) -> bool {
+        if std::mem::take(&mut self.seen_alive) {
+            return self.exited;
+        }
         if !self.exited {
             self.exited = match &self.pidfd {
-                Some(fd) => poll_readable(fd, 0),
+                Some(fd) => poll_pidfd(fd, Nanos::ZERO) == Polled::Exited,
                 None => !self.host.target_alive(),
             };
         }
@@ -205,6 +260,7 @@ impl LinuxAdapter {
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
         let watching = own_cpu().saturating_sub(self.acting);
+        self.steady.waiting(watching);
         let paced = self
             .pacer
             .earliest(now, watching)
@@ -215,12 +271,11 @@ impl LinuxAdapter {
         }
         let left = deadline.saturating_sub(now);
         match &self.pidfd {
-            Some(fd) => {
-                let ms = left.0.div_ceil(1_000_000).min(i32::MAX as u64) as i32;
-                if poll_readable(fd, ms) {
-                    self.exited = true;
-                }
-            }
+            Some(fd) => match poll_pidfd(fd, left) {
+                Polled::Exited => self.exited = true,
+                Polled::TimedOut => self.seen_alive = true,
+                Polled::Interrupted => {}
+            },
             None => {
                 let pause = left.min(POLL_FALLBACK);
                 std::thread::sleep(std::time::Duration::from_nanos(pause.0));
@@ -236,6 +291,11 @@ impl LinuxAdapter {
     /// How many times the cost budget pushed a tick back.
     pub fn paced(&self) -> u64 {
         self.pacer.stretched()
+    }
+
+    /// What the ticks cost once every thread had been seen: see [`SteadyTicks`].
+    pub fn steady_ticks(&self) -> SteadyTicks {
+        self.steady
     }
 
     /// Takes the futex probe (started before the command, so that its first waits count).
@@ -263,6 +323,7 @@ impl Host for LinuxAdapter {
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
         self.host.sample(into)?;
+        self.steady.ticked(!self.host.sampler().fresh().is_empty());
         self.pids.clear();
         self.pids.extend(self.host.sampler().managed());
         self.lock_probe.fill(&self.pids, into);
@@ -319,11 +380,58 @@ fn own_cpu() -> Nanos {
     })
 }
 
-/// Whether `fd` becomes readable within `timeout_ms` (a pidfd is readable once the process
-/// has exited). A signal ends the wait early, which is what the loop wants.
-fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+/// How a wait on the pidfd ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Polled {
+    /// The pidfd became readable: the process has exited.
+    Exited,
+    /// The timeout passed with the process still there.
+    TimedOut,
+    /// A signal (or an error) ended the wait early, which is what the loop wants.
+    Interrupted,
+}
+
+/// Waits up to `timeout` for the pidfd `fd` to become readable (once the
+/// process has exited). `ppoll` takes the timeout in nanoseconds, so a tick due in 1.2 ms
+/// is not put off to 2 ms as `poll`'s whole milliseconds would.
+fn poll_pidfd(fd: &OwnedFd, timeout: Nanos) -> Polled {
+    use nix::poll::{PollFd, PollFlags, ppoll};
+    use nix::sys::time::TimeSpec;
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::MAX);
-    matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+    let ts = TimeSpec::from_duration(std::time::Duration::from_nanos(timeout.0));
+    match ppoll(&mut fds, Some(ts), None) {
+        Ok(n) if n > 0 => Polled::Exited,
+        Ok(_) => Polled::TimedOut,
+        Err(_) => Polled::Interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SteadyTicks;
+    use threadbalance_model::Nanos;
+
+    #[test]
+    fn steady_ticks_start_after_the_last_tick_that_saw_new_threads() {
+        let mut s = SteadyTicks::default();
+        assert_eq!(s.measured(), None);
+        // Tick 1 sees every thread (1 ms of CPU by its wait); tick 2 sees one more
+        // (1.5 ms); ticks 3 and 4 see none, 100 µs each: the window starts at the wait
+        // after tick 2 and holds ticks 3 and 4 alone.
+        s.ticked(true);
+        s.waiting(Nanos::from_micros(1_000));
+        assert_eq!(s.measured(), None);
+        s.ticked(true);
+        s.waiting(Nanos::from_micros(1_500));
+        assert_eq!(s.measured(), None);
+        s.ticked(false);
+        s.waiting(Nanos::from_micros(1_600));
+        s.ticked(false);
+        s.waiting(Nanos::from_micros(1_700));
+        // 2 ticks, 1.7 − 1.5 = 0.2 ms: 100 µs a tick.
+        assert_eq!(s.measured(), Some((2, Nanos::from_micros(200))));
+        // A wait without a tick (woken early) adds its CPU time to the same ticks.
+        s.waiting(Nanos::from_micros(1_710));
+        assert_eq!(s.measured(), Some((2, Nanos::from_micros(210))));
+    }
 }

@@ -286,6 +286,37 @@ impl Ledger {
         v
     }
 
+    /// Whether a thread of process `pid` holds `mask` now (the latest set on it, not
+    /// released): `held(pid).contains(mask)`, without collecting. It looks only at the
+    /// threads of `pid` (the table is ordered by pid first) and stops at the first match;
+    /// a thread born of a moved one usually inherits its leader's mask, which comes first.
+    pub fn holds(&self, pid: Pid, mask: &CpuSet) -> bool {
+        self.held_by(pid).any(|m| m == mask)
+    }
+
+    /// Whether any thread of process `pid` holds a mask of ours now: `!held(pid).is_empty()`.
+    pub fn holds_any(&self, pid: Pid) -> bool {
+        self.held_by(pid).next().is_some()
+    }
+
+    /// The latest mask of each thread of `pid` we hold, in key order, repeats included.
+    fn held_by(&self, pid: Pid) -> impl Iterator<Item = &CpuSet> + '_ {
+        let first = ThreadKey {
+            pid,
+            tid: Tid(i32::MIN),
+            start_time: 0,
+        };
+        let last = ThreadKey {
+            pid,
+            tid: Tid(i32::MAX),
+            start_time: u64::MAX,
+        };
+        self.threads
+            .range(first..=last)
+            .filter(|(_, e)| !e.released)
+            .filter_map(|(_, e)| e.masks.last())
+    }
+
     /// Whether `mask` was set by us on thread `key` (any time).
     pub fn set_on(&self, key: &ThreadKey, mask: &CpuSet) -> bool {
         self.threads

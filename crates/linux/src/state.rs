@@ -19,6 +19,7 @@ use crate::ledger::{Ledger, Record, RestoreReport, World, replay};
 use crate::read::{Root, read_start_time};
 use nix::fcntl::{Flock, FlockArg};
 use std::ffi::OsStr;
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -392,13 +393,27 @@ impl World for SystemWorld {
         let mut out = Vec::new();
         let tids = self.threads(pid);
         let mut had_file = false;
+        // One `children` file per thread, each an open, a read or two and a close into one
+        // buffer (no size query, no path or text allocated per thread): the host reads
+        // every thread's file every 100 ms when children are not sampled.
+        let mut path = self
+            .root
+            .proc_dir(pid)
+            .join("task")
+            .to_string_lossy()
+            .into_owned();
+        let base = path.len();
+        let mut buf = Vec::with_capacity(256);
         for tid in tids {
-            let path = self.root.task_dir(pid, tid).join("children");
-            if let Ok(text) = std::fs::read_to_string(path) {
+            path.truncate(base);
+            let _ = write!(path, "/{}/children", tid.0);
+            buf.clear();
+            if read_small(Path::new(&path), &mut buf).is_ok() {
                 had_file = true;
                 out.extend(
-                    text.split_whitespace()
-                        .filter_map(|w| w.parse().ok())
+                    crate::parse::words(&buf)
+                        .filter_map(crate::parse::parse_u64)
+                        .filter_map(|n| i32::try_from(n).ok())
                         .map(Pid),
                 );
             }
@@ -424,6 +439,22 @@ impl World for SystemWorld {
     }
     fn parent(&mut self, pid: Pid) -> Option<Pid> {
         self.stat_field(pid, "PPid:").map(Pid)
+    }
+}
+
+/// Appends the whole of a small `/proc` file to `buf` with open, read, close: no `statx`
+/// for a size hint (what `std::fs::read` adds, and `/proc` cannot give), and no read that
+/// only finds the end. A read shorter than asked is the end of the text, as for the
+/// sampler's `pread`s (the kernel formats such a file in one go, a page at a time).
+fn read_small(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut f = File::open(path)?;
+    let mut chunk = [0u8; 512];
+    loop {
+        let n = f.read(&mut chunk)?;
+        buf.extend_from_slice(&chunk[..n]);
+        if n < chunk.len() {
+            return Ok(());
+        }
     }
 }
 

@@ -17,6 +17,14 @@
 //! and the tool's CPU time per tick (the first ticks, which open every thread's files and
 //! place and release every thread, weigh on it).
 //!
+//! **What a tick costs, as a line.** Each run's summary also gives the CPU time of a tick
+//! once every thread has been seen (`tick_cpu_us`: sampling, deciding, the wait and its
+//! wake-up, as the budget charges them; start-up and moves left out). Those medians, at
+//! T = 64, 256 and 1024 and in one more run with [`FIT_SMALL`] threads, are fitted by least
+//! squares on the relative error to `FIXED_US + PER_THREAD_US · T` ([`fit_tick_cost`]), and
+//! the report prints the pair as the argument of `threadbalance sim --tick-cost`: the
+//! simulator then paces its policies as this machine would.
+//!
 //! **One migration, to the moved thread.** A thread updates a working set of W bytes over
 //! and over, in units of 512 KiB of updates, and times each unit with its own CPU clock
 //! (`CLOCK_THREAD_CPUTIME_ID`, so time it spends preempted or in flight does not count).
@@ -49,6 +57,9 @@ use threadbalance_workload::compute::thread_cpu_ns;
 
 /// Thread counts of the management-cost runs.
 pub const THREADS: [usize; 3] = [64, 256, 1024];
+/// Threads of the one extra run made for the tick-cost fit only: a small program, so the
+/// line's fixed part is measured and not only extrapolated.
+pub const FIT_SMALL: usize = 4;
 /// Period of the mostly-idle threads, ms.
 const PERIOD_MS: u32 = 50;
 /// Working-set sizes of the migration runs, bytes: inside a core's private caches, about
@@ -73,6 +84,22 @@ pub struct ManagementRow {
     /// Share of the ticks the cost budget pushed back, % (median): the policy asked for
     /// 2 ms and the tool could not afford it.
     pub paced_pct: f64,
+    /// CPU time of one tick once every thread had been seen, µs (median of the runs'
+    /// `tick_cpu_us`): what the fit reads.
+    pub steady_us_per_tick: f64,
+}
+
+/// The tick's cost as a line in the thread count, fitted to the runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickFit {
+    /// The points fitted: threads and steady µs per tick.
+    pub points: Vec<(usize, f64)>,
+    /// µs a tick costs whatever the thread count (at least 0).
+    pub fixed_us: f64,
+    /// µs each thread adds to a tick (at least 0).
+    pub per_thread_us: f64,
+    /// The argument to give `threadbalance sim --tick-cost`.
+    pub sim_tick_cost: String,
 }
 
 /// What one migration cost a thread with a working set of some size.
@@ -110,6 +137,57 @@ pub struct CostReport {
     pub migration: Vec<MigrationRow>,
     /// The CPUs the worker moved between.
     pub migration_cpus: String,
+    /// The tick's cost fitted as `FIXED_US + PER_THREAD_US · T`; absent when the runs gave
+    /// fewer than two thread counts with a measured tick.
+    pub tick_cost: Option<TickFit>,
+}
+
+/// Least squares of `y = a + b·x` over `points` (x = threads, y = µs per tick) on the
+/// relative error: each point weighted by 1/y², so a 4-thread tick of 40 µs counts as much
+/// as a 1024-thread tick of 13 ms (plain least squares would fit the largest alone). Both
+/// parts are held at 0 or more: a negative part means the runs cannot tell it from nothing
+/// (then the line through the origin, or the flat line at the weighted mean). `None` with
+/// fewer than two distinct thread counts, or a point that is not positive.
+pub fn fit_tick_cost(points: &[(usize, f64)]) -> Option<(f64, f64)> {
+    if !points.iter().all(|p| p.1 > 0.0) {
+        return None;
+    }
+    let w = |p: &(usize, f64)| 1.0 / (p.1 * p.1);
+    let x = |p: &(usize, f64)| p.0 as f64;
+    let sw: f64 = points.iter().map(w).sum();
+    let sx: f64 = points.iter().map(|p| w(p) * x(p)).sum();
+    let sy: f64 = points.iter().map(|p| w(p) * p.1).sum();
+    let sxx: f64 = points.iter().map(|p| w(p) * x(p) * x(p)).sum();
+    let sxy: f64 = points.iter().map(|p| w(p) * x(p) * p.1).sum();
+    let det = sw * sxx - sx * sx;
+    if points.len() < 2 || det <= 1e-12 * sw * sxx {
+        return None;
+    }
+    let b = (sw * sxy - sx * sy) / det;
+    let a = (sy - b * sx) / sw;
+    if a < 0.0 {
+        return Some((0.0, (sxy / sxx).max(0.0)));
+    }
+    if b < 0.0 {
+        return Some((sy / sw, 0.0));
+    }
+    Some((a, b))
+}
+
+/// The fit of `rows` (their steady µs per tick), `None` when it cannot be made.
+fn tick_fit(rows: &[ManagementRow]) -> Option<TickFit> {
+    let points: Vec<(usize, f64)> = rows
+        .iter()
+        .filter(|r| r.steady_us_per_tick > 0.0)
+        .map(|r| (r.threads, r.steady_us_per_tick))
+        .collect();
+    let (fixed_us, per_thread_us) = fit_tick_cost(&points)?;
+    Some(TickFit {
+        points,
+        fixed_us,
+        per_thread_us,
+        sim_tick_cost: format!("{fixed_us:.1},{per_thread_us:.3}"),
+    })
 }
 
 /// `bench --cost`.
@@ -124,6 +202,11 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
     for t in THREADS {
         management.push(management_row(&exe, t, m, periods, repeat)?);
     }
+    // One more run, for the fit only: a small program (not a row of the table).
+    let small = management_row(&exe, FIT_SMALL, m, periods, 1)?;
+    let mut fitted = vec![small];
+    fitted.extend(management.iter().cloned());
+    let tick_cost = tick_fit(&fitted);
     let mut migration = Vec::new();
     let pair: Vec<CpuId> = cpus.iter().take(2).copied().collect();
     if let [a, b] = pair[..] {
@@ -146,6 +229,7 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         management,
         migration,
         migration_cpus: pair.iter().copied().collect::<CpuSet>().to_string(),
+        tick_cost,
     };
     // With `--json -` the JSON alone goes to stdout and the table to stderr.
     match json {
@@ -176,6 +260,7 @@ fn management_row(
     let mut ticks = Vec::new();
     let mut per_tick = Vec::new();
     let mut paced = Vec::new();
+    let mut steady = Vec::new();
     // The runs' summaries go to a private directory (mode 0700, a random name).
     let dir = tempfile::Builder::new()
         .prefix("threadbalance-cost-")
@@ -214,6 +299,9 @@ fn management_row(
         paced.push(100.0 * s.ticks_paced as f64 / n.max(1.0));
         ticks.push(n / wall_s.max(1e-9));
         per_tick.push(cpu_s * 1e6 / n.max(1.0));
+        if s.tick_cpu_us > 0.0 {
+            steady.push(s.tick_cpu_us);
+        }
     }
     let median = |v: &[f64]| Spread::of(v).map_or(0.0, |s| s.median);
     Ok(ManagementRow {
@@ -223,6 +311,7 @@ fn management_row(
         ticks_per_s: median(&ticks),
         us_per_tick: median(&per_tick),
         paced_pct: median(&paced),
+        steady_us_per_tick: median(&steady),
     })
 }
 
@@ -419,28 +508,56 @@ pub fn to_table(r: &CostReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>7} {:>8} {:>30} {:>8} {:>12} {:>12} {:>8}",
+        "{:>7} {:>8} {:>30} {:>8} {:>12} {:>12} {:>8} {:>13}",
         "threads",
         "duty",
         "tool CPU % of one core min/med/max",
         "ticks/s",
         "ms per tick",
         "µs per tick",
-        "paced %"
+        "paced %",
+        "steady µs/tick"
     );
     for row in &r.management {
         let p = row.tool_cpu_pct;
         let _ = writeln!(
             s,
-            "{:>7} {:>8.5} {:>30} {:>8.0} {:>12.1} {:>12.1} {:>8.0}",
+            "{:>7} {:>8.5} {:>30} {:>8.0} {:>12.1} {:>12.1} {:>8.0} {:>13.1}",
             row.threads,
             row.duty,
             format!("{:.2} / {:.2} / {:.2}", p.min, p.median, p.max),
             row.ticks_per_s,
             1000.0 / row.ticks_per_s.max(1e-9),
             row.us_per_tick,
-            row.paced_pct
+            row.paced_pct,
+            row.steady_us_per_tick
         );
+    }
+    let _ = writeln!(
+        s,
+        "(µs per tick: the whole run's CPU time over its ticks, start-up and moves included; \
+         steady µs/tick: a tick once every thread had been seen, moves left out, as the budget charges it)"
+    );
+    match &r.tick_cost {
+        Some(f) => {
+            let points: Vec<String> = f
+                .points
+                .iter()
+                .map(|(t, us)| format!("{t} threads {us:.1} µs"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "tick cost fit (least squares on the relative error over {}): {:.1} µs + {:.3} µs a thread; \
+                 for the simulator: threadbalance sim --tick-cost {}",
+                points.join(", "),
+                f.fixed_us,
+                f.per_thread_us,
+                f.sim_tick_cost
+            );
+        }
+        None => {
+            let _ = writeln!(s, "tick cost fit: not enough runs with a steady tick");
+        }
     }
     if r.migration.is_empty() {
         return s;
@@ -489,7 +606,47 @@ pub fn to_table(r: &CostReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MigrationRun, Unit, duty};
+    use super::{MigrationRun, Unit, duty, fit_tick_cost};
+
+    #[test]
+    fn fit_tick_cost_worked_example_weighs_each_point_by_its_relative_error() {
+        // Points (1, 10), (2, 10), (4, 20), weights 1/y² = 1/100, 1/100, 1/400, or 4, 4, 1
+        // scaled by 400 (the scale cancels). Σw = 9, Σwx = 4 + 8 + 4 = 16,
+        // Σwy = 40 + 40 + 20 = 100, Σwx² = 4 + 16 + 16 = 36, Σwxy = 40 + 80 + 80 = 200.
+        // b = (9·200 − 16·100) / (9·36 − 16²) = 200 / 68 = 2.941…;
+        // a = (100 − 16·b) / 9 = 5.882…
+        let (a, b) = fit_tick_cost(&[(1, 10.0), (2, 10.0), (4, 20.0)]).unwrap();
+        assert!((b - 200.0 / 68.0).abs() < 1e-9, "{b}");
+        assert!(
+            (a - (100.0 - 16.0 * 200.0 / 68.0) / 9.0).abs() < 1e-9,
+            "{a}"
+        );
+        // A line given exactly comes back exactly, whatever the weights: 20 + 1.9 T.
+        let exact: Vec<(usize, f64)> = [1, 17, 64, 1024]
+            .iter()
+            .map(|&t| (t, 20.0 + 1.9 * t as f64))
+            .collect();
+        let (a, b) = fit_tick_cost(&exact).unwrap();
+        assert!((a - 20.0).abs() < 1e-6 && (b - 1.9).abs() < 1e-9, "{a} {b}");
+    }
+
+    #[test]
+    fn fit_tick_cost_negative_parts_are_held_at_zero() {
+        // (10, 10), (20, 30): the line 2x − 10 has a negative fixed part; through the
+        // origin, weights 1/100 and 1/900: b = Σwxy / Σwx² = (1 + 600/900) / (1 + 400/900)
+        // = (15/9) / (13/9) = 15/13.
+        let (a, b) = fit_tick_cost(&[(10, 10.0), (20, 30.0)]).unwrap();
+        assert_eq!(a, 0.0);
+        assert!((b - 15.0 / 13.0).abs() < 1e-12, "{b}");
+        // Falling with the thread count: no per-thread part; the weighted mean
+        // (30/900 + 10/100) / (1/900 + 1/100) = (1/30 + 1/10) / (1/900 + 9/900) = 12.
+        let (a, b) = fit_tick_cost(&[(10, 30.0), (20, 10.0)]).unwrap();
+        assert!((a - 12.0).abs() < 1e-9 && b == 0.0, "{a} {b}");
+        // One thread count (twice), none, or a tick not measured: no line.
+        assert_eq!(fit_tick_cost(&[(64, 100.0), (64, 120.0)]), None);
+        assert_eq!(fit_tick_cost(&[]), None);
+        assert_eq!(fit_tick_cost(&[(4, 0.0), (64, 100.0)]), None);
+    }
 
     #[test]
     fn windows_start_one_unit_before_each_seen_change() {

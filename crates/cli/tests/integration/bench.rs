@@ -274,6 +274,20 @@ fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
         let busy = r["threads"].as_f64().unwrap() * r["duty"].as_f64().unwrap();
         assert!((busy - (m as f64 / 2.0).min(r["threads"].as_f64().unwrap())).abs() < 0.01);
     }
+    // The tick-cost fit: a line over the small run and the three rows, with the simulator's
+    // argument made of its two parts.
+    let fit = &v["tick_cost"];
+    let (a, b) = (
+        fit["fixed_us"].as_f64().unwrap(),
+        fit["per_thread_us"].as_f64().unwrap(),
+    );
+    assert!(a >= 0.0 && b >= 0.0 && a + b > 0.0, "{fit}");
+    assert_eq!(
+        fit["sim_tick_cost"].as_str().unwrap(),
+        format!("{a:.1},{b:.3}")
+    );
+    assert!(fit["points"].as_array().unwrap().len() >= 2, "{fit}");
+    assert!(text.contains("--tick-cost"), "{text}");
     let sets: Vec<u64> = v["migration"]
         .as_array()
         .unwrap()

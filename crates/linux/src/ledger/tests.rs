@@ -398,3 +398,30 @@ fn replay_orphan_under_the_owner_gets_the_base_and_the_owner_is_untouched() {
     assert_eq!(w.mask(50), "0-7");
     assert_eq!(w.mask(9), "0-3");
 }
+
+#[test]
+fn ledger_holds_answers_as_held_does_for_each_process() {
+    // Process 5: thread 5 holds "0" (set twice: "1" then "0"), thread 6 holds "1" and is
+    // then released; process 9 (keys sort after 5's) holds "1" on thread 9. Process 7 holds
+    // nothing.
+    let mut records = vec![
+        set(5, 5, 10, "0-1", "1"),
+        set(5, 5, 10, "0-1", "0"),
+        set(5, 6, 11, "0-1", "1"),
+        Record::Release(key(5, 6, 11)),
+        set(9, 9, 12, "0-1", "1"),
+    ];
+    let l = ledger(&records);
+    assert_eq!(l.held(Pid(5)), vec![m("0")]);
+    assert!(l.holds(Pid(5), &m("0")));
+    // "1" is held only by a released thread of 5, and by process 9: not 5's.
+    assert!(!l.holds(Pid(5), &m("1")));
+    assert!(l.holds(Pid(9), &m("1")));
+    assert!(l.holds_any(Pid(5)) && l.holds_any(Pid(9)));
+    assert!(!l.holds_any(Pid(7)));
+    // Thread 6 set again: 5 holds "0" and "1".
+    records.push(set(5, 6, 11, "0-1", "1"));
+    let l = ledger(&records);
+    assert_eq!(l.held(Pid(5)), vec![m("0"), m("1")]);
+    assert!(l.holds(Pid(5), &m("1")) && l.holds(Pid(5), &m("0")));
+}
