@@ -23,7 +23,7 @@
 //! | `passive` | 0 | 0 |
 //!
 //! `GOMP_SPINCOUNT=N` replaces the first count; the throttled one is then capped at it.
-//! (Since GCC 14 an unset policy on a hybrid x86 CPU, CPUID.07H:EDX[15], spins once:
+//! (Since 2023 an unset policy on a hybrid x86 CPU, CPUID leaf 7 EDX bit 15, spins once:
 //! `config/linux/x86/spincount.h`; `spincount=1` models it.) `gomp_available_cpus` is the
 //! number of CPUs in the process's affinity mask at start-up (a later `sched_setaffinity`,
 //! as a placement policy does, does not change it) and `gomp_managed_threads` the threads
@@ -36,8 +36,8 @@
 //!
 //! **What a spin costs in time.** The counts are iterations of a relaxed load and one
 //! `pause`, whose latency depends on the CPU: about 10 cycles on Intel cores before Skylake
-//! and about 140 on Skylake-SP and later (Intel's optimization reference manual, "Pause
-//! latency in Skylake" microarchitecture), and 63 cycles on the 2-core development machine
+//! and about 140 on Skylake-SP and later (Intel's optimization reference manual, Skylake
+//! server microarchitecture, "pause latency"), and 63 cycles on the 2-core development machine
 //! (AMD EPYC, family 25, at 2.45 GHz), where a loop of 3 000 000 iterations of exactly that
 //! body took 25.8–26.7 ns of thread CPU time per iteration, five runs. So 300 000 spins are
 //! 7.8 ms there, about 1.5 ms on an old Xeon and 15 ms on a new one; 100 spins are 0.4–5 µs.
@@ -308,7 +308,10 @@ mod tests {
     fn gomp_wait_release_during_the_spin_means_no_sleep() {
         // A 7.8 ms window (the default count at 26 ns) against 0.9 ms waits: the release
         // always comes first; `fast` never sleeps and holds its CPU the whole 10 ms.
-        let sim = uneven(1, SpinCounts::from_env(WaitPolicy::Default, None).wait(26.0));
+        let sim = uneven(
+            1,
+            SpinCounts::from_env(WaitPolicy::Default, None).wait(26.0),
+        );
         let fast = &sim.th[ThreadIdx(0)];
         assert_eq!(fast.voluntary, 0);
         assert!(fast.run > Nanos(9_500_000), "ran {:?}", fast.run);
@@ -336,6 +339,9 @@ mod tests {
             },
         );
         let spun: u64 = (0..2).map(|i| unthrottled.th[ThreadIdx(i)].voluntary).sum();
-        assert!(spun < sleeps, "{spun} sleeps unthrottled, {sleeps} throttled");
+        assert!(
+            spun < sleeps,
+            "{spun} sleeps unthrottled, {sleeps} throttled"
+        );
     }
 }
