@@ -24,7 +24,7 @@ pub struct SimArgs {
     /// machine's topology), or an hwloc spec such as "package:2 core:8 pu:2".
     #[arg(long, short = 'm', default_value = "opteron6272-4x16")]
     machine: String,
-    /// Workload: ep-barrier, spinners, ferret-pipeline, streamcluster, bodytrack,
+    /// Workload: ep-barrier, omp-stencil, spinners, ferret-pipeline, streamcluster, bodytrack,
     /// memcached-like, parsec-mix (parameters after ":", e.g. "ep-barrier:phase_ms=10,wait=yield"), a
     /// scenario in --scenarios, or a .toml file; "a+b" runs two at once.
     #[arg(long, short = 'w', default_value = "ferret-pipeline")]

@@ -37,6 +37,7 @@
 pub mod apps;
 pub mod autonuma;
 mod error;
+pub mod gomp;
 pub mod host;
 #[cfg(test)]
 mod layers;

@@ -375,6 +375,7 @@ fn wait_name(w: Wait) -> &'static str {
         Wait::Spin => "spin",
         Wait::Yield => "yield",
         Wait::Block => "block",
+        Wait::Gomp { .. } => "libgomp",
     }
 }
 

@@ -9,7 +9,7 @@
 //! | `Compute` | runs `ns` of work (± `spread`), a fraction `mem` of it memory-bound | CPU time; memory part slowed by remote pages and shared bandwidth |
 //! | `Lock` | acquires a mutex (spin, then block), holds it `hold_ns`, releases | the lock's line and `lines` protected lines move from the previous holder |
 //! | `Ticket` | takes the next ticket of a mutex-protected work pool, runs the following `body` ops for it, comes back until the pool is empty | as `Lock`, once per ticket and once more to find the pool empty |
-//! | `Barrier` | waits until every thread of the barrier arrives (`spin`, `yield` or `block`) | spin/yield burn CPU, block sleeps |
+//! | `Barrier` | waits until every thread of the barrier arrives (`spin`, `yield`, `block` or libgomp's spin-then-sleep, [`crate::gomp`]) | spin/yield burn CPU, block sleeps |
 //! | `Put` / `Get` | produces into / consumes from a bounded queue (blocking when full / empty) | the item's `lines` move from producer to consumer |
 //! | `Sleep` | blocks for `ns` (I/O, network) | nothing |
 //!
@@ -32,6 +32,15 @@ pub enum Wait {
     Yield,
     /// Spins briefly, then sleeps on a futex (pthread barrier).
     Block,
+    /// libgomp's barrier wait ([`crate::gomp`]): spins `spin_ns`, or `throttled_ns` while
+    /// the application has more threads than the CPUs it started with, then sleeps on the
+    /// futex.
+    Gomp {
+        /// The spin with at most one thread per CPU (`gomp_spin_count_var` spins), ns.
+        spin_ns: u64,
+        /// The spin with more threads than CPUs (`gomp_throttled_spin_count_var`), ns.
+        throttled_ns: u64,
+    },
 }
 
 /// One operation of a thread's program.
@@ -328,6 +337,10 @@ pub const BUILTINS: &[(&str, &str)] = &[
         "NAS EP with barriers (speed balancing §4): threads (3) each do work_ms (3000) in phases of phase_ms (10), then wait=spin|yield|block (block)",
     ),
     (
+        "omp-stencil",
+        "an OpenMP stencil on libgomp (bench/omp_stencil.c): threads (3) each run sweeps of sweep_us (130, ± spread 0) until work_ms (1000), a team barrier after each; libgomp's wait: spin spincount (300000, GOMP_SPINCOUNT) × pause_ns (26), or 100 × pause_ns with more threads than CPUs, then sleep; wait_policy=default|active|passive (OMP_WAIT_POLICY); footprint_kb (512)",
+    ),
+    (
         "spinners",
         "independent always-runnable threads (calibration): threads (3) compute work_ms (100000) each",
     ),
@@ -359,9 +372,9 @@ pub const BUILTINS: &[(&str, &str)] = &[
 
 /// Parameters after `name:` as `key=value` pairs.
 #[derive(Debug, Default)]
-struct Params {
-    map: BTreeMap<String, String>,
-    workload: String,
+pub(crate) struct Params {
+    pub(crate) map: BTreeMap<String, String>,
+    pub(crate) workload: String,
 }
 
 impl Params {
@@ -380,7 +393,7 @@ impl Params {
         })
     }
 
-    fn num(&mut self, key: &str, default: f64) -> Result<f64, SimError> {
+    pub(crate) fn num(&mut self, key: &str, default: f64) -> Result<f64, SimError> {
         match self.map.remove(key) {
             None => Ok(default),
             Some(v) => v
@@ -394,7 +407,7 @@ impl Params {
         }
     }
 
-    fn count(&mut self, key: &str, default: usize) -> Result<usize, SimError> {
+    pub(crate) fn count(&mut self, key: &str, default: usize) -> Result<usize, SimError> {
         let x = self.num(key, default as f64)?;
         if x < 1.0 || x.fract() != 0.0 {
             return Err(SimError::Workload {
@@ -429,10 +442,10 @@ impl Params {
     }
 }
 
-const MS: f64 = 1e6;
-const US: f64 = 1e3;
+pub(crate) const MS: f64 = 1e6;
+pub(crate) const US: f64 = 1e3;
 
-fn ns(x: f64) -> u64 {
+pub(crate) fn ns(x: f64) -> u64 {
     x.round() as u64
 }
 
@@ -463,6 +476,7 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
             let wait = p.wait(Wait::Block)?;
             ep_barrier(n, ns(phase * MS), ns(work * MS), wait)
         }
+        "omp-stencil" => crate::gomp::builtin(&mut p)?,
         "spinners" => {
             let n = p.count("threads", 3)?;
             let work = p.num("work_ms", 100_000.0)?;

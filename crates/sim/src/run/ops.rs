@@ -113,6 +113,23 @@ impl Sim {
                             barrier: b,
                             until: Some(self.now + Nanos(self.apps[app].spin_ns)),
                         },
+                        Wait::Gomp {
+                            spin_ns,
+                            throttled_ns,
+                        } => {
+                            // libgomp's do_spin: the count is chosen on every wait, by the
+                            // threads it manages against the CPUs the process started with.
+                            let spin = crate::gomp::spin_window(
+                                spin_ns,
+                                throttled_ns,
+                                self.apps[app].threads,
+                                self.th[t].original.len(),
+                            );
+                            Act::BarrierSpin {
+                                barrier: b,
+                                until: Some(self.now + Nanos(spin)),
+                            }
+                        }
                         Wait::Yield => {
                             self.th[t].act = Act::Yield { barrier: b };
                             self.th[t].debt += Nanos(self.lx.syscall_ns);

@@ -11,6 +11,7 @@ mod determinism;
 mod golden;
 mod handoff;
 mod invariants;
+mod omp;
 mod plots;
 mod scenarios;
 mod speed_many;
