@@ -1,0 +1,178 @@
+//! Rounds too sparse for the phases: the threads are lent to Linux until rounds come fast
+//! enough again.
+//!
+//! The policy asks for a round every B (1 ms at 10 ms phases, see `speed`'s interval
+//! table), but a live host paces its ticks by a CPU budget: 0.8 % of one core. Where a
+//! tick costs C µs, a round comes at best every C / 0.008 µs, whatever B is: 133 µs (the
+//! `/proc` sampler with 17 threads, `--tick-cost 21.1,6.246`: 21.1 + 6.246 × 18) gives a
+//! round every 16.7 ms. A rotation step must be short against the phase: a doubled-up
+//! thread stays doubled until the next round, so with a round every G and phases of S
+//! every phase that holds no round runs at the slow cores' speed, 1/(T + 1), the whole
+//! phase long — pinning without the rotation. Worse, with blocking barriers the pinning
+//! also takes Linux's work conservation away: a thread that wakes on its busy core waits
+//! there while the cores of the threads that went to sleep at the barrier stand idle.
+//! Linux alone would have pulled it over.
+//!
+//! **The rule.** At each round the policy measures the gap G since the last one (smoothed
+//! over about four rounds) and compares it with the phase S = 1 / r estimated from the
+//! synchronization signals (r: voluntary plus involuntary switches per running
+//! thread-second, as for the interval). When the host holds the rounds back (G more than
+//! twice the period asked for) and G > 1.5 S while the rotation runs, every placed thread
+//! is *lent* to Linux (its original mask, as [`super::few`] does); the policy keeps asking
+//! for rounds every B and keeps measuring. When G < 1.2 S again (the budget recovered, or
+//! the phases lengthened), or the signals no longer give a phase, the lent threads are
+//! placed again on the emptiest cores and the rotation takes over.
+//!
+//! ```text
+//!   round: G ← G + ¼ (now − last round − G);   S = 1 / (switches per thread-second)
+//!   rotating ∧ G > 2 · asked ∧ G > 1.5 S  ─► lend every placed thread to Linux
+//!   lent ∧ (G < 1.2 S ∨ no phase seen)    ─► place them again, rotate
+//! ```
+//!
+//! **Where 1.5 comes from** (simulator, 16 cores, `ep-barrier` 10 ms phases, seeds 1–3,
+//! ticks of F µs and no per-thread part, so that G ≈ F / 0.008). With blocking barriers
+//! the rotation still beats Linux at G = 1.4 S (17 threads 63 % of the fair share against
+//! 59 %, 20 threads 73–74 against 69–70, 24 threads 81–83 against 78–80) and at 1.6 S
+//! except at 24 threads (77–79 against 78–80); from 1.8 S on it loses at every N (58–59
+//! against 59–60 at 17 threads, 66–69 against 69–70 at 20). Past G ≈ 1.5 S at least one
+//! phase in three holds no round at all, and by 2 S every other phase runs pinned and
+//! doubled. The signals count the phase as the program runs it (a 10 ms phase slowed
+//! to 70 % lasts 14 ms, and preemptions on doubled cores add switches), so the
+//! threshold is set on what the policy sees, not on the nominal phase: see the README's
+//! sweep. 1.2 on the way back keeps a gap near the threshold from lending and taking
+//! back every few rounds.
+//!
+//! **Yield barriers are left alone.** Threads that spin with `sched_yield` keep every core
+//! busy, so Linux has no idle core to conserve work on, and the signals give no phase
+//! ("finer than we can see"). In the same sweep the slow rotation beats Linux under yield
+//! at every gap up to 4 S (53.6 % against 52.6 % at 17 threads, 75 against 72 at 24),
+//! so the rule applies only while the phase is estimated from switches.
+//!
+//! With free ticks (G = the period asked for) the rule never fires.
+
+use super::Speed;
+use threadbalance_model::{Move, Nanos, Reason, Target};
+
+/// The gap is smoothed with this weight per round (about four rounds).
+const GAP_WEIGHT: f64 = 0.25;
+/// Rounds seen before the gap is trusted.
+const MIN_ROUNDS: u32 = 2;
+/// The host holds rounds back when the gap exceeds this many periods asked for.
+const PACED: f64 = 2.0;
+/// Lend when the gap exceeds this many phases; place again below `TAKE_BACK`.
+pub(super) const LEND: f64 = 1.25;
+pub(super) const TAKE_BACK: f64 = 0.8;
+
+/// Whether the threads are lent to Linux because rounds are too sparse for the phases.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Sparse {
+    /// Every busy thread is lent to Linux now for this reason.
+    pub(super) active: bool,
+    /// How many times the threads were lent.
+    pub(super) hand_backs: u64,
+    /// Smoothed gap between rounds, ns, and the rounds it has seen.
+    gap: f64,
+    rounds: u32,
+    /// The period asked for at the last round, ns.
+    asked: f64,
+    /// The last lending or taking back, explained.
+    pub(super) last: Option<String>,
+}
+
+impl Sparse {
+    /// Notes a round `gap` ns after the last one, which had asked for `asked` ns.
+    pub(super) fn observe(&mut self, gap: f64) {
+        if self.rounds == 0 {
+            self.gap = gap;
+        } else {
+            self.gap += GAP_WEIGHT * (gap - self.gap);
+        }
+        self.rounds = self.rounds.saturating_add(1);
+    }
+
+    /// Notes the period the policy asks for until the next round.
+    pub(super) fn ask(&mut self, period: Nanos) {
+        self.asked = period.0 as f64;
+    }
+
+    /// Whether the threads should be lent now: the rotation runs (`rotating`), the host
+    /// holds the rounds back and they are too sparse for the phase `phase` (ns).
+    fn should_lend(&self, rotating: bool, phase: Option<f64>) -> bool {
+        rotating
+            && self.rounds >= MIN_ROUNDS
+            && self.gap > PACED * self.asked
+            && phase.is_some_and(|s| self.gap > LEND * s)
+    }
+
+    /// Whether lent threads should be placed again.
+    fn should_take_back(&self, phase: Option<f64>) -> bool {
+        phase.is_none_or(|s| self.gap < TAKE_BACK * s)
+    }
+}
+
+impl Speed {
+    /// Lends every placed thread to Linux when rounds come too sparsely for the phase,
+    /// and places the lent ones again when they come fast enough (see the module docs).
+    /// Called after a round at `now`; `rotating` is what that round found.
+    pub(super) fn check_sparse(
+        &mut self,
+        now: Nanos,
+        rotating: bool,
+        managing: bool,
+        moves: &mut Vec<Move>,
+    ) {
+        let phase = self.phase_ns;
+        let at = now.as_secs_f64();
+        let (gap_ms, phase_ms) = (self.sparse.gap / 1e6, phase.unwrap_or(0.0) / 1e6);
+        if self.sparse.active {
+            if !self.sparse.should_take_back(phase) {
+                return;
+            }
+            self.sparse.active = false;
+            self.sparse.last = Some(match phase {
+                Some(_) => format!(
+                    "placed again at {at:.2} s: rounds every {gap_ms:.1} ms, phases of {phase_ms:.1} ms"
+                ),
+                None => format!("placed again at {at:.2} s: no phase seen"),
+            });
+            for i in 0..self.placed.len() {
+                if !self.placed[i].lent {
+                    continue;
+                }
+                let queue = self.emptiest();
+                let p = &mut self.placed[i];
+                p.lent = false;
+                p.released = false;
+                p.queue = queue;
+                p.credit = 0.0;
+                let key = p.key;
+                self.place(key, queue, managing, moves);
+            }
+            return;
+        }
+        if !self.sparse.should_lend(rotating, phase) {
+            return;
+        }
+        self.sparse.active = true;
+        self.sparse.hand_backs += 1;
+        self.sparse.last = Some(format!(
+            "lent at {at:.2} s: rounds every {gap_ms:.1} ms (asked {:.1} ms), phases of {phase_ms:.1} ms",
+            self.sparse.asked / 1e6
+        ));
+        // This round's swaps and placements are taken back: every placed thread goes to
+        // Linux instead (releases of sleepers stay).
+        moves.retain(|m| m.to == Target::Original);
+        for p in self.placed.iter_mut().filter(|p| !p.released) {
+            p.released = true;
+            p.lent = true;
+            self.queues[p.queue].load -= 1;
+            if managing {
+                moves.push(Move {
+                    thread: p.key,
+                    to: Target::Original,
+                    why: Reason::Release,
+                });
+            }
+        }
+    }
+}
