@@ -176,3 +176,70 @@ impl Speed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Sparse` that has seen `gaps` (ms) between rounds, each asked for `asked_ms`.
+    fn seen(gaps: &[f64], asked_ms: u64) -> Sparse {
+        let mut s = Sparse::default();
+        for &g in gaps {
+            s.observe(g * 1e6);
+            s.ask(Nanos::from_millis(asked_ms));
+        }
+        s
+    }
+
+    #[test]
+    fn sparse_gap_is_smoothed_over_about_four_rounds() {
+        // 16, then 20, 20: 16 + ¼(20 − 16) = 17, then 17 + ¼(20 − 17) = 17.75 ms.
+        let s = seen(&[16.0, 20.0, 20.0], 1);
+        assert!((s.gap - 17.75e6).abs() < 1.0, "{}", s.gap);
+        assert_eq!(s.rounds, 3);
+    }
+
+    #[test]
+    fn sparse_paced_rounds_longer_than_the_phase_lend() {
+        // The /proc fit with 20 threads: a tick of 21.1 + 6.246 × 21 ≈ 152 µs, so a round
+        // every 152 / 0.008 ≈ 19 ms, against 1 ms asked and phases of 10 ms (100 switches
+        // per thread-second): 19 > 2 × 1 (paced) and 19 > 1.25 × 10 = 12.5 (too sparse).
+        let s = seen(&[19.0, 19.0], 1);
+        assert!(s.should_lend(true, Some(10e6)));
+        // Not while the rotation is idle (even counts: nothing to lend for) …
+        assert!(!s.should_lend(false, Some(10e6)));
+        // … nor without a phase (yielding threads, or no synchronization seen) …
+        assert!(!s.should_lend(true, None));
+        // … nor after a single round (the gap is not yet known).
+        assert!(!seen(&[19.0], 1).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_rounds_short_against_the_phase_keep_the_rotation() {
+        // The BPF fit with 17 threads: 54.8 + 0.442 × 18 ≈ 62.8 µs, a round every 7.9 ms;
+        // against 10 ms phases 7.9 < 12.5: the rotation stays (it gains 6–8 points there).
+        assert!(!seen(&[7.9, 7.9], 1).should_lend(true, Some(10e6)));
+        // Phases of 100 ms with the /proc fit: 19 < 125.
+        assert!(!seen(&[19.0, 19.0], 6).should_lend(true, Some(100e6)));
+    }
+
+    #[test]
+    fn sparse_long_rounds_the_policy_asked_for_are_not_sparse() {
+        // A round every 20 ms because the policy asked for 20 ms (a backed-off rotation,
+        // a fixed interval): 20 < 2 × 20, the host did not hold it back.
+        assert!(!seen(&[20.0, 20.0], 20).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_lent_threads_come_back_only_well_below_the_threshold() {
+        // Lent at 19 ms rounds and 10 ms phases. Under Linux the program runs slower and
+        // its phases read longer (15 ms): 19 / 15 ≈ 1.27 is above 0.8, so they stay
+        // lent; phases of 100 ms (19 < 80) or rounds of 7 ms (7 < 8) bring them back, and
+        // so does a phase no longer seen.
+        let s = seen(&[19.0, 19.0], 1);
+        assert!(!s.should_take_back(Some(15e6)));
+        assert!(s.should_take_back(Some(100e6)));
+        assert!(seen(&[7.0, 7.0], 1).should_take_back(Some(10e6)));
+        assert!(s.should_take_back(None));
+    }
+}
