@@ -16,37 +16,39 @@
 //! **The rule.** At each round the policy measures the gap G since the last one (smoothed
 //! over about four rounds) and compares it with the phase S = 1 / r estimated from the
 //! synchronization signals (r: voluntary plus involuntary switches per running
-//! thread-second, as for the interval). When the host holds the rounds back (G more than
-//! twice the period asked for) and G > 1.5 S while the rotation runs, every placed thread
+//! thread-second, as for the interval), read only while the threads *block* (at least a
+//! third of their switches voluntary). When the host holds the rounds back (G more than
+//! twice the period asked for) and G > 1.25 S while the rotation runs, every placed thread
 //! is *lent* to Linux (its original mask, as [`super::few`] does); the policy keeps asking
-//! for rounds every B and keeps measuring. When G < 1.2 S again (the budget recovered, or
+//! for rounds every B and keeps measuring. When G < 0.8 S again (the budget recovered, or
 //! the phases lengthened), or the signals no longer give a phase, the lent threads are
 //! placed again on the emptiest cores and the rotation takes over.
 //!
 //! ```text
 //!   round: G ← G + ¼ (now − last round − G);   S = 1 / (switches per thread-second)
-//!   rotating ∧ G > 2 · asked ∧ G > 1.5 S  ─► lend every placed thread to Linux
-//!   lent ∧ (G < 1.2 S ∨ no phase seen)    ─► place them again, rotate
+//!   rotating ∧ G > 2 · asked ∧ G > 1.25 S  ─► lend every placed thread to Linux
+//!   lent ∧ (G < 0.8 S ∨ no phase seen)     ─► place them again, rotate
 //! ```
 //!
-//! **Where 1.5 comes from** (simulator, 16 cores, `ep-barrier` 10 ms phases, seeds 1–3,
-//! ticks of F µs and no per-thread part, so that G ≈ F / 0.008). With blocking barriers
-//! the rotation still beats Linux at G = 1.4 S (17 threads 63 % of the fair share against
-//! 59 %, 20 threads 73–74 against 69–70, 24 threads 81–83 against 78–80) and at 1.6 S
-//! except at 24 threads (77–79 against 78–80); from 1.8 S on it loses at every N (58–59
-//! against 59–60 at 17 threads, 66–69 against 69–70 at 20). Past G ≈ 1.5 S at least one
-//! phase in three holds no round at all, and by 2 S every other phase runs pinned and
-//! doubled. The signals count the phase as the program runs it (a 10 ms phase slowed
-//! to 70 % lasts 14 ms, and preemptions on doubled cores add switches), so the
-//! threshold is set on what the policy sees, not on the nominal phase: see the README's
-//! sweep. 1.2 on the way back keeps a gap near the threshold from lending and taking
-//! back every few rounds.
+//! **Where 1.25 comes from** (simulator, 16 cores, `ep-barrier` 10 ms nominal phases,
+//! blocking barriers, seeds 1–3, ticks of F µs and no per-thread part, so G ≈ F / 0.008).
+//! Without the rule the rotation still beat Linux at G = 1.4 nominal phases (17 threads
+//! 63 % of the fair share against 59 %, 20 threads 73–74 against 69–70, 24 threads 81–83
+//! against 78–80), but not at 1.6 with 24 threads (77–79 against 78–80), and from 1.8 on
+//! it lost at every N (58–59 against 59–60 at 17 threads, 66–69 against 69–70 at 20):
+//! past G ≈ 1.5 nominal phases at least one phase in three holds no round at all, and by
+//! 2 every other phase runs pinned and doubled. The signals count the phase as the program
+//! runs it, slowed by the doubled cores and with their preemptions counted: 12–13 ms
+//! under rotation for a 10 ms phase, 14–15 ms under Linux. So 1.5 nominal phases read
+//! as about 1.25 phases seen. On the way back the phase reads longer under Linux
+//! (19 ms rounds against 15 ms phases: 1.27), so coming back at 1.25 would lend and
+//! place every few rounds; 0.8 is below what Linux's slower phases show.
 //!
 //! **Yield barriers are left alone.** Threads that spin with `sched_yield` keep every core
-//! busy, so Linux has no idle core to conserve work on, and the signals give no phase
-//! ("finer than we can see"). In the same sweep the slow rotation beats Linux under yield
-//! at every gap up to 4 S (53.6 % against 52.6 % at 17 threads, 75 against 72 at 24),
-//! so the rule applies only while the phase is estimated from switches.
+//! busy, so Linux has no idle core to conserve work on, and almost all their switches are
+//! involuntary (0 voluntary against ~100 involuntary per thread-second in the simulator).
+//! In the same sweep the slow rotation beats Linux under yield at every gap up to 4
+//! nominal phases (53.6 % against 52.6 % at 17 threads, 75 against 72 at 24).
 //!
 //! With free ticks (G = the period asked for) the rule never fires.
 
@@ -59,7 +61,7 @@ const GAP_WEIGHT: f64 = 0.25;
 const MIN_ROUNDS: u32 = 2;
 /// The host holds rounds back when the gap exceeds this many periods asked for.
 const PACED: f64 = 2.0;
-/// Lend when the gap exceeds this many phases; place again below `TAKE_BACK`.
+/// Lend when the gap exceeds this many phases seen; place again below `TAKE_BACK`.
 pub(super) const LEND: f64 = 1.25;
 pub(super) const TAKE_BACK: f64 = 0.8;
 
