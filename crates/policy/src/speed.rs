@@ -136,6 +136,12 @@
 //! that mostly wait, a main thread). So the busy threads are *lent* to Linux — at first
 //! sight not placed at all — and placed again as soon as they outnumber the cores.
 //!
+//! **Rounds too sparse for the phases: the threads are lent too** (`speed/sparse.rs`).
+//! Where the host's CPU budget holds the rounds back to more than 1.5 phases apart (phases
+//! read from blocking threads' switches), a rotation cannot help and the pinning between
+//! rounds takes Linux's work conservation away: every placed thread is lent to Linux until
+//! rounds come within 0.8 phases again.
+//!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
 //! places every thread, and hands the threads back when the probe does 5 % (and 2 points
