@@ -234,6 +234,17 @@ pub struct SpeedSummary {
     /// Whether they are with Linux for that reason now.
     #[serde(default)]
     pub few_now: bool,
+    /// Times every busy thread was lent to Linux because the host held the rounds back
+    /// too long for the program's phases (a paced live tick). These three fields are left
+    /// out of the JSON until it first happens, so free-tick outputs keep their bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sparse_hand_backs: u64,
+    /// Whether they are with Linux for that reason now.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sparse_now: bool,
+    /// The last lending or placing again for that reason, explained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse_last: Option<String>,
     /// The guard, `null` when off.
     pub guard: Option<GuardSummary>,
 }
@@ -411,8 +422,32 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
                 format!("{} times", s.few_hand_backs)
             },
         ),
+        l(
+            "handed to Linux: rounds too sparse for the phases",
+            sparse_text(s),
+        ),
         l("guard", s.guard.as_ref().map_or("off".into(), guard_text)),
     ]
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn sparse_text(s: &SpeedSummary) -> String {
+    let mut t = format!("{} times", s.sparse_hand_backs);
+    if s.sparse_now {
+        t.push_str(", with Linux now");
+    }
+    if let Some(last) = &s.sparse_last {
+        t.push_str("; ");
+        t.push_str(last);
+    }
+    t
 }
 
 fn guard_text(g: &GuardSummary) -> String {
@@ -484,7 +519,8 @@ mod tests {
         assert_eq!(text(&s)[0].1, "20.000ms (no synchronization seen)");
         assert_eq!(text(&s)[10].1, "0 times");
         assert_eq!(text(&s)[11].1, "0 times");
-        assert_eq!(text(&s)[12], ("guard".into(), "off".into()));
+        assert_eq!(text(&s)[12].1, "0 times");
+        assert_eq!(text(&s)[13], ("guard".into(), "off".into()));
         s.guard = Some(GuardSummary {
             mode: GuardMode::HandedBack,
             probes: 2,
@@ -494,7 +530,7 @@ mod tests {
             last_event: Some("handed back at 1.25 s".into()),
         });
         assert_eq!(
-            text(&s)[12].1,
+            text(&s)[13].1,
             "handed back to Linux; 2 probes (1 skipped: managed rate at the fair share), \
              1 hand-backs, 0 resumptions; handed back at 1.25 s"
         );

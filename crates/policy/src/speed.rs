@@ -136,6 +136,12 @@
 //! that mostly wait, a main thread). So the busy threads are *lent* to Linux — at first
 //! sight not placed at all — and placed again as soon as they outnumber the cores.
 //!
+//! **Rounds too sparse for the phases: the threads are lent too** (`speed/sparse.rs`).
+//! Where the host's CPU budget holds the rounds back to more than 1.5 phases apart (phases
+//! read from blocking threads' switches), a rotation cannot help and the pinning between
+//! rounds takes Linux's work conservation away: every placed thread is lent to Linux until
+//! rounds come within 0.8 phases again.
+//!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
 //! places every thread, and hands the threads back when the probe does 5 % (and 2 points
@@ -155,6 +161,7 @@
 mod few;
 pub mod guard;
 mod peers;
+mod sparse;
 
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
@@ -327,6 +334,11 @@ pub struct Speed {
     peers: peers::Peers,
     /// Whether the busy threads are no more than the cores (see [`few`]).
     few: few::Few,
+    /// Whether rounds come too sparsely for the phases (see [`sparse`]).
+    sparse: sparse::Sparse,
+    /// The phase the synchronization signals give, ns (`None` when they give none:
+    /// yielding threads, or no synchronization seen).
+    phase_ns: Option<f64>,
     stats: Stats,
 }
 
@@ -403,6 +415,8 @@ impl Speed {
             seg_at: Nanos::ZERO,
             peers: peers::Peers::default(),
             few: few::Few::default(),
+            sparse: sparse::Sparse::default(),
+            phase_ns: None,
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()
@@ -475,7 +489,7 @@ impl Speed {
                 });
             }
         } else if p.released && p.blocked < ADOPT_BELOW && !asleep && !self.peers.apart {
-            if self.few.active {
+            if self.few.active || self.sparse.active {
                 // Busy again, but counted only: `check_few` places the lent threads
                 // once they outnumber the cores.
                 p.lent = true;
@@ -572,7 +586,7 @@ impl Speed {
             // While the threads are apart (not peers), a new thread stays with Linux too;
             // while busy threads are few, it is lent to Linux with them.
             let apart = self.peers.apart;
-            let lent = !apart && self.few.active;
+            let lent = !apart && (self.few.active || self.sparse.active);
             if !apart && !lent {
                 self.place(t.key, queue, managing, moves);
             }
@@ -649,6 +663,7 @@ impl Speed {
         } else {
             (self.slice_rate, self.slice_rate)
         };
+        self.phase_ns = None;
         if yields >= YIELD_RATE {
             self.stats.reason = "threads yield at synchronization points";
             lo
@@ -659,6 +674,11 @@ impl Speed {
                 "threads wake or are preempted about once per phase"
             };
             let phase_ns = 1e9 / wakeups;
+            // The sparse-rounds rule reads a phase only from threads that block (see
+            // [`sparse`]): yielding threads keep every core busy either way.
+            // At least a third of the switches voluntary: threads block.
+            let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_rate;
+            self.phase_ns = blocking.then_some(phase_ns);
             Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
         } else {
             self.stats.reason = "no synchronization seen";
@@ -716,7 +736,11 @@ impl Policy for Speed {
             // Rounds due within half an interval run now: fewer ticks, longer windows.
             let due = now + Nanos(self.interval.0 / 2);
             if self.next_round <= due {
+                self.sparse
+                    .observe(now.saturating_sub(self.last_round).0 as f64);
                 let rotating = self.managing() && self.round(now, &mut moves);
+                let managing = self.managing();
+                self.check_sparse(now, rotating, managing, &mut moves);
                 self.quiet_rounds = if rotating {
                     0
                 } else {
@@ -724,7 +748,9 @@ impl Policy for Speed {
                 };
                 self.interval = match self.fixed {
                     Some(f) => f,
-                    None if rotating => follow(self.interval, wanted),
+                    // Lent for sparse rounds: keep asking for what a rotation would, to
+                    // see when rounds come fast enough again.
+                    None if rotating || self.sparse.active => follow(self.interval, wanted),
                     None if self.quiet_rounds < QUIET_ROUNDS => wanted.max(self.interval),
                     None => Nanos((self.interval.0 as f64 * BACKOFF) as u64)
                         .clamp(wanted, self.cfg.max_interval),
@@ -733,6 +759,7 @@ impl Policy for Speed {
                 let period = Nanos(self.interval.0.saturating_mul(self.slow_down))
                     .min(self.cfg.max_interval.max(self.interval));
                 self.next_round = now + period;
+                self.sparse.ask(period);
             }
         }
         let mut next = self.next_round;
@@ -775,6 +802,9 @@ impl Policy for Speed {
             peers_apart_now: self.peers.apart,
             few_hand_backs: self.few.hand_backs,
             few_now: self.few.active,
+            sparse_hand_backs: self.sparse.hand_backs,
+            sparse_now: self.sparse.active,
+            sparse_last: self.sparse.last.clone(),
             guard: self.guard_summary(),
         })
     }

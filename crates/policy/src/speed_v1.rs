@@ -736,6 +736,9 @@ impl Policy for SpeedV1 {
             peers_apart_now: false,
             few_hand_backs: 0,
             few_now: false,
+            sparse_hand_backs: 0,
+            sparse_now: false,
+            sparse_last: None,
             guard: None,
         })
     }

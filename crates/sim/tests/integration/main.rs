@@ -16,4 +16,5 @@ mod plots;
 mod scenarios;
 mod speed_many;
 mod speed_peers;
+mod speed_sparse;
 mod speed_v1;

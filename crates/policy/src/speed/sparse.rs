@@ -1,0 +1,274 @@
+//! Rounds too sparse for the phases: the threads are lent to Linux until rounds come fast
+//! enough again.
+//!
+//! The policy asks for a round every B (1 ms at 10 ms phases, see `speed`'s interval
+//! table), but a live host paces its ticks by a CPU budget: 0.8 % of one core. Where a
+//! tick costs C µs, a round comes at best every C / 0.008 µs, whatever B is: 133 µs (the
+//! `/proc` sampler with 17 threads, `--tick-cost 21.1,6.246`: 21.1 + 6.246 × 18) gives a
+//! round every 16.7 ms. A rotation step must be short against the phase: a doubled-up
+//! thread stays doubled until the next round, so with a round every G and phases of S
+//! every phase that holds no round runs at the slow cores' speed, 1/(T + 1), the whole
+//! phase long — pinning without the rotation. Worse, with blocking barriers the pinning
+//! also takes Linux's work conservation away: a thread that wakes on its busy core waits
+//! there while the cores of the threads that went to sleep at the barrier stand idle.
+//! Linux alone would have pulled it over.
+//!
+//! **The rule.** At each round the policy measures the gap G since the last one (smoothed
+//! over about four rounds; or the last two gaps, when both are longer) and compares it with the phase S = 1 / r estimated from the
+//! synchronization signals (r: voluntary plus involuntary switches per running
+//! thread-second, as for the interval), read only while the threads *block* (at least a
+//! third of their switches voluntary). When the host holds the rounds back (G more than
+//! twice the period asked for) and G > 1.5 S while the rotation runs, every placed thread
+//! is *lent* to Linux (its original mask, as [`super::few`] does); the policy keeps asking
+//! for rounds every B and keeps measuring. When G < 0.8 S again (the budget recovered, or
+//! the phases lengthened), or the signals no longer give a phase, the lent threads are
+//! placed again on the emptiest cores and the rotation takes over.
+//!
+//! ```text
+//!   round: G ← G + ¼ (now − last round − G);   S = 1 / (switches per thread-second)
+//!          G' = max(G, min(last two gaps))
+//!   rotating ∧ G' > 2 · asked ∧ G' > 1.5 S  ─► lend every placed thread to Linux
+//!   lent ∧ (G < 0.8 S ∨ no phase seen)      ─► place them again, rotate
+//! ```
+//!
+//! **Where 1.5 comes from** (simulator, 16 cores, `ep-barrier` 10 ms nominal phases,
+//! blocking barriers, seeds 1–3, ticks of F µs and no per-thread part, so G ≈ F / 0.008).
+//! Without the rule the rotation still beat Linux at G = 1.4 nominal phases (17 threads
+//! 63 % of the fair share against 59 %, 20 threads 73–74 against 69–70, 24 threads 81–83
+//! against 78–80), but not at 1.6 with 24 threads (77–79 against 78–80), and from 1.8 on
+//! it lost at every N (58–59 against 59–60 at 17 threads, 66–69 against 69–70 at 20):
+//! past G ≈ 1.5 nominal phases at least one phase in three holds no round at all, and by
+//! 2 every other phase runs pinned and doubled. The signals count the phase as the program
+//! runs it, slowed by the doubled cores and with their preemptions counted: 8–10 ms
+//! early in a run, 12–13 ms later under rotation for a 10 ms phase, 14–15 ms under
+//! Linux. So the threshold is set on the phase seen early, where the decision falls:
+//! at 1.25 phases seen the rule also fired on rows where the rotation wins (the BPF fit
+//! at 24 threads, rounds every ~8 ms against phases read as 6 ms at first), and cost
+//! them up to 3 points; at 1.5 it fires on the rows where Linux wins (`/proc` fit, 20 and
+//! 24 threads: rounds every 13–19 ms against 9–10 ms) and on no other row of the
+//! README's sweep. The last two gaps count so that the decision does not wait for the
+//! smoothed gap to forget the pacer's burst of cheap first ticks (lent at 0.04 s instead
+//! of 0.10 s). On the way back the phase reads longer under Linux (19 ms rounds against
+//! 15 ms phases: 1.27), so coming back at 1.2 would lend and place every few rounds;
+//! 0.8 is below what Linux's slower phases show.
+//!
+//! **Yield barriers are left alone.** Threads that spin with `sched_yield` keep every core
+//! busy, so Linux has no idle core to conserve work on, and almost all their switches are
+//! involuntary (0 voluntary against ~100 involuntary per thread-second in the simulator).
+//! In the same sweep the slow rotation beats Linux under yield at every gap up to 4
+//! nominal phases (53.6 % against 52.6 % at 17 threads, 75 against 72 at 24).
+//!
+//! With free ticks (G = the period asked for) the rule never fires.
+
+use super::Speed;
+use threadbalance_model::{Move, Nanos, Reason, Target};
+
+/// The gap is smoothed with this weight per round (about four rounds).
+const GAP_WEIGHT: f64 = 0.25;
+/// Rounds seen before the gap is trusted.
+const MIN_ROUNDS: u32 = 2;
+/// The host holds rounds back when the gap exceeds this many periods asked for.
+const PACED: f64 = 2.0;
+/// Lend when the gap exceeds this many phases seen; place again below `TAKE_BACK`.
+pub(super) const LEND: f64 = 1.5;
+pub(super) const TAKE_BACK: f64 = 0.8;
+
+/// Whether the threads are lent to Linux because rounds are too sparse for the phases.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Sparse {
+    /// Every busy thread is lent to Linux now for this reason.
+    pub(super) active: bool,
+    /// How many times the threads were lent.
+    pub(super) hand_backs: u64,
+    /// Smoothed gap between rounds, ns, and the rounds it has seen.
+    gap: f64,
+    rounds: u32,
+    /// The last two gaps, ns, the latest first.
+    last_gaps: [f64; 2],
+    /// The period asked for at the last round, ns.
+    asked: f64,
+    /// The last lending or taking back, explained.
+    pub(super) last: Option<String>,
+}
+
+impl Sparse {
+    /// Notes a round `gap` ns after the last one, which had asked for `asked` ns.
+    pub(super) fn observe(&mut self, gap: f64) {
+        if self.rounds == 0 {
+            self.gap = gap;
+        } else {
+            self.gap += GAP_WEIGHT * (gap - self.gap);
+        }
+        self.rounds = self.rounds.saturating_add(1);
+        self.last_gaps = [gap, self.last_gaps[0]];
+    }
+
+    /// Notes the period the policy asks for until the next round.
+    pub(super) fn ask(&mut self, period: Nanos) {
+        self.asked = period.0 as f64;
+    }
+
+    /// Whether the threads should be lent now: the rotation runs (`rotating`), the host
+    /// holds the rounds back and they are too sparse for the phase `phase` (ns).
+    fn should_lend(&self, rotating: bool, phase: Option<f64>) -> bool {
+        // The smoothed gap, or the last two gaps both: two sparse rounds in a row say as
+        // much as the average, without waiting for it to forget the first cheap ticks
+        // (the pacer's burst).
+        let gap = self.gap.max(self.last_gaps[0].min(self.last_gaps[1]));
+        rotating
+            && self.rounds >= MIN_ROUNDS
+            && gap > PACED * self.asked
+            && phase.is_some_and(|s| gap > LEND * s)
+    }
+
+    /// Whether lent threads should be placed again.
+    fn should_take_back(&self, phase: Option<f64>) -> bool {
+        phase.is_none_or(|s| self.gap < TAKE_BACK * s)
+    }
+}
+
+impl Speed {
+    /// Lends every placed thread to Linux when rounds come too sparsely for the phase,
+    /// and places the lent ones again when they come fast enough (see the module docs).
+    /// Called after a round at `now`; `rotating` is what that round found.
+    pub(super) fn check_sparse(
+        &mut self,
+        now: Nanos,
+        rotating: bool,
+        managing: bool,
+        moves: &mut Vec<Move>,
+    ) {
+        let phase = self.phase_ns;
+        let at = now.as_secs_f64();
+        let (gap_ms, phase_ms) = (self.sparse.gap / 1e6, phase.unwrap_or(0.0) / 1e6);
+        if self.sparse.active {
+            if !self.sparse.should_take_back(phase) {
+                return;
+            }
+            self.sparse.active = false;
+            self.sparse.last = Some(match phase {
+                Some(_) => format!(
+                    "placed again at {at:.2} s: rounds every {gap_ms:.1} ms, phases of {phase_ms:.1} ms"
+                ),
+                None => format!("placed again at {at:.2} s: no phase seen"),
+            });
+            for i in 0..self.placed.len() {
+                if !self.placed[i].lent {
+                    continue;
+                }
+                let queue = self.emptiest();
+                let p = &mut self.placed[i];
+                p.lent = false;
+                p.released = false;
+                p.queue = queue;
+                p.credit = 0.0;
+                let key = p.key;
+                self.place(key, queue, managing, moves);
+            }
+            return;
+        }
+        if !self.sparse.should_lend(rotating, phase) {
+            return;
+        }
+        self.sparse.active = true;
+        self.sparse.hand_backs += 1;
+        self.sparse.last = Some(format!(
+            "lent at {at:.2} s: rounds every {gap_ms:.1} ms (asked {:.1} ms), phases of {phase_ms:.1} ms",
+            self.sparse.asked / 1e6
+        ));
+        // This round's swaps and placements are taken back: every placed thread goes to
+        // Linux instead (releases of sleepers stay).
+        moves.retain(|m| m.to == Target::Original);
+        for p in self.placed.iter_mut().filter(|p| !p.released) {
+            p.released = true;
+            p.lent = true;
+            self.queues[p.queue].load -= 1;
+            if managing {
+                moves.push(Move {
+                    thread: p.key,
+                    to: Target::Original,
+                    why: Reason::Release,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Sparse` that has seen `gaps` (ms) between rounds, each asked for `asked_ms`.
+    fn seen(gaps: &[f64], asked_ms: u64) -> Sparse {
+        let mut s = Sparse::default();
+        for &g in gaps {
+            s.observe(g * 1e6);
+            s.ask(Nanos::from_millis(asked_ms));
+        }
+        s
+    }
+
+    #[test]
+    fn sparse_gap_is_smoothed_over_about_four_rounds() {
+        // 16, then 20, 20: 16 + ¼(20 − 16) = 17, then 17 + ¼(20 − 17) = 17.75 ms.
+        let s = seen(&[16.0, 20.0, 20.0], 1);
+        assert!((s.gap - 17.75e6).abs() < 1.0, "{}", s.gap);
+        assert_eq!(s.rounds, 3);
+    }
+
+    #[test]
+    fn sparse_paced_rounds_longer_than_the_phase_lend() {
+        // The /proc fit with 20 threads: a tick of 21.1 + 6.246 × 21 ≈ 152 µs, so a round
+        // every 152 / 0.008 ≈ 19 ms, against 1 ms asked and phases of 10 ms (100 switches
+        // per thread-second): 19 > 2 × 1 (paced) and 19 > 1.5 × 10 = 15 (too sparse).
+        let s = seen(&[19.0, 19.0], 1);
+        assert!(s.should_lend(true, Some(10e6)));
+        // Not while the rotation is idle (even counts: nothing to lend for) …
+        assert!(!s.should_lend(false, Some(10e6)));
+        // … nor without a phase (yielding threads, or no synchronization seen) …
+        assert!(!s.should_lend(true, None));
+        // … nor after a single round (the gap is not yet known).
+        assert!(!seen(&[19.0], 1).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_rounds_short_against_the_phase_keep_the_rotation() {
+        // The BPF fit with 17 threads: 54.8 + 0.442 × 18 ≈ 62.8 µs, a round every 7.9 ms;
+        // against 10 ms phases 7.9 < 15: the rotation stays (it gains 6–8 points there).
+        assert!(!seen(&[7.9, 7.9], 1).should_lend(true, Some(10e6)));
+        // Phases of 100 ms with the /proc fit: 19 < 150.
+        assert!(!seen(&[19.0, 19.0], 6).should_lend(true, Some(100e6)));
+    }
+
+    #[test]
+    fn sparse_two_sparse_rounds_in_a_row_lend_before_the_average_catches_up() {
+        // The pacer's burst gives three cheap rounds (1 ms), then rounds every 19 ms.
+        // Smoothed: 1, 1, 1, then 1 + ¼ · 18 = 5.5, then 5.5 + ¼ · 13.5 ≈ 8.9 ms, below
+        // 15; but the last two gaps are both 19 > 15: lend.
+        let s = seen(&[1.0, 1.0, 1.0, 19.0, 19.0], 1);
+        assert!((s.gap - 8.875e6).abs() < 1.0, "{}", s.gap);
+        assert!(s.should_lend(true, Some(10e6)));
+        // One long gap alone (19 after 1) does not: min(19, 1) = 1, smoothed 5.5.
+        assert!(!seen(&[1.0, 1.0, 1.0, 19.0], 1).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_long_rounds_the_policy_asked_for_are_not_sparse() {
+        // A round every 20 ms because the policy asked for 20 ms (a backed-off rotation,
+        // a fixed interval): 20 < 2 × 20, the host did not hold it back.
+        assert!(!seen(&[20.0, 20.0], 20).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_lent_threads_come_back_only_well_below_the_threshold() {
+        // Lent at 19 ms rounds and 10 ms phases. Under Linux the program runs slower and
+        // its phases read longer (15 ms): 19 / 15 ≈ 1.27 is above 0.8, so they stay
+        // lent; phases of 100 ms (19 < 80) or rounds of 7 ms (7 < 8) bring them back, and
+        // so does a phase no longer seen.
+        let s = seen(&[19.0, 19.0], 1);
+        assert!(!s.should_take_back(Some(15e6)));
+        assert!(s.should_take_back(Some(100e6)));
+        assert!(seen(&[7.0, 7.0], 1).should_take_back(Some(10e6)));
+        assert!(s.should_take_back(None));
+    }
+}
