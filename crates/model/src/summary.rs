@@ -235,15 +235,14 @@ pub struct SpeedSummary {
     #[serde(default)]
     pub few_now: bool,
     /// Times every busy thread was lent to Linux because the host held the rounds back
-    /// too long for the program's phases (a paced live tick). These three fields are left
-    /// out of the JSON until it first happens, so free-tick outputs keep their bytes.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// too long for the program's phases (a paced live tick).
+    #[serde(default)]
     pub sparse_hand_backs: u64,
     /// Whether they are with Linux for that reason now.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default)]
     pub sparse_now: bool,
     /// The last lending or placing again for that reason, explained.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sparse_last: Option<String>,
     /// The guard, `null` when off.
     pub guard: Option<GuardSummary>,
@@ -428,14 +427,6 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
         ),
         l("guard", s.guard.as_ref().map_or("off".into(), guard_text)),
     ]
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 fn sparse_text(s: &SpeedSummary) -> String {

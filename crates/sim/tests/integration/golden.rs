@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x2b84_db8c_09fd_e94a,
+            0x1609_d2ae_a2b3_77d7,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x3282_1a66_b1f4_404b,
+            0x63c5_6774_26b6_7a0e,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
