@@ -92,7 +92,7 @@ pub(super) struct Sparse {
 }
 
 impl Sparse {
-    /// Notes a round `gap` ns after the last one, which had asked for `asked` ns.
+    /// Notes a round `gap` ns after the last one.
     pub(super) fn observe(&mut self, gap: f64) {
         if self.rounds == 0 {
             self.gap = gap;
