@@ -159,6 +159,7 @@
 //! 5 µs with 64 threads and 0.1 ms with 1024 (`benches/speed.rs`).
 
 mod few;
+mod fine;
 pub mod guard;
 mod peers;
 mod sparse;
@@ -470,14 +471,17 @@ impl Speed {
         // at once rather than when its 200 ms average catches up, so that it does not
         // hold a core's count up meanwhile.
         let asleep = p.age >= ASLEEP_AGE && p.exec + p.wait < IDLE * p.age;
+        // Phases finer than any round: its sleeps are barrier waits (see [`fine`]).
+        let fine = self.fine();
+        let sleeper = p.blocked > RELEASE_ABOVE && !fine;
         if p.lent {
             // Lent to Linux while busy threads are few: one that goes to sleep is a
             // sleeper like any other (already with Linux, so no move).
-            if p.blocked > RELEASE_ABOVE || asleep {
+            if sleeper || asleep {
                 p.lent = false;
                 self.stats.released += 1;
             }
-        } else if !p.released && (p.blocked > RELEASE_ABOVE || asleep) {
+        } else if !p.released && (sleeper || asleep) {
             p.released = true;
             self.queues[p.queue].load -= 1;
             self.stats.released += 1;
@@ -488,7 +492,7 @@ impl Speed {
                     why: Reason::Release,
                 });
             }
-        } else if p.released && p.blocked < ADOPT_BELOW && !asleep && !self.peers.apart {
+        } else if p.released && (p.blocked < ADOPT_BELOW || fine) && !asleep && !self.peers.apart {
             if self.few.active || self.sparse.active {
                 // Busy again, but counted only: `check_few` places the lent threads
                 // once they outnumber the cores.

@@ -160,6 +160,10 @@ impl Speed {
         if v.at_hi >= SLOWER * v.below_hi {
             return false;
         }
+        // Phases finer than any round: the even placement is held (see [`super::fine`]).
+        if self.fine() {
+            return false;
+        }
         // 3. Pair heavy threads (least credit first) with light ones (most credit first).
         let mut heavy = std::mem::take(&mut self.heavy);
         let mut light = std::mem::take(&mut self.light);

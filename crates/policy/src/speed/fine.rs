@@ -1,0 +1,77 @@
+//! Phases finer than any round: barrier waiters are peers, placed evenly and held.
+//!
+//! A rotation acts once a round, and a round is at least `min_interval` (1 ms) long. An
+//! OpenMP program whose parallel loops meet at a barrier every 0.13 ms runs seven or more
+//! phases per round: a thread doubled up on a core gates every one of them until the next
+//! round, whatever the rotation does, so rotating only adds moves. What is left is the
+//! placement itself, and the best one still is the even one (⌊N/M⌋ or ⌈N/M⌉ threads per
+//! core, held still): what pinning gets.
+//!
+//! The sleeper rule (blocked more than 40 % of the time: a sleeper, given back to Linux)
+//! misreads such a program once its threads outnumber the cores. libgomp's waiters spin a
+//! short while and then sleep in `futex_wait` (with more threads than CPUs the spin is
+//! throttled to ~100 iterations, 2.6 µs), so the threads that finish a sweep early sleep
+//! at every barrier and each thread is blocked for a large part of the time. Counted as
+//! sleepers they leave no busy thread, [`super::few`] lends them all to Linux, and Linux
+//! does worse than even pinning here (simulator, 16 cores, 24 threads: 45 % of the fair
+//! share against pinning's 66.7 %).
+//!
+//! **The rule.** When the synchronization signals give a phase S (threads that *block*:
+//! at least a third of their switches voluntary, see `speed`'s interval table) shorter
+//! than the shortest round, the placed threads' sleeps are barrier waits, not idleness:
+//!
+//! ```text
+//!   S = 1 / (switches per running thread-second)    (blocking threads only)
+//!   S < min_interval  ─► a thread blocked over 40 % of the time is *not* released;
+//!                        a released one that runs at all is placed again (emptiest core)
+//!                     ─► counts even (the levelling step keeps them so), no swaps
+//! ```
+//!
+//! Worked example (simulator, 24 threads on 16 cores, 0.13 ms sweeps): under Linux the
+//! threads switch 2205 times per thread-second, all voluntary, so S = 1 / 2205 s =
+//! 0.45 ms < 1 ms: fine. The threads stay placed, 24 > 16 so `few` does not lend them,
+//! eight cores hold two threads and eight hold one, and nothing rotates. An `ep-barrier`
+//! with 10 ms phases reads S ≈ 8–15 ms: not fine, the rotation runs as before; a program
+//! that yields at its barriers gives no S at all (its cores stay busy either way).
+//!
+//! What the rule keeps: a thread asleep since it was first seen (a main thread in `join`)
+//! still goes back at once, and with no more busy threads than cores [`super::few`] still
+//! lends them all (N ≤ M: nothing to double up). The guard still compares the stint with
+//! Linux and hands the threads back when Linux does better.
+
+use super::Speed;
+
+/// Whether a phase of `phase_ns` (from the synchronization signals; `None` when they give
+/// none) is shorter than the shortest round, `min_interval_ns`.
+pub(super) fn fine_phase(phase_ns: Option<f64>, min_interval_ns: u64) -> bool {
+    phase_ns.is_some_and(|s| s > 0.0 && s < min_interval_ns as f64)
+}
+
+impl Speed {
+    /// Whether the program's phases are finer than any round (see the module docs).
+    pub(super) fn fine(&self) -> bool {
+        fine_phase(self.phase_ns, self.cfg.min_interval.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fine_phase;
+
+    #[test]
+    fn fine_phase_omp_sweeps_against_1ms_rounds_are_fine() {
+        // 2205 voluntary switches per thread-second (24 threads, 0.13 ms sweeps under
+        // Linux): S = 1e9 / 2205 = 453 515 ns < 1 000 000 ns.
+        assert!(fine_phase(Some(1e9 / 2205.0), 1_000_000));
+    }
+
+    #[test]
+    fn fine_phase_10ms_barriers_or_no_phase_are_not_fine() {
+        // ep-barrier, 10 ms phases: ~100 switches per thread-second, S = 10 ms ≥ 1 ms.
+        assert!(!fine_phase(Some(1e9 / 100.0), 1_000_000));
+        // Exactly one round long: a rotation could still act once a phase.
+        assert!(!fine_phase(Some(1e6), 1_000_000));
+        // Yielding threads give no phase.
+        assert!(!fine_phase(None, 1_000_000));
+    }
+}
