@@ -136,6 +136,11 @@
 //! that mostly wait, a main thread). So the busy threads are *lent* to Linux — at first
 //! sight not placed at all — and placed again as soon as they outnumber the cores.
 //!
+//! **Phases finer than any round: barrier waiters are peers** (`speed/fine.rs`). When the
+//! switches of blocking threads give a phase shorter than `min_interval` (an OpenMP loop
+//! with a barrier every 0.13 ms), a thread blocked past 40 % is waiting at barriers, not
+//! idle: it stays placed, the counts stay even and nothing is swapped, as pinning holds them.
+//!
 //! **Rounds too sparse for the phases: the threads are lent too** (`speed/sparse.rs`).
 //! Where the host's CPU budget holds the rounds back to more than 1.5 phases apart (phases
 //! read from blocking threads' switches), a rotation cannot help and the pinning between

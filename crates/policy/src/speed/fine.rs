@@ -57,6 +57,71 @@ impl Speed {
 #[cfg(test)]
 mod tests {
     use super::fine_phase;
+    use crate::speed::Speed;
+    use crate::{Policy, Settings};
+    use threadbalance_model::testutil::{key, topo};
+    use threadbalance_model::{
+        CpuId, Level, Nanos, PolicySummary, SpeedSummary, ThreadRates, ThreadState, Window,
+    };
+
+    /// 24 threads on 16 cores for 1 s in 10 ms windows, each running 40 % of the time,
+    /// waiting 10 % for a CPU and blocked 50 % (past the sleeper rule's 40 %), with
+    /// `switches` voluntary switches a window.
+    fn run_24_on_16(switches: u64) -> SpeedSummary {
+        let t = topo(1, 1, 16, 1);
+        let mut p = Speed::new(&Settings::new(Level::Core), &t).unwrap();
+        for w in 0..100u64 {
+            let threads = (0..24)
+                .map(|i| ThreadRates {
+                    key: key(1, 100 + i),
+                    util: 0.4,
+                    latency: 0.1,
+                    blocked: 0.5,
+                    lock: 0.0,
+                    lock_exact: false,
+                    speed: 0.4,
+                    timeslices: 0,
+                    voluntary: switches,
+                    involuntary: 0,
+                    last_cpu: CpuId(0),
+                    state: ThreadState::Running,
+                    appeared: false,
+                })
+                .collect();
+            let win = Window {
+                start: Nanos::from_millis(10 * w),
+                end: Nanos::from_millis(10 * (w + 1)),
+                threads,
+                ..Window::default()
+            };
+            p.decide(&t, &win);
+        }
+        let PolicySummary::Speed(s) = p.summary() else {
+            panic!("speed reports a speed summary")
+        };
+        s
+    }
+
+    #[test]
+    fn fine_phase_barrier_waiters_outnumbering_cores_are_held_evenly_not_lent() {
+        // 22 voluntary switches per 10 ms window: 2200 per thread-second, S = 1 / 2200 s
+        // = 0.45 ms < the 1 ms floor. The blocked fraction reaches 0.4 after
+        // 200 ms · ln(0.5 / 0.1) ≈ 320 ms, but the threads are peers: none is released,
+        // 24 > 16 so `few` never lends, and no swap runs (8 cores hold 2, 8 hold 1).
+        let s = run_24_on_16(22);
+        assert_eq!(s.released_to_linux, 0, "{s:?}");
+        assert_eq!((s.few_hand_backs, s.few_now), (0, false), "{s:?}");
+        assert_eq!(s.rotation_swaps, 0, "{s:?}");
+        assert_eq!(s.initial_placements, 24, "{s:?}");
+    }
+
+    #[test]
+    fn fine_phase_same_sleeps_at_10ms_phases_are_sleepers_as_before() {
+        // One switch per 10 ms window: S = 10 ms, not fine. Blocked 50 % > 40 %: every
+        // thread is released as a sleeper (24 releases), as before the rule.
+        let s = run_24_on_16(1);
+        assert_eq!(s.released_to_linux, 24, "{s:?}");
+    }
 
     #[test]
     fn fine_phase_omp_sweeps_against_1ms_rounds_are_fine() {
