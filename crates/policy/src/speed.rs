@@ -345,6 +345,8 @@ pub struct Speed {
     /// The phase the synchronization signals give, ns (`None` when they give none:
     /// yielding threads, or no synchronization seen).
     phase_ns: Option<f64>,
+    /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
+    fine_now: bool,
     stats: Stats,
 }
 
@@ -423,6 +425,7 @@ impl Speed {
             few: few::Few::default(),
             sparse: sparse::Sparse::default(),
             phase_ns: None,
+            fine_now: false,
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()
@@ -726,6 +729,7 @@ impl Policy for Speed {
         self.check_peers(now, managing, &mut moves);
         self.check_few(managing, &mut moves);
         let wanted = self.observe_signals(w);
+        self.fine_now = self.fine_now_from_signals();
         if !self.started {
             self.started = true;
             self.next_round = now + self.interval;
