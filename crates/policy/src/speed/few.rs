@@ -45,6 +45,24 @@ pub(super) struct Few {
 }
 
 impl Speed {
+    /// Places every lent thread again, each on the emptiest core at its turn (the end of
+    /// a lending, for whichever reason it was lent: this module's or `sparse`'s).
+    pub(super) fn place_lent_again(&mut self, managing: bool, moves: &mut Vec<Move>) {
+        for i in 0..self.placed.len() {
+            if !self.placed[i].lent {
+                continue;
+            }
+            let queue = self.emptiest();
+            let p = &mut self.placed[i];
+            p.lent = false;
+            p.released = false;
+            p.queue = queue;
+            p.credit = 0.0;
+            let key = p.key;
+            self.place(key, queue, managing, moves);
+        }
+    }
+
     /// Lends every placed thread to Linux when they are no more than the cores, and places
     /// the lent ones again when they outnumber the cores (see the module docs). A thread
     /// placed by this same plan (first sight) is simply not moved.
@@ -56,19 +74,7 @@ impl Speed {
                 return;
             }
             self.few.active = false;
-            for i in 0..self.placed.len() {
-                if !self.placed[i].lent {
-                    continue;
-                }
-                let queue = self.emptiest();
-                let p = &mut self.placed[i];
-                p.lent = false;
-                p.released = false;
-                p.queue = queue;
-                p.credit = 0.0;
-                let key = p.key;
-                self.place(key, queue, managing, moves);
-            }
+            self.place_lent_again(managing, moves);
             return;
         }
         // Every placed thread counts on its queue: the loads' sum, without a walk of the

@@ -152,19 +152,7 @@ impl Speed {
                 ),
                 None => format!("placed again at {at:.2} s: no phase seen"),
             });
-            for i in 0..self.placed.len() {
-                if !self.placed[i].lent {
-                    continue;
-                }
-                let queue = self.emptiest();
-                let p = &mut self.placed[i];
-                p.lent = false;
-                p.released = false;
-                p.queue = queue;
-                p.credit = 0.0;
-                let key = p.key;
-                self.place(key, queue, managing, moves);
-            }
+            self.place_lent_again(managing, moves);
             return;
         }
         if !self.sparse.should_lend(rotating, phase) {
