@@ -33,7 +33,7 @@
 //! other work.
 
 use super::Speed;
-use threadbalance_model::{Move, Reason, Target};
+use threadbalance_model::{Move, Reason, Target, ThreadKey};
 
 /// Whether the program's busy threads are lent to Linux, and how often they were.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +45,31 @@ pub(super) struct Few {
 }
 
 impl Speed {
+    /// Gives every placed thread not yet released back to Linux (its original mask), marking
+    /// it `lent` (when `lent`) to be placed again by [`Speed::place_lent_again`]. No move is
+    /// sent for the threads in `unmoved` (sorted: placed by this same plan, so never moved)
+    /// nor when not `managing`.
+    pub(super) fn release_placed(
+        &mut self,
+        lent: bool,
+        managing: bool,
+        unmoved: &[ThreadKey],
+        moves: &mut Vec<Move>,
+    ) {
+        for p in self.placed.iter_mut().filter(|p| !p.released) {
+            p.released = true;
+            p.lent |= lent;
+            self.queues[p.queue].load -= 1;
+            if managing && unmoved.binary_search(&p.key).is_err() {
+                moves.push(Move {
+                    thread: p.key,
+                    to: Target::Original,
+                    why: Reason::Release,
+                });
+            }
+        }
+    }
+
     /// Places every lent thread again, each on the emptiest core at its turn (the end of
     /// a lending, for whichever reason it was lent: this module's or `sparse`'s).
     pub(super) fn place_lent_again(&mut self, managing: bool, moves: &mut Vec<Move>) {
@@ -94,17 +119,6 @@ impl Speed {
             .collect();
         fresh.sort_unstable();
         moves.retain(|m| !(m.why == Reason::Initial && fresh.binary_search(&m.thread).is_ok()));
-        for p in self.placed.iter_mut().filter(|p| !p.released) {
-            p.released = true;
-            p.lent = true;
-            self.queues[p.queue].load -= 1;
-            if managing && fresh.binary_search(&p.key).is_err() {
-                moves.push(Move {
-                    thread: p.key,
-                    to: Target::Original,
-                    why: Reason::Release,
-                });
-            }
-        }
+        self.release_placed(true, managing, &fresh, moves);
     }
 }

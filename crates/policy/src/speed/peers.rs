@@ -63,7 +63,7 @@
 //! re-tested while apart, only after the stint.
 
 use super::Speed;
-use threadbalance_model::{Move, Nanos, Reason, Target};
+use threadbalance_model::{Move, Nanos};
 
 /// Blocked fractions further apart than this: not peers.
 const GAP_APART: f64 = 0.2;
@@ -146,20 +146,6 @@ impl Speed {
         };
         self.peers.until = now + stint;
         self.peers.stint = Nanos(stint.0.saturating_mul(2));
-        for i in 0..self.placed.len() {
-            let p = &mut self.placed[i];
-            if p.released {
-                continue;
-            }
-            p.released = true;
-            self.queues[p.queue].load -= 1;
-            if managing {
-                moves.push(Move {
-                    thread: p.key,
-                    to: Target::Original,
-                    why: Reason::Release,
-                });
-            }
-        }
+        self.release_placed(false, managing, &[], moves);
     }
 }

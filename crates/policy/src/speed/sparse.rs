@@ -61,7 +61,7 @@
 //! With free ticks (G = the period asked for) the rule never fires.
 
 use super::Speed;
-use threadbalance_model::{Move, Nanos, Reason, Target};
+use threadbalance_model::{Move, Nanos, Target};
 
 /// The gap is smoothed with this weight per round (about four rounds).
 const GAP_WEIGHT: f64 = 0.25;
@@ -167,18 +167,7 @@ impl Speed {
         // This round's swaps and placements are taken back: every placed thread goes to
         // Linux instead (releases of sleepers stay).
         moves.retain(|m| m.to == Target::Original);
-        for p in self.placed.iter_mut().filter(|p| !p.released) {
-            p.released = true;
-            p.lent = true;
-            self.queues[p.queue].load -= 1;
-            if managing {
-                moves.push(Move {
-                    thread: p.key,
-                    to: Target::Original,
-                    why: Reason::Release,
-                });
-            }
-        }
+        self.release_placed(true, managing, &[], moves);
     }
 }
 
