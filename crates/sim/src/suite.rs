@@ -13,7 +13,10 @@ use crate::run::RunOptions;
 use crate::scheduler::Baseline;
 pub use crate::verdict::{Claim, Counts, Effect, Kind, SIZE_BAND, SuiteReport, Verdict, verdict};
 use crate::workload::{Wait, Workload, ep_barrier, spinners};
+
+mod sixteen;
 use crate::{host::run_policy, workload};
+pub use sixteen::{SIXTEEN_CORE_ROWS, SixteenRow, one_per_core_ratio};
 use threadbalance_model::{Nanos, Topology};
 use threadbalance_policy::Settings;
 
@@ -228,94 +231,6 @@ pub fn sixteen_core() -> Option<crate::Machine> {
     machine("package:1 core:16 pu:1", None).ok()
 }
 
-/// One cell of the 16-core file under Linux: N threads, S ms phases, the barrier, the C
-/// barrier program's "% of ideal" (two runs; §1) and `workload spmd`'s % of the fair share
-/// (§2, 10 ms phases only).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SixteenRow {
-    /// Threads (N).
-    pub threads: usize,
-    /// Phase length S, ms.
-    pub phase_ms: u64,
-    /// How threads wait at the barrier.
-    pub wait: Wait,
-    /// The C barrier program, two runs.
-    pub c_program: [f64; 2],
-    /// `workload spmd` through `compare` (median of three), when measured.
-    pub spmd: Option<f64>,
-}
-
-const fn row(n: usize, s: u64, wait: Wait, c: [f64; 2], spmd: Option<f64>) -> SixteenRow {
-    SixteenRow {
-        threads: n,
-        phase_ms: s,
-        wait,
-        c_program: c,
-        spmd,
-    }
-}
-
-/// Every Linux row of `calibration/linux-6.18-16core.md` §1 and §2 (`none` column).
-pub const SIXTEEN_CORE_ROWS: [SixteenRow; 14] = [
-    row(16, 10, Wait::Yield, [85.0, 85.0], Some(98.6)),
-    row(16, 10, Wait::Block, [83.0, 85.0], Some(97.8)),
-    row(17, 10, Wait::Yield, [45.0, 48.0], Some(53.4)),
-    row(17, 10, Wait::Block, [59.0, 58.0], Some(67.1)),
-    row(24, 10, Wait::Yield, [61.0, 63.0], Some(65.3)),
-    row(24, 10, Wait::Block, [65.0, 65.0], Some(72.1)),
-    row(32, 10, Wait::Yield, [80.0, 82.0], Some(78.2)),
-    row(32, 10, Wait::Block, [73.0, 71.0], Some(80.4)),
-    row(16, 100, Wait::Yield, [89.0, 88.0], None),
-    row(16, 100, Wait::Block, [86.0, 86.0], None),
-    row(17, 100, Wait::Yield, [48.0, 51.0], None),
-    row(17, 100, Wait::Block, [61.0, 62.0], None),
-    row(32, 100, Wait::Yield, [85.0, 81.0], None),
-    row(32, 100, Wait::Block, [81.0, 77.0], None),
-];
-
-impl SixteenRow {
-    /// The simulated program: N threads, 3000 ms of work at S = 10 ms and 2000 ms at
-    /// S = 100 ms, as the C program had.
-    pub fn workload(&self) -> Workload {
-        let work_ms = if self.phase_ms >= 100 { 2000 } else { 3000 };
-        Workload {
-            name: format!(
-                "ep-barrier:phase_ms={},wait={},work_ms={work_ms}",
-                self.phase_ms,
-                wait_name(self.wait)
-            ),
-            description: String::new(),
-            apps: vec![ep_barrier(
-                self.threads,
-                self.phase_ms * 1_000_000,
-                work_ms * 1_000_000,
-                self.wait,
-            )],
-        }
-    }
-
-    /// % of the fair share of a run of [`SixteenRow::workload`] that took `runtime_s`:
-    /// the fair share is the work per thread × max(1, N / 16).
-    pub fn fair_share_pct(&self, runtime_s: f64) -> f64 {
-        let work_s = if self.phase_ms >= 100 { 2.0 } else { 3.0 };
-        let fair = work_s * (self.threads as f64 / 16.0).max(1.0);
-        100.0 * fair / runtime_s.max(1e-9)
-    }
-
-    /// The measured figures the simulation is held to: the C program's mean and, when
-    /// measured, `spmd`'s.
-    pub fn targets(&self) -> Vec<f64> {
-        let mut t = vec![(self.c_program[0] + self.c_program[1]) / 2.0];
-        t.extend(self.spmd);
-        t
-    }
-
-    /// Whether `simulated` (% of the fair share) is within ±10 points of every target.
-    pub fn reproduced_by(&self, simulated: f64) -> bool {
-        self.targets().iter().all(|m| (simulated - m).abs() <= 10.0)
-    }
-}
-
 fn calibration_sixteen(cx: &mut Ctx) {
     let Some(m) = sixteen_core() else { return };
     for r in SIXTEEN_CORE_ROWS {
@@ -337,7 +252,7 @@ fn calibration_sixteen(cx: &mut Ctx) {
             ),
             format!("{pct:.1} % of the fair share"),
             r.reproduced_by(pct),
-            "outside ±10 points of the measurement; the model keeps 2 threads per core (N = 32) and a 2 + 1 split (N = 24) stable, where Linux lets them drift (see the 16-core section of the simulator's README)",
+            &r.why_missed(pct),
         );
     }
     let w = Workload {
