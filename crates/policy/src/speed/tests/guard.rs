@@ -1,0 +1,129 @@
+//! Worked examples of the guard: hand-backs when Linux does better, probes that lose, no
+//! probe at the fair share.
+
+use super::*;
+
+/// Drives `p` with two threads on two cores that run at `managed` of a core while the
+/// policy places them and at `linux` while it has given them back, calling it when it asks
+/// until `until_ms`; returns every move with the time it was asked for (ms).
+fn drive_guard(
+    p: &mut Speed,
+    t: &Topology,
+    managed: f64,
+    linux: f64,
+    until_ms: f64,
+) -> Vec<(f64, Move)> {
+    let mut released = [false; 3];
+    let mut out = Vec::new();
+    let first = [
+        (100, 0.0, 0.0, 0, 0),
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+    ];
+    let mut plan = p.decide(t, &window(0.0, 0.0, &first));
+    let (mut last, mut now) = (0.0, 0.0);
+    loop {
+        for m in &plan.moves {
+            released[(m.thread.tid.0 - 100) as usize] = m.to == Target::Original;
+            out.push((now, *m));
+        }
+        last = if now == last { last } else { now };
+        now += plan.next_in.as_millis_f64();
+        if now > until_ms {
+            return out;
+        }
+        let rates: Vec<Rate> = (0..3)
+            .map(|i| {
+                let s = if released[i] { linux } else { managed };
+                (100 + i as i32, s, 1.0 - s, 0, 0)
+            })
+            .collect();
+        plan = p.decide(t, &window(last, now, &rates));
+        last = now;
+    }
+}
+
+/// The times (ms, rounded) at which the threads were given back (`Release`) or placed again
+/// (`Initial` after the first).
+fn guard_events(moves: &[(f64, Move)]) -> (Vec<u64>, Vec<u64>) {
+    let mut rel: Vec<u64> = moves
+        .iter()
+        .filter(|(_, m)| m.why == Reason::Release)
+        .map(|(at, _)| at.round() as u64)
+        .collect();
+    let mut res: Vec<u64> = moves
+        .iter()
+        .filter(|(at, m)| m.why == Reason::Initial && *at > 0.0)
+        .map(|(at, _)| at.round() as u64)
+        .collect();
+    rel.dedup();
+    res.dedup();
+    (rel, res)
+}
+
+#[test]
+fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
+    // Three threads on two cores (fair share 2/3). Managed, the slowest thread gets 40 %
+    // of a core; under Linux 60 %. The guard's measured tail is L = 200 ms, its settling
+    // 50 ms.
+    // - 1000 ms: the first managed stint ends (0.4 < 0.9 · 2/3 = 0.6): probe, every
+    //   thread released.
+    // - 1250 ms: the probe measured 0.6 > 1.05 · 0.4: handed back for 1 s.
+    // - 2250 ms: trial, placed again; 2500 ms: trial 0.4 < 0.6: released for 2 s.
+    // - 4500 ms: trial; 4750 ms: released for 4 s; 8750 ms: trial again.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.4, 0.6, 8900.0);
+    let (released, resumed) = guard_events(&moves);
+    assert_eq!(released, vec![1000, 2500, 4750]);
+    assert_eq!(resumed, vec![2250, 4500, 8750]);
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks, g.resumes), (1, 1, 0));
+    let summary = p.summary().lines();
+    let line = &summary.iter().find(|(k, _)| k == "guard").unwrap().1;
+    assert!(line.contains("handed back at 1.25 s"), "{line}");
+    assert!(
+        line.contains("60 % of a core under Linux, 40 % managed"),
+        "{line}"
+    );
+}
+
+#[test]
+fn speed_guard_keeps_managing_when_probes_lose_and_probes_less_often() {
+    // Three threads on two cores, managed 0.5 (under 0.9 · 2/3 = 0.6: probed), Linux 0.45:
+    // every probe loses. Probes at 1000 ms (back at 1250), then after a managed stint of
+    // 2 s (3250, back at 3500), then of 4 s (7500).
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.5, 0.45, 8000.0);
+    let (released, resumed) = guard_events(&moves);
+    assert_eq!(released, vec![1000, 3250, 7500]);
+    assert_eq!(
+        resumed,
+        vec![1250, 3500, 7750]
+            .into_iter()
+            .filter(|&x| x <= 8000)
+            .collect::<Vec<_>>()
+    );
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks), (3, 0));
+}
+
+#[test]
+fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
+    // Three threads on two cores, each at 2/3 of a core: the fair share, nothing Linux
+    // could add.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 2.0 / 3.0, 2.0 / 3.0, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    let g = p.guard.as_ref().unwrap();
+    assert!(g.skipped >= 2 && g.probes == 0, "{g:?}");
+    // Without the guard, even a worse placement is kept.
+    let mut s = settings(None);
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let moves = drive_guard(&mut p, &t, 0.4, 0.6, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    assert!(p.guard.is_none());
+}
