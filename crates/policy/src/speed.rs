@@ -162,18 +162,26 @@
 //! placed threads; buffers (the round's candidate lists too) are reused, so ticks at 1–2 ms
 //! allocate only the plan's moves once the thread set is stable. One decision costs about
 //! 5 µs with 64 threads and 0.1 ms with 1024 (`benches/speed.rs`).
+//!
+//! Where things are: this file holds the settings, the state and the tick (`decide`);
+//! `speed/track.rs` keeps the books of each thread window by window (placement, run and
+//! wait time, sleepers, credits); `speed/signals.rs` reads the synchronization signals and
+//! picks the interval; `speed/rotate.rs` is the round (the rotation and the guard's
+//! steps); `few`, `peers`, `fine`, `sparse` and `guard` are the rules above.
 
 mod few;
 mod fine;
 pub mod guard;
 mod peers;
+mod signals;
 mod sparse;
+mod track;
 
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
+use signals::follow;
 use threadbalance_model::{
-    Level, Move, Nanos, NodeId, Plan, PolicySummary, Reason, SpeedSummary, Target, ThreadKey,
-    ThreadRates, Topology, Window,
+    Level, Nanos, NodeId, Plan, PolicySummary, SpeedSummary, Target, ThreadKey, Topology, Window,
 };
 
 /// Settings of the `speed` policy.
@@ -455,256 +463,6 @@ impl Speed {
             .min_by_key(|&q| self.queues[q].load)
             .unwrap_or(0)
     }
-
-    /// Updates a thread we know with its rates over the window: exec, wait, its blocked
-    /// fraction, and whether it is given back to Linux or placed again.
-    fn update_known(
-        &mut self,
-        p: &mut Placed,
-        t: &ThreadRates,
-        dt: f64,
-        managing: bool,
-        moves: &mut Vec<Move>,
-    ) {
-        p.last_free = (1.0 - t.latency).clamp(0.0, 1.0) * dt;
-        p.exec += t.speed * dt;
-        p.wait += t.latency * dt;
-        p.age += dt;
-        let a = (dt / p.age.min(DUTY_TAU_S * 1e9)).min(1.0);
-        p.duty += a * (t.blocked - p.duty);
-        p.work += a * (t.speed - p.work);
-        let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
-        p.blocked += alpha * (t.blocked - p.blocked);
-        // Asleep ever since it was first seen (a main thread waiting in `join`): released
-        // at once rather than when its 200 ms average catches up, so that it does not
-        // hold a core's count up meanwhile.
-        let asleep = p.age >= ASLEEP_AGE && p.exec + p.wait < IDLE * p.age;
-        // Phases finer than any round: its sleeps are barrier waits (see [`fine`]).
-        let fine = self.fine();
-        let sleeper = p.blocked > RELEASE_ABOVE && !fine;
-        if p.lent {
-            // Lent to Linux while busy threads are few: one that goes to sleep is a
-            // sleeper like any other (already with Linux, so no move).
-            if sleeper || asleep {
-                p.lent = false;
-                self.stats.released += 1;
-            }
-        } else if !p.released && (sleeper || asleep) {
-            p.released = true;
-            self.queues[p.queue].load -= 1;
-            self.stats.released += 1;
-            if managing {
-                moves.push(Move {
-                    thread: p.key,
-                    to: Target::Original,
-                    why: Reason::Release,
-                });
-            }
-        } else if p.released && (p.blocked < ADOPT_BELOW || fine) && !asleep && !self.peers.apart {
-            if self.few.active || self.sparse.active {
-                // Busy again, but counted only: `check_few` places the lent threads
-                // once they outnumber the cores.
-                p.lent = true;
-                return;
-            }
-            let queue = self.emptiest();
-            if queue < self.queues.len() {
-                p.released = false;
-                p.queue = queue;
-                p.credit = 0.0;
-                self.place(p.key, queue, managing, moves);
-            }
-        }
-    }
-
-    /// Counts a thread on `queue` and, while managing, asks for it to be placed there.
-    fn place(&mut self, key: ThreadKey, queue: usize, managing: bool, moves: &mut Vec<Move>) {
-        self.queues[queue].load += 1;
-        self.stats.initial += 1;
-        if managing {
-            moves.push(Move {
-                thread: key,
-                to: self.target(queue),
-                why: Reason::Initial,
-            });
-        }
-    }
-
-    /// Credits: each placed thread's time not held back (running, or not wanting a CPU:
-    /// window − run-queue wait) minus the mean over the placed threads, decayed.
-    fn update_credits(&mut self, dt: f64) {
-        let (mut sum, mut n) = (0.0, 0u32);
-        for p in self.placed.iter().filter(|p| !p.released) {
-            sum += p.last_free;
-            n += 1;
-        }
-        let mean = sum / f64::from(n.max(1));
-        let decay = (-dt / (CREDIT_TAU_S * 1e9)).exp();
-        for p in self.placed.iter_mut().filter(|p| !p.released) {
-            p.credit = p.credit * decay + (p.last_free - mean);
-        }
-    }
-
-    /// Merges the window into the table of placed threads: accumulates exec and wait
-    /// time and credits, drops threads that are gone, places new ones (round-robin on the
-    /// first window, else on the emptiest queue) and releases or adopts sleepers. Moves are
-    /// asked for only while the policy manages; otherwise it keeps its books.
-    fn track(&mut self, w: &Window, moves: &mut Vec<Move>) {
-        let dt = w.duration().0 as f64;
-        let first = !self.started;
-        let managing = self.managing();
-        // The usual tick: the same threads as last time, updated in place.
-        if !first
-            && w.threads.len() == self.placed.len()
-            && w.threads
-                .iter()
-                .zip(&self.placed)
-                .all(|(t, p)| t.key == p.key)
-        {
-            for (i, t) in w.threads.iter().enumerate() {
-                let mut p = self.placed[i];
-                self.update_known(&mut p, t, dt, managing, moves);
-                self.placed[i] = p;
-            }
-            self.update_credits(dt);
-            return;
-        }
-        let mut old = std::mem::take(&mut self.placed);
-        let mut out = std::mem::take(&mut self.spare);
-        out.clear();
-        let mut i = 0;
-        for t in &w.threads {
-            while i < old.len() && old[i].key < t.key {
-                if !old[i].released {
-                    self.queues[old[i].queue].load -= 1;
-                }
-                i += 1;
-            }
-            if i < old.len() && old[i].key == t.key {
-                let mut p = old[i];
-                self.update_known(&mut p, t, dt, managing, moves);
-                out.push(p);
-                i += 1;
-                continue;
-            }
-            let queue = if first {
-                (self.stats.initial as usize) % self.queues.len().max(1)
-            } else {
-                self.emptiest()
-            };
-            if queue >= self.queues.len() {
-                continue;
-            }
-            // While the threads are apart (not peers), a new thread stays with Linux too;
-            // while busy threads are few, it is lent to Linux with them.
-            let apart = self.peers.apart;
-            let lent = !apart && (self.few.active || self.sparse.active);
-            if !apart && !lent {
-                self.place(t.key, queue, managing, moves);
-            }
-            let exec = t.speed * dt;
-            out.push(Placed {
-                key: t.key,
-                queue,
-                exec,
-                wait: t.latency * dt,
-                last_free: 0.0,
-                credit: 0.0,
-                blocked: 0.0,
-                age: 0.0,
-                duty: 0.0,
-                work: 0.0,
-                released: apart || lent,
-                lent,
-                seg_exec: exec,
-                seg_wait: t.latency * dt,
-                seg_valid: false,
-                round_exec: exec,
-                round_wait: t.latency * dt,
-                round_rate: None,
-                judge: None,
-            });
-        }
-        for p in &old[i..] {
-            if !p.released {
-                self.queues[p.queue].load -= 1;
-            }
-        }
-        old.clear();
-        self.placed = out;
-        self.spare = old;
-        self.update_credits(dt);
-    }
-
-    /// Smooths the synchronization signals and picks the interval the signals call for.
-    fn observe_signals(&mut self, w: &Window) -> Nanos {
-        let dt_s = w.duration().as_secs_f64();
-        // Only threads that ran and switched speak for the program's synchronization: a
-        // main thread asleep in join would dilute the rates, and so would the threads that
-        // have a core to themselves when a yield barrier's waiters hand the CPU over only
-        // where cores are shared (65 threads on 64 cores: two of them).
-        let (mut n, mut switching, mut vol, mut invol, mut slices) = (0u64, 0u64, 0, 0, 0);
-        for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
-            n += 1;
-            switching += u64::from(t.voluntary + t.involuntary + t.timeslices > 0);
-            vol += t.voluntary;
-            invol += t.involuntary;
-            slices += t.timeslices;
-        }
-        if switching > 0 {
-            n = switching;
-        }
-        if dt_s > 0.0 && n > 0 {
-            let thread_s = dt_s * n as f64;
-            // The mean over the windows seen so far until they cover τ, then exponential:
-            // an average started from zero would take τ to believe the first phases, and
-            // meanwhile ask for rounds far longer than the program's phases.
-            self.signals_age += dt_s;
-            let a = (dt_s / self.signals_age.min(SIGNAL_TAU_S)).min(1.0);
-            self.counted |= vol + invol > 0;
-            self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
-            self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
-            self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
-        }
-        let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
-        // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
-        // hands the CPU over counts as involuntary), else every time a thread was given a
-        // CPU. Either errs on the fast side.
-        let (wakeups, yields) = if self.counted {
-            (self.vol_rate + self.invol_rate, self.invol_rate)
-        } else {
-            (self.slice_rate, self.slice_rate)
-        };
-        self.phase_ns = None;
-        if yields >= YIELD_RATE {
-            self.stats.reason = "threads yield at synchronization points";
-            lo
-        } else if wakeups >= 1.0 {
-            self.stats.reason = if self.counted {
-                "threads block, yield or are preempted about once per phase"
-            } else {
-                "threads wake or are preempted about once per phase"
-            };
-            let phase_ns = 1e9 / wakeups;
-            // The sparse-rounds rule reads a phase only from threads that block (see
-            // [`sparse`]): yielding threads keep every core busy either way.
-            // At least a third of the switches voluntary: threads block.
-            let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_rate;
-            self.phase_ns = blocking.then_some(phase_ns);
-            Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
-        } else {
-            self.stats.reason = "no synchronization seen";
-            hi
-        }
-    }
-}
-
-/// The interval of the next round while the rotation runs: down to `wanted` at once, up
-/// by at most `BACKOFF` a round. A round that saw no synchronization yet (the first ones
-/// of a program whose phases have not ended) asks for `max_interval`; followed at once,
-/// that would leave the doubled-up threads where they are for 100 ms.
-fn follow(interval: Nanos, wanted: Nanos) -> Nanos {
-    wanted.min(Nanos((interval.0 as f64 * BACKOFF) as u64))
 }
 
 mod rotate;

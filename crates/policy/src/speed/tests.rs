@@ -7,7 +7,7 @@ mod guard;
 mod peers;
 use super::*;
 use threadbalance_model::testutil::{key, topo};
-use threadbalance_model::{CpuId, PolicySummary, ThreadRates, ThreadState};
+use threadbalance_model::{CpuId, Move, PolicySummary, Reason, ThreadRates, ThreadState};
 
 /// Rates of one thread over a window: (tid, speed, run-queue wait, voluntary, involuntary).
 type Rate = (i32, f64, f64, u64, u64);

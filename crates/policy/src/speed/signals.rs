@@ -1,0 +1,79 @@
+//! The synchronization signals and the interval they call for: voluntary and involuntary
+//! switches (or timeslices) per running thread-second, averaged over about τ = 0.2 s, give
+//! the phase, and a round lasts a sixteenth of it, within `min_interval`…`max_interval`
+//! (the table in `speed`'s module docs).
+
+use super::{BACKOFF, IDLE, PHASE_FRACTION, SIGNAL_TAU_S, Speed, YIELD_RATE};
+use threadbalance_model::{Nanos, Window};
+
+impl Speed {
+    /// Smooths the synchronization signals and picks the interval the signals call for.
+    pub(super) fn observe_signals(&mut self, w: &Window) -> Nanos {
+        let dt_s = w.duration().as_secs_f64();
+        // Only threads that ran and switched speak for the program's synchronization: a
+        // main thread asleep in join would dilute the rates, and so would the threads that
+        // have a core to themselves when a yield barrier's waiters hand the CPU over only
+        // where cores are shared (65 threads on 64 cores: two of them).
+        let (mut n, mut switching, mut vol, mut invol, mut slices) = (0u64, 0u64, 0, 0, 0);
+        for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
+            n += 1;
+            switching += u64::from(t.voluntary + t.involuntary + t.timeslices > 0);
+            vol += t.voluntary;
+            invol += t.involuntary;
+            slices += t.timeslices;
+        }
+        if switching > 0 {
+            n = switching;
+        }
+        if dt_s > 0.0 && n > 0 {
+            let thread_s = dt_s * n as f64;
+            // The mean over the windows seen so far until they cover τ, then exponential:
+            // an average started from zero would take τ to believe the first phases, and
+            // meanwhile ask for rounds far longer than the program's phases.
+            self.signals_age += dt_s;
+            let a = (dt_s / self.signals_age.min(SIGNAL_TAU_S)).min(1.0);
+            self.counted |= vol + invol > 0;
+            self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
+            self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
+            self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
+        }
+        let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
+        // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
+        // hands the CPU over counts as involuntary), else every time a thread was given a
+        // CPU. Either errs on the fast side.
+        let (wakeups, yields) = if self.counted {
+            (self.vol_rate + self.invol_rate, self.invol_rate)
+        } else {
+            (self.slice_rate, self.slice_rate)
+        };
+        self.phase_ns = None;
+        if yields >= YIELD_RATE {
+            self.stats.reason = "threads yield at synchronization points";
+            lo
+        } else if wakeups >= 1.0 {
+            self.stats.reason = if self.counted {
+                "threads block, yield or are preempted about once per phase"
+            } else {
+                "threads wake or are preempted about once per phase"
+            };
+            let phase_ns = 1e9 / wakeups;
+            // The sparse-rounds rule reads a phase only from threads that block (see
+            // [`sparse`]): yielding threads keep every core busy either way.
+            // At least a third of the switches voluntary: threads block.
+            let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_rate;
+            self.phase_ns = blocking.then_some(phase_ns);
+            Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
+        } else {
+            self.stats.reason = "no synchronization seen";
+            hi
+        }
+    }
+}
+
+/// The interval of the next round while the rotation runs: down to `wanted` at once, up
+/// by at most `BACKOFF` a round. A round that saw no synchronization yet (the first ones
+/// of a program whose phases have not ended) asks for `max_interval`; followed at once,
+/// that would leave the doubled-up threads where they are for 100 ms.
+pub(super) fn follow(interval: Nanos, wanted: Nanos) -> Nanos {
+    wanted.min(Nanos((interval.0 as f64 * BACKOFF) as u64))
+}
