@@ -174,6 +174,35 @@ policy = "speed"
     )
 }
 
+/// A second rule, `test-spmd-b`, under `speed` for the `spmd` workload tagged `tag`, with
+/// `lines` more (such as `level = "core"\n`); appended to [`config_text`]'s.
+pub(crate) fn second_rule(tag: u32, lines: &str) -> String {
+    format!(
+        "\n[[rule]]\nname = \"test-spmd-b\"\ncmdline = \"workload spmd --work-ms {tag}$\"\npolicy = \"speed\"\n{lines}"
+    )
+}
+
+/// An `spmd` workload started by [`spmd`], its pid, and its workers' masks before any
+/// daemon touched them.
+pub(crate) struct Tagged {
+    /// Held so that the workload is stopped when this is dropped.
+    _workload: Started,
+    pub(crate) pid: u32,
+    pub(crate) before: Vec<(usize, String)>,
+}
+
+/// Starts the workload tagged `tag` and notes its masks.
+pub(crate) fn tagged(tag: u32) -> Tagged {
+    let workload = spmd(tag);
+    let pid = workload.0.id();
+    let before = worker_masks(pid, "spmd");
+    Tagged {
+        _workload: workload,
+        pid,
+        before,
+    }
+}
+
 pub(crate) fn socket(dir: &Path) -> PathBuf {
     dir.join("run/control.sock")
 }
@@ -203,18 +232,11 @@ fn daemon_matches_a_started_workload_lists_releases_and_restores_at_sigterm() {
     let (tag_a, tag_b) = (3_600_101, 3_600_102);
     let path = dir.path().join("threadbalance.toml");
     // Two rules: one workload to release through ctl, one for SIGTERM to restore.
-    let text = config_text(dir.path(), tag_a, "127.0.0.1:0").replace(
-        "policy = \"speed\"\n",
-        &format!(
-            "policy = \"speed\"\n\n[[rule]]\nname = \"test-spmd-b\"\ncmdline = \"workload spmd --work-ms {tag_b}$\"\npolicy = \"speed\"\n"
-        ),
-    );
+    let text = config_text(dir.path(), tag_a, "127.0.0.1:0") + &second_rule(tag_b, "");
     std::fs::write(&path, text).unwrap();
-    let a = spmd(tag_a);
-    let b = spmd(tag_b);
-    let (pa, pb) = (a.0.id(), b.0.id());
-    let before_a = worker_masks(pa, "spmd");
-    let before_b = worker_masks(pb, "spmd");
+    let (a, b) = (tagged(tag_a), tagged(tag_b));
+    let (pa, pb) = (a.pid, b.pid);
+    let (before_a, before_b) = (a.before.clone(), b.before.clone());
     let d = Daemon::start(&path, &[], socket(dir.path()));
     wait_changed(pa, &before_a);
     wait_changed(pb, &before_b);

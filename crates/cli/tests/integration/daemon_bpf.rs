@@ -8,7 +8,7 @@
 
 #[cfg(feature = "bpf")]
 mod live {
-    use crate::daemon::{Daemon, LIMIT, config_text, socket, spmd};
+    use crate::daemon::{Daemon, LIMIT, config_text, second_rule, socket, tagged};
     use crate::support::{finish, signal, worker_masks};
     use std::time::Duration;
 
@@ -48,16 +48,11 @@ mod live {
         let dir = tempfile::tempdir().unwrap();
         let (tag_a, tag_b) = (3_600_301, 3_600_302);
         let path = dir.path().join("threadbalance.toml");
-        let text = config_text(dir.path(), tag_a, "off")
-            + &format!(
-                "\n[[rule]]\nname = \"test-spmd-b\"\ncmdline = \"workload spmd --work-ms {tag_b}$\"\npolicy = \"speed\"\n"
-            );
+        let text = config_text(dir.path(), tag_a, "off") + &second_rule(tag_b, "");
         std::fs::write(&path, text).unwrap();
-        let a = spmd(tag_a);
-        let b = spmd(tag_b);
-        let (pa, pb) = (a.0.id(), b.0.id());
-        let before_a = worker_masks(pa, "spmd");
-        let before_b = worker_masks(pb, "spmd");
+        let (a, b) = (tagged(tag_a), tagged(tag_b));
+        let (pa, pb) = (a.pid, b.pid);
+        let (before_a, before_b) = (a.before.clone(), b.before.clone());
         let mut d = Daemon::start(&path, &[], socket(dir.path()));
         d.wait_listed(&[(pa, "test-spmd"), (pb, "test-spmd-b")]);
 

@@ -2,7 +2,9 @@
 //! are balanced by one policy instance, and leave it one by one (see `daemon.rs` for the
 //! helpers; each test's rules match only the workloads it started).
 
-use crate::daemon::{Daemon, LIMIT, config_text, scrape, socket, spmd, wait_changed};
+use crate::daemon::{
+    Daemon, LIMIT, config_text, scrape, second_rule, socket, spmd, tagged, wait_changed,
+};
 use crate::support::{online, wait_for, worker_masks};
 use std::collections::BTreeSet;
 
@@ -36,15 +38,11 @@ fn daemon_two_workloads_one_policy_at_core_level_form_one_group_and_leave_it_one
     let text = config_text(dir.path(), tag_a, "127.0.0.1:0").replace(
         "policy = \"speed\"\n",
         "policy = \"speed\"\nlevel = \"core\"\n",
-    ) + &format!(
-        "\n[[rule]]\nname = \"test-spmd-b\"\ncmdline = \"workload spmd --work-ms {tag_b}$\"\npolicy = \"speed\"\nlevel = \"core\"\n"
-    );
+    ) + &second_rule(tag_b, "level = \"core\"\n");
     std::fs::write(&path, text).unwrap();
-    let a = spmd(tag_a);
-    let b = spmd(tag_b);
-    let (pa, pb) = (a.0.id(), b.0.id());
-    let before_a = worker_masks(pa, "spmd");
-    let before_b = worker_masks(pb, "spmd");
+    let (a, b) = (tagged(tag_a), tagged(tag_b));
+    let (pa, pb) = (a.pid, b.pid);
+    let (before_a, before_b) = (a.before.clone(), b.before.clone());
     let d = Daemon::start(&path, &[], socket(dir.path()));
 
     // One group with both, as the log and `ctl list` say.
