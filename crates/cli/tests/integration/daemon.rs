@@ -420,20 +420,27 @@ fn ctl_without_a_daemon_exits_1_with_one_line() {
     assert_eq!(out.status.code(), Some(2), "pid 0 is a bad argument");
 }
 
+/// Starts the workload tagged `tag` and a daemon managing it from a config in `dir`,
+/// waits until the daemon changed a mask, and kills the daemon with SIGKILL (so it restores
+/// nothing). Returns the workload and what is left of the daemon.
+fn killed_after_a_change(dir: &Path, tag: u32) -> (Tagged, Daemon) {
+    let path = config(dir, tag, "off");
+    let w = tagged(tag);
+    let mut d = Daemon::start(&path, &[], socket(dir));
+    wait_changed(w.pid, &w.before);
+    let mut child = d.child.take().expect("running");
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    (w, d)
+}
+
 #[test]
 fn daemon_killed_leaves_journals_that_restore_puts_back() {
     let dir = tempfile::tempdir().unwrap();
     let tag = 3_600_106;
-    let path = config(dir.path(), tag, "off");
-    let w = spmd(tag);
-    let pid = w.0.id();
-    let before = worker_masks(pid, "spmd");
-    let mut d = Daemon::start(&path, &[], socket(dir.path()));
-    wait_changed(pid, &before);
     // SIGKILL: nothing is restored by the daemon; its per-process journal stays behind.
-    let mut child = d.child.take().expect("running");
-    signal(child.id(), libc::SIGKILL);
-    let _ = child.wait();
+    let (w, _d) = killed_after_a_change(dir.path(), tag);
+    let (pid, before) = (w.pid, w.before.clone());
     let journals: Vec<_> = std::fs::read_dir(dir.path().join("state"))
         .unwrap()
         .flatten()
@@ -464,15 +471,9 @@ fn daemon_killed_leaves_journals_that_restore_puts_back() {
 fn daemon_killed_then_restarted_replays_the_journals_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let tag = 3_600_107;
-    let path = config(dir.path(), tag, "off");
-    let w = spmd(tag);
-    let pid = w.0.id();
-    let before = worker_masks(pid, "spmd");
-    let mut d = Daemon::start(&path, &[], socket(dir.path()));
-    wait_changed(pid, &before);
-    let mut child = d.child.take().expect("running");
-    signal(child.id(), libc::SIGKILL);
-    let _ = child.wait();
+    let (w, d) = killed_after_a_change(dir.path(), tag);
+    let (pid, before) = (w.pid, w.before.clone());
+    let path = dir.path().join("threadbalance.toml");
     drop(d);
     // The restarted daemon's rule matches nothing (another tag), so what it does to the
     // workload is only the replay at start.
