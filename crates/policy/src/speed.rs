@@ -333,6 +333,8 @@ pub struct Speed {
     slow_down: u64,
     next_round: Nanos,
     last_round: Nanos,
+    /// When the policy first ran.
+    started_at: Nanos,
     vol_rate: f64,
     invol_rate: f64,
     slice_rate: f64,
@@ -420,6 +422,7 @@ impl Speed {
             slow_down: 1,
             next_round: Nanos::ZERO,
             last_round: Nanos::ZERO,
+            started_at: Nanos::ZERO,
             vol_rate: 0.0,
             invol_rate: 0.0,
             slice_rate: 0.0,
@@ -492,6 +495,7 @@ impl Policy for Speed {
             self.started = true;
             self.next_round = now + self.interval;
             self.last_round = now;
+            self.started_at = now;
             if self.cfg.guard {
                 let measure = Nanos(
                     self.cfg
@@ -507,8 +511,7 @@ impl Policy for Speed {
             // Rounds due within half an interval run now: fewer ticks, longer windows.
             let due = now + Nanos(self.interval.0 / 2);
             if self.next_round <= due {
-                self.sparse
-                    .observe(now.saturating_sub(self.last_round).0 as f64);
+                self.sparse.round_at(now, self.started_at);
                 let rotating = self.managing() && self.round(now, &mut moves);
                 let managing = self.managing();
                 self.check_sparse(now, rotating, managing, &mut moves);

@@ -87,11 +87,25 @@ pub(super) struct Sparse {
     last_gaps: [f64; 2],
     /// The period asked for at the last round, ns.
     asked: f64,
+    /// When the last round came, managed or not.
+    last_at: Option<Nanos>,
     /// The last lending or taking back, explained.
     pub(super) last: Option<String>,
 }
 
 impl Sparse {
+    /// Notes a round at `now`; `start` is when the policy first ran, for the first one.
+    ///
+    /// The gap is timed from the last round whoever placed the threads: the rotation's own
+    /// clock (`Speed::last_round`) stops while the guard's probe hands them to Linux, and
+    /// the gap read across a probe (a quarter of a second and more) said nothing of how
+    /// often the host lets the policy run.
+    pub(super) fn round_at(&mut self, now: Nanos, start: Nanos) {
+        let last = self.last_at.unwrap_or(start);
+        self.last_at = Some(now);
+        self.observe(now.saturating_sub(last).0 as f64);
+    }
+
     /// Notes a round `gap` ns after the last one.
     pub(super) fn observe(&mut self, gap: f64) {
         if self.rounds == 0 {
@@ -227,6 +241,19 @@ mod tests {
         assert!(s.should_lend(true, Some(10e6)));
         // One long gap alone (19 after 1) does not: min(19, 1) = 1, smoothed 5.5.
         assert!(!seen(&[1.0, 1.0, 1.0, 19.0], 1).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_gap_is_timed_between_rounds_whoever_placed_the_threads() {
+        // Started at 0; rounds at 24, 48 ms; then the guard's probe: rounds at 72, 96 ms
+        // still come every 24 ms, so the gap stays 24 ms (not 48, 72 from the rotation's
+        // last round at 48).
+        let mut s = Sparse::default();
+        for ms in [24, 48, 72, 96] {
+            s.round_at(Nanos::from_millis(ms), Nanos::ZERO);
+        }
+        assert_eq!(s.last_gaps, [24e6, 24e6]);
+        assert!((s.gap - 24e6).abs() < 1.0, "{}", s.gap);
     }
 
     #[test]
