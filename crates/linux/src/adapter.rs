@@ -200,6 +200,12 @@ impl LinuxAdapter {
         })
     }
 
+    /// Reads the threads' context-switch counts from now on, no staler than `max_age`, for
+    /// a policy that asks for them (`Policy::reads_switches`).
+    pub fn read_switches(&mut self, max_age: Nanos) {
+        self.host.sampler_mut().read_switches(max_age);
+    }
+
     /// Makes the orphans of the command hang under us (we are its subreaper, set before it
     /// started), so that those born of confined threads are restored at the end.
     pub fn restore_orphans(&mut self) {

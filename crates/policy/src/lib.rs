@@ -64,6 +64,15 @@ pub trait Policy {
         None
     }
 
+    /// How fresh the context-switch counts (`Sample::voluntary`, `Sample::involuntary`)
+    /// must be for this policy; `None` (the default) when it does not read them. A host
+    /// that pays for them (Linux's `status` file) reads them only for policies that ask,
+    /// no staler than this; the counts are cumulative, so a policy that averages them over
+    /// longer loses nothing.
+    fn reads_switches(&self) -> Option<threadbalance_model::Nanos> {
+        None
+    }
+
     /// Whether the policy reads exact lock time (`Sample::lock`): a host loads and reads
     /// its lock probe (the BPF futex probe on Linux) only for policies that do.
     fn reads_lock_time(&self) -> bool {

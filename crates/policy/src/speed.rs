@@ -220,6 +220,12 @@ const YIELD_RATE: f64 = 2000.0;
 const PHASE_FRACTION: f64 = 0.0625;
 /// Time constant of the smoothing of the synchronization signals, in seconds.
 const SIGNAL_TAU_S: f64 = 0.2;
+/// How stale the switch counts may be: a twentieth of `SIGNAL_TAU_S`. The smoothing is
+/// linear in the counts (a window's weight is its length over τ, its rate its count over
+/// its length), so counts that arrive every 10 ms instead of every 1–2 ms tick average to
+/// the same rates; `status`, which a live host reads for them, costs more than `stat` and
+/// `schedstat` together.
+const SWITCHES_MAX_AGE: Nanos = Nanos::from_millis(10);
 /// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
 /// program, so a lead earned asleep at a barrier does not follow a thread for long.
 const CREDIT_TAU_S: f64 = 0.02;
@@ -476,6 +482,12 @@ impl Policy for Speed {
     /// as its longest interval.
     fn stat_max_age(&self) -> Option<Nanos> {
         Some(MAX_STAT_AGE)
+    }
+
+    /// The synchronization signals read voluntary and involuntary switches: blocking and
+    /// yielding threads, hence the phases the sparse-rounds and fine-phase rules go by.
+    fn reads_switches(&self) -> Option<Nanos> {
+        Some(SWITCHES_MAX_AGE)
     }
 
     fn name(&self) -> &'static str {

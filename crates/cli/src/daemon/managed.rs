@@ -182,7 +182,7 @@ impl Managed {
             journal,
             handed.counters,
         );
-        let host = match host {
+        let mut host = match host {
             Ok(h) => h,
             Err(e) => {
                 if let Some(d) = &dir {
@@ -191,6 +191,9 @@ impl Managed {
                 return Err(Refused::Failed(e.into()));
             }
         };
+        if let Some(age) = policy.reads_switches() {
+            host.read_switches(age);
+        }
         Ok(Managed {
             pid,
             start,

@@ -148,6 +148,46 @@ fn live_run_writes_json_summary() {
     assert!(v["ended"].as_str().unwrap().contains("exit 0"));
 }
 
+#[test]
+fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase() {
+    // `speed` asks for the switch counts (`Policy::reads_switches`): a blocking barrier's
+    // waiters switch voluntarily, so the summary has them counted and the voluntary rate
+    // above zero (without them, the signals fell back to timeslices and the sparse-rounds
+    // and fine-phase rules, which read the phase of blocking threads, never applied live).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.json");
+    let out = run(&[
+        "run",
+        "--policy",
+        "speed",
+        "--level",
+        "core",
+        "--json",
+        path.to_str().unwrap(),
+        "--",
+        bin().to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "3",
+        "--phase-ms",
+        "10",
+        "--barrier",
+        "block",
+        "--work-ms",
+        "300",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let s = &v["policy_summary"];
+    assert_eq!(s["switches_counted"], true, "{s}");
+    assert!(
+        s["voluntary_switches_per_thread_s"].as_f64().unwrap() > 0.0,
+        "{s}"
+    );
+}
+
 /// Attach to a running workload, wait until the policy has changed masks, interrupt the
 /// tool with `sig`, and check every mask is back to what it was.
 fn attach_then_interrupt_restores(sig: i32) {

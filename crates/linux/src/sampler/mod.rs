@@ -68,7 +68,15 @@ pub struct SamplerConfig {
     pub follow_children: bool,
     /// Also read `status` for the context-switch counters. It costs more than `stat` and
     /// `schedstat` together, so it is off by default; `voluntary` and `involuntary` are then 0.
+    /// With run-time counters that count switches too ([`Sampler::set_counters`]) the counts
+    /// come from them, fresh on every sample, and `status` is not read.
     pub read_status: bool,
+    /// With `read_status`, how stale a thread's switch counts may be: `status` is read again
+    /// only once its last read is this old, and only if the thread ran since (a thread that
+    /// did not run cannot have switched); the counts of the last read are carried meanwhile.
+    /// The counts are cumulative, so nothing is lost: a window that reads them gets every
+    /// switch since the last read. Zero (the default) reads `status` on every sample.
+    pub status_max_age: Nanos,
     /// Sample per-node memory (`numa_maps`) at most this often; `None` never does. Default
     /// 5 s: the kernel walks every page table of the process to produce it.
     pub memory_every: Option<Nanos>,
@@ -107,6 +115,7 @@ impl SamplerConfig {
             facts,
             follow_children: false,
             read_status: false,
+            status_max_age: Nanos::ZERO,
             memory_every: Some(Nanos::from_secs(5)),
             stat_every_sample: false,
             stat_max_age: Nanos::from_millis(10),
@@ -348,6 +357,14 @@ impl Sampler {
     /// The configuration.
     pub fn config(&self) -> &SamplerConfig {
         &self.cfg
+    }
+
+    /// Reads the context-switch counts from now on, no staler than `max_age` (see
+    /// [`SamplerConfig::read_status`] and [`SamplerConfig::status_max_age`]): for a policy
+    /// that asks for them (`Policy::reads_switches`).
+    pub fn read_switches(&mut self, max_age: Nanos) {
+        self.cfg.read_status = true;
+        self.cfg.status_max_age = max_age;
     }
 
     /// Fills `into` with one sample per live thread of the managed processes, sorted by

@@ -25,6 +25,8 @@ pub(super) struct Tracked {
     pub(super) last: Sample,
     /// When its `stat` was last read.
     pub(super) stat_at: Nanos,
+    /// When its `status` was last read (its switch counts).
+    pub(super) status_at: Nanos,
     /// Whether its files stay open between samples.
     pub(super) keep: bool,
     /// When its `schedstat` was last read.
@@ -48,6 +50,7 @@ impl Tracked {
             seen: 0,
             last: Sample::default(),
             stat_at: Nanos::ZERO,
+            status_at: Nanos::ZERO,
             keep: false,
             read_at: Nanos::ZERO,
             ran_at: Nanos::ZERO,
@@ -288,7 +291,15 @@ impl Sampler {
             }
         }
         let mut gone = false;
-        if self.cfg.read_status && counted.is_none() {
+        // Switch counts change only while a thread runs: one that did not run since the
+        // last read, or whose counts are younger than `status_max_age`, keeps them.
+        let status_due = t.seen == 0
+            || (!idle && self.now.saturating_sub(t.status_at) >= self.cfg.status_max_age);
+        if self.cfg.read_status && counted.is_none() && !status_due {
+            sample.voluntary = t.last.voluntary;
+            sample.involuntary = t.last.involuntary;
+        } else if self.cfg.read_status && counted.is_none() {
+            t.status_at = self.now;
             let f = file("status");
             match pread_slot(&mut t.status, &f, &mut scratch.path, &mut scratch.buf)? {
                 Read::Bytes(n) => {

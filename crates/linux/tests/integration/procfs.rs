@@ -304,6 +304,42 @@ fn procfs_sampler_rereads_stat_of_a_running_thread_only_once_it_is_stat_max_age_
 }
 
 #[test]
+fn procfs_sampler_reads_switch_counts_no_staler_than_status_max_age_and_only_after_a_run() {
+    let dir = tree_without_children_files();
+    let status = |v: u64, inv: u64| {
+        format!("Name:\tp\nvoluntary_ctxt_switches:\t{v}\nnonvoluntary_ctxt_switches:\t{inv}\n")
+    };
+    write(dir.path(), "proc/103/task/103/status", &status(10, 2));
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
+    s.read_switches(Nanos::from_millis(10));
+    let mut snap = Snapshot::default();
+    let counts = |snap: &Snapshot| (snap.threads[0].voluntary, snap.threads[0].involuntary);
+    // First sight: read.
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(counts(&snap), (10, 2));
+    // It ran and switched; 2 ms later its counts are younger than 10 ms: carried.
+    write(dir.path(), "proc/103/task/103/schedstat", "9 2 4\n");
+    write(dir.path(), "proc/103/task/103/status", &status(15, 3));
+    s.sample(Nanos::from_millis(2), &mut snap).unwrap();
+    assert_eq!(counts(&snap), (10, 2));
+    // 10 ms after the last read, and it ran since: read again.
+    write(dir.path(), "proc/103/task/103/schedstat", "19 2 5\n");
+    s.sample(Nanos::from_millis(10), &mut snap).unwrap();
+    assert_eq!(counts(&snap), (15, 3));
+    // 20 ms later, but it has not run since (schedstat unchanged): nothing to read, and
+    // the counts it had are kept (a thread that does not run cannot switch).
+    write(dir.path(), "proc/103/task/103/status", &status(99, 99));
+    s.sample(Nanos::from_millis(30), &mut snap).unwrap();
+    assert_eq!(counts(&snap), (15, 3));
+    // Once it runs again, the file is read.
+    write(dir.path(), "proc/103/task/103/schedstat", "29 2 6\n");
+    s.sample(Nanos::from_millis(31), &mut snap).unwrap();
+    assert_eq!(counts(&snap), (99, 99));
+}
+
+#[test]
 fn procfs_sampler_lists_again_when_the_task_count_changes() {
     let dir = tree_without_children_files();
     let mut cfg = SamplerConfig::new(FACTS);

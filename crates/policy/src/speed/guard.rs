@@ -94,6 +94,9 @@ pub(super) struct Guard {
     pub(super) resumes: u32,
     /// The last hand-back or resumption, explained.
     pub(super) last: Option<String>,
+    /// When the guard started: the times it reports are counted from here (a live host's
+    /// clock is the machine's monotonic clock, not the program's age).
+    start: Nanos,
 }
 
 impl Guard {
@@ -113,6 +116,7 @@ impl Guard {
             handbacks: 0,
             resumes: 0,
             last: None,
+            start: now,
         }
     }
 
@@ -124,7 +128,7 @@ impl Guard {
     /// Ends the current stint at `now` with the program's `rate` over its tail (`None`
     /// when no thread wanted a CPU) and `fair`, the fair-share rate; returns what to do.
     pub(super) fn advance(&mut self, now: Nanos, rate: Option<f64>, fair: f64) -> Action {
-        let at = now.as_secs_f64();
+        let at = now.saturating_sub(self.start).as_secs_f64();
         match self.mode {
             Mode::Managed => {
                 self.managed_rate = rate;

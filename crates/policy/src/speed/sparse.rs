@@ -59,6 +59,12 @@
 //! nominal phases (53.6 % against 52.6 % at 17 threads, 75 against 72 at 24).
 //!
 //! With free ticks (G = the period asked for) the rule never fires.
+//!
+//! **Phases finer than any round are left to [`super::fine`].** There the threads are held
+//! evenly placed and nothing rotates, so sparse rounds cost nothing, and lending them
+//! would give up the even placement: the rule does not lend then, and takes lent threads
+//! back. (A live run of the OpenMP stencil, 3 threads on 2 cores, read 0.3 ms phases
+//! against rounds paced to every 5 ms, and lent them all before this.)
 
 use super::Speed;
 use threadbalance_model::{Move, Nanos, Target};
@@ -153,14 +159,23 @@ impl Speed {
         moves: &mut Vec<Move>,
     ) {
         let phase = self.phase_ns;
-        let at = now.as_secs_f64();
+        // Counted from the policy's start: a live host's clock is the machine's.
+        let at = now.saturating_sub(self.started_at).as_secs_f64();
         let (gap_ms, phase_ms) = (self.sparse.gap / 1e6, phase.unwrap_or(0.0) / 1e6);
+        // Phases finer than any round (`fine`): no rotation can help however often rounds
+        // come, and the threads are held evenly placed, which is what lending them would
+        // take away. A live host paces its rounds (every 4–5 ms for three threads of an
+        // OpenMP loop here) far apart against 0.3 ms phases; that is not a reason to lend.
+        let fine = self.fine();
         if self.sparse.active {
-            if !self.sparse.should_take_back(phase) {
+            if !fine && !self.sparse.should_take_back(phase) {
                 return;
             }
             self.sparse.active = false;
             self.sparse.last = Some(match phase {
+                Some(_) if fine => format!(
+                    "placed again at {at:.2} s: phases of {phase_ms:.2} ms, finer than any round"
+                ),
                 Some(_) => format!(
                     "placed again at {at:.2} s: rounds every {gap_ms:.1} ms, phases of {phase_ms:.1} ms"
                 ),
@@ -169,7 +184,7 @@ impl Speed {
             self.place_lent_again(managing, moves);
             return;
         }
-        if !self.sparse.should_lend(rotating, phase) {
+        if fine || !self.sparse.should_lend(rotating, phase) {
             return;
         }
         self.sparse.active = true;

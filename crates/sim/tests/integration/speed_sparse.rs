@@ -110,3 +110,43 @@ fn speed_sparse_free_ticks_never_lend() {
         assert_eq!(sparse(&c.results[1]), (0, false), "N = {n}");
     }
 }
+
+#[test]
+fn speed_sparse_paced_rounds_leave_phases_finer_than_any_round_to_the_fine_rule() {
+    // The OpenMP stencil (0.13 ms sweeps; phases read as 0.3–0.4 ms) paced by either fit:
+    // rounds every 2.5–4.5 ms are "sparse" against the phase, but no rotation could help at
+    // any pace, and the fine rule holds the threads evenly placed. Before the fine rule
+    // took precedence they were lent to Linux for good: 17 threads ran at Linux's rate
+    // (2.42 s against pinning's 2.11 s at 1000 ms of work), 24 threads with the BPF fit
+    // 1.3 % behind Linux; held, both are within 3.5 % of pinning. "At least 97 % of
+    // pinning's rate" is speed's run time ≤ pbind's / 0.97.
+    let m = machine(SIXTEEN, None).unwrap();
+    for n in [17, 24] {
+        for fit in [PROC_FIT, BPF_FIT] {
+            let w = workload("omp-stencil:work_ms=300", Some(n), None).unwrap();
+            let p = vec!["speed".to_string(), "pbind".to_string()];
+            let mut opts = RunOptions::new(1);
+            opts.tick_cost = Some(fit.parse().unwrap());
+            let c = compare_with(
+                &m,
+                &w,
+                &p,
+                &Settings::new(threadbalance_model::Level::Core),
+                &opts,
+            )
+            .unwrap();
+            let (speed, pbind) = (&c.results[0], &c.results[1]);
+            assert!(speed.finished && pbind.finished);
+            assert!(
+                !sparse(speed).1,
+                "N = {n}, {fit}: still lent\n{}",
+                c.to_table()
+            );
+            assert!(
+                0.97 * speed.runtime_s <= pbind.runtime_s,
+                "N = {n}, {fit}:\n{}",
+                c.to_table()
+            );
+        }
+    }
+}
