@@ -220,12 +220,13 @@ const YIELD_RATE: f64 = 2000.0;
 const PHASE_FRACTION: f64 = 0.0625;
 /// Time constant of the smoothing of the synchronization signals, in seconds.
 const SIGNAL_TAU_S: f64 = 0.2;
-/// How stale the switch counts may be: a twentieth of `SIGNAL_TAU_S`. The smoothing is
+/// How stale the switch counts may be: a quarter of `SIGNAL_TAU_S`. The smoothing is
 /// linear in the counts (a window's weight is its length over τ, its rate its count over
-/// its length), so counts that arrive every 10 ms instead of every 1–2 ms tick average to
-/// the same rates; `status`, which a live host reads for them, costs more than `stat` and
-/// `schedstat` together.
-const SWITCHES_MAX_AGE: Nanos = Nanos::from_millis(10);
+/// its length), so counts that arrive every 50 ms instead of every 1–2 ms tick average to
+/// the same rates, a little later. `status`, which a live host reads for them, costs
+/// about 17 µs a thread here (2-core VM): read every 10 ms, it took a tick with three
+/// threads from 15 to 25 µs, and the budget-paced rounds from 800 to 500 in a run.
+const SWITCHES_MAX_AGE: Nanos = Nanos::from_millis(50);
 /// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
 /// program, so a lead earned asleep at a barrier does not follow a thread for long.
 const CREDIT_TAU_S: f64 = 0.02;
