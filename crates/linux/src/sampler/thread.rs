@@ -164,6 +164,12 @@ impl Sampler {
         let generation = self.generation;
         let tps = self.cfg.facts.ticks_per_sec;
         let has_schedstat = self.has_schedstat;
+        // With a cap on `status` reads a sample, a thread's turn comes every `stride`
+        // samples, by tid.
+        let stride = self
+            .cfg
+            .status_per_sample
+            .map_or(1, |k| self.threads.len().div_ceil(k.max(1)).max(1) as u64);
         let scratch = &mut self.scratch;
         let t = self
             .threads
@@ -293,8 +299,9 @@ impl Sampler {
         let mut gone = false;
         // Switch counts change only while a thread runs: one that did not run since the
         // last read, or whose counts are younger than `status_max_age`, keeps them.
+        let turn = (tid.0 as u64).wrapping_add(generation) % stride == 0;
         let status_due = t.seen == 0
-            || (!idle && self.now.saturating_sub(t.status_at) >= self.cfg.status_max_age);
+            || (!idle && turn && self.now.saturating_sub(t.status_at) >= self.cfg.status_max_age);
         if self.cfg.read_status && counted.is_none() && !status_due {
             sample.voluntary = t.last.voluntary;
             sample.involuntary = t.last.involuntary;

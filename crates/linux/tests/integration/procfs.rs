@@ -340,6 +340,73 @@ fn procfs_sampler_reads_switch_counts_no_staler_than_status_max_age_and_only_aft
 }
 
 #[test]
+fn procfs_sampler_spreads_status_reads_over_samples_when_capped() {
+    // One process, 16 threads (tids 300–315), at most 8 `status` reads a sample: a stride
+    // of ⌈16 / 8⌉ = 2, so a thread's turn comes when (tid + sample generation) is even.
+    let dir = tempfile::tempdir().unwrap();
+    let status = |v: u64| {
+        format!("Name:\tp\nvoluntary_ctxt_switches:\t{v}\nnonvoluntary_ctxt_switches:\t0\n")
+    };
+    let stat = stat_line(300, "p", 1, 5, 1300, 0);
+    write(dir.path(), "proc/300/stat", &stat);
+    write(dir.path(), "proc/300/schedstat", "1 2 3\n");
+    for tid in 300..316 {
+        let stat = stat_line(tid, "p", 1, 5, 1000 + tid as u64, 0);
+        write(dir.path(), &format!("proc/300/task/{tid}/stat"), &stat);
+        write(
+            dir.path(),
+            &format!("proc/300/task/{tid}/schedstat"),
+            "1 2 3\n",
+        );
+        write(
+            dir.path(),
+            &format!("proc/300/task/{tid}/status"),
+            &status(1),
+        );
+    }
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    cfg.read_status = true;
+    cfg.status_per_sample = Some(8);
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(300)], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    let updated = |snap: &Snapshot, v: u64| {
+        snap.threads
+            .iter()
+            .filter(|t| t.voluntary == v)
+            .map(|t| t.key.tid.0)
+            .collect::<Vec<_>>()
+    };
+    // First sight: every thread read.
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(updated(&snap, 1).len(), 16);
+    // Every thread ran and switched; each of the next two samples reads half of them,
+    // the other half the next time, and none twice.
+    for (i, run) in [(1, 9), (2, 19)] {
+        for tid in 300..316 {
+            write(
+                dir.path(),
+                &format!("proc/300/task/{tid}/schedstat"),
+                &format!("{run} 2 {}\n", 3 + i),
+            );
+            write(
+                dir.path(),
+                &format!("proc/300/task/{tid}/status"),
+                &status(1 + i),
+            );
+        }
+        s.sample(Nanos::from_millis(i), &mut snap).unwrap();
+        let read = updated(&snap, 1 + i);
+        assert_eq!(read.len(), 8, "sample {i}: {read:?}");
+        let parity = read[0] % 2;
+        assert!(read.iter().all(|t| t % 2 == parity), "sample {i}: {read:?}");
+    }
+    // After both, every thread has been read once since the first sight: the ones read
+    // at sample 1 show 2 (not read at 2), the others 3.
+    assert_eq!(updated(&snap, 2).len() + updated(&snap, 3).len(), 16);
+}
+
+#[test]
 fn procfs_sampler_lists_again_when_the_task_count_changes() {
     let dir = tree_without_children_files();
     let mut cfg = SamplerConfig::new(FACTS);

@@ -60,11 +60,13 @@
 //!
 //! With free ticks (G = the period asked for) the rule never fires.
 //!
-//! **Phases finer than any round are left to [`super::fine`].** There the threads are held
-//! evenly placed and nothing rotates, so sparse rounds cost nothing, and lending them
-//! would give up the even placement: the rule does not lend then, and takes lent threads
-//! back. (A live run of the OpenMP stencil, 3 threads on 2 cores, read 0.3 ms phases
-//! against rounds paced to every 5 ms, and lent them all before this.)
+//! **Phases finer than any round are left alone.** No rotation follows them at any pace,
+//! so sparse rounds are not what keeps the policy from helping; the rules made for them
+//! decide, as with free ticks ([`super::fine`] holds equal-work barrier peers evenly
+//! placed; the sleeper and few-threads rules lend the others). This rule does not lend
+//! then, and gives back what it lent when the phases turn out finer. (A live run of the
+//! OpenMP stencil, 3 threads on 2 cores, read 0.3 ms phases against rounds paced to every
+//! 5 ms, and this rule lent them all for good before.)
 
 use super::Speed;
 use threadbalance_model::{Move, Nanos, Target};
@@ -162,11 +164,13 @@ impl Speed {
         // Counted from the policy's start: a live host's clock is the machine's.
         let at = now.saturating_sub(self.started_at).as_secs_f64();
         let (gap_ms, phase_ms) = (self.sparse.gap / 1e6, phase.unwrap_or(0.0) / 1e6);
-        // Phases finer than any round (`fine`): no rotation can help however often rounds
-        // come, and the threads are held evenly placed, which is what lending them would
-        // take away. A live host paces its rounds (every 4–5 ms for three threads of an
-        // OpenMP loop here) far apart against 0.3 ms phases; that is not a reason to lend.
-        let fine = self.fine();
+        // Phases finer than any round: no rotation could follow them at any pace, so sparse
+        // rounds are not what keeps it from helping, and this rule leaves such programs to
+        // the rules made for them (equal work: held evenly by `fine`; else the sleeper and
+        // few-threads rules), as with free ticks. A live host paces its rounds (every
+        // 4–5 ms for three threads of an OpenMP loop here) far apart against 0.3 ms
+        // phases; that is not a reason to lend.
+        let fine = super::fine::fine_phase(phase, self.cfg.min_interval.0);
         if self.sparse.active {
             if !fine && !self.sparse.should_take_back(phase) {
                 return;
