@@ -60,13 +60,13 @@
 //!
 //! With free ticks (G = the period asked for) the rule never fires.
 //!
-//! **Phases finer than any round are left alone.** No rotation follows them at any pace,
-//! so sparse rounds are not what keeps the policy from helping; the rules made for them
-//! decide, as with free ticks ([`super::fine`] holds equal-work barrier peers evenly
-//! placed; the sleeper and few-threads rules lend the others). This rule does not lend
-//! then, and gives back what it lent when the phases turn out finer. (A live run of the
-//! OpenMP stencil, 3 threads on 2 cores, read 0.3 ms phases against rounds paced to every
-//! 5 ms, and this rule lent them all for good before.)
+//! **Barrier peers with phases finer than any round are left to [`super::fine`].** No
+//! rotation follows such phases at any pace, and `fine` holds the threads evenly placed,
+//! which lending would give up: while `fine` holds, this rule does not lend, and gives back
+//! what it lent once it starts to hold. Fine phases of unequal work (`memcached-like`'s
+//! server and clients) are still lent: Linux does better there. (A live run of the OpenMP
+//! stencil, 3 threads on 2 cores, read 0.3 ms phases against rounds paced to every 5 ms,
+//! and this rule lent them all for good before.)
 
 use super::Speed;
 use threadbalance_model::{Move, Nanos, Target};
@@ -164,13 +164,13 @@ impl Speed {
         // Counted from the policy's start: a live host's clock is the machine's.
         let at = now.saturating_sub(self.started_at).as_secs_f64();
         let (gap_ms, phase_ms) = (self.sparse.gap / 1e6, phase.unwrap_or(0.0) / 1e6);
-        // Phases finer than any round: no rotation could follow them at any pace, so sparse
-        // rounds are not what keeps it from helping, and this rule leaves such programs to
-        // the rules made for them (equal work: held evenly by `fine`; else the sleeper and
-        // few-threads rules), as with free ticks. A live host paces its rounds (every
-        // 4–5 ms for three threads of an OpenMP loop here) far apart against 0.3 ms
-        // phases; that is not a reason to lend.
-        let fine = super::fine::fine_phase(phase, self.cfg.min_interval.0);
+        // Equal-work threads with phases finer than any round (`fine`): no rotation could
+        // follow them at any pace, and `fine` holds them evenly placed, which lending would
+        // give up. A live host paces its rounds (every 4–5 ms for three threads of an
+        // OpenMP loop here) far apart against 0.3 ms phases; that is not a reason to lend.
+        // Fine phases of unequal work (a server and its clients) are still lent: Linux does
+        // better with those (simulator, `memcached-like`, paced).
+        let fine = self.fine();
         if self.sparse.active {
             if !fine && !self.sparse.should_take_back(phase) {
                 return;
