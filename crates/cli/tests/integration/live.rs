@@ -119,28 +119,26 @@ fn live_run_forwards_sigterm_to_the_command() {
     assert!(!std::path::Path::new(&format!("/proc/{child}")).exists());
 }
 
-#[test]
-fn live_run_writes_json_summary() {
+/// `run --policy POLICY --level core --json F -- threadbalance workload ARGS…`, which must
+/// exit 0; the summary it wrote.
+fn run_json(policy: &str, workload: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("summary.json");
-    let out = run(&[
-        "run",
-        "--policy",
-        "tumbler",
-        "--level",
-        "core",
-        "--json",
-        path.to_str().unwrap(),
-        "--",
-        bin().to_str().unwrap(),
-        "workload",
-        "uneven",
-        "--periods",
-        "30",
-    ]);
+    let (bin, path_s) = (bin(), path.to_str().unwrap().to_string());
+    let mut args = vec![
+        "run", "--policy", policy, "--level", "core", "--json", &path_s, "--",
+    ];
+    args.push(bin.to_str().unwrap());
+    args.push("workload");
+    args.extend_from_slice(workload);
+    let out = run(&args);
     assert_eq!(out.status.code(), Some(0));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn live_run_writes_json_summary() {
+    let v = run_json("tumbler", &["uneven", "--periods", "30"]);
     assert_eq!(v["policy"], "tumbler");
     assert_eq!(v["level"], "core");
     assert!(v["threads_seen"].as_u64().unwrap() >= 5, "{v}");
@@ -154,32 +152,20 @@ fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase() {
     // waiters switch voluntarily, so the summary has them counted and the voluntary rate
     // above zero (without them, the signals fell back to timeslices and the sparse-rounds
     // and fine-phase rules, which read the phase of blocking threads, never applied live).
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("summary.json");
-    let out = run(&[
-        "run",
-        "--policy",
+    let v = run_json(
         "speed",
-        "--level",
-        "core",
-        "--json",
-        path.to_str().unwrap(),
-        "--",
-        bin().to_str().unwrap(),
-        "workload",
-        "spmd",
-        "--threads",
-        "3",
-        "--phase-ms",
-        "10",
-        "--barrier",
-        "block",
-        "--work-ms",
-        "300",
-    ]);
-    assert_eq!(out.status.code(), Some(0));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        &[
+            "spmd",
+            "--threads",
+            "3",
+            "--phase-ms",
+            "10",
+            "--barrier",
+            "block",
+            "--work-ms",
+            "300",
+        ],
+    );
     let s = &v["policy_summary"];
     assert_eq!(s["switches_counted"], true, "{s}");
     assert!(

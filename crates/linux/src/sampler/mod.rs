@@ -75,7 +75,8 @@ pub struct SamplerConfig {
     /// only once its last read is this old, and only if the thread ran since (a thread that
     /// did not run cannot have switched); the counts of the last read are carried meanwhile.
     /// The counts are cumulative, so nothing is lost: a window that reads them gets every
-    /// switch since the last read. Zero (the default) reads `status` on every sample.
+    /// switch since the last read. Zero (the default) reads `status` on every sample
+    /// the thread ran.
     pub status_max_age: Nanos,
     /// With `read_status`, read `status` for about this many threads a sample at most
     /// (`None`: no limit): a thread's turn comes once every ⌈threads / this⌉ samples, by
