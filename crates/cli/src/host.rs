@@ -17,3 +17,14 @@ pub fn adapter_error(e: LinuxError) -> anyhow::Error {
         other => other.into(),
     }
 }
+
+/// Tells `host` to read what `policy` asks for beyond the usual counters: switch counts
+/// (`Policy::reads_switches`) and the machine's stolen time (`Policy::reads_steal`).
+pub fn read_what_it_asks(host: &mut LinuxAdapter, policy: &dyn threadbalance_policy::Policy) {
+    if let Some(age) = policy.reads_switches() {
+        host.read_switches(age);
+    }
+    if policy.reads_steal() {
+        host.read_steal();
+    }
+}

@@ -185,9 +185,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     };
     host.restore_orphans();
     host.set_lock_probe(lock_probe);
-    if let Some(age) = p.policy.reads_switches() {
-        host.read_switches(age);
-    }
+    crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -267,9 +265,7 @@ pub(crate) fn open_attached(
     )
     .map_err(crate::host::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
-    if let Some(age) = p.policy.reads_switches() {
-        host.read_switches(age);
-    }
+    crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     Ok((p, lock, host))
 }
 

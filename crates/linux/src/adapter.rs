@@ -206,6 +206,12 @@ impl LinuxAdapter {
         self.host.sampler_mut().read_switches(max_age);
     }
 
+    /// Reads the machine's CPU time from now on, so windows count time stolen by the
+    /// hypervisor apart from blocked time: for a policy that asks (`Policy::reads_steal`).
+    pub fn read_steal(&mut self) {
+        self.host.sampler_mut().read_steal();
+    }
+
     /// Makes the orphans of the command hang under us (we are its subreaper, set before it
     /// started), so that those born of confined threads are restored at the end.
     pub fn restore_orphans(&mut self) {

@@ -133,6 +133,8 @@ impl<M: Member> Host for Joined<'_, M> {
                     into.memory.append(&mut self.part.memory);
                     into.wakes.extend_from_slice(&self.part.wakes);
                     measured &= self.part.wakes_measured;
+                    // The machine's CPU time is the same for every member: the latest.
+                    into.cpu_time = self.part.cpu_time.or(into.cpu_time);
                     i += 1;
                 }
                 Err(e) => {

@@ -131,6 +131,19 @@ pub struct WakeEdge {
     pub count: u64,
 }
 
+/// The machine's CPU time up to one instant, summed over its CPUs, in any one unit (Linux:
+/// clock ticks of `/proc/stat`'s `cpu` line): what the guest ran and what the hypervisor
+/// took from it. A thread's run time (`schedstat`) leaves out the time stolen while it
+/// ran, so without this the stolen time reads as blocked time; see
+/// [`crate::ThreadRates::stolen`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTime {
+    /// user + nice + system + irq + softirq: the time the CPUs ran something.
+    pub busy: u64,
+    /// steal: the time the hypervisor ran something else on them.
+    pub steal: u64,
+}
+
 /// Every managed thread's counters at one instant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
@@ -147,6 +160,9 @@ pub struct Snapshot {
     pub wakes: Vec<WakeEdge>,
     /// Whether `wakes` was measured at this instant.
     pub wakes_measured: bool,
+    /// The machine's CPU time, when the host measures it (Linux, for a policy that asks:
+    /// `Policy::reads_steal`); `None` otherwise, and then no time counts as stolen.
+    pub cpu_time: Option<CpuTime>,
 }
 
 impl Snapshot {
@@ -157,6 +173,7 @@ impl Snapshot {
         self.memory.clear();
         self.wakes.clear();
         self.wakes_measured = false;
+        self.cpu_time = None;
     }
 
     /// Restores the order invariant after samples were pushed in any order.

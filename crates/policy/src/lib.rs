@@ -73,6 +73,15 @@ pub trait Policy {
         None
     }
 
+    /// Whether the policy reads the machine's stolen time (`Snapshot::cpu_time`, which makes
+    /// `ThreadRates::stolen`): a host that pays for it (Linux reads `/proc/stat`, whose
+    /// size grows with the CPUs and interrupts) reads it only for policies that ask. A
+    /// policy that estimates lock time from blocked time asks, since stolen time would
+    /// otherwise read as blocked.
+    fn reads_steal(&self) -> bool {
+        false
+    }
+
     /// Whether the policy reads exact lock time (`Sample::lock`): a host loads and reads
     /// its lock probe (the BPF futex probe on Linux) only for policies that do.
     fn reads_lock_time(&self) -> bool {

@@ -191,9 +191,7 @@ impl Managed {
                 return Err(Refused::Failed(e.into()));
             }
         };
-        if let Some(age) = policy.reads_switches() {
-            host.read_switches(age);
-        }
+        crate::host::read_what_it_asks(&mut host, policy.as_ref());
         Ok(Managed {
             pid,
             start,

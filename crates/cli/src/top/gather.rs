@@ -103,6 +103,7 @@ mod tests {
             key: key(tid),
             util: 0.5,
             latency: 0.0,
+            stolen: 0.0,
             blocked: 0.5,
             lock: 0.5,
             lock_exact: false,

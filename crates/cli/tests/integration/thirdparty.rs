@@ -38,9 +38,25 @@ fn thirdparty_openmp_program_under_speed_and_tumbler_runs_and_is_managed() {
         // Up to 5 threads in a team (the main thread and 4 from the pool).
         assert!(s["threads_seen"].as_u64().unwrap() >= 2, "{policy}: {s}");
         assert_eq!(s["applied"]["denied"], 0, "{policy}: {s}");
-        if policy != "tumbler" {
-            // speed and pbind place every thread they see at once.
-            assert!(s["applied"]["done"].as_u64().unwrap() >= 1, "{policy}: {s}");
+        let done = s["applied"]["done"].as_u64().unwrap();
+        if policy == "pbind" {
+            // pbind pins every thread it sees at once.
+            assert!(done >= 1, "{policy}: {s}");
+        }
+        if policy == "speed" {
+            // speed places every thread it sees at once, in its own account. It may then
+            // lend them all to Linux before a move goes out: with no more busy threads than
+            // cores (`few`), or with rounds too slow for the phases (`sparse`: on a loaded
+            // host the 1 ms rounds stretch to 20 ms against 4 ms phases). Then nothing was
+            // moved, and the summary must say which rule lent them.
+            let p = &s["policy_summary"];
+            assert!(
+                p["initial_placements"].as_u64().unwrap() >= 2,
+                "{policy}: {s}"
+            );
+            let lent =
+                p["few_hand_backs"].as_u64().unwrap() + p["sparse_hand_backs"].as_u64().unwrap();
+            assert!(done >= 1 || lent >= 1, "{policy}: {s}");
         }
     }
 }

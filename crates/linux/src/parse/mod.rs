@@ -10,6 +10,7 @@
 //! | `/proc/<pid>/task/<tid>/stat` | [`parse_stat`] | [`TaskStat`]: state, CPU times, start time, last CPU |
 //! | `/proc/<pid>/task/<tid>/schedstat` | [`parse_schedstat`] | [`SchedStat`]: run and wait ns, timeslices |
 //! | `/proc/<pid>/task/<tid>/status` | [`parse_status`] | [`TaskStatus`]: ids, name, context switches, allowed CPUs |
+//! | `/proc/stat` (first line) | [`parse_cpu_time`] | [`threadbalance_model::CpuTime`]: the machine's busy and stolen ticks |
 //! | `/proc/<pid>/numa_maps` | [`parse_numa_maps`] | [`threadbalance_model::ProcessMemory`]: bytes per node |
 //! | `/sys/…/cpuN/topology/*`, `cache/indexK/*`, `nodeN/*` | [`parse_cpumask`], [`parse_sysfs_int`], [`parse_distance_row`] | CPU sets, ids, distance rows ([`sysfs_value`]: the value before the first NUL) |
 //!
@@ -22,12 +23,14 @@
 //! assert!(parse_schedstat("1500 25").is_err());
 //! ```
 
+mod cpu_time;
 mod numa_maps;
 mod schedstat;
 mod stat;
 mod status;
 mod sysfs;
 
+pub use cpu_time::parse_cpu_time;
 pub use numa_maps::parse_numa_maps;
 pub use schedstat::{SchedStat, parse_schedstat, parse_schedstat_bytes};
 pub use stat::{TaskStat, parse_stat, parse_stat_bytes, parse_stat_comm};

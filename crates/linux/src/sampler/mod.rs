@@ -52,10 +52,11 @@ use crate::read::{HostFacts, Root, is_gone, process_error};
 use crate::runcount::RunCounters;
 use nix::sys::stat::fstat;
 use std::collections::HashMap;
+use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use threadbalance_model::{Nanos, Pid, Snapshot, ThreadKey, Tid};
+use threadbalance_model::{CpuTime, Nanos, Pid, Snapshot, ThreadKey, Tid};
 
 /// How a [`Sampler`] samples.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +84,12 @@ pub struct SamplerConfig {
     /// tid, so the reads spread over the threads and the samples. The counts are
     /// cumulative, so a thread read less often reports the same switches, later.
     pub status_per_sample: Option<usize>,
+    /// Also read the machine's CPU time (`/proc/stat`'s `cpu` line) into
+    /// [`Snapshot::cpu_time`], so a window can tell time stolen by the hypervisor from
+    /// blocked time. Off by default: the kernel writes the whole file, a line per CPU and a
+    /// count per interrupt, on every read. A file that cannot be read or parsed leaves
+    /// `cpu_time` empty (then nothing counts as stolen) and is not tried again.
+    pub read_cpu_time: bool,
     /// Sample per-node memory (`numa_maps`) at most this often; `None` never does. Default
     /// 5 s: the kernel walks every page table of the process to produce it.
     pub memory_every: Option<Nanos>,
@@ -123,6 +130,7 @@ impl SamplerConfig {
             read_status: false,
             status_max_age: Nanos::ZERO,
             status_per_sample: None,
+            read_cpu_time: false,
             memory_every: Some(Nanos::from_secs(5)),
             stat_every_sample: false,
             stat_max_age: Nanos::from_millis(10),
@@ -204,6 +212,10 @@ pub struct Sampler {
     pid_buf: Vec<Pid>,
     /// Threads the faster source answered for in the last sample.
     counted: usize,
+    /// `proc/stat`, kept open once [`SamplerConfig::read_cpu_time`] read it.
+    cpu_time: Option<File>,
+    /// Whether reading `proc/stat` failed once (it is not tried again).
+    cpu_time_failed: bool,
 }
 
 /// How old the `stat` fields (user and system time) of a thread the faster run-time
@@ -273,6 +285,8 @@ impl Sampler {
             counters_stopped: None,
             pid_buf: Vec::new(),
             counted: 0,
+            cpu_time: None,
+            cpu_time_failed: false,
             cfg,
         })
     }
@@ -382,6 +396,35 @@ impl Sampler {
         self.cfg.status_per_sample = Some(STATUS_PER_SAMPLE);
     }
 
+    /// Reads the machine's CPU time from now on ([`SamplerConfig::read_cpu_time`]): for a
+    /// policy that asks (`Policy::reads_steal`).
+    pub fn read_steal(&mut self) {
+        self.cfg.read_cpu_time = true;
+    }
+
+    /// The `cpu` line of `proc/stat`, or `None` when it cannot be read or parsed (then
+    /// never again: see [`SamplerConfig::read_cpu_time`]).
+    fn machine_cpu_time(&mut self) -> Option<CpuTime> {
+        if self.cpu_time_failed {
+            return None;
+        }
+        if self.cpu_time.is_none() {
+            self.cpu_time = File::open(self.root.join("proc/stat")).ok();
+        }
+        // The `cpu` line comes first: ten numbers of at most 20 digits, under 256 bytes.
+        let mut buf = [0u8; 512];
+        let read = self
+            .cpu_time
+            .as_ref()
+            .and_then(|f| f.read_at(&mut buf, 0).ok());
+        let parsed = read.and_then(|n| crate::parse::parse_cpu_time(&buf[..n]).ok());
+        if parsed.is_none() {
+            self.cpu_time = None;
+            self.cpu_time_failed = true;
+        }
+        parsed
+    }
+
     /// Fills `into` with one sample per live thread of the managed processes, sorted by
     /// key, taken at `now` (the caller's monotonic clock). Threads that vanish meanwhile are
     /// left out. Fails with [`LinuxError::NoSuchProcess`] once every managed process has
@@ -392,6 +435,9 @@ impl Sampler {
         self.now = now;
         into.clear();
         into.at = now;
+        if self.cfg.read_cpu_time {
+            into.cpu_time = self.machine_cpu_time();
+        }
         self.counted = 0;
         self.refresh_counters();
         let mut i = 0;

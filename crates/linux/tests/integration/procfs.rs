@@ -5,7 +5,7 @@ use threadbalance_linux::{
     HostFacts, LinuxError, Root, Sampler, SamplerConfig, read_numa_balancing, read_process_memory,
     read_threads,
 };
-use threadbalance_model::{CpuSet, Nanos, NodeId, Pid, Snapshot, ThreadState, Tid};
+use threadbalance_model::{CpuSet, CpuTime, Nanos, NodeId, Pid, Snapshot, ThreadState, Tid};
 
 const FACTS: HostFacts = HostFacts::TYPICAL;
 
@@ -239,6 +239,42 @@ fn procfs_sampler_malformed_stat_names_the_file() {
     let err = s.sample(Nanos::ZERO, &mut Snapshot::default()).unwrap_err();
     assert!(matches!(err, LinuxError::Parse { .. }), "{err:?}");
     assert!(err.to_string().contains("proc/103/task/103/stat"), "{err}");
+}
+
+#[test]
+fn procfs_sampler_reads_machine_cpu_time_only_when_asked_and_drops_a_bad_file() {
+    let dir = tree_without_children_files();
+    write(
+        dir.path(),
+        "proc/stat",
+        "cpu  100 5 50 900 1 2 3 40 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n",
+    );
+    let mut s = Sampler::new(
+        Root::new(dir.path()),
+        &[Pid(103)],
+        SamplerConfig::new(FACTS),
+    )
+    .unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(snap.cpu_time, None);
+    s.read_steal();
+    s.sample(Nanos(1), &mut snap).unwrap();
+    assert_eq!(
+        snap.cpu_time,
+        Some(CpuTime {
+            busy: 100 + 5 + 50 + 2 + 3,
+            steal: 40
+        })
+    );
+    // The kept file is read again from the start: the new counts show.
+    write(dir.path(), "proc/stat", "cpu  200 5 50 900 1 2 3 41 0 0\n");
+    s.sample(Nanos(2), &mut snap).unwrap();
+    assert_eq!(snap.cpu_time.map(|c| (c.busy, c.steal)), Some((260, 41)));
+    // A malformed file is no error: the threads are still sampled, without CPU time.
+    write(dir.path(), "proc/stat", "cpu  200 x\n");
+    s.sample(Nanos(3), &mut snap).unwrap();
+    assert_eq!((snap.cpu_time, snap.threads.len()), (None, 1));
 }
 
 #[test]

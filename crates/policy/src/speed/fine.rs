@@ -110,6 +110,7 @@ mod tests {
                     key: key(1, 100 + i),
                     util: 0.4,
                     latency: 0.1,
+                    stolen: 0.0,
                     blocked: 0.5,
                     lock: 0.0,
                     lock_exact: false,

@@ -20,6 +20,7 @@ fn window(start_ms: f64, end_ms: f64, threads: &[Rate]) -> Window {
                 key: key(1, tid),
                 util: speed,
                 latency,
+                stolen: 0.0,
                 blocked: (1.0 - speed - latency).max(0.0),
                 lock: 0.0,
                 lock_exact: false,
