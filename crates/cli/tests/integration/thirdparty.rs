@@ -8,6 +8,9 @@ use std::process::Command;
 
 #[test]
 fn thirdparty_openmp_program_under_speed_and_tumbler_runs_and_is_managed() {
+    // Its teams of up to 5 spinning threads load both CPUs while they run (three runs): the
+    // estimate tests must not run beside it (see `alone`).
+    let _alone = crate::support::alone();
     let dir = tempfile::tempdir().unwrap();
     let exe = build_openmp_c("fixtures/programs/omp_teams.c", 1, dir.path(), "omp_teams");
     let alone = Command::new(&exe).output().unwrap();
