@@ -58,6 +58,11 @@
 use crate::SimError;
 use crate::workload::{App, Group, MS, Op, Params, US, Wait, ns};
 
+/// What one iteration of libgomp's spin loop (`pause`) costs, ns, measured on the
+/// development machine (see the module docs): the default of `omp-stencil`'s `pause_ns`
+/// and of a scenario's `gomp` wait.
+pub const PAUSE_NS: f64 = 26.0;
+
 /// `OMP_WAIT_POLICY` as libgomp's `parse_wait_policy` reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitPolicy {
@@ -152,7 +157,7 @@ pub(crate) fn builtin(p: &mut Params) -> Result<App, SimError> {
     let sweep = p.num("sweep_us", 130.0)?;
     let work = p.num("work_ms", 1000.0)?;
     let spread = p.num("spread", 0.0)?;
-    let pause = p.num("pause_ns", 26.0)?;
+    let pause = p.num("pause_ns", PAUSE_NS)?;
     let footprint = p.num("footprint_kb", 512.0)?;
     let policy = match p.map.remove("wait_policy").as_deref() {
         None | Some("default") => WaitPolicy::Default,

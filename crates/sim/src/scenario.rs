@@ -29,6 +29,7 @@
 //! Durations are given in `ns`, `us` or `ms` (exactly one). Unknown keys are rejected.
 
 use crate::SimError;
+use crate::gomp::{PAUSE_NS, SpinCounts, WaitPolicy};
 use crate::workload::{App, Group, Op, QueueSpec, Wait, Workload};
 use serde::Deserialize;
 use std::path::Path;
@@ -122,17 +123,77 @@ enum RawOp {
     },
 }
 
+/// A barrier's `wait`: a name, or libgomp's wait with its settings as a table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawWait {
+    Name(String),
+    Gomp(RawGomp),
+}
+
+/// `wait = { gomp = "default", spincount = 300000, pause_ns = 26 }`: libgomp's barrier
+/// wait as `OMP_WAIT_POLICY` (`gomp`) and `GOMP_SPINCOUNT` (`spincount`) set it, one spin
+/// costing `pause_ns` (see [`crate::gomp`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGomp {
+    gomp: String,
+    spincount: Option<u64>,
+    pause_ns: Option<f64>,
+}
+
 impl<'de> Deserialize<'de> for Wait {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Wait, D::Error> {
-        let s = String::deserialize(d)?;
-        match s.as_str() {
-            "spin" => Ok(Wait::Spin),
-            "yield" => Ok(Wait::Yield),
-            "block" => Ok(Wait::Block),
-            other => Err(serde::de::Error::custom(format!(
-                "wait = {other:?} (expected spin, yield or block)"
-            ))),
+        let expected = "expected spin, yield, block, gomp, or a table such as \
+                        { gomp = \"passive\", spincount = 1000, pause_ns = 26 }";
+        let (policy, spincount, pause) = match RawWait::deserialize(d)
+            .map_err(|_| serde::de::Error::custom(format!("wait: {expected}")))?
+        {
+            RawWait::Name(s) => match s.as_str() {
+                "spin" => return Ok(Wait::Spin),
+                "yield" => return Ok(Wait::Yield),
+                "block" => return Ok(Wait::Block),
+                "gomp" => ("default".to_string(), None, None),
+                other => {
+                    return Err(serde::de::Error::custom(format!(
+                        "wait = {other:?} ({expected})"
+                    )));
+                }
+            },
+            RawWait::Gomp(g) => (g.gomp, g.spincount, g.pause_ns),
+        };
+        let policy = match policy.as_str() {
+            "default" => WaitPolicy::Default,
+            "active" => WaitPolicy::Active,
+            "passive" => WaitPolicy::Passive,
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "wait: gomp = {other:?} (expected default, active or passive)"
+                )));
+            }
+        };
+        let pause = pause.unwrap_or(PAUSE_NS);
+        if !(pause.is_finite() && pause > 0.0) {
+            return Err(serde::de::Error::custom(format!(
+                "wait: pause_ns = {pause} (expected a positive number of ns)"
+            )));
         }
+        Ok(SpinCounts::from_env(policy, spincount).wait(pause))
+    }
+}
+
+/// A TOML error on one line: where (line and column of the start of the span) and what.
+/// The error's own text draws the line with a caret below it, over several lines.
+fn one_line(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim().replace('\n', "; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: {what}")
+        }
+        None => what,
     }
 }
 
@@ -159,7 +220,7 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
         path: origin.to_path_buf(),
         why,
     };
-    let raw: RawScenario = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+    let raw: RawScenario = toml::from_str(text).map_err(|e| bad(one_line(text, &e)))?;
     let mut apps = Vec::new();
     for a in raw.app {
         let mut groups = Vec::new();
@@ -364,6 +425,35 @@ ops = [ { op = "get", queue = 0 }, { op = "compute", us = 180, mem = 0.5, spread
     }
 
     #[test]
+    fn scenario_barrier_waits_as_libgomp_waits() {
+        let wait_of = |wait: &str| {
+            let text = format!(
+                "[[app]]\nname = \"a\"\n[[app.group]]\nname = \"g\"\nthreads = 2\niterations = 1\n\
+                 ops = [ {{ op = \"barrier\", barrier = 0, wait = {wait} }} ]\n"
+            );
+            let w = parse_scenario(&text, Path::new("x.toml")).unwrap();
+            match w.apps[0].groups[0].ops[0] {
+                Op::Barrier { wait, .. } => wait,
+                other => panic!("{other:?}"),
+            }
+        };
+        // libgomp's defaults: 300 000 spins (100 with more threads than CPUs) × 26 ns.
+        let gomp = |spin_ns, throttled_ns| Wait::Gomp {
+            spin_ns,
+            throttled_ns,
+        };
+        assert_eq!(wait_of("\"gomp\""), gomp(7_800_000, 2_600));
+        assert_eq!(wait_of("{ gomp = \"default\" }"), gomp(7_800_000, 2_600));
+        // OMP_WAIT_POLICY=passive: sleep at once; GOMP_SPINCOUNT=1000 at 10 ns a spin.
+        assert_eq!(wait_of("{ gomp = \"passive\" }"), gomp(0, 0));
+        assert_eq!(
+            wait_of("{ gomp = \"default\", spincount = 1000, pause_ns = 10 }"),
+            gomp(10_000, 1_000)
+        );
+        assert_eq!(wait_of("\"yield\""), Wait::Yield);
+    }
+
+    #[test]
     fn scenario_rejects_unknown_keys_and_bad_values() {
         let base = |ops: &str| {
             format!(
@@ -376,6 +466,10 @@ ops = [ { op = "get", queue = 0 }, { op = "compute", us = 180, mem = 0.5, spread
             "{ op = \"compute\" }",
             "{ op = \"teleport\" }",
             "{ op = \"barrier\", barrier = 0, wait = \"nap\" }",
+            "{ op = \"barrier\", barrier = 0, wait = { gomp = \"lazy\" } }",
+            "{ op = \"barrier\", barrier = 0, wait = { gomp = \"active\", pause_ns = 0 } }",
+            "{ op = \"barrier\", barrier = 0, wait = { gomp = \"active\", spins = 5 } }",
+            "{ op = \"barrier\", barrier = 0, wait = { spincount = 5 } }",
             "{ op = \"put\", queue = 3 }",
             "{ op = \"compute\", us = 1, mem = 2.0 }",
             "{ op = \"ticket\", lock = 0, items = 8, ns = 100 }",
@@ -386,6 +480,15 @@ ops = [ { op = "get", queue = 0 }, { op = "compute", us = 180, mem = 0.5, spread
                 "{ops}"
             );
         }
+        // The error is one line that says where and what.
+        let e = parse_scenario(
+            &base("{ op = \"barrier\", barrier = 0, wait = \"nap\" }"),
+            Path::new("x.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!e.contains('\n'), "{e}");
+        assert!(e.contains("line 7, column 7: wait = \"nap\""), "{e}");
         assert!(parse_scenario(&base("{ op = \"compute\", us = 1 }"), Path::new("x.toml")).is_ok());
         let ticket = "{ op = \"ticket\", lock = 0, items = 8, ns = 100, lines = 1 }, { op = \"compute\", us = 5 }";
         assert!(parse_scenario(&base(ticket), Path::new("x.toml")).is_ok());
