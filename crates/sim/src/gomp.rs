@@ -53,7 +53,7 @@
 //! a parameter (`footprint_kb`, default 512): 8192 lines at the in-LLC line cost over the
 //! machine's memory-level parallelism (40 ns / 8), about 41 µs a move, inside the 33–58 µs
 //! that one migration cost a thread on the development machine for working sets of 64 KiB
-//! to 8 MiB (README, "What management costs").
+//! to 8 MiB (`docs/cost.md`, "What management costs").
 
 use crate::SimError;
 use crate::workload::{App, Group, MS, Op, Params, US, Wait, ns};

@@ -1,7 +1,8 @@
-//! Every shell command of the README is run by a test or by CI, and every path it cites is
-//! inside the repository.
+//! Every shell command of the README and of `docs/*.md` is run by a test or by CI, and every
+//! path they cite is inside the repository.
 //!
-//! **The rule.** Each line of a ```` ```sh ```` block of `README.md` is one command (a
+//! **The rule.** Each line of a ```` ```sh ```` block of `README.md` or of a page under
+//! `docs/` is one command (a
 //! trailing `# comment` is dropped). Each must match one of these, or this test fails and
 //! names it, so a command added to the README needs a rule here:
 //!
@@ -80,6 +81,25 @@ const IN_CI: &[(&str, &str)] = &[
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The README and every page under `docs/`: (path from the repository, text).
+fn documents() -> Vec<(String, String)> {
+    let mut docs = vec![(
+        "README.md".to_string(),
+        std::fs::read_to_string(repo().join("README.md")).unwrap(),
+    )];
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    for p in pages {
+        let name = format!("docs/{}", p.file_name().unwrap().to_string_lossy());
+        docs.push((name, std::fs::read_to_string(&p).unwrap()));
+    }
+    docs
 }
 
 /// The commands of the ```sh blocks of `text`.
@@ -200,10 +220,12 @@ fn run_ok(args: &[String], cwd: &Path, what: &str) {
 #[test]
 fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
     let _alone = crate::support::alone();
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
     let cli_toml = std::fs::read_to_string(repo().join("crates/cli/Cargo.toml")).unwrap();
-    let commands = sh_commands(&readme);
+    let commands: Vec<String> = documents()
+        .iter()
+        .flat_map(|(_, text)| sh_commands(text))
+        .collect();
     assert!(commands.len() >= 10, "{commands:?}");
     let cwd = tempfile::tempdir().unwrap();
     let mut unruled = Vec::new();
@@ -275,12 +297,40 @@ fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
 
 #[test]
 fn readme_cites_only_paths_inside_the_repository() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    assert!(!readme.contains("](../"), "a link leaves the repository");
+    let docs = documents();
+    assert!(docs.len() >= 2, "no page under docs/");
+    let mut checked = 0;
+    for (name, text) in &docs {
+        checked += cited_paths_exist(name, text);
+    }
+    assert!(checked >= 5, "{checked}");
+}
+
+/// Checks the paths `text` (the document `name`) cites: its links stay inside the
+/// repository and lead to files that exist, and every `dir/...` path in backquotes under
+/// one of the repository's folders exists. Returns how many it checked.
+fn cited_paths_exist(name: &str, text: &str) -> usize {
+    let base = Path::new(name).parent().unwrap_or(Path::new(""));
     assert!(
-        !readme.contains("../shared"),
-        "cites a folder outside the repository"
+        !text.contains("../shared"),
+        "{name} cites a folder outside the repository"
     );
+    let mut checked = 0;
+    for link in text.split("](").skip(1) {
+        let target = link.split(')').next().unwrap().split('#').next().unwrap();
+        if target.is_empty() || target.contains("://") {
+            continue;
+        }
+        let path = repo().join(base).join(target);
+        let inside = path
+            .canonicalize()
+            .is_ok_and(|p| p.starts_with(repo().canonicalize().unwrap()));
+        assert!(
+            inside,
+            "{name} links to {target:?}: not a file of the repository"
+        );
+        checked += 1;
+    }
     // Every `dir/...` path in backquotes under one of the repository's folders exists.
     let roots = [
         "calibration/",
@@ -288,9 +338,9 @@ fn readme_cites_only_paths_inside_the_repository() {
         "scenarios/",
         "fixtures/",
         "bench/",
+        "docs/",
     ];
-    let mut checked = 0;
-    for quoted in readme.split('`').skip(1).step_by(2) {
+    for quoted in text.split('`').skip(1).step_by(2) {
         if quoted.contains(' ') || !roots.iter().any(|r| quoted.starts_with(r)) {
             continue;
         }
@@ -299,11 +349,11 @@ fn readme_cites_only_paths_inside_the_repository() {
         let path = quoted.split('{').next().unwrap().trim_end_matches(':');
         assert!(
             repo().join(path).exists(),
-            "README cites {quoted:?}: not in the repository"
+            "{name} cites {quoted:?}: not in the repository"
         );
         checked += 1;
     }
-    assert!(checked >= 5, "{checked}");
+    checked
 }
 
 #[test]
