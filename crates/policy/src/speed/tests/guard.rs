@@ -65,23 +65,24 @@ fn guard_events(moves: &[(f64, Move)]) -> (Vec<u64>, Vec<u64>) {
 fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
     // Three threads on two cores (fair share 2/3). Managed, the slowest thread gets 40 %
     // of a core; under Linux 60 %. The guard's measured tail is L = 200 ms, its settling
-    // 50 ms.
+    // 50 ms; a probe's are half these.
     // - 1000 ms: the first managed stint ends (0.4 < 0.9 · 2/3 = 0.6): probe, every
     //   thread released.
-    // - 1250 ms: the probe measured 0.6 > 1.05 · 0.4: handed back for 1 s.
-    // - 2250 ms: trial, placed again; 2500 ms: trial 0.4 < 0.6: released for 2 s.
-    // - 4500 ms: trial; 4750 ms: released for 4 s; 8750 ms: trial again.
+    // - 1125 ms: the probe measured 0.6 > 1.05 · 0.4: handed back for 1 s.
+    // - 2125 ms: trial, placed again; 2375 ms: trial 0.4 < 0.6: released for 2 s.
+    // - 4375 ms: trial; 4625 ms: released for 4 s; 8625 ms: trial again; 8875 ms:
+    //   released for 8 s.
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(None), &t).unwrap();
     let moves = drive_guard(&mut p, &t, 0.4, 0.6, 8900.0);
     let (released, resumed) = guard_events(&moves);
-    assert_eq!(released, vec![1000, 2500, 4750]);
-    assert_eq!(resumed, vec![2250, 4500, 8750]);
+    assert_eq!(released, vec![1000, 2375, 4625, 8875]);
+    assert_eq!(resumed, vec![2125, 4375, 8625]);
     let g = p.guard.as_ref().unwrap();
     assert_eq!((g.probes, g.handbacks, g.resumes), (1, 1, 0));
     let summary = p.summary().lines();
     let line = &summary.iter().find(|(k, _)| k == "guard").unwrap().1;
-    assert!(line.contains("handed back at 1.25 s"), "{line}");
+    assert!(line.contains("handed back at 1.12 s"), "{line}");
     assert!(
         line.contains("60 % of a core under Linux, 40 % managed"),
         "{line}"
@@ -91,20 +92,14 @@ fn speed_guard_hands_back_when_linux_does_better_and_retries_with_back_off() {
 #[test]
 fn speed_guard_keeps_managing_when_probes_lose_and_probes_less_often() {
     // Three threads on two cores, managed 0.5 (under 0.9 · 2/3 = 0.6: probed), Linux 0.45:
-    // every probe loses. Probes at 1000 ms (back at 1250), then after a managed stint of
-    // 2 s (3250, back at 3500), then of 4 s (7500).
+    // every probe loses. Probes at 1000 ms (back at 1125), then after a managed stint of
+    // 2 s (3125, back at 3250), then of 4 s (7250, back at 7375).
     let t = topo(1, 1, 2, 1);
     let mut p = Speed::new(&settings(None), &t).unwrap();
     let moves = drive_guard(&mut p, &t, 0.5, 0.45, 8000.0);
     let (released, resumed) = guard_events(&moves);
-    assert_eq!(released, vec![1000, 3250, 7500]);
-    assert_eq!(
-        resumed,
-        vec![1250, 3500, 7750]
-            .into_iter()
-            .filter(|&x| x <= 8000)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(released, vec![1000, 3125, 7250]);
+    assert_eq!(resumed, vec![1125, 3250, 7375]);
     let g = p.guard.as_ref().unwrap();
     assert_eq!((g.probes, g.handbacks), (3, 0));
 }
