@@ -188,7 +188,9 @@ fn one_line(text: &str, e: &toml::de::Error) -> String {
     let what = e.message().trim().replace('\n', "; ");
     match e.span() {
         Some(span) => {
-            let before = &text[..span.start.min(text.len())];
+            // Spans are byte offsets at token boundaries; one that is not a character
+            // boundary (it should not happen) counts from the end of the text.
+            let before = text.get(..span.start).unwrap_or(text);
             let line = before.matches('\n').count() + 1;
             let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
             format!("line {line}, column {column}: {what}")
