@@ -34,7 +34,7 @@
 //!
 //! Off by default (`Linux::delay_dequeue`): at 16 cores it makes the model kinder to
 //! Linux at N = 2M with blocking barriers (87.1 → 89.8 %, Linux 72–80 %; see the
-//! simulator's README, "Delayed dequeue").
+//! simulator's `docs/sixteen-core-mechanisms.md`, "Delayed dequeue").
 
 use crate::state::{CpuIdx, Sim, ThreadIdx};
 use threadbalance_model::Nanos;
