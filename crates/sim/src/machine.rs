@@ -50,6 +50,10 @@ pub struct Costs {
     pub smt_factor: f64,
     /// Lines a migrated thread fetches in parallel while refilling its cache.
     pub mlp: f64,
+    /// KiB of cache a core keeps to itself (L1 and a private L2): all that a move to
+    /// another core behind the same LLC can lose. The rest of a larger footprint stays in
+    /// the shared LLC, or was never cached at all, wherever the thread runs.
+    pub private_kb: f64,
 }
 
 impl Costs {
@@ -66,6 +70,8 @@ impl Costs {
             link_streams: 2.0,
             smt_factor: 1.3,
             mlp: 8.0,
+            // A recent server core's private L2 (1–2 MiB).
+            private_kb: 1024.0,
         }
     }
 }
@@ -118,6 +124,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 link_streams: 2.5,
                 smt_factor: 1.0,
                 mlp: 8.0,
+                // A Bulldozer module's 2 MiB L2 (16 KiB L1D a core).
+                private_kb: 2048.0,
             },
         ),
         // Speed balancing Table 1: Xeon E7310 "Tigerton", 4 × 4 cores, L2 per core pair, one
@@ -135,6 +143,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 link_streams: 2.0,
                 smt_factor: 1.0,
                 mlp: 4.0,
+                // The L1D: the L2 is the pair's LLC.
+                private_kb: 32.0,
             },
         ),
         // Speed balancing Table 1: Opteron 8350 "Barcelona", 4 × 4 cores, L3 per socket, NUMA
@@ -152,6 +162,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 link_streams: 0.8,
                 smt_factor: 1.0,
                 mlp: 6.0,
+                // 64 KiB L1D and 512 KiB L2 a core.
+                private_kb: 576.0,
             },
         ),
         // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6; within a socket, the
@@ -167,6 +179,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 link_streams: 2.5,
                 smt_factor: 1.0,
                 mlp: 8.0,
+                // A Piledriver module's 2 MiB L2.
+                private_kb: 2048.0,
             },
         ),
         "local" => {

@@ -166,7 +166,9 @@ impl Sim {
     ///
     /// The refill fetches the working set from where it is, the cache of the CPU left
     /// behind: within an LLC a line costs an LLC hit or a probe of the sibling's private
-    /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`).
+    /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`). Within an
+    /// LLC only what the old core held privately is lost (at most `Hw::private_lines`):
+    /// the rest of the footprint is in the shared LLC, or in memory, for either core.
     pub(crate) fn set_cpu(&mut self, t: ThreadIdx, c: CpuIdx) {
         let old = self.th[t].cpu;
         if old == c {
@@ -176,7 +178,11 @@ impl Sim {
         let refill = if same_core {
             0.0
         } else {
-            self.footprint_lines(t) * self.hw.line_ns(old, c) / self.hw.mlp
+            let mut lines = self.footprint_lines(t);
+            if self.hw.llc[old] == self.hw.llc[c] {
+                lines = lines.min(self.hw.private_lines);
+            }
+            lines * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
         th.cpu = c;

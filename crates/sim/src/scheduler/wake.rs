@@ -359,4 +359,21 @@ mod tests {
         assert_eq!((sim.th[0].debt - d1).0, (4096.0 * 201.0 / 8.0) as u64);
         assert_eq!(sim.th[0].migrations, 2);
     }
+
+    #[test]
+    fn a_move_within_the_llc_loses_only_the_private_caches() {
+        // Opteron 6272, a 64 MiB footprint (1 048 576 lines). Within socket 1's L3 (CPU 16
+        // to 17) only the module's 2 MiB L2 is lost: 32 768 lines at 40 ns, 8 in flight,
+        // 163.84 µs. Across sockets (CPU 17 to 0) the whole footprint comes over the link:
+        // 1 048 576 lines at 201 ns, 8 in flight, 26.3 ms.
+        let mut sim = spinning("opteron6272-4x16", 1, true);
+        sim.apps[0].footprint_lines = 64.0 * 1024.0 * 16.0;
+        sim.th[0].cpu = CpuIdx(16);
+        let d0 = sim.th[0].debt;
+        sim.set_cpu(ThreadIdx(0), CpuIdx(17));
+        assert_eq!((sim.th[0].debt - d0).0, 2048 * 16 * 40 / 8);
+        let d1 = sim.th[0].debt;
+        sim.set_cpu(ThreadIdx(0), CpuIdx(0));
+        assert_eq!((sim.th[0].debt - d1).0, (1_048_576.0 * 201.0 / 8.0) as u64);
+    }
 }

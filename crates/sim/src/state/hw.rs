@@ -28,6 +28,9 @@ pub(crate) struct Hw {
     pub link_streams: f64,
     pub smt_factor: f64,
     pub mlp: f64,
+    /// Lines of cache private to a core (`Costs::private_kb`): what a move within an LLC
+    /// refills at most.
+    pub private_lines: f64,
 }
 
 impl Hw {
@@ -120,6 +123,7 @@ pub(crate) fn build_hw(m: &Machine) -> Hw {
         link_streams: c.link_streams.max(0.1),
         smt_factor: c.smt_factor,
         mlp: c.mlp.max(1.0),
+        private_lines: c.private_kb.max(0.0) * 16.0,
     }
 }
 
