@@ -63,8 +63,27 @@
 //! fewer threads at 17 threads on 16 cores for the same or better progress, and gains
 //! 1–2 points with 3 threads on 2 cores (seeds 1–3). The credit is not reset by noise: a
 //! thread that ran a whole slice in one window and none in the next has the same credit
-//! two windows later. Threads start round-robin over the cores; a thread discovered later
-//! goes to the core with the fewest threads.
+//! two windows later. Every thread, at first sight or later, goes to the core with the
+//! fewest threads, ties to the node and then the LLC with the fewest threads per core: so
+//! the first window is a round-robin that spreads over nodes and LLCs in proportion to
+//! their cores.
+//!
+//! **Nodes and LLCs.** Each node rotates its own threads, so the spread is what gives every
+//! node heavy and light cores to rotate between: filled in core order, 24 threads on two
+//! 8-core nodes were 16 + 8, two a core and one a core, and nothing rotated (simulated,
+//! 10 ms yield phases: `speed` 2.065 s, Linux 2.069; spread, 1.634). Within a node, a heavy
+//! thread swaps with the light thread of most credit *behind its own LLC* when that one is
+//! ahead of it, and with the node's best light thread only otherwise. With LLCs evenly
+//! loaded (24 threads on two 8-core LLCs, 12 + 12) every turn then stays within an LLC and
+//! refetches only the private caches; a turn across LLCs also refetches the thread's share
+//! of the LLC, which for working sets of megabytes costs about as much as the turn gains
+//! (simulated, 16 MiB a thread, 24 threads: placed in core order and paired across the
+//! node, `speed` took 1.43× Linux's time; spread and paired behind LLCs, 0.98×). The
+//! partner behind the heavy thread's LLC must be among the round's best light threads (as
+//! many as may swap); where one LLC holds more threads per core than the others (17 on 9 + 8) its
+//! threads fall behind theirs until none of its own ranks there, and only then are the
+//! others reached. That costs 0.6–2 % against global pairs with small working sets (the
+//! trade is measured in the README of the simulator).
 //!
 //! **Why the old distributed balancers thrashed at N = 2M.** Each core's balancer judged
 //! "slow" from per-thread speeds over its own span (2–4 ms), and counted only threads that
@@ -270,6 +289,9 @@ const GUARD_MIN_MEASURE: Nanos = Nanos::from_millis(200);
 #[derive(Debug, Clone)]
 struct Queue {
     node: NodeId,
+    /// Its last-level cache: the index of the LLC domain of its lowest CPU at the core
+    /// level; at coarser levels each queue is its own (see [`Speed::new`]).
+    llc: usize,
     /// Threads placed on it.
     load: u32,
 }
@@ -330,6 +352,8 @@ pub struct Speed {
     /// Scratch lists of a round (indexes into `placed`).
     heavy: Vec<usize>,
     light: Vec<usize>,
+    /// Which of `light` a round has paired.
+    used: Vec<bool>,
     /// Exec and wanted (exec + run-queue wait) ns of each queue's threads over the last
     /// round.
     q_exec: Vec<f64>,
@@ -401,11 +425,23 @@ impl Speed {
             return Err(bad("interval must be positive".into()));
         }
         let level = settings.level;
+        // Cores group by LLC only where a domain lies inside one; at the LLC level or above
+        // every queue is its own group, and nothing prefers one pair over another.
+        let llc_of = |d: &threadbalance_model::Domain| match level {
+            Level::Core => d
+                .cpus
+                .iter()
+                .next()
+                .and_then(|c| topo.domain_of(c, Level::Llc))
+                .unwrap_or(d.index),
+            _ => d.index,
+        };
         let queues: Vec<Queue> = topo
             .domains(level)
             .iter()
             .map(|d| Queue {
                 node: d.node,
+                llc: llc_of(d),
                 load: 0,
             })
             .collect();
@@ -423,6 +459,7 @@ impl Speed {
             spare: Vec::new(),
             heavy: Vec::new(),
             light: Vec::new(),
+            used: Vec::new(),
             q_exec: Vec::new(),
             q_want: Vec::new(),
             started: false,
@@ -467,10 +504,47 @@ impl Speed {
         self.guard.as_ref().is_none_or(|g| g.mode.managing())
     }
 
-    /// The queue with the fewest placed threads; ties go to the lowest index.
+    /// The queue with the fewest placed threads; ties go to the core whose node, then
+    /// whose LLC, holds the fewest threads per core, then to the lowest index.
+    ///
+    /// So threads spread over nodes and LLCs in proportion to their cores, as Linux's
+    /// balancer spreads them: with 24 threads on two 8-core nodes each gets 12, and each
+    /// node's rotation (which never crosses nodes) has heavy and light cores to rotate
+    /// between. Filled in index order instead, node 0 got 16 (two a core) and node 1 eight
+    /// (one a core): even counts in both, nothing rotated, and `speed` ran as `pbind`
+    /// (2.065 s against 1.607 on one 16-core node; simulated, ep-barrier, 10 ms yield
+    /// phases). Within a node, an even spread over LLCs lets most swaps stay within an
+    /// LLC (see `rotate.rs`).
     fn emptiest(&self) -> usize {
+        let mut node_load: Vec<(u32, u32)> = Vec::new();
+        let mut llc_load: Vec<(u32, u32)> = Vec::new();
+        for q in &self.queues {
+            let n = self.nodes.binary_search(&q.node).unwrap_or(0);
+            if node_load.len() <= n {
+                node_load.resize(n + 1, (0, 0));
+            }
+            if llc_load.len() <= q.llc {
+                llc_load.resize(q.llc + 1, (0, 0));
+            }
+            node_load[n].0 += q.load;
+            node_load[n].1 += 1;
+            llc_load[q.llc].0 += q.load;
+            llc_load[q.llc].1 += 1;
+        }
+        // Threads per core as an exact fraction (load, cores), compared crosswise.
+        let per_core = |(load, cores): (u32, u32), (l2, c2): (u32, u32)| {
+            (u64::from(load) * u64::from(c2)).cmp(&(u64::from(l2) * u64::from(cores)))
+        };
+        let node_of = |q: usize| self.nodes.binary_search(&self.queues[q].node).unwrap_or(0);
         (0..self.queues.len())
-            .min_by_key(|&q| self.queues[q].load)
+            .min_by(|&a, &b| {
+                let (qa, qb) = (&self.queues[a], &self.queues[b]);
+                qa.load
+                    .cmp(&qb.load)
+                    .then_with(|| per_core(node_load[node_of(a)], node_load[node_of(b)]))
+                    .then_with(|| per_core(llc_load[qa.llc], llc_load[qb.llc]))
+                    .then(a.cmp(&b))
+            })
             .unwrap_or(0)
     }
 }

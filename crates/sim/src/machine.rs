@@ -54,6 +54,11 @@ pub struct Costs {
     /// another core behind the same LLC can lose. The rest of a larger footprint stays in
     /// the shared LLC, or was never cached at all, wherever the thread runs.
     pub private_kb: f64,
+    /// KiB of the shared last-level cache per core behind it (the LLC is this times its
+    /// cores). A move to another LLC refetches, beyond the private caches, only the
+    /// thread's share of the LLC it left: a footprint larger than that share was never all
+    /// cached, wherever the thread ran.
+    pub llc_kb_per_core: f64,
 }
 
 impl Costs {
@@ -72,6 +77,8 @@ impl Costs {
             mlp: 8.0,
             // A recent server core's private L2 (1–2 MiB).
             private_kb: 1024.0,
+            // 1.5–1.875 MiB a core on recent Xeons, 4 MiB on EPYC (32 MiB an 8-core CCD).
+            llc_kb_per_core: 2048.0,
         }
     }
 }
@@ -126,6 +133,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 mlp: 8.0,
                 // A Bulldozer module's 2 MiB L2 (16 KiB L1D a core).
                 private_kb: 2048.0,
+                // Fig. 2: 16 MB of L3 shared by 16 cores.
+                llc_kb_per_core: 1024.0,
             },
         ),
         // Speed balancing Table 1: Xeon E7310 "Tigerton", 4 × 4 cores, L2 per core pair, one
@@ -145,6 +154,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 mlp: 4.0,
                 // The L1D: the L2 is the pair's LLC.
                 private_kb: 32.0,
+                // Table 1: 4 MB of L2 per core pair.
+                llc_kb_per_core: 2048.0,
             },
         ),
         // Speed balancing Table 1: Opteron 8350 "Barcelona", 4 × 4 cores, L3 per socket, NUMA
@@ -164,6 +175,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 mlp: 6.0,
                 // 64 KiB L1D and 512 KiB L2 a core.
                 private_kb: 576.0,
+                // Table 1: 2 MB of L3 per socket of 4 cores.
+                llc_kb_per_core: 512.0,
             },
         ),
         // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6; within a socket, the
@@ -181,6 +194,8 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 mlp: 8.0,
                 // A Piledriver module's 2 MiB L2.
                 private_kb: 2048.0,
+                // 8 MiB of L3 per 4-core die.
+                llc_kb_per_core: 2048.0,
             },
         ),
         "local" => {

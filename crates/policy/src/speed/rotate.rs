@@ -179,7 +179,7 @@ impl Speed {
                 light.push(i);
             }
         }
-        // At most a quarter of the group's cores (and at least 4) swap per round: the best
+        // At most a quarter of the group's cores (and at least 8) swap per round: the best
         // pairs first, so only those need sorting.
         let cap = (v.cores / SWAP_SHARE).max(MIN_SWAPS);
         let credit = |i: &usize| self.placed[*i].credit;
@@ -197,10 +197,32 @@ impl Speed {
         light.sort_unstable_by(down);
         let t = f64::from(lo);
         let margin = (1.0 / t - 1.0 / (t + 1.0)) * self.interval.0 as f64 * MARGIN_INTERVALS;
-        for (&x, &y) in heavy.iter().zip(&light) {
+        let mut used = std::mem::take(&mut self.used);
+        used.clear();
+        used.resize(light.len(), false);
+        let mut first_free = 0;
+        for &x in &heavy {
+            // The light thread with the most credit, unless one of the `cap` best behind
+            // the same LLC is worth the swap too: that one (see "Nodes and LLCs" in the
+            // module docs). With one LLC that is the same thread.
+            while first_free < light.len() && used[first_free] {
+                first_free += 1;
+            }
+            let any = (first_free < light.len()).then_some(first_free);
+            let llc_x = self.queues[self.placed[x].queue].llc;
+            let near = (first_free..light.len()).find(|&j| {
+                !used[j]
+                    && self.queues[self.placed[light[j]].queue].llc == llc_x
+                    && self.placed[light[j]].credit - self.placed[x].credit > margin
+            });
+            let Some(j) = near.or(any) else {
+                break;
+            };
+            let y = light[j];
             if self.placed[y].credit - self.placed[x].credit <= margin {
                 break;
             }
+            used[j] = true;
             let (qx, qy) = (self.placed[x].queue, self.placed[y].queue);
             self.placed[x].queue = qy;
             self.placed[y].queue = qx;
@@ -218,6 +240,7 @@ impl Speed {
         }
         self.heavy = heavy;
         self.light = light;
+        self.used = used;
         true
     }
 

@@ -1,7 +1,7 @@
 //! What the policy knows of each thread, window by window: first sight and placement
-//! (round-robin on the first window, then the emptiest core), run and wait time, the
-//! blocked fraction that releases sleepers and adopts them again, and the credits the
-//! rotation orders threads by.
+//! (the emptiest core, spread over nodes and LLCs, which is round-robin on the first
+//! window), run and wait time, the blocked fraction that releases sleepers and adopts them
+//! again, and the credits the rotation orders threads by.
 
 use super::{
     ADOPT_BELOW, ASLEEP_AGE, CREDIT_TAU_S, DUTY_TAU_S, IDLE, Placed, RELEASE_ABOVE, SIGNAL_TAU_S,
@@ -106,8 +106,8 @@ impl Speed {
     }
 
     /// Merges the window into the table of placed threads: accumulates exec and wait
-    /// time and credits, drops threads that are gone, places new ones (round-robin on the
-    /// first window, else on the emptiest queue) and releases or adopts sleepers. Moves are
+    /// time and credits, drops threads that are gone, places new ones (on the emptiest
+    /// queue, see `Speed::emptiest`) and releases or adopts sleepers. Moves are
     /// asked for only while the policy manages; otherwise it keeps its books.
     pub(super) fn track(&mut self, w: &Window, moves: &mut Vec<Move>) {
         let dt = w.duration().0 as f64;
@@ -147,11 +147,8 @@ impl Speed {
                 i += 1;
                 continue;
             }
-            let queue = if first {
-                (self.stats.initial as usize) % self.queues.len().max(1)
-            } else {
-                self.emptiest()
-            };
+            // Round-robin at first sight too: the emptiest core, spread over nodes and LLCs.
+            let queue = self.emptiest();
             if queue >= self.queues.len() {
                 continue;
             }

@@ -169,6 +169,8 @@ impl Sim {
     /// cache (cache to cache), across sockets a remote probe (`Hw::line_ns`). Within an
     /// LLC only what the old core held privately is lost (at most `Hw::private_lines`):
     /// the rest of the footprint is in the shared LLC, or in memory, for either core.
+    /// Across LLCs what is lost is at most the private caches and the thread's share of
+    /// the LLC it left (`llc_share`); the rest came from memory on either side.
     pub(crate) fn set_cpu(&mut self, t: ThreadIdx, c: CpuIdx) {
         let old = self.th[t].cpu;
         if old == c {
@@ -178,11 +180,15 @@ impl Sim {
         let refill = if same_core {
             0.0
         } else {
-            let mut lines = self.footprint_lines(t);
-            if self.hw.llc[old] == self.hw.llc[c] {
-                lines = lines.min(self.hw.private_lines);
-            }
-            lines * self.hw.line_ns(old, c) / self.hw.mlp
+            let lines = self.footprint_lines(t);
+            let lost = if self.hw.llc[old] == self.hw.llc[c] {
+                lines.min(self.hw.private_lines)
+            } else if lines > self.hw.private_lines {
+                lines.min(self.hw.private_lines + self.llc_share(t, old, lines))
+            } else {
+                lines
+            };
+            lost * self.hw.line_ns(old, c) / self.hw.mlp
         };
         let th = &mut self.th[t];
         th.cpu = c;
@@ -192,6 +198,23 @@ impl Sim {
         if self.hw.pkg[old] != self.hw.pkg[c] {
             self.stats.cross_migrations += 1;
         }
+    }
+
+    /// Lines of the LLC of CPU `c` that thread `t` (footprint `lines`) holds: the LLC split
+    /// over the threads that live behind it in proportion to their footprints, as
+    /// competing working sets share a cache that holds none of them whole.
+    fn llc_share(&self, t: ThreadIdx, c: CpuIdx, lines: f64) -> f64 {
+        let llc = self.hw.llc[c];
+        let behind: f64 = (0..self.th.len())
+            .map(ThreadIdx::from)
+            .filter(|&u| {
+                u != t
+                    && !matches!(self.th[u].st, St::New | St::Done)
+                    && self.hw.llc[self.th[u].cpu] == llc
+            })
+            .map(|u| self.footprint_lines(u))
+            .sum();
+        self.hw.llc_lines[llc as usize] * lines / (lines + behind)
     }
 
     /// The thread CPU `c` runs, if any: how the programs part learns it (the run queues

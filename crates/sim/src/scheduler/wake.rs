@@ -361,11 +361,34 @@ mod tests {
     }
 
     #[test]
+    fn a_move_across_llcs_loses_the_threads_share_of_the_llc() {
+        // Generic costs on two 4-core packages: a 1 MiB private L2 a core and an 8 MiB LLC
+        // a package (2 MiB a core). Four threads of 64 MiB each live behind package 0's
+        // LLC and split it four ways: a move to package 1 refetches the L2 and 2 MiB of
+        // the LLC, 49 152 lines at 90 ns (local memory), 8 in flight: 553 µs.
+        let mut sim = spinning("package:2 core:4 pu:1", 4, true);
+        sim.run_until(Nanos::from_millis(5));
+        sim.apps[0].footprint_lines = 64.0 * 1024.0 * 16.0;
+        for i in 0..4 {
+            sim.th[ThreadIdx(i)].cpu = CpuIdx(i);
+        }
+        let d0 = sim.th[0].debt;
+        sim.set_cpu(ThreadIdx(0), CpuIdx(4));
+        assert_eq!((sim.th[0].debt - d0).0, (49_152.0 * 90.0 / 8.0) as u64);
+        // Now alone behind package 1's LLC, a move back refetches all of it: 1 + 8 MiB.
+        let d1 = sim.th[0].debt;
+        sim.set_cpu(ThreadIdx(0), CpuIdx(0));
+        assert_eq!((sim.th[0].debt - d1).0, (147_456.0 * 90.0 / 8.0) as u64);
+    }
+
+    #[test]
     fn a_move_within_the_llc_loses_only_the_private_caches() {
         // Opteron 6272, a 64 MiB footprint (1 048 576 lines). Within socket 1's L3 (CPU 16
         // to 17) only the module's 2 MiB L2 is lost: 32 768 lines at 40 ns, 8 in flight,
-        // 163.84 µs. Across sockets (CPU 17 to 0) the whole footprint comes over the link:
-        // 1 048 576 lines at 201 ns, 8 in flight, 26.3 ms.
+        // 163.84 µs. Across sockets (CPU 17 to 0) what the thread held comes over the
+        // link: the module's L2 and, alone behind it, the whole 16 MiB L3 (16 cores ×
+        // 1 MiB): 294 912 lines at 201 ns, 8 in flight, 7.41 ms. The other 46 MiB were in
+        // memory wherever it ran (charged whole, 26.3 ms).
         let mut sim = spinning("opteron6272-4x16", 1, true);
         sim.apps[0].footprint_lines = 64.0 * 1024.0 * 16.0;
         sim.th[0].cpu = CpuIdx(16);
@@ -374,6 +397,6 @@ mod tests {
         assert_eq!((sim.th[0].debt - d0).0, 2048 * 16 * 40 / 8);
         let d1 = sim.th[0].debt;
         sim.set_cpu(ThreadIdx(0), CpuIdx(0));
-        assert_eq!((sim.th[0].debt - d1).0, (1_048_576.0 * 201.0 / 8.0) as u64);
+        assert_eq!((sim.th[0].debt - d1).0, (294_912.0 * 201.0 / 8.0) as u64);
     }
 }

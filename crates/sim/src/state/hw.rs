@@ -31,6 +31,8 @@ pub(crate) struct Hw {
     /// Lines of cache private to a core (`Costs::private_kb`): what a move within an LLC
     /// refills at most.
     pub private_lines: f64,
+    /// Per LLC id, the lines it holds (`Costs::llc_kb_per_core` times its cores).
+    pub llc_lines: Vec<f64>,
 }
 
 impl Hw {
@@ -85,6 +87,15 @@ pub(crate) fn build_hw(m: &Machine) -> Hw {
     for (i, &l) in llc.iter().enumerate() {
         llc_cpus[l as usize].push(CpuIdx::from(i));
     }
+    let llc_lines = llc_cpus
+        .iter()
+        .map(|cs| {
+            let mut cores: Vec<u32> = cs.iter().map(|&c| core[c.ix()]).collect();
+            cores.sort_unstable();
+            cores.dedup();
+            m.costs.llc_kb_per_core.max(0.0) * 16.0 * cores.len() as f64
+        })
+        .collect();
     let nnode = nodes.len().max(1);
     let dist = |a: usize, b: usize| f64::from(topo.distance(nodes[a], nodes[b]).unwrap_or(10));
     let dmax = (0..nnode)
@@ -124,6 +135,7 @@ pub(crate) fn build_hw(m: &Machine) -> Hw {
         smt_factor: c.smt_factor,
         mlp: c.mlp.max(1.0),
         private_lines: c.private_kb.max(0.0) * 16.0,
+        llc_lines,
     }
 }
 
