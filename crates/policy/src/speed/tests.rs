@@ -311,6 +311,20 @@ fn speed_rejects_bad_settings() {
     );
 }
 
+/// Asserts that every thread got the same share of the CPU time within `within` (a
+/// fraction of the share).
+fn assert_equal_shares(m: &Machine, within: f64) {
+    let total: f64 = m.exec_ms.iter().sum();
+    let share = 1.0 / m.exec_ms.len() as f64;
+    for e in &m.exec_ms {
+        assert!(
+            (e / total - share).abs() < within * share,
+            "{:?}",
+            m.exec_ms
+        );
+    }
+}
+
 /// Moves other than first placements.
 fn rotations(m: &Machine) -> Vec<&Move> {
     m.moves
@@ -361,14 +375,7 @@ fn speed_seventeen_threads_on_sixteen_cores_rotate_the_doubled_pair_every_round(
     let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
     let mut m = Machine::new(17);
     m.run(&mut p, &t, 2000.0);
-    let total: f64 = m.exec_ms.iter().sum();
-    for e in &m.exec_ms {
-        assert!(
-            (e / total - 1.0 / 17.0).abs() < 0.01 / 17.0,
-            "{:?}",
-            m.exec_ms
-        );
-    }
+    assert_equal_shares(&m, 0.01);
     let rounds = p.stats.rotating_rounds as f64;
     let swaps = p.stats.swaps as f64;
     assert!(
@@ -388,14 +395,7 @@ fn speed_twenty_four_threads_on_sixteen_cores_swap_every_heavy_core_each_round()
     let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
     let mut m = Machine::new(24);
     m.run(&mut p, &t, 1000.0);
-    let total: f64 = m.exec_ms.iter().sum();
-    for e in &m.exec_ms {
-        assert!(
-            (e / total - 1.0 / 24.0).abs() < 0.01 / 24.0,
-            "{:?}",
-            m.exec_ms
-        );
-    }
+    assert_equal_shares(&m, 0.01);
     let rounds = p.stats.rotating_rounds as f64;
     let swaps = p.stats.swaps as f64;
     assert!(
@@ -660,14 +660,7 @@ fn speed_swaps_stay_within_an_llc_that_has_heavy_and_light_cores() {
         moved.iter().all(|&(a, b)| llc(a) == llc(b)),
         "a move crossed LLCs"
     );
-    let total: f64 = m.exec_ms.iter().sum();
-    for e in &m.exec_ms {
-        assert!(
-            (e / total - 1.0 / 24.0).abs() < 0.01 / 24.0,
-            "{:?}",
-            m.exec_ms
-        );
-    }
+    assert_equal_shares(&m, 0.01);
     // 17 threads: 9 + 8. The second LLC has no heavy core, so its threads get ahead of
     // everyone, and are reached only when none of the first LLC's light threads is among
     // the round's best: moves cross LLCs, but fewer than a third of them (28 %; paired
@@ -683,12 +676,5 @@ fn speed_swaps_stay_within_an_llc_that_has_heavy_and_light_cores() {
         "{across} of {} moves crossed",
         moved.len()
     );
-    let total: f64 = m.exec_ms.iter().sum();
-    for e in &m.exec_ms {
-        assert!(
-            (e / total - 1.0 / 17.0).abs() < 0.03 / 17.0,
-            "{:?}",
-            m.exec_ms
-        );
-    }
+    assert_equal_shares(&m, 0.03);
 }
