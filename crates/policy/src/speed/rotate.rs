@@ -304,7 +304,15 @@ impl Speed {
             }
         }
         if action == Action::Resume {
+            // The rounds while Linux held the threads rotated nothing, and the interval
+            // backed off with them (to 40–100 ms over a 125 ms probe): the next round
+            // would come that late and leave the threads placed but not rotated until
+            // then. A round comes at once instead, from the shortest interval, which the
+            // signals then set as at the start.
             self.slow_down = 1;
+            self.quiet_rounds = 0;
+            self.next_round = now;
+            self.interval = self.fixed.unwrap_or(self.cfg.min_interval);
         }
     }
 

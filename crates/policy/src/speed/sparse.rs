@@ -14,21 +14,25 @@
 //! Linux alone would have pulled it over.
 //!
 //! **The rule.** At each round the policy measures the gap G since the last one (smoothed
-//! over about four rounds; or the last two gaps, when both are longer) and compares it with the phase S = 1 / r estimated from the
-//! synchronization signals (r: voluntary plus involuntary switches per running
-//! thread-second, as for the interval), read only while the threads *block* (at least a
-//! third of their switches voluntary). When the host holds the rounds back (G more than
-//! twice the period asked for) and G > 1.5 S while the rotation runs, every placed thread
-//! is *lent* to Linux (its original mask, as [`super::few`] does); the policy keeps asking
-//! for rounds every B and keeps measuring. When G < 0.8 S again (the budget recovered, or
-//! the phases lengthened), or the signals no longer give a phase, the lent threads are
-//! placed again on the emptiest cores and the rotation takes over.
+//! over about four rounds; or the last two gaps, when both are longer) and compares it
+//! with the phase S = 1 / r estimated from the synchronization signals (r: voluntary plus
+//! involuntary switches per running thread-second, as for the interval), read only while
+//! the threads *block* (at least a third of their switches voluntary). When the host
+//! holds the rounds back (G more than twice the periods asked for those rounds, smoothed
+//! alike, so that a gap after a long period asked, a backed-off rotation, does not count)
+//! and G > 1.5 S while the rotation runs, every placed thread is *lent* to Linux (its
+//! original mask, as [`super::few`] does); the policy keeps asking for rounds every B and
+//! keeps measuring. When G < 0.8 S again (the budget recovered, or the phases
+//! lengthened), or the signals no longer give a phase, the lent threads are placed again
+//! on the emptiest cores and the rotation takes over.
 //!
 //! ```text
 //!   round: G ← G + ¼ (now − last round − G);   S = 1 / (switches per thread-second)
+//!          A ← A + ¼ (asked for that gap − A)
 //!          G' = max(G, min(last two gaps))
-//!   rotating ∧ G' > 2 · asked ∧ G' > 1.5 S  ─► lend every placed thread to Linux
-//!   lent ∧ (G < 0.8 S ∨ no phase seen)      ─► place them again, rotate
+//!   held = G > 2 · max(A, asked) ∨ min(last two gaps) > 2 · max(their two asked)
+//!   rotating ∧ held ∧ G' > 1.5 S        ─► lend every placed thread to Linux
+//!   lent ∧ (G < 0.8 S ∨ no phase seen)  ─► place them again, rotate
 //! ```
 //!
 //! **Where 1.5 comes from** (simulator, 16 cores, `ep-barrier` 10 ms nominal phases,
@@ -95,6 +99,11 @@ pub(super) struct Sparse {
     last_gaps: [f64; 2],
     /// The period asked for at the last round, ns.
     asked: f64,
+    /// The periods asked for the gaps seen, smoothed as `gap` is and the last two: what
+    /// the gaps are held against. A gap after a long period asked (a backed-off rotation,
+    /// quiet rounds) is not the host holding rounds back.
+    asked_avg: f64,
+    last_asked: [f64; 2],
     /// When the last round came, managed or not.
     last_at: Option<Nanos>,
     /// The last lending or taking back, explained.
@@ -118,11 +127,14 @@ impl Sparse {
     pub(super) fn observe(&mut self, gap: f64) {
         if self.rounds == 0 {
             self.gap = gap;
+            self.asked_avg = self.asked;
         } else {
             self.gap += GAP_WEIGHT * (gap - self.gap);
+            self.asked_avg += GAP_WEIGHT * (self.asked - self.asked_avg);
         }
         self.rounds = self.rounds.saturating_add(1);
         self.last_gaps = [gap, self.last_gaps[0]];
+        self.last_asked = [self.asked, self.last_asked[0]];
     }
 
     /// Notes the period the policy asks for until the next round.
@@ -136,11 +148,11 @@ impl Sparse {
         // The smoothed gap, or the last two gaps both: two sparse rounds in a row say as
         // much as the average, without waiting for it to forget the first cheap ticks
         // (the pacer's burst).
-        let gap = self.gap.max(self.last_gaps[0].min(self.last_gaps[1]));
-        rotating
-            && self.rounds >= MIN_ROUNDS
-            && gap > PACED * self.asked
-            && phase.is_some_and(|s| gap > LEND * s)
+        let last_two = self.last_gaps[0].min(self.last_gaps[1]);
+        let held = self.gap > PACED * self.asked_avg.max(self.asked)
+            || last_two > PACED * self.last_asked[0].max(self.last_asked[1]);
+        let gap = self.gap.max(last_two);
+        rotating && self.rounds >= MIN_ROUNDS && held && phase.is_some_and(|s| gap > LEND * s)
     }
 
     /// Whether lent threads should be placed again.
@@ -280,6 +292,29 @@ mod tests {
         // A round every 20 ms because the policy asked for 20 ms (a backed-off rotation,
         // a fixed interval): 20 < 2 × 20, the host did not hold it back.
         assert!(!seen(&[20.0, 20.0], 20).should_lend(true, Some(10e6)));
+    }
+
+    #[test]
+    fn sparse_a_gap_after_a_long_period_asked_is_not_the_host_holding_back() {
+        // Rounds every 40 ms as asked (the interval backed off while the guard's probe
+        // gave the threads to Linux), then the policy asks for 1 ms and gets it. The
+        // smoothed gap is 40 + ¼(1 − 40) ≈ 30 ms, above 2 × 1 and 1.5 × 3.5 ms phases; but
+        // the periods asked, smoothed the same way, are 30 ms too: not held back, no
+        // lending. (Against the last period asked alone, this lent every thread to Linux
+        // on 64 cores with 80 blocking threads, simulated.)
+        let mut s = Sparse::default();
+        for _ in 0..4 {
+            s.ask(Nanos::from_millis(40));
+            s.observe(40e6);
+        }
+        s.ask(Nanos::from_millis(1));
+        s.observe(1e6);
+        assert!((s.gap - 30.25e6).abs() < 1.0, "{}", s.gap);
+        assert!(!s.should_lend(true, Some(3.5e6)));
+        // Held back for real at the new period: rounds every 19 ms against 1 ms asked.
+        s.observe(19e6);
+        s.observe(19e6);
+        assert!(s.should_lend(true, Some(3.5e6)));
     }
 
     #[test]

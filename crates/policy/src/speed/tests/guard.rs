@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// Drives `p` with two threads on two cores that run at `managed` of a core while the
+/// Drives `p` with three threads on two cores that run at `managed` of a core while the
 /// policy places them and at `linux` while it has given them back, calling it when it asks
 /// until `until_ms`; returns every move with the time it was asked for (ms).
 fn drive_guard(
@@ -12,6 +12,19 @@ fn drive_guard(
     managed: f64,
     linux: f64,
     until_ms: f64,
+) -> Vec<(f64, Move)> {
+    drive_guard_switching(p, t, managed, linux, until_ms, 0.0)
+}
+
+/// As [`drive_guard`], with `invol_per_ms` involuntary switches per thread and ms of
+/// window (3 = 3000/s: threads that yield at barriers, rounds every `min_interval`).
+fn drive_guard_switching(
+    p: &mut Speed,
+    t: &Topology,
+    managed: f64,
+    linux: f64,
+    until_ms: f64,
+    invol_per_ms: f64,
 ) -> Vec<(f64, Move)> {
     let mut released = [false; 3];
     let mut out = Vec::new();
@@ -35,7 +48,8 @@ fn drive_guard(
         let rates: Vec<Rate> = (0..3)
             .map(|i| {
                 let s = if released[i] { linux } else { managed };
-                (100 + i as i32, s, 1.0 - s, 0, 0)
+                let invol = (invol_per_ms * (now - last)).round() as u64;
+                (100 + i as i32, s, 1.0 - s, 0, invol)
             })
             .collect();
         plan = p.decide(t, &window(last, now, &rates));
@@ -121,4 +135,22 @@ fn speed_guard_does_not_probe_at_the_fair_share_and_can_be_turned_off() {
     let moves = drive_guard(&mut p, &t, 0.4, 0.6, 5000.0);
     assert_eq!(guard_events(&moves), (vec![], vec![]));
     assert!(p.guard.is_none());
+}
+
+#[test]
+fn speed_guard_asks_for_rounds_at_once_after_a_probe_that_linux_loses() {
+    // Yielding threads (3000 involuntary switches a second): rounds every 1 ms. Managed
+    // 0.5, Linux 0.45: the probe at 1000 ms loses and the threads are placed again at
+    // 1125 ms. The 125 ms of rounds under Linux rotated nothing and backed the interval
+    // off (×1.5 a round after 16 quiet rounds, to about 40 ms); once the policy has the
+    // threads again its rounds must come as the signals ask, not that late.
+    // The same run twice (deterministic): stopped under Linux at 1110 ms, then at 1130.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    drive_guard_switching(&mut p, &t, 0.5, 0.45, 1110.0, 3.0);
+    assert!(p.interval() > Nanos::from_millis(10), "{}", p.interval());
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_guard_switching(&mut p, &t, 0.5, 0.45, 1130.0, 3.0);
+    assert_eq!(guard_events(&moves), (vec![1000], vec![1125]));
+    assert!(p.interval() <= Nanos::from_millis(2), "{}", p.interval());
 }
