@@ -11,9 +11,19 @@
 //!
 //! At one thread per core (N = 16) placement plays no part, and still the C program
 //! reached 85 % and 84 % of its fair share where spmd reached 98.6 % and 97.8 %: 0.86×.
-//! Fixed-iteration work ran slower with every core busy (all-core clock, likely; not
-//! measured, not modelled). A row the model misses against the C program but not against
-//! spmd says so in its reason ([`SixteenRow::why_missed`]), with the ratio measured on it.
+//! Fixed-iteration work ran slower with every core busy: the all-core clock (a Xeon's
+//! turbo falls with the number of busy cores) or the host's contention under the VM;
+//! not measured directly. So each row is simulated twice:
+//!
+//! - as spmd counts work ([`SixteenRow::workload`]), held to spmd's figure;
+//! - as the C program counts it ([`SixteenRow::c_workload`]): the same iterations take
+//!   1 / [`c_clock`] as long with every core busy, and the fair share stays the
+//!   iterations at the clock the program was sized for. Held to the C program's figure.
+//!
+//! The clock is fitted on the two N = 16 rows at 10 ms (where it is the whole gap), so
+//! those say nothing of the fit; the other twelve do. It applies at every N, since every
+//! row keeps all 16 CPUs busy but for barrier waits. A row the model misses says so in
+//! its reason ([`SixteenRow::why_missed`]).
 
 use crate::workload::{Wait, Workload, ep_barrier};
 
@@ -83,8 +93,34 @@ impl SixteenRow {
         }
     }
 
-    /// % of the fair share of a run of [`SixteenRow::workload`] that took `runtime_s`:
-    /// the fair share is the work per thread × max(1, N / 16).
+    /// The C program as the model runs it: the phases and the work of
+    /// [`SixteenRow::workload`], each taking 1 / [`c_clock`] as long (fixed iterations at
+    /// the all-core clock). Its [`SixteenRow::fair_share_pct`] is the same: the fair share
+    /// counts the iterations at full clock.
+    pub fn c_workload(&self) -> Workload {
+        let clock = c_clock();
+        let work_ms = if self.phase_ms >= 100 { 2000 } else { 3000 };
+        let slow = |ms: u64| (ms as f64 * 1e6 / clock).round() as u64;
+        Workload {
+            name: format!(
+                "ep-barrier:phase_ms={:.3},wait={},work_ms={:.1}",
+                self.phase_ms as f64 / clock,
+                super::wait_name(self.wait),
+                work_ms as f64 / clock
+            ),
+            description: String::new(),
+            apps: vec![ep_barrier(
+                self.threads,
+                slow(self.phase_ms),
+                slow(work_ms),
+                self.wait,
+            )],
+        }
+    }
+
+    /// % of the fair share of a run of [`SixteenRow::workload`] (or
+    /// [`SixteenRow::c_workload`]) that took `runtime_s`: the fair share is the work per
+    /// thread at full clock × max(1, N / 16).
     pub fn fair_share_pct(&self, runtime_s: f64) -> f64 {
         let work_s = if self.phase_ms >= 100 { 2.0 } else { 3.0 };
         let fair = work_s * (self.threads as f64 / 16.0).max(1.0);
@@ -99,9 +135,12 @@ impl SixteenRow {
         t
     }
 
-    /// Whether `simulated` (% of the fair share) is within ±10 points of every target.
-    pub fn reproduced_by(&self, simulated: f64) -> bool {
-        self.targets().iter().all(|m| (simulated - m).abs() <= 10.0)
+    /// Whether the simulation is within ±10 points of every target: `spmd_like` (% of the
+    /// fair share of [`SixteenRow::workload`]) of spmd's figure, when measured, and `c_like`
+    /// (of [`SixteenRow::c_workload`]) of the C program's mean.
+    pub fn reproduced_by(&self, spmd_like: f64, c_like: f64) -> bool {
+        (c_like - self.c_mean()).abs() <= 10.0
+            && self.spmd.is_none_or(|s| (spmd_like - s).abs() <= 10.0)
     }
 
     /// The C program's mean over spmd's on this row, when spmd was measured on it, or else
@@ -120,19 +159,22 @@ impl SixteenRow {
         (self.c_program[0] + self.c_program[1]) / 2.0
     }
 
-    /// Why `simulated` is not [`reproduced_by`](SixteenRow::reproduced_by) this row: each
-    /// measurement it misses, by how much, and what is known of the gap.
-    pub fn why_missed(&self, simulated: f64) -> String {
+    /// Why the simulation (`spmd_like`, `c_like` as in [`SixteenRow::reproduced_by`]) does
+    /// not reproduce this row: each measurement it misses, by how much, and what is known
+    /// of the gap.
+    pub fn why_missed(&self, spmd_like: f64, c_like: f64) -> String {
         let c = self.c_mean();
         let mut why = format!(
-            "{:+.1} points from the C program's {c:.1} (±10 allowed)",
-            simulated - c
+            "{:+.1} points from the C program's {c:.1} at its all-core clock ({:.2}×; {spmd_like:.1} % \
+             without it) (±10 allowed)",
+            c_like - c,
+            c_clock()
         );
         match self.spmd {
-            Some(s) if (simulated - s).abs() <= 10.0 => why.push_str(&format!(
+            Some(s) if (spmd_like - s).abs() <= 10.0 => why.push_str(&format!(
                 "; within ±10 of spmd's {s:.1}, which counts work in CPU time as the model does"
             )),
-            Some(s) => why.push_str(&format!("; {:+.1} from spmd's {s:.1}", simulated - s)),
+            Some(s) => why.push_str(&format!("; {:+.1} from spmd's {s:.1}", spmd_like - s)),
             None => {}
         }
         if let Some(r) = self.c_over_spmd() {
@@ -141,30 +183,38 @@ impl SixteenRow {
             } else {
                 "at 10 ms phases with this N and barrier"
             };
-            let sixteen = if self.threads == 16 {
-                String::new()
-            } else {
-                format!(" and {:.2}× at N = 16", one_per_core_ratio())
-            };
             why.push_str(&format!(
-                "; the C program ran {r:.2}× spmd's figure {at}{sixteen}, where placement plays \
-                 no part{}: fixed-iteration work slowed with every core busy (likely the \
-                 all-core clock), which the model does not have",
-                if self.threads == 16 {
-                    " (one thread per core)"
-                } else {
-                    ""
-                }
+                "; the C program ran {r:.2}× spmd's figure {at}, against the clock's {:.2}×",
+                c_clock()
             ));
         }
-        if self.threads > 16 && self.wait == Wait::Block && simulated > c + 10.0 {
+        if c_like < c - 10.0 && self.wait == Wait::Block {
+            why.push_str(
+                "; the model leaves the doubled-up core in place where Linux rotated more: \
+                 with blocking barriers CPUs go idle at every phase's end and pull",
+            );
+        }
+        if self.threads > 16 && self.wait == Wait::Block && c_like > c + 10.0 {
             why.push_str(
                 "; and the model keeps 2 threads per core (N = 32) or a 2 + 1 split (N = 24) \
                  stable longer than Linux does (see the 16-core section of the simulator's README)",
             );
         }
+        if self.threads > 16 && self.wait == Wait::Yield && c_like < c - 10.0 {
+            why.push_str(
+                "; with two threads per core and yield barriers both Linux and the model \
+                 drift into stacks of three or not, run by run (78–96 % across seeds)",
+            );
+        }
         why
     }
+}
+
+/// The speed of fixed-iteration work with every core busy, relative to the speed the C
+/// program was sized at: its mean over spmd's on the rows with one thread per core
+/// (N = 16), where placement plays no part (see the module docs).
+pub fn c_clock() -> f64 {
+    one_per_core_ratio()
 }
 
 /// The C program's mean over spmd's on the rows with one thread per core (N = 16).
@@ -205,37 +255,69 @@ mod tests {
     }
 
     #[test]
-    fn why_missed_24_block_names_both_targets_and_the_split() {
-        // 24 block at 10 ms: C mean 65, spmd 72.1; 78.8 is +13.8 from C, +6.7 from spmd.
-        let w = row_of(24, 10, Wait::Block).why_missed(78.8);
+    fn c_workload_runs_the_same_iterations_at_the_all_core_clock() {
+        // 17 threads, 10 ms phases, the clock (85 / 98.6 + 84 / 97.8) / 2 = 0.86049:
+        // 10 / 0.86049 = 11.621 ms a phase, 3000 / 0.86049 = 3486.4 ms of work; the fair
+        // share still counts 3000 ms.
+        let r = row_of(17, 10, Wait::Block);
+        let w = r.c_workload();
+        assert_eq!(
+            w.name,
+            "ep-barrier:phase_ms=11.621,wait=block,work_ms=3486.4"
+        );
+        // A run as long as the slowed work over 16 cores: 86.05 % of the fair share.
+        let run_s = 3.0 / c_clock() * 17.0 / 16.0;
+        assert!((r.fair_share_pct(run_s) - 86.05).abs() < 0.01);
+    }
+
+    #[test]
+    fn reproduced_by_holds_each_simulation_to_its_own_target() {
+        // 24 block at 10 ms: C mean 65, spmd 72.1.
+        let r = row_of(24, 10, Wait::Block);
+        assert!(r.reproduced_by(80.0, 70.0));
+        // The spmd-like run within ±10 of the C program but not of spmd: missed.
+        assert!(!r.reproduced_by(60.0, 70.0));
+        // The C-like run within ±10 of spmd but not of the C program: missed.
+        assert!(!r.reproduced_by(72.1, 78.0));
+        // 100 ms rows have no spmd figure: only the C-like run counts.
+        let r = row_of(17, 100, Wait::Block);
+        assert!(r.reproduced_by(0.0, 55.0));
+        assert!(!r.reproduced_by(61.5, 47.0));
+    }
+
+    #[test]
+    fn why_missed_17_block_at_100_ms_says_the_model_rotates_less() {
+        // C mean 61.5; the C-like run 47.0 is −14.5; no spmd figure there, the ratio comes
+        // from the 10 ms row: 58.5 / 67.1 = 0.87.
+        let w = row_of(17, 100, Wait::Block).why_missed(54.4, 47.0);
+        assert!(
+            w.starts_with("-14.5 points from the C program's 61.5 at its all-core clock (0.86×; 54.4 % without it)"),
+            "{w}"
+        );
+        assert!(
+            w.contains("ran 0.87× spmd's figure at 10 ms phases with this N and barrier"),
+            "{w}"
+        );
+        assert!(w.contains("Linux rotated more"), "{w}");
+        assert!(!w.contains("split"), "{w}");
+    }
+
+    #[test]
+    fn why_missed_24_block_names_the_split_when_the_model_is_too_kind() {
+        // 24 block at 10 ms: C 65; a C-like 78.8 is +13.8; spmd 72.1 against 82.1: +10.0.
+        let w = row_of(24, 10, Wait::Block).why_missed(82.1, 78.8);
         assert!(
             w.starts_with("+13.8 points from the C program's 65.0"),
             "{w}"
         );
         assert!(w.contains("within ±10 of spmd's 72.1"), "{w}");
-        assert!(
-            w.contains("ran 0.90× spmd's figure on this row and 0.86× at N = 16"),
-            "{w}"
-        );
         assert!(w.contains("2 + 1 split"), "{w}");
-    }
-
-    #[test]
-    fn why_missed_16_threads_says_nothing_of_splits() {
-        // 16 block at 10 ms: C mean 84, so 94.5 is +10.5; spmd 97.8 is within.
-        let w = row_of(16, 10, Wait::Block).why_missed(94.5);
-        assert!(
-            w.starts_with("+10.5 points from the C program's 84.0"),
-            "{w}"
-        );
-        assert!(w.contains("0.86× spmd's figure on this row, where placement plays no part (one thread per core)"), "{w}");
-        assert!(!w.contains("split"), "{w}");
     }
 
     #[test]
     fn why_missed_names_a_missed_spmd_target() {
         // 17 block at 10 ms: spmd 67.1; 50.0 is −17.1 from it.
-        let w = row_of(17, 10, Wait::Block).why_missed(50.0);
+        let w = row_of(17, 10, Wait::Block).why_missed(50.0, 50.0);
         assert!(w.contains("-17.1 from spmd's 67.1"), "{w}");
     }
 }
