@@ -71,7 +71,13 @@
 //! **Nodes and LLCs.** Each node rotates its own threads, so the spread is what gives every
 //! node heavy and light cores to rotate between: filled in core order, 24 threads on two
 //! 8-core nodes were 16 + 8, two a core and one a core, and nothing rotated (simulated,
-//! 10 ms yield phases: `speed` 2.065 s, Linux 2.069; spread, 1.634). Within a node, a heavy
+//! 10 ms yield phases: `speed` 2.065 s, Linux 2.069; spread, 1.634). Counts that drift
+//! apart later (threads exit, or sleep and go back to Linux, on one node) are levelled one
+//! thread a round, where giving the emptier node a thread leaves the fuller one at least as
+//! full per core and its fullest core is measurably slower (`rotate.rs::level_nodes`): a
+//! one-off move across nodes where Linux's balancer would make one too, never a rotation.
+//! Without it, 20 threads on two 4-core nodes whose node-1 threads mostly exited left one
+//! core idle beside 10 threads on 4 and ran 1.34× Linux's time (simulated). Within a node, a heavy
 //! thread swaps with the light thread of most credit *behind its own LLC* when that one is
 //! ahead of it, and with the node's best light thread only otherwise. With LLCs evenly
 //! loaded (24 threads on two 8-core LLCs, 12 + 12) every turn then stays within an LLC and
@@ -356,6 +362,8 @@ pub struct Speed {
     light: Vec<usize>,
     /// Which of `light` a round has paired.
     used: Vec<bool>,
+    /// Threads and cores per node, for levelling the nodes (reused).
+    node_load: Vec<(u32, u32)>,
     /// Exec and wanted (exec + run-queue wait) ns of each queue's threads over the last
     /// round.
     q_exec: Vec<f64>,
@@ -462,6 +470,7 @@ impl Speed {
             heavy: Vec::new(),
             light: Vec::new(),
             used: Vec::new(),
+            node_load: Vec::new(),
             q_exec: Vec::new(),
             q_want: Vec::new(),
             started: false,

@@ -65,6 +65,9 @@ impl Speed {
         } else {
             self.nodes.len()
         };
+        if !self.cfg.allow_numa && self.nodes.len() > 1 {
+            self.level_nodes(moves);
+        }
         for g in 0..groups {
             let node = (!self.cfg.allow_numa).then(|| self.nodes[g]);
             rotating |= self.rotate_group(node, moves);
@@ -118,6 +121,85 @@ impl Speed {
             at_lo: speed(sums[1]),
             below_hi: speed(sums[2]),
         })
+    }
+
+    /// Levels the nodes' counts: when the fullest node (threads per core) would still hold
+    /// at least as many per core as the emptiest after giving it one thread, and its
+    /// fullest core is measurably slower than the emptiest node's emptiest core, that
+    /// core's least-credited thread moves there. One move a round.
+    ///
+    /// Each node rotates only its own threads (the paper's §6.4), so counts that drift
+    /// apart (threads exit, or go to sleep and are given back to Linux, on one node) stay
+    /// apart: with 10 threads on one 8-core node and 6 on the other, two cores stand idle
+    /// while two run doubled. Threads are spread over nodes when placed
+    /// ([`Speed::emptiest`]); this keeps them so, moving a thread across nodes once where
+    /// Linux's balancer would too, never to rotate.
+    fn level_nodes(&mut self, moves: &mut Vec<Move>) {
+        let n = self.nodes.len();
+        let mut load = std::mem::take(&mut self.node_load);
+        load.clear();
+        load.resize(n, (0, 0));
+        for q in &self.queues {
+            let k = self.nodes.binary_search(&q.node).unwrap_or(0);
+            load[k].0 += q.load;
+            load[k].1 += 1;
+        }
+        // Threads per core compared crosswise: a/b against c/d as a·d against c·b.
+        let per_core = |(l, c): (u32, u32)| (u64::from(l), u64::from(c.max(1)));
+        let (mut hi, mut lo) = (0, 0);
+        for k in 0..n {
+            let ((lk, ck), (lh, ch), (ll, cl)) =
+                (per_core(load[k]), per_core(load[hi]), per_core(load[lo]));
+            if lk * ch > lh * ck {
+                hi = k;
+            }
+            if lk * cl < ll * ck {
+                lo = k;
+            }
+        }
+        let ((lh, ch), (ll, cl)) = (per_core(load[hi]), per_core(load[lo]));
+        self.node_load = load;
+        // After one move: (lh − 1) / ch ≥ (ll + 1) / cl.
+        if hi == lo || lh == 0 || (lh - 1) * cl < (ll + 1) * ch {
+            return;
+        }
+        let (node_hi, node_lo) = (self.nodes[hi], self.nodes[lo]);
+        let fullest = (0..self.queues.len())
+            .filter(|&q| self.queues[q].node == node_hi)
+            .max_by_key(|&q| (self.queues[q].load, std::cmp::Reverse(q)));
+        let emptiest = (0..self.queues.len())
+            .filter(|&q| self.queues[q].node == node_lo)
+            .min_by_key(|&q| (self.queues[q].load, q));
+        let (Some(from), Some(to)) = (fullest, emptiest) else {
+            return;
+        };
+        let speed = |q: usize| {
+            if self.q_want[q] > 0.0 {
+                self.q_exec[q] / self.q_want[q]
+            } else {
+                1.0
+            }
+        };
+        if speed(from) >= SLOWER * speed(to) {
+            return;
+        }
+        let Some(i) = (0..self.placed.len())
+            .filter(|&i| self.placed[i].queue == from && !self.placed[i].released)
+            .min_by(|&a, &b| self.placed[a].credit.total_cmp(&self.placed[b].credit))
+        else {
+            return;
+        };
+        self.queues[from].load -= 1;
+        self.queues[to].load += 1;
+        self.placed[i].queue = to;
+        self.stats.levels += 1;
+        moves.push(Move {
+            thread: self.placed[i].key,
+            to: self.target(to),
+            why: Reason::SpeedRotate {
+                lead_ms: self.placed[i].credit / 1e6,
+            },
+        });
     }
 
     /// Levels and rotates the cores of one node (`None`: all cores).

@@ -678,3 +678,48 @@ fn speed_swaps_stay_within_an_llc_that_has_heavy_and_light_cores() {
     );
     assert_equal_shares(&m, 0.03);
 }
+
+#[test]
+fn speed_levels_nodes_whose_counts_drift_apart_one_thread_a_round() {
+    // Two nodes of 4 cores; 12 threads left 8 + 4 by hand (threads of node 1 exited, say):
+    // node 0 runs two a core at half speed (5 ms run, 5 ms waiting in a 10 ms round),
+    // node 1 one a core at full speed. Neither node has anything to rotate inside. Giving
+    // node 1 a thread still leaves node 0 at least as full ((8 − 1) / 4 ≥ (4 + 1) / 4),
+    // and its fullest core (0.5) is slower than 0.9 of node 1's emptiest (1.0): the
+    // least-credited thread of core 0 moves to core 4.
+    let t = Topology::synthetic("package:2 numa:1 core:4 pu:1").unwrap();
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..12).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let place = |p: &mut Speed, on: &[usize]| {
+        for q in p.queues.iter_mut() {
+            q.load = 0;
+        }
+        for (i, &q) in on.iter().enumerate() {
+            let slow = p.queues.len() / 2 > q && on.iter().filter(|&&x| x == q).count() > 1;
+            p.placed[i].queue = q;
+            p.placed[i].exec = if slow { 5e6 } else { 10e6 };
+            p.placed[i].wait = if slow { 5e6 } else { 0.0 };
+            p.placed[i].round_exec = 0.0;
+            p.placed[i].round_wait = 0.0;
+            p.queues[q].load += 1;
+        }
+    };
+    place(&mut p, &[0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7]);
+    p.placed[1].credit = -1e6;
+    let mut moves = Vec::new();
+    p.round(Nanos::from_millis(10), &mut moves);
+    let level: Vec<&Move> = moves.iter().filter(|m| m.thread == key(1, 101)).collect();
+    assert_eq!(level.len(), 1, "{moves:?}");
+    assert_eq!(queue_of(level[0]), 4);
+    assert_eq!((p.queues[0].load, p.queues[4].load), (1, 2));
+    assert_eq!(p.stats.levels, 1);
+    // 7 + 6 is as level as 13 threads on two 4-core nodes get: (7 − 1) / 4 < (6 + 1) / 4.
+    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
+    let first: Vec<Rate> = (0..13).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    place(&mut p, &[0, 0, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6, 7]);
+    let mut moves = Vec::new();
+    p.round(Nanos::from_millis(10), &mut moves);
+    assert_eq!(p.stats.levels, 0, "{moves:?}");
+}
