@@ -179,8 +179,8 @@
 //! management is then tried again after a back-off that doubles with every loss. A managed
 //! rate at 90 % of the fair share or more skips the probe. When the threads come back
 //! (after a probe Linux lost, or a trial), a round runs at once from the shortest
-//! interval: the rounds under Linux rotated nothing and had backed the interval off. The policy's summary says
-//! when and why it handed back. The guard lives inside the policy rather than as a wrapper
+//! interval: the rounds under Linux rotated nothing and had backed the interval off. The
+//! policy's summary says when and why it handed back. The guard lives inside the policy rather than as a wrapper
 //! around any policy because resuming means placing every thread again where the policy
 //! keeps it, which only the policy knows; a wrapper would need every policy to replay its
 //! placement on demand.
