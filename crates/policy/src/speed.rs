@@ -527,37 +527,47 @@ impl Speed {
     /// phases). Within a node, an even spread over LLCs lets most swaps stay within an
     /// LLC (see `rotate.rs`).
     fn emptiest(&self) -> usize {
-        let mut node_load: Vec<(u32, u32)> = Vec::new();
-        let mut llc_load: Vec<(u32, u32)> = Vec::new();
-        for q in &self.queues {
-            let n = self.nodes.binary_search(&q.node).unwrap_or(0);
-            if node_load.len() <= n {
-                node_load.resize(n + 1, (0, 0));
-            }
-            if llc_load.len() <= q.llc {
-                llc_load.resize(q.llc + 1, (0, 0));
-            }
-            node_load[n].0 += q.load;
-            node_load[n].1 += 1;
-            llc_load[q.llc].0 += q.load;
-            llc_load[q.llc].1 += 1;
-        }
-        // Threads per core as an exact fraction (load, cores), compared crosswise.
-        let per_core = |(load, cores): (u32, u32), (l2, c2): (u32, u32)| {
-            (u64::from(load) * u64::from(c2)).cmp(&(u64::from(l2) * u64::from(cores)))
-        };
-        let node_of = |q: usize| self.nodes.binary_search(&self.queues[q].node).unwrap_or(0);
+        let (mut node_load, mut llc_load) = (Vec::new(), Vec::new());
+        self.tally(|q| self.node_ix(q), &mut node_load);
+        self.tally(|q| q.llc, &mut llc_load);
         (0..self.queues.len())
             .min_by(|&a, &b| {
                 let (qa, qb) = (&self.queues[a], &self.queues[b]);
                 qa.load
                     .cmp(&qb.load)
-                    .then_with(|| per_core(node_load[node_of(a)], node_load[node_of(b)]))
-                    .then_with(|| per_core(llc_load[qa.llc], llc_load[qb.llc]))
+                    .then_with(|| {
+                        per_core_cmp(node_load[self.node_ix(qa)], node_load[self.node_ix(qb)])
+                    })
+                    .then_with(|| per_core_cmp(llc_load[qa.llc], llc_load[qb.llc]))
                     .then(a.cmp(&b))
             })
             .unwrap_or(0)
     }
+
+    /// The index in `nodes` of queue `q`'s node.
+    fn node_ix(&self, q: &Queue) -> usize {
+        self.nodes.binary_search(&q.node).unwrap_or(0)
+    }
+
+    /// Fills `into` with (threads placed, cores) per group of queues, the group of each
+    /// queue given by `group` (a node's index, an LLC).
+    fn tally(&self, group: impl Fn(&Queue) -> usize, into: &mut Vec<(u32, u32)>) {
+        into.clear();
+        for q in &self.queues {
+            let g = group(q);
+            if into.len() <= g {
+                into.resize(g + 1, (0, 0));
+            }
+            into[g].0 += q.load;
+            into[g].1 += 1;
+        }
+    }
+}
+
+/// Compares two groups' threads per core, given as (threads, cores), exactly: a/b
+/// against c/d as a·d against c·b.
+fn per_core_cmp((a, b): (u32, u32), (c, d): (u32, u32)) -> std::cmp::Ordering {
+    (u64::from(a) * u64::from(d)).cmp(&(u64::from(c) * u64::from(b)))
 }
 
 mod rotate;

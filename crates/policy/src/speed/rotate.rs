@@ -2,7 +2,7 @@
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
 use super::guard::{Action, BUSY, Mode};
-use super::{IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed};
+use super::{IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
 /// What a round needs to know of a group of cores (see [`Speed::view`]).
@@ -135,32 +135,22 @@ impl Speed {
     /// ([`Speed::emptiest`]); this keeps them so, moving a thread across nodes once where
     /// Linux's balancer would too, never to rotate.
     fn level_nodes(&mut self, moves: &mut Vec<Move>) {
-        let n = self.nodes.len();
         let mut load = std::mem::take(&mut self.node_load);
-        load.clear();
-        load.resize(n, (0, 0));
-        for q in &self.queues {
-            let k = self.nodes.binary_search(&q.node).unwrap_or(0);
-            load[k].0 += q.load;
-            load[k].1 += 1;
-        }
-        // Threads per core compared crosswise: a/b against c/d as a·d against c·b.
-        let per_core = |(l, c): (u32, u32)| (u64::from(l), u64::from(c.max(1)));
+        self.tally(|q| self.node_ix(q), &mut load);
         let (mut hi, mut lo) = (0, 0);
-        for k in 0..n {
-            let ((lk, ck), (lh, ch), (ll, cl)) =
-                (per_core(load[k]), per_core(load[hi]), per_core(load[lo]));
-            if lk * ch > lh * ck {
+        for k in 0..load.len() {
+            if per_core_cmp(load[k], load[hi]).is_gt() {
                 hi = k;
             }
-            if lk * cl < ll * ck {
+            if per_core_cmp(load[k], load[lo]).is_lt() {
                 lo = k;
             }
         }
-        let ((lh, ch), (ll, cl)) = (per_core(load[hi]), per_core(load[lo]));
+        let ((lh, ch), (ll, cl)) = (load[hi], load[lo]);
         self.node_load = load;
-        // After one move: (lh − 1) / ch ≥ (ll + 1) / cl.
-        if hi == lo || lh == 0 || (lh - 1) * cl < (ll + 1) * ch {
+        // After one move the fuller node still holds at least as many per core:
+        // (lh − 1) / ch ≥ (ll + 1) / cl.
+        if hi == lo || lh == 0 || per_core_cmp((lh - 1, ch), (ll + 1, cl)).is_lt() {
             return;
         }
         let (node_hi, node_lo) = (self.nodes[hi], self.nodes[lo]);

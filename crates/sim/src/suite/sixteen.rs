@@ -76,21 +76,13 @@ impl SixteenRow {
     /// The simulated program: N threads, 3000 ms of work at S = 10 ms and 2000 ms at
     /// S = 100 ms, as the C program had.
     pub fn workload(&self) -> Workload {
-        let work_ms = if self.phase_ms >= 100 { 2000 } else { 3000 };
-        Workload {
-            name: format!(
-                "ep-barrier:phase_ms={},wait={},work_ms={work_ms}",
-                self.phase_ms,
-                super::wait_name(self.wait)
-            ),
-            description: String::new(),
-            apps: vec![ep_barrier(
-                self.threads,
-                self.phase_ms * 1_000_000,
-                work_ms * 1_000_000,
-                self.wait,
-            )],
-        }
+        let name = format!(
+            "ep-barrier:phase_ms={},wait={},work_ms={}",
+            self.phase_ms,
+            super::wait_name(self.wait),
+            self.work_ms()
+        );
+        self.program(1.0, name)
     }
 
     /// The C program as the model runs it: the phases and the work of
@@ -99,20 +91,30 @@ impl SixteenRow {
     /// counts the iterations at full clock.
     pub fn c_workload(&self) -> Workload {
         let clock = c_clock();
-        let work_ms = if self.phase_ms >= 100 { 2000 } else { 3000 };
-        let slow = |ms: u64| (ms as f64 * 1e6 / clock).round() as u64;
+        let name = format!(
+            "ep-barrier:phase_ms={:.3},wait={},work_ms={:.1}",
+            self.phase_ms as f64 / clock,
+            super::wait_name(self.wait),
+            self.work_ms() as f64 / clock
+        );
+        self.program(clock, name)
+    }
+
+    /// Work per thread, ms: 3000 at 10 ms phases, 2000 at 100 ms, as the C program had.
+    fn work_ms(&self) -> u64 {
+        if self.phase_ms >= 100 { 2000 } else { 3000 }
+    }
+
+    /// The barrier program with its phases and work taking 1 / `clock` as long.
+    fn program(&self, clock: f64, name: String) -> Workload {
+        let ns = |ms: u64| (ms as f64 * 1e6 / clock).round() as u64;
         Workload {
-            name: format!(
-                "ep-barrier:phase_ms={:.3},wait={},work_ms={:.1}",
-                self.phase_ms as f64 / clock,
-                super::wait_name(self.wait),
-                work_ms as f64 / clock
-            ),
+            name,
             description: String::new(),
             apps: vec![ep_barrier(
                 self.threads,
-                slow(self.phase_ms),
-                slow(work_ms),
+                ns(self.phase_ms),
+                ns(self.work_ms()),
                 self.wait,
             )],
         }
@@ -122,8 +124,7 @@ impl SixteenRow {
     /// [`SixteenRow::c_workload`]) that took `runtime_s`: the fair share is the work per
     /// thread at full clock × max(1, N / 16).
     pub fn fair_share_pct(&self, runtime_s: f64) -> f64 {
-        let work_s = if self.phase_ms >= 100 { 2.0 } else { 3.0 };
-        let fair = work_s * (self.threads as f64 / 16.0).max(1.0);
+        let fair = self.work_ms() as f64 / 1e3 * (self.threads as f64 / 16.0).max(1.0);
         100.0 * fair / runtime_s.max(1e-9)
     }
 
