@@ -276,7 +276,7 @@ fn calibration_sixteen(cx: &mut Ctx) {
             "calibration: 24 always-runnable threads on 16 cores for 6 s, none",
             "3.0–5.3 CPU seconds each (min/max 0.56), 1–5 migrations per thread",
             format!(
-                "{lo:.1}–{hi:.1} CPU seconds (min/max {:.2}), {migr:.1} migrations per thread",
+                "{lo:.2}–{hi:.2} CPU seconds (min/max {:.3}), {migr:.1} migrations per thread",
                 lo / hi.max(1e-9)
             ),
             (lo / hi.max(1e-9) - 0.56).abs() <= 0.1 && (1.0..=5.0).contains(&migr),

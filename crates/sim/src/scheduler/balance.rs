@@ -326,10 +326,10 @@ impl Sim {
                     && self.allowed(t, c)
                 {
                     self.end_segment(src);
+                    let min_vr = self.min_vruntime_now(src).0 as i64;
                     self.kernel.cpus[src].cur = None;
                     self.th[t].involuntary += 1;
-                    self.th[t].lag =
-                        self.th[t].vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
+                    self.th[t].lag = self.th[t].vruntime.0 as i64 - min_vr;
                     self.set_cpu(t, c);
                     self.enqueue(t, c, false);
                     self.schedule(src);
@@ -353,9 +353,10 @@ impl Sim {
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
     fn pull(&mut self, t: ThreadIdx, src: CpuIdx, dst: CpuIdx) {
+        let min_vr = self.min_vruntime_now(src).0 as i64;
         self.kernel.cpus[src].rq.retain(|&x| x != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
+        th.lag = th.vruntime.0 as i64 - min_vr;
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
         self.set_cpu(t, dst);
@@ -372,9 +373,9 @@ impl Sim {
         match self.th[t].st {
             St::Running => {
                 self.end_segment(c);
+                let min_vr = self.min_vruntime_now(c).0 as i64;
                 self.kernel.cpus[c].cur = None;
-                self.th[t].lag =
-                    self.th[t].vruntime.0 as i64 - self.kernel.cpus[c].min_vruntime.0 as i64;
+                self.th[t].lag = self.th[t].vruntime.0 as i64 - min_vr;
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);

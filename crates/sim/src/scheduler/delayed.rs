@@ -116,7 +116,7 @@ impl Sim {
             return false;
         };
         self.kernel.cpus[c].delayed.remove(i);
-        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
+        let min_vr = self.min_vruntime_now(c).0 as i64;
         let th = &mut self.th[t];
         th.lag = (th.vruntime.0 as i64 - min_vr).max(0);
         self.enqueue(t, c, true);

@@ -232,8 +232,7 @@ impl Sim {
         th.load_at = self.now;
         th.cpu = c;
         th.st = St::Runnable;
-        th.vruntime = self.kernel.cpus[c].min_vruntime;
-        th.lag = 0;
+        th.lag = 0; // `enqueue` places it at the queue's `min_vruntime`
         self.enqueue(t, c, true);
     }
 
@@ -281,7 +280,7 @@ impl Sim {
     pub(crate) fn enqueue(&mut self, t: ThreadIdx, c: CpuIdx, wakeup: bool) {
         let slice = self.slice_ns() as i64;
         let now = self.now;
-        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
+        let min_vr = self.min_vruntime_now(c).0 as i64;
         let th = &mut self.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
@@ -317,6 +316,36 @@ impl Sim {
         } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
             self.preempt(c);
         }
+    }
+
+    /// CPU `c`'s `min_vruntime` brought up to now (`update_min_vruntime`, called from
+    /// `update_curr`): it follows the least of the running thread's vruntime, with the
+    /// time it has run since its segment began, and the queued threads', and never goes
+    /// back. A thread placed on the CPU (`enqueue`) starts from it, and a thread that
+    /// leaves keeps its distance from it as lag.
+    ///
+    /// Without the running thread's part, a thread that had run alone for 100 ms left the
+    /// value where it was when that thread was picked, and the next thread woken there was
+    /// placed 100 ms below it: it ran for 100 ms while the first waited, where Linux would
+    /// have them take turns.
+    pub(crate) fn min_vruntime_now(&mut self, c: CpuIdx) -> Nanos {
+        let cur = self.kernel.cpus[c]
+            .cur
+            .map(|t| self.th[t].vruntime + self.now.saturating_sub(self.cpus[c].seg_start));
+        let queued = self.kernel.cpus[c]
+            .rq
+            .iter()
+            .map(|&t| self.th[t].vruntime)
+            .min();
+        let least = match (cur, queued) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let k = &mut self.kernel.cpus[c];
+        if let Some(v) = least {
+            k.min_vruntime = k.min_vruntime.max(v);
+        }
+        k.min_vruntime
     }
 
     /// Gives idle CPU `c` to thread `t`.
@@ -472,7 +501,7 @@ impl Sim {
     pub(crate) fn block(&mut self, c: CpuIdx, t: ThreadIdx) {
         self.pelt_sync(t);
         let delayed = self.delay_on_block(c, t);
-        let min_vr = self.kernel.cpus[c].min_vruntime.0 as i64;
+        let min_vr = self.min_vruntime_now(c).0 as i64;
         let th = &mut self.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;

@@ -103,9 +103,10 @@ impl Sim {
     /// Moves queued thread `t` from CPU `src`'s queue to CPU `dst`.
     fn solaris_move_queued(&mut self, t: ThreadIdx, src: CpuIdx, dst: CpuIdx) {
         debug_assert_eq!(self.th[t].st, St::Runnable);
+        let min_vr = self.min_vruntime_now(src).0 as i64;
         self.kernel.cpus[src].rq.retain(|&x| x != t);
         let th = &mut self.th[t];
-        th.lag = th.vruntime.0 as i64 - self.kernel.cpus[src].min_vruntime.0 as i64;
+        th.lag = th.vruntime.0 as i64 - min_vr;
         th.wait += self.now.saturating_sub(th.runnable_since);
         self.set_cpu(t, dst);
         self.enqueue(t, dst, false);

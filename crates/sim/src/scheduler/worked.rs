@@ -461,3 +461,35 @@ fn kernel_helpers_place_threads_as_told() {
     assert_eq!(sim.th[2].st, St::Runnable);
     assert!(matches!(sim.th[0].act, Act::Idle));
 }
+
+// ---- min_vruntime --------------------------------------------------------------------
+
+#[test]
+fn min_vruntime_follows_the_thread_running_alone() {
+    // CPU 0 has run thread 0 alone for 100 ms, from vruntime 0 with the queue's
+    // min_vruntime at 0. update_curr brings min_vruntime up to the running thread's
+    // vruntime, 100 ms, so a thread woken there with lag 0 starts level with it and they
+    // take turns. Left at 0, the woken thread would run 100 ms before thread 0 ran again.
+    let mut sim = kernel("package:1 core:2 pu:1", 2, 100);
+    put(&mut sim, 0, 0);
+    sim.cpus[0].seg_start = Nanos::ZERO;
+    assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(100));
+    sim.th[1].st = St::Blocked;
+    sim.th[1].lag = 0;
+    sim.enqueue(th(1), cpu(0), true);
+    assert_eq!(sim.th[1].vruntime, Nanos::from_millis(100));
+}
+
+#[test]
+fn min_vruntime_is_the_least_of_running_and_queued_and_never_goes_back() {
+    // At 50 ms thread 0 has run 50 ms on CPU 0 (vruntime 0 → 50) and thread 1 waits at
+    // 20 ms: min(50, 20) = 20. Thread 1 placed lower later (10 ms) leaves it at 20, as
+    // `update_min_vruntime` only moves forwards.
+    let mut sim = kernel("package:1 core:2 pu:1", 2, 50);
+    fill(&mut sim, &[2]);
+    sim.cpus[0].seg_start = Nanos::ZERO;
+    sim.th[1].vruntime = Nanos::from_millis(20);
+    assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(20));
+    sim.th[1].vruntime = Nanos::from_millis(10);
+    assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(20));
+}

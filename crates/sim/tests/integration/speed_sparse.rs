@@ -85,15 +85,22 @@ fn speed_sparse_proc_fit_block_rows_are_lent_and_stay_within_three_percent_of_li
 
 #[test]
 fn speed_sparse_bpf_fit_seventeen_threads_keep_their_gain() {
-    // Rounds every ~8 ms against 10 ms phases: short enough, the rotation stays and keeps
-    // its 6–18 points over Linux (65–71 % against 53–60 %): at least 5 % faster.
-    for wait in ["yield", "block"] {
+    // Rounds every ~8 ms against 10 ms phases: short enough, the rotation stays (never
+    // lent) and keeps its gain over Linux: 17–19 points with yield barriers (70–72 %
+    // against 53 %, 0.74–0.75× Linux's time), 3–4 with blocking ones (69–70 % against
+    // 65–66 %, 0.94–0.96×). The blocking rows gained 8–10 points (0.85–0.88×) while the
+    // Linux model placed a thread woken onto a CPU a phase behind the thread running there;
+    // with the queues' `min_vruntime` following the running thread, Linux's doubled-up
+    // pair takes turns and the idle CPUs pull one at the phase's end, 6 points better.
+    // Checked: at least 5 % faster with yield barriers, 3 % with blocking ones.
+    for (wait, most) in [("yield", 0.95), ("block", 0.97)] {
         for seed in 1..=3 {
             let c = run(wait, 17, seed, Some(BPF_FIT));
             let (none, speed) = (&c.results[0], &c.results[1]);
             assert!(none.finished && speed.finished);
+            assert_eq!(sparse(speed), (0, false), "{wait}, seed {seed}");
             assert!(
-                speed.runtime_s <= none.runtime_s * 0.95,
+                speed.runtime_s <= none.runtime_s * most,
                 "{wait}, seed {seed}:\n{}",
                 c.to_table()
             );
