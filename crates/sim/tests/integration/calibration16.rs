@@ -40,6 +40,24 @@ fn simulated(r: &SixteenRow) -> f64 {
     pct_of(r, &r.workload())
 }
 
+/// The row as spmd counts work, seed 1, with the Linux model's options set by `set` (one
+/// of its switches on or off).
+fn simulated_with(r: &SixteenRow, set: impl Fn(&mut RunOptions)) -> f64 {
+    let m = sixteen_core().unwrap();
+    let mut o = RunOptions::new(1);
+    set(&mut o);
+    let res = run_policy(
+        &m,
+        &r.workload(),
+        "none",
+        &Settings::new(m.topo.default_level()),
+        &o,
+    )
+    .unwrap();
+    assert!(res.finished);
+    r.fair_share_pct(res.runtime_s)
+}
+
 fn row(n: usize, s: u64, wait: Wait) -> SixteenRow {
     *SIXTEEN_CORE_ROWS
         .iter()
@@ -166,20 +184,7 @@ fn calibration_sixteen_cores_block_newidle_in_proportion_to_success_pulls_less()
     // 88.7 → 79.7 %; 82.1 → 79.0 before the queues' `min_vruntime` followed the running
     // thread).
     let r = row(24, 10, Wait::Block);
-    let m = sixteen_core().unwrap();
-    let run = |ni: bool| {
-        let mut o = RunOptions::new(1);
-        o.linux.newidle_random = ni;
-        let res = run_policy(
-            &m,
-            &r.workload(),
-            "none",
-            &Settings::new(m.topo.default_level()),
-            &o,
-        )
-        .unwrap();
-        r.fair_share_pct(res.runtime_s)
-    };
+    let run = |ni: bool| simulated_with(&r, |o| o.linux.newidle_random = ni);
     let (with, without) = (run(true), run(false));
     assert!(with < without - 2.0, "{with:.1} against {without:.1}");
     assert!(with > 70.0, "{with:.1}");
@@ -195,21 +200,7 @@ fn calibration_sixteen_cores_block_delayed_dequeue_keeps_pairs_together() {
     // within ±10 % with it (+4.4 → +3.5 %, measured before the queues' `min_vruntime`
     // followed the running thread).
     let r = row(32, 10, Wait::Block);
-    let m = sixteen_core().unwrap();
-    let run = |dd: bool| {
-        let mut o = RunOptions::new(1);
-        o.linux.delay_dequeue = dd;
-        let res = run_policy(
-            &m,
-            &r.workload(),
-            "none",
-            &Settings::new(m.topo.default_level()),
-            &o,
-        )
-        .unwrap();
-        assert!(res.finished);
-        r.fair_share_pct(res.runtime_s)
-    };
+    let run = |dd: bool| simulated_with(&r, |o| o.linux.delay_dequeue = dd);
     let (with, without) = (run(true), run(false));
     assert!(with > without + 1.5, "{with:.1} against {without:.1}");
 }
@@ -225,23 +216,9 @@ fn calibration_sixteen_cores_block_stale_overload_flag_moves_no_row() {
     // `min_vruntime` following the running thread, the flag moves no 16-core block row by
     // as much as half a point (seed 1: 32 at 100 ms 92.7 → 92.6, 17 at 100 ms 69.8 →
     // 69.7, 32 at 10 ms 84.5 → 84.9), so there is no case left for turning it on.
-    let m = sixteen_core().unwrap();
     for (n, s) in [(17, 100), (32, 100), (32, 10)] {
         let r = row(n, s, Wait::Block);
-        let run = |sticky: bool| {
-            let mut o = RunOptions::new(1);
-            o.linux.sticky_overload = sticky;
-            let res = run_policy(
-                &m,
-                &r.workload(),
-                "none",
-                &Settings::new(m.topo.default_level()),
-                &o,
-            )
-            .unwrap();
-            assert!(res.finished);
-            r.fair_share_pct(res.runtime_s)
-        };
+        let run = |sticky: bool| simulated_with(&r, |o| o.linux.sticky_overload = sticky);
         let (with, without) = (run(true), run(false));
         assert!(
             (with - without).abs() < 0.5,
