@@ -212,6 +212,12 @@ impl LinuxAdapter {
         self.host.sampler_mut().read_steal();
     }
 
+    /// Whether the next samples leave the machine's CPU time to another host that reads it
+    /// for the same tick (see `Sampler::machine_time_elsewhere`).
+    pub fn machine_time_elsewhere(&mut self, elsewhere: bool) {
+        self.host.sampler_mut().machine_time_elsewhere(elsewhere);
+    }
+
     /// Makes the orphans of the command hang under us (we are its subreaper, set before it
     /// started), so that those born of confined threads are restored at the end.
     pub fn restore_orphans(&mut self) {

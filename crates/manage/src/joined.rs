@@ -40,6 +40,10 @@ pub trait Member: Host {
     fn pid(&self) -> Pid;
     /// Whether that process has exited.
     fn exited(&mut self) -> bool;
+    /// Whether its next sample may leave the machine's CPU time (`Snapshot::cpu_time`)
+    /// out, because another member has read it for this tick. A member that does not read
+    /// it has nothing to do.
+    fn machine_time_elsewhere(&mut self, _elsewhere: bool) {}
 }
 
 /// A member left out of a tick.
@@ -126,6 +130,9 @@ impl<M: Member> Host for Joined<'_, M> {
         let mut i = 0;
         while i < self.members.len() {
             let m = &mut self.members[i];
+            // The machine's CPU time is the same for every member: read once a tick, by
+            // the first member that gives it.
+            m.machine_time_elsewhere(into.cpu_time.is_some());
             match m.sample(&mut self.part) {
                 Ok(()) => {
                     into.at = into.at.max(self.part.at);
@@ -133,8 +140,7 @@ impl<M: Member> Host for Joined<'_, M> {
                     into.memory.append(&mut self.part.memory);
                     into.wakes.extend_from_slice(&self.part.wakes);
                     measured &= self.part.wakes_measured;
-                    // The machine's CPU time is the same for every member: the latest.
-                    into.cpu_time = self.part.cpu_time.or(into.cpu_time);
+                    into.cpu_time = into.cpu_time.or(self.part.cpu_time);
                     i += 1;
                 }
                 Err(e) => {
@@ -195,15 +201,20 @@ impl<M: Member> Host for Joined<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use threadbalance_model::{CpuId, CpuSet, Level, Reason, Sample, ThreadKey, Tid};
+    use threadbalance_model::{CpuId, CpuSet, CpuTime, Level, Reason, Sample, ThreadKey, Tid};
 
-    /// A process with `threads` threads, whose sampling fails when `fail` is set.
+    /// A process with `threads` threads, whose sampling fails when `fail` is set. With
+    /// `machine_time` it reads the machine's CPU time (its pid as the busy time) unless
+    /// told another member does; `told` keeps what it was told at each sample.
     struct Proc {
         pid: Pid,
         threads: Vec<i32>,
         fail: bool,
         gone: bool,
         applied: Vec<Move>,
+        machine_time: bool,
+        elsewhere: bool,
+        told: Vec<bool>,
     }
 
     fn proc(pid: i32, threads: &[i32]) -> Proc {
@@ -213,6 +224,9 @@ mod tests {
             fail: false,
             gone: false,
             applied: Vec::new(),
+            machine_time: false,
+            elsewhere: false,
+            told: Vec::new(),
         }
     }
 
@@ -242,6 +256,12 @@ mod tests {
                 });
             }
             into.wakes_measured = true;
+            if self.machine_time && !self.elsewhere {
+                into.cpu_time = Some(CpuTime {
+                    busy: self.pid.0 as u64,
+                    steal: 0,
+                });
+            }
             Ok(())
         }
         fn apply(&mut self, plan: &Plan) -> ApplyReport {
@@ -259,6 +279,10 @@ mod tests {
         }
         fn exited(&mut self) -> bool {
             self.gone
+        }
+        fn machine_time_elsewhere(&mut self, elsewhere: bool) {
+            self.elsewhere = elsewhere;
+            self.told.push(elsewhere);
         }
     }
 
@@ -284,6 +308,28 @@ mod tests {
         assert_eq!(snap.at, Nanos(20));
         assert!(snap.wakes_measured);
         assert!(j.dropped().is_empty());
+    }
+
+    #[test]
+    fn joined_sample_reads_the_machine_time_once_a_tick() {
+        // Three members that read the machine's CPU time (`proc/stat`, formatted whole at
+        // every read): the first one that gives it reads it, the others are told to leave
+        // it out. Member 1 fails, so member 2 reads; member 3 does not.
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        let (mut a, mut b, mut c) = (proc(1, &[1]), proc(2, &[2]), proc(3, &[3]));
+        for p in [&mut a, &mut b, &mut c] {
+            p.machine_time = true;
+        }
+        a.fail = true;
+        let mut j = Joined::new(Nanos(0), vec![&mut a, &mut b, &mut c], &topo, &topo);
+        let mut snap = Snapshot::default();
+        j.sample(&mut snap).unwrap();
+        assert_eq!(snap.cpu_time.map(|t| t.busy), Some(2));
+        drop(j);
+        assert_eq!(
+            (a.told, b.told, c.told),
+            (vec![false], vec![false], vec![true])
+        );
     }
 
     #[test]

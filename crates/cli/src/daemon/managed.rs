@@ -327,6 +327,10 @@ impl Member for Managed {
     fn exited(&mut self) -> bool {
         self.host.target_exited()
     }
+
+    fn machine_time_elsewhere(&mut self, elsewhere: bool) {
+        self.host.machine_time_elsewhere(elsewhere);
+    }
 }
 
 #[cfg(test)]

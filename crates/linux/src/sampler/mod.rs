@@ -216,6 +216,9 @@ pub struct Sampler {
     cpu_time: Option<File>,
     /// Whether reading `proc/stat` failed once (it is not tried again).
     cpu_time_failed: bool,
+    /// Another sampler reads the machine's CPU time for the same tick (a daemon group's
+    /// first member), so this one leaves it out ([`Sampler::machine_time_elsewhere`]).
+    cpu_time_elsewhere: bool,
 }
 
 /// How old the `stat` fields (user and system time) of a thread the faster run-time
@@ -287,6 +290,7 @@ impl Sampler {
             counted: 0,
             cpu_time: None,
             cpu_time_failed: false,
+            cpu_time_elsewhere: false,
             cfg,
         })
     }
@@ -402,6 +406,15 @@ impl Sampler {
         self.cfg.read_cpu_time = true;
     }
 
+    /// Whether the next samples leave the machine's CPU time out because another sampler
+    /// reads it for the same tick: a daemon group's members share one machine, and
+    /// `proc/stat` is formatted whole at every read (every CPU's line and every
+    /// interrupt's count), however little of it is read. Nothing changes for a sampler
+    /// that does not read it ([`SamplerConfig::read_cpu_time`]).
+    pub fn machine_time_elsewhere(&mut self, elsewhere: bool) {
+        self.cpu_time_elsewhere = elsewhere;
+    }
+
     /// The `cpu` line of `proc/stat`, or `None` when it cannot be read or parsed (then
     /// never again: see [`SamplerConfig::read_cpu_time`]).
     fn machine_cpu_time(&mut self) -> Option<CpuTime> {
@@ -435,7 +448,7 @@ impl Sampler {
         self.now = now;
         into.clear();
         into.at = now;
-        if self.cfg.read_cpu_time {
+        if self.cfg.read_cpu_time && !self.cpu_time_elsewhere {
             into.cpu_time = self.machine_cpu_time();
         }
         self.counted = 0;

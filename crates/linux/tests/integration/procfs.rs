@@ -271,6 +271,14 @@ fn procfs_sampler_reads_machine_cpu_time_only_when_asked_and_drops_a_bad_file() 
     write(dir.path(), "proc/stat", "cpu  200 5 50 900 1 2 3 41 0 0\n");
     s.sample(Nanos(2), &mut snap).unwrap();
     assert_eq!(snap.cpu_time.map(|c| (c.busy, c.steal)), Some((260, 41)));
+    // Another sampler reads it for this tick (a daemon group's first member): left out,
+    // and read again once that is no longer so.
+    s.machine_time_elsewhere(true);
+    s.sample(Nanos(2), &mut snap).unwrap();
+    assert_eq!((snap.cpu_time, snap.threads.len()), (None, 1));
+    s.machine_time_elsewhere(false);
+    s.sample(Nanos(2), &mut snap).unwrap();
+    assert_eq!(snap.cpu_time.map(|c| c.busy), Some(260));
     // A malformed file is no error: the threads are still sampled, without CPU time.
     write(dir.path(), "proc/stat", "cpu  200 x\n");
     s.sample(Nanos(3), &mut snap).unwrap();
