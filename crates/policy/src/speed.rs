@@ -377,6 +377,9 @@ pub struct Speed {
     /// When the policy first ran.
     started_at: Nanos,
     vol_rate: f64,
+    /// CPU time per thread-second of the threads that switched, smoothed as the rates:
+    /// with `vol_rate` it gives the work between blocking points (`work_phase_ns`).
+    run_rate: f64,
     invol_rate: f64,
     slice_rate: f64,
     counted: bool,
@@ -396,6 +399,10 @@ pub struct Speed {
     /// The phase the synchronization signals give, ns (`None` when they give none:
     /// yielding threads, or no synchronization seen).
     phase_ns: Option<f64>,
+    /// The CPU time a thread runs between two blocking points, ns: the phase's work,
+    /// whoever places the threads (`None` unless the threads block). The sparse-rounds
+    /// rule holds the gap between rounds against it (see [`sparse`]).
+    work_phase_ns: Option<f64>,
     /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
     fine_now: bool,
     stats: Stats,
@@ -479,6 +486,7 @@ impl Speed {
             last_round: Nanos::ZERO,
             started_at: Nanos::ZERO,
             vol_rate: 0.0,
+            run_rate: 0.0,
             invol_rate: 0.0,
             slice_rate: 0.0,
             counted: false,
@@ -491,6 +499,7 @@ impl Speed {
             few: few::Few::default(),
             sparse: sparse::Sparse::default(),
             phase_ns: None,
+            work_phase_ns: None,
             fine_now: false,
             stats: Stats {
                 reason: "no synchronization seen yet",

@@ -15,9 +15,15 @@ impl Speed {
         // have a core to themselves when a yield barrier's waiters hand the CPU over only
         // where cores are shared (65 threads on 64 cores: two of them).
         let (mut n, mut switching, mut vol, mut invol, mut slices) = (0u64, 0u64, 0, 0, 0);
+        // CPU time of the threads that switched, as a fraction of the window.
+        let mut run = 0.0;
         for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
             n += 1;
-            switching += u64::from(t.voluntary + t.involuntary + t.timeslices > 0);
+            let switched = t.voluntary + t.involuntary + t.timeslices > 0;
+            switching += u64::from(switched);
+            if switched {
+                run += t.util;
+            }
             vol += t.voluntary;
             invol += t.involuntary;
             slices += t.timeslices;
@@ -36,6 +42,7 @@ impl Speed {
             self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
             self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
             self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
+            self.run_rate += (run / n as f64 - self.run_rate) * a;
         }
         let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
         // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
@@ -47,6 +54,7 @@ impl Speed {
             (self.slice_rate, self.slice_rate)
         };
         self.phase_ns = None;
+        self.work_phase_ns = None;
         if yields >= YIELD_RATE {
             self.stats.reason = "threads yield at synchronization points";
             lo
@@ -62,6 +70,11 @@ impl Speed {
             // At least a third of the switches voluntary: threads block.
             let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_rate;
             self.phase_ns = blocking.then_some(phase_ns);
+            // The work between two blocking points: CPU time per voluntary switch. Unlike
+            // the phase on the wall clock it does not stretch when the threads wait for a
+            // CPU, so it reads the same under a slow rotation as under Linux.
+            self.work_phase_ns =
+                (blocking && self.vol_rate > 0.0).then(|| 1e9 * self.run_rate / self.vol_rate);
             Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
         } else {
             self.stats.reason = "no synchronization seen";

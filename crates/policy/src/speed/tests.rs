@@ -224,6 +224,42 @@ fn speed_interval_follows_the_synchronization_signals() {
 }
 
 #[test]
+fn speed_work_phase_is_cpu_time_per_blocking_point_however_long_the_wait() {
+    // Two threads block once per 10 ms of work. Alone on their cores (util 1.0 minus the
+    // time asleep at the barrier: 0.8) a 60 ms window holds 4.8 phases of work each:
+    // 80 switches/s, a 12.5 ms phase on the wall, and 0.8 / 80 = 10 ms of work. Doubled
+    // up and waiting for a CPU half the time (util 0.4, latency 0.5), the same work takes
+    // twice the wall time: 40 switches/s, a 25 ms phase on the wall, still 0.4 / 40 = 10 ms
+    // of work. The sparse-rounds rule holds its gaps against the work, which does not
+    // stretch with the waiting (see `sparse`).
+    let t = topo(1, 1, 2, 1);
+    for (util, latency, switches, wall_ms) in [(0.8, 0.0, 80, 12.5), (0.4, 0.5, 40, 25.0)] {
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        // Per thread and 1000 ms window: `switches` voluntary switches.
+        let w = window(
+            0.0,
+            1000.0,
+            &[
+                (100, util, latency, switches, 0),
+                (101, util, latency, switches, 0),
+            ],
+        );
+        p.observe_signals(&w);
+        let (wall, work) = (p.phase_ns.unwrap(), p.work_phase_ns.unwrap());
+        assert!((wall - wall_ms * 1e6).abs() < 1e3, "{wall}");
+        assert!((work - 10e6).abs() < 1e3, "{work}");
+    }
+    // Yielding threads give no phase of either kind (the rule leaves them alone).
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    p.observe_signals(&window(
+        0.0,
+        60.0,
+        &[(100, 1.0, 0.0, 0, 400), (101, 1.0, 0.0, 0, 400)],
+    ));
+    assert_eq!((p.phase_ns, p.work_phase_ns), (None, None));
+}
+
+#[test]
 fn speed_signals_average_over_the_windows_seen_until_they_cover_tau() {
     // Two threads block once per 10 ms phase. The first window (10 ms) ends before any
     // phase did: 0 switches. The second sees one switch per thread: 1 / 10 ms = 100/s.
