@@ -20,19 +20,20 @@ use threadbalance_policy::Settings;
 use threadbalance_sim::suite::{SIXTEEN_CORE_ROWS, SixteenRow, sixteen_core};
 use threadbalance_sim::{RunOptions, Wait, Workload, run_policy, workload::spinners};
 
-/// % of the fair share of `w` run under the Linux model, seed 1.
-fn pct_of(r: &SixteenRow, w: &Workload) -> f64 {
+/// % of the fair share of `w` run under the Linux model, seed 1, with the model's
+/// options set by `set` (one of its switches on or off, or none changed).
+fn pct_with(r: &SixteenRow, w: &Workload, set: impl Fn(&mut RunOptions)) -> f64 {
     let m = sixteen_core().unwrap();
-    let res = run_policy(
-        &m,
-        w,
-        "none",
-        &Settings::new(m.topo.default_level()),
-        &RunOptions::new(1),
-    )
-    .unwrap();
+    let mut o = RunOptions::new(1);
+    set(&mut o);
+    let res = run_policy(&m, w, "none", &Settings::new(m.topo.default_level()), &o).unwrap();
     assert!(res.finished);
     r.fair_share_pct(res.runtime_s)
+}
+
+/// % of the fair share of `w` under the Linux model as it is, seed 1.
+fn pct_of(r: &SixteenRow, w: &Workload) -> f64 {
+    pct_with(r, w, |_| {})
 }
 
 /// The row as spmd counts work.
@@ -40,22 +41,9 @@ fn simulated(r: &SixteenRow) -> f64 {
     pct_of(r, &r.workload())
 }
 
-/// The row as spmd counts work, seed 1, with the Linux model's options set by `set` (one
-/// of its switches on or off).
+/// The row as spmd counts work, with the Linux model's options set by `set`.
 fn simulated_with(r: &SixteenRow, set: impl Fn(&mut RunOptions)) -> f64 {
-    let m = sixteen_core().unwrap();
-    let mut o = RunOptions::new(1);
-    set(&mut o);
-    let res = run_policy(
-        &m,
-        &r.workload(),
-        "none",
-        &Settings::new(m.topo.default_level()),
-        &o,
-    )
-    .unwrap();
-    assert!(res.finished);
-    r.fair_share_pct(res.runtime_s)
+    pct_with(r, &r.workload(), set)
 }
 
 fn row(n: usize, s: u64, wait: Wait) -> SixteenRow {
