@@ -47,7 +47,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE.svg")]
     report: Option<PathBuf>,
     /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,
-    /// oversubscribed-barrier, two-apps, two-stage-pipeline) are built in, for any directory.
+    /// memory-bound-barrier, oversubscribed-barrier, two-apps, two-stage-pipeline) are built
+    /// in, for any directory.
     #[arg(long, default_value = "scenarios")]
     scenarios: PathBuf,
     /// Run a suite of claims instead of one comparison: "papers". Each paper claim prints

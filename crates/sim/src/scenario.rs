@@ -332,6 +332,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../scenarios/lock-convoy.toml"),
     ),
     (
+        "memory-bound-barrier",
+        include_str!("../../../scenarios/memory-bound-barrier.toml"),
+    ),
+    (
         "oversubscribed-barrier",
         include_str!("../../../scenarios/oversubscribed-barrier.toml"),
     ),

@@ -114,3 +114,37 @@ fn speed_many_ten_ms_phases_reach_ninety_percent_of_the_fair_share() {
         }
     }
 }
+
+#[test]
+fn speed_many_memory_bound_long_phases_at_one_and_a_half_per_core_cost_under_three_percent() {
+    // A limit, held where it stands. 24 threads on 16 cores, 100 ms phases half
+    // memory-bound with 4 MiB each, blocking barriers (`scenarios/memory-bound-barrier`):
+    // the 8 single cores go idle at each phase's end and each pulls one thread of a
+    // doubled-up core, so Linux reaches the fair share on its own and every move of the
+    // rotation is a cost (each refills the moved thread's private caches). Paced as a
+    // live loop would be (`--tick-cost 20,1.9`), `speed` runs 2.1–2.4 % slower than Linux
+    // (seeds 1–3). The guard cannot tell: its rate is CPU time, a refill is CPU time, so
+    // the managed rate reads at the fair share and the probe is skipped. This asserts the
+    // loss stays under 3 % and that the guard skipped; a guard that sees the refills would
+    // fail the second assertion and should replace it with "no slower than Linux".
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let m = machine(SIXTEEN, None).unwrap();
+    let w = workload("memory-bound-barrier", None, Some(&dir)).unwrap();
+    let mut o = threadbalance_sim::RunOptions::new(1);
+    o.tick_cost = Some("20,1.9".parse().unwrap());
+    let p = vec!["none".to_string(), "speed".to_string()];
+    let c = threadbalance_sim::compare_with(
+        &m,
+        &w,
+        &p,
+        &Settings::new(threadbalance_model::Level::Core),
+        &o,
+    )
+    .unwrap();
+    let (none, speed) = (&c.results[0], &c.results[1]);
+    assert!(none.finished && speed.finished);
+    let ratio = speed.runtime_s / none.runtime_s;
+    assert!(ratio <= 1.03, "speed / Linux {ratio:.3}\n{}", c.to_table());
+    let guard = line(speed, "guard");
+    assert!(guard.starts_with("managing; 0 probes ("), "{guard}");
+}
