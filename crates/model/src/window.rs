@@ -41,6 +41,20 @@ pub struct ThreadRates {
     pub stolen: f64,
     /// Fraction of the window it was neither running nor runnable (sleeping, blocked).
     pub blocked: f64,
+    /// Time the counters reported in this window beyond its length, as a fraction of it:
+    /// run time or run-queue wait the kernel brought up to date only now. `schedstat`
+    /// advances a running thread's run time when its CPU's clock is next updated (a tick,
+    /// a switch, a wake-up there) and adds a queued thread's wait only when it runs again
+    /// or leaves the queue (`sched_info_arrive`, `sched_info_dequeue`). So a thread that
+    /// waits behind another for a slice shows neither run time nor wait over the windows
+    /// it waits, which read it as blocked, and then all of its wait at once in a window
+    /// too short to hold it. Taking `late` off `blocked` (a negative value is possible)
+    /// makes an average of it over windows right again; `util`, `latency` and `blocked`
+    /// stay within the window.
+    pub late: f64,
+    /// The part of `late` that is run-queue wait: the wait beyond the room the window's
+    /// run time left.
+    pub late_wait: f64,
     /// Fraction of the window it waited for locks; exact when `lock_exact`, else `blocked`.
     pub lock: f64,
     /// Whether `lock` was measured (BPF futex probe, simulator) rather than estimated.
@@ -235,13 +249,22 @@ impl Window {
         } else {
             run
         };
+        let waited = cur.wait.saturating_sub(p.wait);
         let util = frac(cpu_time);
-        let latency = frac(cur.wait.saturating_sub(p.wait));
+        let latency = frac(waited);
         let stolen = (util * steal).clamp(0.0, 1.0);
-        let blocked = if dt.0 == 0 {
-            0.0
+        let (blocked, late, late_wait) = if dt.0 == 0 {
+            (0.0, 0.0, 0.0)
         } else {
-            (1.0 - util - stolen - latency).max(0.0)
+            let (ran, waited) = (
+                cpu_time.0 as f64 / dt.0 as f64,
+                waited.0 as f64 / dt.0 as f64,
+            );
+            (
+                (1.0 - util - stolen - latency).max(0.0),
+                (ran + waited + stolen - 1.0).max(0.0),
+                (waited - (1.0 - util - stolen).max(0.0)).max(0.0),
+            )
         };
         let (lock, lock_exact) = match (p.lock, cur.lock) {
             (Some(a), Some(b)) => (frac(b.saturating_sub(a)), true),
@@ -253,6 +276,8 @@ impl Window {
             latency,
             stolen,
             blocked,
+            late,
+            late_wait,
             lock,
             lock_exact,
             speed: util,
@@ -384,6 +409,46 @@ mod tests {
         prev.cpu_time = cur.cpu_time;
         w.update(&prev, &cur);
         assert_eq!(w.threads[0].stolen, 0.0);
+    }
+
+    #[test]
+    fn window_wait_reported_late_is_taken_off_blocked_over_the_windows() {
+        // A thread shares its core and waits 5 ms behind the other one, then runs 1 ms;
+        // `schedstat` adds the wait only when it runs. Over 1 ms windows it shows nothing
+        // for five windows (blocked 1 each), then 1 ms of run and 5 of wait in the sixth:
+        // latency clamped to 1, blocked 0, and 5 ms late, all of it wait. Blocked less late,
+        // summed over the six windows, is 0: it never slept.
+        let counters = [(0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (1, 5)];
+        let mut w = Window::default();
+        let mut sum = 0.0;
+        for (i, pair) in counters.windows(2).enumerate() {
+            let (a, b) = (pair[0], pair[1]);
+            let prev = snap(i as u64, vec![sample(1, a.0, a.1, 0)]);
+            let cur = snap(i as u64 + 1, vec![sample(1, b.0, b.1, 0)]);
+            w.update(&prev, &cur);
+            let t = w.threads[0];
+            sum += t.blocked - t.late;
+            if i < 5 {
+                assert_eq!(
+                    (t.blocked, t.late, t.late_wait),
+                    (1.0, 0.0, 0.0),
+                    "{i}: {t:?}"
+                );
+            } else {
+                assert_eq!((t.util, t.latency, t.blocked), (1.0, 1.0, 0.0), "{t:?}");
+                assert!((t.late - 5.0).abs() < 1e-9 && (t.late_wait - 5.0).abs() < 1e-9);
+            }
+        }
+        assert!(sum.abs() < 1e-9, "{sum}");
+        // Run time brought up to date at a tick (3 ms in a 1 ms window) is late too, but
+        // not wait: 2 ms late, none of it wait. A window with room for what it reports has
+        // nothing late.
+        let prev = snap(0, vec![sample(1, 0, 0, 0)]);
+        w.update(&prev, &snap(1, vec![sample(1, 3, 0, 0)]));
+        let t = w.threads[0];
+        assert!((t.late - 2.0).abs() < 1e-9 && t.late_wait == 0.0, "{t:?}");
+        w.update(&prev, &snap(10, vec![sample(1, 3, 5, 0)]));
+        assert_eq!((w.threads[0].late, w.threads[0].late_wait), (0.0, 0.0));
     }
 
     #[test]

@@ -153,7 +153,24 @@
 //! for 150 ms, pinning them would cost more than any rotation wins (`uneven`, pipelines),
 //! so every thread is Linux's for a stint of 4 s, doubling each time. Barrier peers differ
 //! in duty cycle while the rotation has not evened them out (the doubled-up thread is the
-//! slow one and waits least), never in CPU share: they all do the same phases.
+//! slow one and waits least), never in CPU share: they all do the same phases. The duty
+//! cycles and CPU shares count only while a thread is placed, from the end of its first
+//! window there: time with Linux is Linux's placement, and the first window is the
+//! start-up interval (up to 100 ms), which a live run showed with one worker idle through
+//! it, outweighing all that came after for longer than the test waits.
+//!
+//! **Wait reported late is taken off what read as blocked.** `schedstat` adds a queued
+//! thread's run-queue wait only when it runs again, and brings a running thread's run time
+//! up to date only when its CPU's clock is, so over the windows a thread waits behind its
+//! core's other thread it shows neither and reads as blocked, and as free; then the wait
+//! arrives at once, more than its window can hold. The window reports that excess
+//! (`ThreadRates::late`, `late_wait`), and the policy takes it off the blocked averages
+//! and the credits, and adds the wait to the time the thread wanted a CPU. Without it, 3
+//! threads on 2 cores under the kernel's counters (the simulator's
+//! `Linux::schedstat_at_ticks`, seeds 1–3) were released as sleepers 2–12 times a run,
+//! and `speed` took 0.998–1.014× Linux's time with 10 ms blocking phases and 0.956–0.966×
+//! with yield ones; now at most one is released and the times are 0.981–0.995× and
+//! 0.926–0.935×. With exact counters (the simulator's default) nothing changes.
 //!
 //! **No more busy threads than cores: none is pinned** (`speed/few.rs`). With N ≤ M the
 //! counts are even and nothing rotates, and pinning one thread per core only takes from
@@ -313,7 +330,8 @@ struct Placed {
     exec: f64,
     wait: f64,
     /// Ns of the latest window in which it was not held back: running, or not wanting a
-    /// CPU (window − run-queue wait).
+    /// CPU (window − run-queue wait, less the wait reported late: negative when that is
+    /// more than the window).
     last_free: f64,
     /// Decayed lead over the mean, in exec ns.
     credit: f64,
@@ -321,6 +339,15 @@ struct Placed {
     blocked: f64,
     /// How long it has been watched, ns.
     age: f64,
+    /// How long it has been placed, ns, from the end of the first window after it was
+    /// placed (`None` while with Linux and during that window): `duty` and `work` count
+    /// from there (see [`peers`]). Time with Linux (lent while busy threads are few,
+    /// released) is Linux's placement, not evidence of how the thread fares pinned; and
+    /// the first window is the start-up interval (up to 100 ms before the program shows
+    /// any synchronization), in which a live program was seen with one of three workers
+    /// idle for its whole length, which then outweighed everything after it for longer
+    /// than the peer test waits.
+    started: Option<f64>,
     /// Its blocked fraction averaged over its life, or its last second once older: the
     /// peer test's duty cycle (see [`peers`]).
     duty: f64,

@@ -112,6 +112,8 @@ mod tests {
                     latency: 0.1,
                     stolen: 0.0,
                     blocked: 0.5,
+                    late: 0.0,
+                    late_wait: 0.0,
                     lock: 0.0,
                     lock_exact: false,
                     speed: 0.4,

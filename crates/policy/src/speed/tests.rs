@@ -22,6 +22,8 @@ fn window(start_ms: f64, end_ms: f64, threads: &[Rate]) -> Window {
                 latency,
                 stolen: 0.0,
                 blocked: (1.0 - speed - latency).max(0.0),
+                late: 0.0,
+                late_wait: 0.0,
                 lock: 0.0,
                 lock_exact: false,
                 speed,

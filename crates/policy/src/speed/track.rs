@@ -20,15 +20,32 @@ impl Speed {
         managing: bool,
         moves: &mut Vec<Move>,
     ) {
-        p.last_free = (1.0 - t.latency).clamp(0.0, 1.0) * dt;
+        // Time reported late was read as blocked in the windows it belongs to, and a
+        // queued thread's wait (added only when it runs again) as free: now that wait
+        // counts as wanted and comes off the time not held back that the credits add up,
+        // and all late time comes off the blocked averages, which would otherwise hold a
+        // thread that shares a core for a sleeper (see `ThreadRates::late`).
+        p.last_free = ((1.0 - t.latency).clamp(0.0, 1.0) - t.late_wait) * dt;
         p.exec += t.speed * dt;
-        p.wait += t.latency * dt;
+        p.wait += (t.latency + t.late_wait) * dt;
         p.age += dt;
-        let a = (dt / p.age.min(DUTY_TAU_S * 1e9)).min(1.0);
-        p.duty += a * (t.blocked - p.duty);
-        p.work += a * (t.speed - p.work);
+        let blocked = t.blocked - t.late;
+        if p.lent || p.released {
+            // With Linux, its duty cycle is Linux's doing, not evidence of how it fares
+            // pinned: the peer test's averages start again when it is placed.
+            p.started = None;
+        } else if let Some(started) = p.started {
+            let started = started + dt;
+            p.started = Some(started);
+            let a = (dt / started.min(DUTY_TAU_S * 1e9)).min(1.0);
+            p.duty = (p.duty + a * (blocked - p.duty)).max(0.0);
+            p.work += a * (t.speed - p.work);
+        } else {
+            // The first window after it was placed does not count (see `Placed::started`).
+            p.started = Some(0.0);
+        }
         let alpha = dt / (SIGNAL_TAU_S * 1e9 + dt);
-        p.blocked += alpha * (t.blocked - p.blocked);
+        p.blocked = (p.blocked + alpha * (blocked - p.blocked)).max(0.0);
         // Asleep ever since it was first seen (a main thread waiting in `join`): released
         // at once rather than when its 200 ms average catches up, so that it does not
         // hold a core's count up meanwhile.
@@ -169,6 +186,7 @@ impl Speed {
                 credit: 0.0,
                 blocked: 0.0,
                 age: 0.0,
+                started: None,
                 duty: 0.0,
                 work: 0.0,
                 released: apart || lent,
