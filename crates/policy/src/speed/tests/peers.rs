@@ -20,6 +20,23 @@ fn drive(
     out
 }
 
+/// Threads 101, 102 and 103 on two cores, placed by a first window at 0 ms; rounds of
+/// 10 ms, the guard on or off (off where its probe would release them for its own
+/// reasons). Returns the topology, the policy and the first window's moves.
+fn three_on_two_cores(guard: bool) -> (Topology, Speed, Vec<Move>) {
+    let t = topo(1, 1, 2, 1);
+    let mut s = settings(Some(10));
+    s.speed.guard = guard;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let start = [
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+        (103, 0.0, 0.0, 0, 0),
+    ];
+    let plan = p.decide(&t, &window(0.0, 0.0, &start));
+    (t, p, plan.moves)
+}
+
 #[test]
 fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
     // Two cores; 101 and 102 run all the time, 103 runs half the time and sleeps the
@@ -31,15 +48,8 @@ fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
     // the threads have been watched 50 ms, counted from the end of the first window after
     // they were placed (10 ms); 150 ms later, at 210 ms, every placed thread goes back to
     // Linux. (103 is never released as a sleeper: 1/3 < 0.4.)
-    let t = topo(1, 1, 2, 1);
-    let mut p = Speed::new(&settings(Some(10)), &t).unwrap();
-    let start = [
-        (101, 0.0, 0.0, 0, 0),
-        (102, 0.0, 0.0, 0, 0),
-        (103, 0.0, 0.0, 0, 0),
-    ];
-    let plan = p.decide(&t, &window(0.0, 0.0, &start));
-    assert_eq!(plan.moves.len(), 3, "all three placed at first");
+    let (t, mut p, first) = three_on_two_cores(true);
+    assert_eq!(first.len(), 3, "all three placed at first");
     let third = 1.0 / 3.0;
     let uneven = |_| {
         vec![
@@ -78,16 +88,7 @@ fn speed_barrier_peers_whose_waits_take_turns_stay_managed() {
     // window the gap is 0.4, but their duty cycles (averaged over their lives) stay within
     // 0.4/n of each other after n windows and converge to 0.4/3 each: never apart.
     // (The guard is off: its probe would release them too, for its own reasons.)
-    let t = topo(1, 1, 2, 1);
-    let mut s = settings(Some(10));
-    s.speed.guard = false;
-    let mut p = Speed::new(&s, &t).unwrap();
-    let start = [
-        (101, 0.0, 0.0, 0, 0),
-        (102, 0.0, 0.0, 0, 0),
-        (103, 0.0, 0.0, 0, 0),
-    ];
-    p.decide(&t, &window(0.0, 0.0, &start));
+    let (t, mut p, _) = three_on_two_cores(false);
     let turns = |end: u32| {
         let waits = 101 + ((end / 10) % 3) as i32;
         (101..=103)
@@ -114,16 +115,7 @@ fn speed_barrier_peers_doubled_up_before_the_rotation_stay_peers() {
     // to Linux at 200 ms. 101 goes as a sleeper only at ≈ 320 ms, when its 200 ms average
     // of 0.5 passes 0.4: 0.5·(1 − e^(−t/0.2)) = 0.4, t = 0.2·ln 5; a rotation keeps it
     // far below that.) The guard is off: its probe would release them for its own reasons.
-    let t = topo(1, 1, 2, 1);
-    let mut s = settings(Some(10));
-    s.speed.guard = false;
-    let mut p = Speed::new(&s, &t).unwrap();
-    let start = [
-        (101, 0.0, 0.0, 0, 0),
-        (102, 0.0, 0.0, 0, 0),
-        (103, 0.0, 0.0, 0, 0),
-    ];
-    p.decide(&t, &window(0.0, 0.0, &start));
+    let (t, mut p, _) = three_on_two_cores(false);
     let barrier = |_| {
         vec![
             (101, 0.5, 0.0, 0, 0),
@@ -284,16 +276,7 @@ fn speed_a_thread_idle_through_the_first_window_after_placement_does_not_set_pee
     // life in the peer test's averages (at 250 ms duty 0.36 against 0, CPU share 0.44
     // against 0.8), and all three went to Linux at 250 ms. The first window after
     // placement does not count, so they stay peers.
-    let t = topo(1, 1, 2, 1);
-    let mut s = settings(Some(10));
-    s.speed.guard = false;
-    let mut p = Speed::new(&s, &t).unwrap();
-    let start = [
-        (101, 0.0, 0.0, 0, 0),
-        (102, 0.0, 0.0, 0, 0),
-        (103, 0.0, 0.0, 0, 0),
-    ];
-    p.decide(&t, &window(0.0, 0.0, &start));
+    let (t, mut p, _) = three_on_two_cores(false);
     let first = [
         (101, 1.0, 0.0, 0, 0),
         (102, 1.0, 0.0, 0, 0),
