@@ -53,8 +53,10 @@
 //! so as blocked, and the next window shows it as extra wait, blocked below zero, which
 //! the window clamps to 0. On an overloaded host, summing clamped windows turned a
 //! control with under 1 % of real lock waiting into 5–7 %. Shuffling therefore sums the
-//! estimate `1 − util − latency` unclamped over the windows of a check and clamps the
-//! total, so a wait counted late cancels out within the check. The last window of a
+//! estimate `blocked − late` over the windows of a check (`1 − util − latency` unclamped,
+//! less the wait or run time reported beyond the window's length, which `latency` and
+//! `util` leave out; `ThreadRates::late`) and clamps the total, so a wait counted late
+//! cancels out within the check. The last window of a
 //! check has no next window in it: if the thread was running or runnable (`R`) as that
 //! window closed, its estimate there is deferred to the next check, where the late wait
 //! cancels it (a thread that was runnable was not blocked then; whatever it did block
@@ -216,11 +218,12 @@ impl Shuffling {
                 },
             };
             if !t.appeared {
-                // An estimate is summed unclamped (see "Estimates over a check").
+                // An estimate is summed unclamped (see "Estimates over a check"): blocked
+                // less what the window reported beyond its length.
                 let lock = if t.lock_exact {
                     t.lock
                 } else {
-                    1.0 - t.util - t.stolen - t.latency
+                    t.blocked - t.late
                 };
                 total.lock_ns += lock * dt;
                 let runnable = t.state == ThreadState::Running;
@@ -653,8 +656,9 @@ mod tests {
         // Two 100 ms windows of a check of 200 ms; the thread ran 50 % and waited 50 % in
         // a run queue all along, but the sample closing window 1 caught it waiting 20 ms
         // not yet counted: window 1 reads util .5, latency .3 (blocked .2), window 2 util
-        // .5, latency .7 (blocked −.2, clamped to 0 by the window). Clamped and summed:
-        // (.2 + 0) / 2 = .10 > .05. Unclamped: (.2 − .2) / 2 = 0.
+        // .5, latency .7 (blocked −.2: clamped to 0 by the window, which reports the .2
+        // beyond its length as late). Clamped and summed: (.2 + 0) / 2 = .10 > .05.
+        // Unclamped: (.2 − .2) / 2 = 0.
         let t = topo(2, 1, 2, 1);
         let mut s = settings();
         s.shuffle_interval = Nanos::from_millis(200);
@@ -666,11 +670,37 @@ mod tests {
             (r.latency, r.blocked, r.lock) = (0.3, 0.2, 0.2);
         }
         for r in &mut w2.threads {
-            (r.latency, r.blocked, r.lock) = (0.7, 0.0, 0.0);
+            (r.latency, r.blocked, r.late, r.lock) = (0.7, 0.0, 0.2, 0.0);
         }
         assert!(p.decide(&t, &w1).moves.is_empty());
         assert!(p.decide(&t, &w2).moves.is_empty());
         assert_eq!(p.stats().below_threshold, 1);
+        assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
+    }
+
+    #[test]
+    fn shuffling_estimate_counts_the_wait_reported_beyond_its_window() {
+        // As above, but the thread ran 10 ms of window 1 and waited in a run queue for the
+        // other 90, none of it counted yet (blocked .9); then it ran 50 ms of window 2 and
+        // waited 50, and its 140 ms of wait arrived: latency clamped to 1, blocked 0, late
+        // .9 (.5 + 1.4 − 1). `1 − util − latency` summed reads (.9 − .5) / 2 = .2 and
+        // shuffles; blocked less late reads (.9 − .9) / 2 = 0.
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        s.lock_sample_interval = Nanos::from_millis(100);
+        let mut p = Shuffling::new(&s);
+        let mut w1 = window(100, &[0.1, 0.1], &[0, 1]);
+        let mut w2 = window(100, &[0.5, 0.5], &[0, 1]);
+        for r in &mut w1.threads {
+            (r.latency, r.blocked, r.lock) = (0.0, 0.9, 0.9);
+        }
+        for r in &mut w2.threads {
+            (r.latency, r.blocked, r.late, r.lock) = (1.0, 0.0, 0.9, 0.0);
+        }
+        assert!(p.decide(&t, &w1).moves.is_empty());
+        assert!(p.decide(&t, &w2).moves.is_empty());
+        assert_eq!(p.stats().shuffles, 0);
         assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
     }
 
@@ -687,6 +717,7 @@ mod tests {
             let mut w = window(200, &[0.9, 0.9], &[0, 1]);
             for r in &mut w.threads {
                 r.stolen = stolen;
+                r.blocked = 1.0 - r.util - stolen;
             }
             w
         };
@@ -717,6 +748,7 @@ mod tests {
             for r in &mut w.threads {
                 (r.latency, r.state) = (latency, state);
                 r.blocked = (1.0 - r.util - latency).max(0.0);
+                r.late = (r.util + latency - 1.0).max(0.0);
                 r.lock = r.blocked;
             }
             w
