@@ -27,7 +27,14 @@ impl Speed {
         // thread that shares a core for a sleeper (see `ThreadRates::late`).
         p.last_free = ((1.0 - t.latency).clamp(0.0, 1.0) - t.late_wait) * dt;
         p.exec += t.speed * dt;
-        p.wait += (t.latency + t.late_wait) * dt;
+        // All the wait the window reported: the room its run time left, and the late wait
+        // beyond it (`latency` alone is clamped to the window).
+        let waited = if t.late_wait > 0.0 {
+            t.late_wait + (1.0 - t.util - t.stolen).max(0.0)
+        } else {
+            t.latency
+        };
+        p.wait += waited * dt;
         p.age += dt;
         let blocked = t.blocked - t.late;
         if p.lent || p.released {

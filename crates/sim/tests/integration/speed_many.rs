@@ -165,8 +165,8 @@ fn speed_many_kernel_counters_keep_the_gain_at_one_and_a_half_threads_per_core()
     // policy took the wait reported late off its blocked averages and credits
     // (`ThreadRates::late`), 12–22 threads a run were released as "mostly sleeping" with
     // blocking barriers and `speed` lost to Linux (1.005× and 1.044× its time, seeds 1
-    // and 2); with yield barriers it gained nothing (1.000×, 0.998×). Now: 0.952× and
-    // 0.957× (blocking), 0.809× and 0.816× (yield), no thread released.
+    // and 2); with yield barriers it gained nothing (1.000×, 0.998×). Now: 0.951× and
+    // 0.957× (blocking), 0.809× and 0.810× (yield), no thread released.
     let m = machine(SIXTEEN, None).unwrap();
     for wait in ["yield", "block"] {
         for seed in 1..=2 {
