@@ -66,8 +66,9 @@
 //! of the three workers ran 13 % of it and slept the rest; averaged over its life that
 //! window outweighed everything after it until about 250 ms, and the peer test gave the
 //! threads to Linux in a fifth to two thirds of the runs (94–95 % of the fair share
-//! instead of 97–98 %; none in 20 runs since). Blocked time also has the late wait taken off (`ThreadRates::late`): a thread
-//! queued behind its core's other one shows no wait until it runs again.
+//! instead of 97–98 %; in none of 25 runs since). Blocked time also has the late wait
+//! taken off (`ThreadRates::late`): a thread queued behind its core's other one shows no
+//! wait until it runs again.
 //!
 //! While apart the threads are with Linux, and their blocked fractions are Linux's, which
 //! for a barrier program would differ as much as `uneven`'s: so the verdict is not
