@@ -651,6 +651,27 @@ mod tests {
         );
     }
 
+    /// One check of two 100 ms windows of two threads each reading `(util, latency,
+    /// blocked, late)` as given; the policy after it (nothing moved).
+    fn check_of_two_windows(
+        first: (f64, f64, f64, f64),
+        second: (f64, f64, f64, f64),
+    ) -> Shuffling {
+        let t = topo(2, 1, 2, 1);
+        let mut s = settings();
+        s.shuffle_interval = Nanos::from_millis(200);
+        s.lock_sample_interval = Nanos::from_millis(100);
+        let mut p = Shuffling::new(&s);
+        for (util, latency, blocked, late) in [first, second] {
+            let mut w = window(100, &[util, util], &[0, 1]);
+            for r in &mut w.threads {
+                (r.latency, r.blocked, r.late, r.lock) = (latency, blocked, late, blocked);
+            }
+            assert!(p.decide(&t, &w).moves.is_empty());
+        }
+        p
+    }
+
     #[test]
     fn shuffling_estimate_sums_windows_unclamped() {
         // Two 100 ms windows of a check of 200 ms; the thread ran 50 % and waited 50 % in
@@ -659,21 +680,7 @@ mod tests {
         // .5, latency .7 (blocked −.2: clamped to 0 by the window, which reports the .2
         // beyond its length as late). Clamped and summed: (.2 + 0) / 2 = .10 > .05.
         // Unclamped: (.2 − .2) / 2 = 0.
-        let t = topo(2, 1, 2, 1);
-        let mut s = settings();
-        s.shuffle_interval = Nanos::from_millis(200);
-        s.lock_sample_interval = Nanos::from_millis(100);
-        let mut p = Shuffling::new(&s);
-        let mut w1 = window(100, &[0.5, 0.5], &[0, 1]);
-        let mut w2 = w1.clone();
-        for r in &mut w1.threads {
-            (r.latency, r.blocked, r.lock) = (0.3, 0.2, 0.2);
-        }
-        for r in &mut w2.threads {
-            (r.latency, r.blocked, r.late, r.lock) = (0.7, 0.0, 0.2, 0.0);
-        }
-        assert!(p.decide(&t, &w1).moves.is_empty());
-        assert!(p.decide(&t, &w2).moves.is_empty());
+        let p = check_of_two_windows((0.5, 0.3, 0.2, 0.0), (0.5, 0.7, 0.0, 0.2));
         assert_eq!(p.stats().below_threshold, 1);
         assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
     }
@@ -685,21 +692,7 @@ mod tests {
         // waited 50, and its 140 ms of wait arrived: latency clamped to 1, blocked 0, late
         // .9 (.5 + 1.4 − 1). `1 − util − latency` summed reads (.9 − .5) / 2 = .2 and
         // shuffles; blocked less late reads (.9 − .9) / 2 = 0.
-        let t = topo(2, 1, 2, 1);
-        let mut s = settings();
-        s.shuffle_interval = Nanos::from_millis(200);
-        s.lock_sample_interval = Nanos::from_millis(100);
-        let mut p = Shuffling::new(&s);
-        let mut w1 = window(100, &[0.1, 0.1], &[0, 1]);
-        let mut w2 = window(100, &[0.5, 0.5], &[0, 1]);
-        for r in &mut w1.threads {
-            (r.latency, r.blocked, r.lock) = (0.0, 0.9, 0.9);
-        }
-        for r in &mut w2.threads {
-            (r.latency, r.blocked, r.late, r.lock) = (1.0, 0.0, 0.9, 0.0);
-        }
-        assert!(p.decide(&t, &w1).moves.is_empty());
-        assert!(p.decide(&t, &w2).moves.is_empty());
+        let p = check_of_two_windows((0.1, 0.0, 0.9, 0.0), (0.5, 1.0, 0.0, 0.9));
         assert_eq!(p.stats().shuffles, 0);
         assert!(p.stats().last_lock.is_some_and(|l| l.abs() < 1e-9));
     }
