@@ -27,8 +27,10 @@
 //! up to now here, where `schedstat` stops at the last scheduler tick (up to 4 ms behind
 //! at 250 Hz); run time is wall time on a CPU (`bpf_ktime_get_ns`), where the kernel's
 //! leaves out time stolen by the hypervisor and, with IRQ time accounting, interrupts;
-//! and the wait of a thread still queued is added at its switch-in, where the kernel also
-//! adds the part so far when the thread moves to another run queue.
+//! and the wait of a thread still queued is counted up to now too (`queued_since`), where
+//! the kernel adds it only at the switch-in that ends it or when the thread moves to
+//! another run queue. So every read is exact at its instant: a thread queued behind its
+//! core's other thread shows its wait in the window it waited, not in a later one.
 //!
 //! Cost: each switch of any thread on the machine costs two array slots looked at in the
 //! kernel (no hash lookup); a read costs no system call: about ten loads per thread. Two
@@ -118,17 +120,26 @@ pub fn counted(v: &Raw, now: u64) -> Option<Counted> {
     if matches!(state, ThreadState::Zombie | ThreadState::Dead) {
         return None;
     }
-    // Run time is counted up to now (`schedstat` stops at the last scheduler tick); the
-    // wait, as the kernel's, at the switch-in that ends it.
+    // Run time and wait are both counted up to now. `schedstat` stops a running thread's
+    // run time at the last scheduler tick and adds a queued thread's wait only at the
+    // switch-in that ends it, so over a window of a few ms a thread queued behind its
+    // core's other thread reads as neither running nor waiting (as if asleep), and its
+    // whole wait arrives later at once. A balancer judges who was held back from exactly
+    // that wait; see `speed`'s "Counters reported late".
     let running = if v.on_since != 0 {
         now.saturating_sub(v.on_since)
+    } else {
+        0
+    };
+    let queued = if v.on_since == 0 && v.queued_since != 0 {
+        now.saturating_sub(v.queued_since)
     } else {
         0
     };
     Some(Counted {
         sched: crate::parse::SchedStat {
             run: Nanos(v.run + running),
-            wait: Nanos(v.wait),
+            wait: Nanos(v.wait + queued),
             timeslices: v.slices,
         },
         last_cpu: CpuId(v.cpu),
@@ -298,17 +309,36 @@ mod tests {
     }
 
     #[test]
-    fn counted_queued_thread_waits_as_of_its_last_switch_in() {
+    fn counted_queued_thread_adds_the_wait_since_it_was_queued() {
         // Waited 700 ns up to its last switch-in, preempted at t = 3000 and still queued
-        // at t = 4500: wait stays 700 (the kernel's run_delay grows at the switch-in).
+        // at t = 4500: wait = 700 + (4500 − 3000) = 2200, where the kernel's run_delay
+        // would still read 700 until the thread runs again.
         let v = Raw {
             queued_since: 3000,
             ..raw(5_000_000, 700, 3, 0, 0, 0)
         };
         let c = counted(&v, 4500).unwrap();
-        assert_eq!(c.sched.wait, Nanos(700));
+        assert_eq!(c.sched.wait, Nanos(2200));
         assert_eq!(c.sched.run, Nanos(5_000_000));
         assert_eq!(c.state, ThreadState::Running);
+        // Read again after its switch-in at t = 5000 (the program added the 2000 ns and
+        // cleared `queued_since`): the wait does not go back.
+        let v = raw(5_000_000, 2700, 4, 5000, 0, 0);
+        let c = counted(&v, 6000).unwrap();
+        assert_eq!(c.sched.wait, Nanos(2700));
+        assert_eq!(c.sched.run, Nanos(5_001_000));
+    }
+
+    #[test]
+    fn counted_running_thread_adds_no_wait_whatever_queued_since_says() {
+        // On a CPU since t = 1000: the time since then is run time, never wait.
+        let v = Raw {
+            queued_since: 500,
+            ..raw(5_000_000, 700, 3, 1000, 0, 0)
+        };
+        let c = counted(&v, 4000).unwrap();
+        assert_eq!(c.sched.wait, Nanos(700));
+        assert_eq!(c.sched.run, Nanos(5_003_000));
     }
 
     #[test]

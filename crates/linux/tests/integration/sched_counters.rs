@@ -288,12 +288,11 @@ mod live {
                     tid.0
                 );
                 // The totals since the thread started, too (seeded from /proc, or counted
-                // from birth): /proc's lies between the BPF reads around it. Not for the
-                // wait: the kernel adds a queued thread's wait so far when it moves to
-                // another run queue, the program at its switch-in.
-                if what == "wait ns" {
-                    return;
-                }
+                // from birth): /proc's lies between the BPF reads around it. The wait as
+                // well: the counters count a queued thread's wait up to each read, so
+                // /proc's (added at the switch-in, or so far when the thread moves to
+                // another run queue) is never ahead of the later read, and behind the
+                // earlier one by at most a wait still open at /proc's read.
                 let (p, lo, hi) = (get(&p1), get(&lo1), get(&hi1));
                 assert!(
                     bracketed(p, lo, hi, tol, total),

@@ -47,7 +47,8 @@ pub struct Linux {
     /// once it runs again (`sched_info_arrive`) or leaves the queue. Off by default: it
     /// reproduces the direction of the first `speed` design's loss at N = 2M on 16 cores
     /// (with `hz` 1000) but also erases most of its measured gain on 2 cores (see the
-    /// simulator's README, "Calibration at 16 cores").
+    /// simulator's README, "Calibration at 16 cores"). On: what a live `run` reads from
+    /// `/proc`. Off (exact at each read): what it reads from the BPF counters.
     pub schedstat_at_ticks: bool,
     /// Group scheduling with autogroup (on in distribution kernels): each application is
     /// one task group, whose weight is split over its runnable threads, so periodic
