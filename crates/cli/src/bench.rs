@@ -274,6 +274,10 @@ pub struct BenchReport {
     pub quick: bool,
     /// The policies compared.
     pub policies: Vec<String>,
+    /// Where the runs read run time and wait from, each source once (see
+    /// `Comparison::run_time`): with the BPF counters (root, a `bpf` build) `speed` reads
+    /// a queued thread's wait as it happens, from `/proc` only once the thread runs again.
+    pub run_time: Vec<String>,
     /// The OpenMP program as built and sized.
     pub openmp: Option<omp::Sizing>,
     /// Why the OpenMP cells did not run, when they did not.
@@ -390,6 +394,12 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         });
     }
     drop(stencil);
+    let mut run_time: Vec<String> = Vec::new();
+    for source in results.iter().flat_map(|c| &c.comparison.run_time) {
+        if !run_time.contains(source) {
+            run_time.push(source.clone());
+        }
+    }
     let report = BenchReport {
         machine: topo.describe(),
         cpus: m,
@@ -401,6 +411,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         work_ms,
         quick,
         policies: args.policies.iter().map(ToString::to_string).collect(),
+        run_time,
         openmp_left_out: openmp.as_ref().err().cloned(),
         openmp: openmp.ok(),
         affinity_before: me.to_string(),
@@ -505,6 +516,9 @@ pub fn to_table(r: &BenchReport) -> String {
             .first()
             .map_or("none", |c| c.comparison.baseline.as_str())
     );
+    if !r.run_time.is_empty() {
+        let _ = writeln!(s, "{}", r.run_time.join("; "));
+    }
     match (&r.openmp, &r.openmp_left_out) {
         (Some(o), _) => {
             let _ = writeln!(

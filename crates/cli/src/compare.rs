@@ -85,6 +85,10 @@ pub struct RunResult {
     pub fair_share_wall_s: Option<f64>,
     /// The policy's own account of the run, typed as `run` writes it.
     pub policy_summary: PolicySummary,
+    /// Where the run read run time and wait from (`run`'s `run_time`); gathered, once per
+    /// source, in [`Comparison::run_time`].
+    #[serde(skip)]
+    pub run_time: String,
 }
 
 /// min, median and max of some values.
@@ -150,6 +154,10 @@ pub struct Comparison {
     pub results: Vec<PolicyResult>,
     /// The command's fair-share wall time, when it reports one (median).
     pub fair_share_wall_s: Option<f64>,
+    /// Where the runs read run time and wait from, each source once, in the order first
+    /// met (`run time from BPF sched_switch counters`, or `run time from /proc (why)`):
+    /// on many cores a policy's results differ with the source.
+    pub run_time: Vec<String>,
 }
 
 /// Whether `program` names an executable file: as a path when it holds a `/`, else in
@@ -340,6 +348,7 @@ pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Res
                 fair_share_pct: f(&score, "fair_share_pct"),
                 fair_share_wall_s: f(&score, "fair_share_wall_s"),
                 policy_summary: summary.policy_summary,
+                run_time: summary.run_time,
             };
             shown.show(&progress::line(warm, k, of, policy.name(), judged(&result)));
             if !warm {
@@ -381,7 +390,7 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
         .flatten()
         .filter_map(|r| r.fair_share_wall_s)
         .collect();
-    let results = policies
+    let results: Vec<PolicyResult> = policies
         .iter()
         .zip(runs)
         .map(|(policy, runs)| {
@@ -412,11 +421,18 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
             }
         })
         .collect();
+    let mut run_time: Vec<String> = Vec::new();
+    for r in results.iter().flat_map(|p| &p.runs) {
+        if !r.run_time.is_empty() && !run_time.contains(&r.run_time) {
+            run_time.push(r.run_time.clone());
+        }
+    }
     Comparison {
         command: args.command.clone(),
         baseline: policies[base].to_string(),
         results,
         fair_share_wall_s: Spread::of(&fair).map(|s| s.median),
+        run_time,
     }
 }
 

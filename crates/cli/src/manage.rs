@@ -196,6 +196,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         (None, Some(s)) => format!("killed by signal {s}"),
         _ => "ended".to_string(),
     };
+    summary.run_time = host.run_time_source();
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, &mut p.json, args);
     if summary.unrestored > 0 {
@@ -219,6 +220,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         Ok(None) => format!("process {pid} exited"),
         Err(e) => format!("stopped: {e:#}"),
     };
+    summary.run_time = host.run_time_source();
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, &mut p.json, args);
     if summary.unrestored > 0 {

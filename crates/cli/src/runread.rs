@@ -35,6 +35,10 @@ pub struct RunSummary {
     pub tick_cpu_us: f64,
     /// The policy's own account.
     pub policy_summary: PolicySummary,
+    /// Where run time and wait came from (empty when written by a binary without the
+    /// field).
+    #[serde(default)]
+    pub run_time: String,
 }
 
 /// Moves carried out, of `run`'s `applied`.

@@ -89,6 +89,11 @@ pub struct Summary {
     pub domain_util_mean: f64,
     /// Coefficient of variation of `domain_util`, averaged over the ticks (time-weighted).
     pub domain_util_cv: f64,
+    /// Where the threads' run time and run-queue wait came from: `run time from BPF
+    /// sched_switch counters` (exact at each read), or `run time from /proc (why)` (a
+    /// queued thread's wait reported once it runs again); and, if the counters stopped
+    /// during the run, why. Results with one and with the other differ on many cores.
+    pub run_time: String,
     /// Whether lock time was exact (the futex probe) or estimated from blocked time, and
     /// why there was no probe.
     pub lock_time: String,
@@ -159,6 +164,7 @@ impl Summary {
             domain_util: vec![0.0; domains],
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
+            run_time: String::new(),
             lock_time: "estimate from blocked time".into(),
             lock_probe: crate::lockprobe::LockReport::default(),
             policy_summary: PolicySummary::Nothing,

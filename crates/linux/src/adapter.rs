@@ -67,6 +67,8 @@ pub enum Target {
 /// `LinuxHost` plus a pidfd on the target.
 pub struct LinuxAdapter {
     host: LinuxHost,
+    /// Where run time and wait come from, as chosen when the adapter opened.
+    run_source: crate::runcount::RunSource,
     target: Pid,
     pidfd: Option<OwnedFd>,
     dry_run: bool,
@@ -182,9 +184,10 @@ impl LinuxAdapter {
             cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
         let mut host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
-        counters.give(&mut host);
+        let run_source = counters.give(&mut host);
         Ok(LinuxAdapter {
             host,
+            run_source,
             target: pid,
             reap: matches!(target, Target::Child { .. }),
             pidfd: pidfd_open(pid),
@@ -198,6 +201,17 @@ impl LinuxAdapter {
             seen_alive: false,
             steady: SteadyTicks::default(),
         })
+    }
+
+    /// Where run time and wait came from, as one line: the source chosen when the adapter
+    /// opened (`run time from BPF sched_switch counters`, or `run time from /proc (why)`),
+    /// and, when the faster source stopped since, why and that `/proc` took over.
+    pub fn run_time_source(&self) -> String {
+        let chosen = self.run_source.describe();
+        match self.host.sampler().counters_stopped() {
+            Some(why) => format!("{chosen}, then /proc (the counters stopped: {why})"),
+            None => chosen,
+        }
     }
 
     /// Reads the threads' context-switch counts from now on, no staler than `max_age`, for

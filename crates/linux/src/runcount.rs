@@ -138,14 +138,16 @@ pub enum Counters {
 }
 
 impl Counters {
-    /// Gives `host`'s sampler its run-time source.
-    pub fn give(self, host: &mut crate::LinuxHost) {
+    /// Gives `host`'s sampler its run-time source, and says which it is.
+    pub fn give(self, host: &mut crate::LinuxHost) -> RunSource {
         match self {
-            Counters::Choose => {
-                announce(host);
+            Counters::Choose => announce(host),
+            Counters::Given(Some(c)) => {
+                let name = c.name();
+                host.sampler_mut().set_counters(c);
+                RunSource::Fast(name)
             }
-            Counters::Given(Some(c)) => host.sampler_mut().set_counters(c),
-            Counters::Given(None) => {}
+            Counters::Given(None) => RunSource::Proc("the daemon's shared counters are off".into()),
         }
     }
 }

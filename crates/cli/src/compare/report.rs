@@ -5,6 +5,7 @@
 //! ```text
 //! 5 runs of each policy (after 1 warm-up), interleaved; ratio = policy / none run by run (< 1 is faster)
 //! fair-share bound: 1.500 s
+//! run time from /proc (built without the bpf feature)
 //! policy           wall s mean ± σ         min / med / max   ratio min / med / max   moves/s   spread   % fair
 //! none              1.975 ± 0.010    1.966 / 1.975 / 1.993   1.000 / 1.000 / 1.000       0.0     1.4%     76.0
 //! speed             1.633 ± 0.007    1.625 / 1.633 / 1.642   0.823 / 0.827 / 0.829     726.0     1.1%     91.8
@@ -113,6 +114,9 @@ impl Report {
         );
         if let Some(f) = c.fair_share_wall_s {
             let _ = writeln!(s, "fair-share bound: {f:.3} s");
+        }
+        if !c.run_time.is_empty() {
+            let _ = writeln!(s, "{}", c.run_time.join("; "));
         }
         let _ = writeln!(
             s,

@@ -203,6 +203,15 @@ fn run_summary_of_a_very_short_run_gives_no_cpu_share_and_no_idle_lock_line() {
         "{text}"
     );
     assert!(v["lock_time"].as_str().is_some(), "{v}");
+    let source = v["run_time"].as_str().unwrap();
+    if cfg!(feature = "bpf") {
+        assert!(source.starts_with("run time from "), "{v}");
+    } else {
+        assert_eq!(
+            source,
+            "run time from /proc (built without the bpf feature)"
+        );
+    }
 }
 
 #[test]

@@ -34,6 +34,19 @@ fn compare_two_policies_prints_a_row_each_with_the_fair_share() {
         "{text}"
     );
     assert!(text.contains("fair-share bound"), "{text}");
+    // Where the runs read run time from, once above the table: a default build knows
+    // only `/proc`.
+    let source = text
+        .lines()
+        .filter(|l| l.starts_with("run time from "))
+        .count();
+    assert_eq!(source, 1, "{text}");
+    if !cfg!(feature = "bpf") {
+        assert!(
+            text.contains("run time from /proc (built without the bpf feature)"),
+            "{text}"
+        );
+    }
     let rows: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("none ") || l.starts_with("speed "))
@@ -74,6 +87,13 @@ fn compare_json_has_every_run_and_the_ratio_to_none() {
     }
     // none against itself, run by run, is exactly 1.
     assert_eq!(results[0]["ratio_vs_baseline"]["median"], 1.0);
+    // The four runs' run-time source, gathered once.
+    let sources = v["run_time"].as_array().unwrap();
+    assert_eq!(sources.len(), 1, "{v}");
+    assert!(
+        sources[0].as_str().unwrap().starts_with("run time from "),
+        "{v}"
+    );
 }
 
 #[test]
