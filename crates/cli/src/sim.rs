@@ -69,6 +69,17 @@ pub struct SimArgs {
     /// are free and come when the policy asks].
     #[arg(long, value_name = "FIXED_US[,PER_THREAD_US]", value_parser = tick_cost)]
     tick_cost: Option<TickCost>,
+    /// How the policies read threads' run time and run-queue wait: exact (at each read, as
+    /// a `--features bpf` build run as root reads them from its counters) or proc (as
+    /// `/proc/<pid>/task/<tid>/schedstat` gives them: a running thread's run time only up
+    /// to its CPU's last tick, a queued thread's wait only once it runs again).
+    #[arg(long, value_enum, default_value_t = Counters::Exact)]
+    counters: Counters,
+    /// The simulated kernel's tick rate, CONFIG_HZ: 100, 250, 300 or 1000 [default: 250].
+    /// It sets the slices' granularity and, with --counters proc, how stale a running
+    /// thread's run time may be.
+    #[arg(long, value_name = "HZ")]
+    hz: Option<u32>,
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
@@ -82,16 +93,49 @@ fn tick_cost(s: &str) -> std::result::Result<TickCost, String> {
     s.parse()
 }
 
+/// Where the simulated policies' run time and wait come from (`--counters`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Counters {
+    /// Exact at each read: the BPF counters.
+    Exact,
+    /// As `schedstat` keeps them (`Linux::schedstat_at_ticks`).
+    Proc,
+}
+
+impl Counters {
+    fn name(self) -> &'static str {
+        match self {
+            Counters::Exact => "exact",
+            Counters::Proc => "proc",
+        }
+    }
+}
+
+/// The tick rates kernels are built with.
+const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
+
 /// Runs `threadbalance sim`.
 pub fn run(a: &SimArgs) -> Result<u8> {
     let baseline = match &a.baseline {
         Some(b) => Some(b.parse::<Baseline>().map_err(input_error)?),
         None => None,
     };
+    if let Some(hz) = a.hz
+        && !HZ_CHOICES.contains(&hz)
+    {
+        return Err(input_error(format!(
+            "--hz {hz}: kernels tick at 100, 250, 300 or 1000 Hz"
+        )));
+    }
     if let Some(suite) = &a.suite {
         if a.tick_cost.is_some() {
             return Err(input_error(
                 "--tick-cost: the suite runs with free ticks, as calibrated; leave it out",
+            ));
+        }
+        if a.counters != Counters::Exact || a.hz.is_some() {
+            return Err(input_error(
+                "--counters, --hz: the suite runs the model as calibrated; leave them out",
             ));
         }
         if suite != "papers" {
@@ -144,12 +188,18 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let mut opts = RunOptions::new(s.seed);
     opts.linux.baseline = baseline.unwrap_or_default();
     opts.tick_cost = a.tick_cost;
+    opts.linux.schedstat_at_ticks = a.counters == Counters::Proc;
+    if let Some(hz) = a.hz {
+        opts.linux.hz = hz;
+    }
     let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
         let mut v = cmp.to_json();
         if let Some(o) = v.as_object_mut() {
             o.insert("baseline".into(), opts.linux.baseline.to_string().into());
+            o.insert("counters".into(), a.counters.name().into());
+            o.insert("hz".into(), opts.linux.hz.into());
             if let Some(c) = opts.tick_cost {
                 o.insert(
                     "tick_cost_us".into(),
@@ -168,9 +218,19 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         }
         if let Some(c) = opts.tick_cost {
             outln!(
-                "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread                  (--tick-cost)",
+                "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
                 c.fixed.0 as f64 / 1e3,
                 c.per_thread_ns / 1e3
+            );
+        }
+        if a.counters == Counters::Proc || a.hz.is_some() {
+            outln!(
+                "run time and wait read {}, kernel ticking at {} Hz (--counters, --hz)",
+                match a.counters {
+                    Counters::Exact => "exact at each read",
+                    Counters::Proc => "as schedstat keeps them",
+                },
+                opts.linux.hz
             );
         }
         out!("{}", cmp.to_table());

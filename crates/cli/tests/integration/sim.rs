@@ -1,5 +1,5 @@
-//! `threadbalance sim` end to end: the interval override and the policies' summaries in
-//! `--json`.
+//! `threadbalance sim` end to end: the interval override, the counters and the tick rate,
+//! and the policies' summaries in `--json`.
 
 use crate::support::run;
 
@@ -40,4 +40,63 @@ fn sim_interval_overrides_the_policys_own() {
     let (slow, moves) = excl_ticks(Some("200"));
     assert!(slow > 0 && default >= 8 * slow, "{default} vs {slow}");
     assert!(moves.parse::<u64>().is_ok(), "{moves}");
+}
+
+/// `speed`'s run time and the JSON's `counters` and `hz` for 3 threads on 2 cores with
+/// 10 ms yield phases, with the given extra flags.
+fn speed_with(extra: &[&str]) -> (f64, serde_json::Value, serde_json::Value) {
+    let mut args = vec![
+        "sim",
+        "--machine",
+        "package:1 core:2 pu:1",
+        "--workload",
+        "ep-barrier:phase_ms=10,wait=yield,work_ms=300",
+        "--threads",
+        "3",
+        "--policy",
+        "speed",
+        "--level",
+        "core",
+        "--json",
+    ];
+    args.extend(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runtime = v["results"][0]["runtime_s"].as_f64().unwrap();
+    (runtime, v["counters"].clone(), v["hz"].clone())
+}
+
+#[test]
+fn sim_counters_proc_reads_run_time_and_wait_as_schedstat_keeps_them() {
+    let (exact, counters, hz) = speed_with(&[]);
+    assert_eq!((counters.as_str(), hz.as_u64()), (Some("exact"), Some(250)));
+    let (stale, counters, hz) = speed_with(&["--counters", "proc", "--hz", "1000"]);
+    assert_eq!((counters.as_str(), hz.as_u64()), (Some("proc"), Some(1000)));
+    // The flags reach the model: the policy reads other counters and places otherwise.
+    assert_ne!(exact, stale);
+    let (same, _, _) = speed_with(&["--counters", "exact"]);
+    assert_eq!(exact, same);
+}
+
+#[test]
+fn sim_refuses_a_tick_rate_no_kernel_has_and_model_flags_with_the_suite() {
+    for (args, what) in [
+        (&["sim", "--hz", "0"][..], "--hz 0"),
+        (&["sim", "--hz", "999"][..], "--hz 999"),
+        (
+            &["sim", "--suite", "papers", "--counters", "proc"][..],
+            "--counters",
+        ),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
 }
