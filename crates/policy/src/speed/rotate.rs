@@ -252,8 +252,13 @@ impl Speed {
             }
         }
         // At most a quarter of the group's cores (and at least 8) swap per round: the best
-        // pairs first, so only those need sorting.
-        let cap = (v.cores / SWAP_SHARE).max(MIN_SWAPS);
+        // pairs first, so only those need sorting. When the host holds the rounds back
+        // (a live loop's CPU budget), a round spans several periods asked, and may swap as
+        // many times more: the moves a second stay bounded as asked, and the round is not
+        // left with a quarter of the heavy cores to turn over when it comes a phase late.
+        let cap = (v.cores / SWAP_SHARE)
+            .max(MIN_SWAPS)
+            .saturating_mul(self.sparse.periods_per_round());
         let credit = |i: &usize| self.placed[*i].credit;
         let up = |a: &usize, b: &usize| credit(a).total_cmp(&credit(b));
         let down = |a: &usize, b: &usize| credit(b).total_cmp(&credit(a));

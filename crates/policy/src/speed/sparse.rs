@@ -105,6 +105,8 @@ const PACED: f64 = 2.0;
 /// Lend when the gap exceeds this many phases seen; place again below `TAKE_BACK`.
 pub(super) const LEND: f64 = 1.5;
 pub(super) const TAKE_BACK: f64 = 0.8;
+/// The most periods asked one round is taken to span (`Sparse::periods_per_round`).
+const MAX_SPAN: f64 = 64.0;
 
 /// Whether the threads are lent to Linux because rounds are too sparse for the phases.
 #[derive(Debug, Clone, Default)]
@@ -163,17 +165,35 @@ impl Sparse {
         self.asked = period.0 as f64;
     }
 
+    /// Whether the host holds the rounds back: the smoothed gap, or the last two gaps
+    /// both, over `PACED` times the period asked. Two sparse rounds in a row say as much
+    /// as the average, without waiting for it to forget the first cheap ticks (the
+    /// pacer's burst).
+    fn held(&self) -> bool {
+        let last_two = self.last_gaps[0].min(self.last_gaps[1]);
+        self.rounds >= MIN_ROUNDS
+            && (self.gap > PACED * self.asked_avg.max(self.asked)
+                || last_two > PACED * self.last_asked[0].max(self.last_asked[1]))
+    }
+
+    /// How many periods asked for one round spans while the host holds the rounds back
+    /// (the smoothed gap over the period asked, whole periods, at most `MAX_SPAN`); 1
+    /// otherwise. The rotation allows this many times its swaps a round, so that what it
+    /// may move a second stays what it would be with the rounds it asked for.
+    pub(super) fn periods_per_round(&self) -> usize {
+        if !self.held() {
+            return 1;
+        }
+        let asked = self.asked_avg.max(self.asked).max(1.0);
+        (self.gap / asked).floor().clamp(1.0, MAX_SPAN) as usize
+    }
+
     /// Whether the threads should be lent now: the rotation runs (`rotating`), the host
     /// holds the rounds back and they are too sparse for the phase `phase` (ns).
     fn should_lend(&self, rotating: bool, phase: Option<f64>) -> bool {
-        // The smoothed gap, or the last two gaps both: two sparse rounds in a row say as
-        // much as the average, without waiting for it to forget the first cheap ticks
-        // (the pacer's burst).
         let last_two = self.last_gaps[0].min(self.last_gaps[1]);
-        let held = self.gap > PACED * self.asked_avg.max(self.asked)
-            || last_two > PACED * self.last_asked[0].max(self.last_asked[1]);
         let gap = self.gap.max(last_two);
-        rotating && self.rounds >= MIN_ROUNDS && held && phase.is_some_and(|s| gap > LEND * s)
+        rotating && self.held() && phase.is_some_and(|s| gap > LEND * s)
     }
 
     /// Whether lent threads should be placed again.
@@ -249,6 +269,20 @@ mod tests {
             s.ask(Nanos::from_millis(asked_ms));
         }
         s
+    }
+
+    #[test]
+    fn sparse_round_spans_the_periods_asked_only_while_the_host_holds_rounds_back() {
+        // Rounds as asked (1 ms): one period a round, whatever the rotation.
+        assert_eq!(seen(&[1.0, 1.0, 1.0, 1.0], 1).periods_per_round(), 1);
+        // The first round alone says nothing (fewer than `MIN_ROUNDS`).
+        assert_eq!(seen(&[50.0], 1).periods_per_round(), 1);
+        // Held back to a round every 20 ms against 1 ms asked: 20 periods a round.
+        assert_eq!(seen(&[20.0, 20.0, 20.0], 1).periods_per_round(), 20);
+        // 7.5 ms against 2 ms asked: 3 whole periods.
+        assert_eq!(seen(&[7.5, 7.5, 7.5, 7.5], 2).periods_per_round(), 3);
+        // At most `MAX_SPAN`.
+        assert_eq!(seen(&[500.0, 500.0, 500.0], 1).periods_per_round(), 64);
     }
 
     #[test]
