@@ -3,6 +3,17 @@
 
 use crate::support::run;
 
+/// `sim` with `args` (which include `--json`), succeeded, its output parsed.
+fn sim_json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// `(policy_ticks, numa moves)` of `numa-excl` on one short SPLASH-2x program.
 fn excl_ticks(interval: Option<&str>) -> (u64, String) {
     let mut args = vec![
@@ -18,13 +29,7 @@ fn excl_ticks(interval: Option<&str>) -> (u64, String) {
     if let Some(ms) = interval {
         args.extend(["--interval", ms]);
     }
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = sim_json(&args);
     let r = &v["results"][0];
     assert_eq!(r["policy"], "numa-excl");
     assert_eq!(r["policy_summary"]["kind"], "numa");
@@ -60,13 +65,7 @@ fn speed_with(extra: &[&str]) -> (f64, serde_json::Value, serde_json::Value) {
         "--json",
     ];
     args.extend(extra);
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = sim_json(&args);
     let runtime = v["results"][0]["runtime_s"].as_f64().unwrap();
     (runtime, v["counters"].clone(), v["hz"].clone())
 }
