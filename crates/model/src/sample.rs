@@ -163,6 +163,11 @@ pub struct Snapshot {
     /// The machine's CPU time, when the host measures it (Linux, for a policy that asks:
     /// `Policy::reads_steal`); `None` otherwise, and then no time counts as stolen.
     pub cpu_time: Option<CpuTime>,
+    /// Whether the threads' run-queue waits may be reported late: read (for most threads)
+    /// from `schedstat`, which adds a queued thread's wait only once it runs again, and
+    /// brings a running thread's run time up to date only at ticks. False when they are
+    /// exact at `at`: the BPF counters, or the simulator's default.
+    pub waits_late: bool,
 }
 
 impl Snapshot {
@@ -174,6 +179,7 @@ impl Snapshot {
         self.wakes.clear();
         self.wakes_measured = false;
         self.cpu_time = None;
+        self.waits_late = false;
     }
 
     /// Restores the order invariant after samples were pushed in any order.

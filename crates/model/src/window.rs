@@ -126,6 +126,8 @@ pub struct Window {
     pub wakes: Vec<WakeEdge>,
     /// Whether both snapshots measured wake edges (so `wakes` is the graph, maybe empty).
     pub wakes_measured: bool,
+    /// Whether either snapshot's waits may be reported late ([`Snapshot::waits_late`]).
+    pub waits_late: bool,
 }
 
 impl Window {
@@ -144,6 +146,7 @@ impl Window {
         self.lock_exact = false;
         self.wakes.clear();
         self.wakes_measured = false;
+        self.waits_late = cur.waits_late;
         for s in &cur.threads {
             self.threads.push(Self::rates(None, s, Nanos::ZERO, 0.0));
         }
@@ -160,6 +163,7 @@ impl Window {
         self.threads.clear();
         self.vanished.clear();
         self.lock_exact = false;
+        self.waits_late = prev.waits_late || cur.waits_late;
         let dt = cur.at.saturating_sub(prev.at);
         let steal = steal_per_busy(prev, cur);
         let (mut i, mut j) = (0, 0);
@@ -512,6 +516,26 @@ mod tests {
         // mean .35, σ .25 → CV ≈ .714
         assert!((l.mean - 0.35).abs() < 1e-9);
         assert!((l.cv - 0.25 / 0.35).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_waits_are_late_when_either_snapshot_read_them_late() {
+        let mut prev = snap(0, vec![sample(1, 0, 0, 0)]);
+        let mut cur = snap(100, vec![sample(1, 10, 0, 0)]);
+        let mut w = Window::default();
+        w.update(&prev, &cur);
+        assert!(!w.waits_late);
+        prev.waits_late = true;
+        w.update(&prev, &cur);
+        assert!(w.waits_late);
+        prev.waits_late = false;
+        cur.waits_late = true;
+        w.update(&prev, &cur);
+        assert!(w.waits_late);
+        w.first(&prev);
+        assert!(!w.waits_late);
+        w.first(&cur);
+        assert!(w.waits_late);
     }
 
     #[test]

@@ -80,6 +80,7 @@ fn snapshot(n: u64, cpus: &[u32]) -> Snapshot {
             })
             .collect(),
         wakes_measured: true,
+        waits_late: false,
         cpu_time: None,
     };
     s.sort();

@@ -72,6 +72,7 @@ impl Host for AppView<'_, '_> {
                 .filter(|e| e.waker.pid == pid && e.woken.pid == pid),
         );
         into.wakes_measured = self.full.wakes_measured;
+        into.waits_late = self.full.waits_late;
         Ok(())
     }
 

@@ -82,6 +82,7 @@ impl Host for SimHost<'_> {
         into.clear();
         into.at = self.sim.now();
         self.sim.sample_threads(&mut into.threads);
+        into.waits_late = self.sim.lx.schedstat_at_ticks;
         if self.wakes {
             self.sample_wakes(into);
         }

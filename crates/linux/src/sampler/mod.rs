@@ -491,6 +491,9 @@ impl Sampler {
                 self.sample_memory(into)?;
             }
         }
+        // Waits are exact at this instant only where the faster source answered: most of
+        // the threads, or the sample reads as `schedstat` keeps them.
+        into.waits_late = self.counted * 2 <= into.threads.len();
         // Tasks are listed in creation order, so the samples are usually sorted already.
         if !into.threads.is_sorted_by_key(|t| t.key) || !into.memory.is_sorted_by_key(|m| m.pid) {
             into.sort();

@@ -110,6 +110,8 @@ fn procfs_sampler_fills_sorted_snapshot_and_memory_every_interval() {
     let mut snap = Snapshot::default();
     s.sample(Nanos::from_secs(1), &mut snap).unwrap();
     assert_eq!(snap.at, Nanos::from_secs(1));
+    // Run time and wait from `schedstat`: a queued thread's wait may come late.
+    assert!(snap.waits_late);
     let tids: Vec<i32> = snap.threads.iter().map(|t| t.key.tid.0).collect();
     assert_eq!(tids, [4242, 4243, 4244]);
     assert_eq!(snap.threads[1].run, Nanos(4_243_500));

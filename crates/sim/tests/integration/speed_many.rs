@@ -237,3 +237,27 @@ fn speed_many_sixty_four_cores_paced_turn_every_heavy_core_over_in_a_late_round(
     let ratio = c.results[1].runtime_s / c.results[0].runtime_s;
     assert!(ratio <= 0.97, "{ratio:.3}\n{}", c.to_table());
 }
+
+#[test]
+fn speed_many_waits_read_late_lend_sparse_rounds_at_one_phase() {
+    // 24 threads on 16 cores, 10 ms blocking phases, as a build reading `/proc` sees them
+    // (`schedstat` kept by the kernel, HZ 1000) and paced with the tick measured for it on
+    // the idle 2-core VM (`--tick-cost 24.2,4.148`: a round every ~16 ms). The rotation at
+    // that pace with those counters loses to Linux from about one phase; lent only from 1.5
+    // phases (exact counters' break-even), seed 1 took 1.078× Linux's time. Lent from one
+    // phase when the windows say the waits are read late (`Window::waits_late`): 1.009×.
+    let m = machine(SIXTEEN, None).unwrap();
+    let w = workload(&ep("block", 1000), Some(24), None).unwrap();
+    let mut o = RunOptions::new(1);
+    o.linux.schedstat_at_ticks = true;
+    o.linux.hz = 1000;
+    o.tick_cost = Some("24.2,4.148".parse().unwrap());
+    let c = none_and_speed(&m, &w, &o);
+    let ratio = c.results[1].runtime_s / c.results[0].runtime_s;
+    assert!(ratio <= 1.02, "{ratio:.3}\n{}", c.to_table());
+    let lent = line(
+        &c.results[1],
+        "handed to Linux: rounds too sparse for the phases",
+    );
+    assert!(lent.contains("waits read late"), "{lent}");
+}
