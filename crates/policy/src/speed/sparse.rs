@@ -32,8 +32,18 @@
 //!          G' = max(G, min(last two gaps))
 //!   held = G > 2 · max(A, asked) ∨ min(last two gaps) > 2 · max(their two asked)
 //!   rotating ∧ held ∧ G' > 1.5 S        ─► lend every placed thread to Linux
+//!                         (1.0 S when the window's waits may come late)
 //!   lent ∧ (G < 0.8 S ∨ no phase seen)  ─► place them again, rotate
 //! ```
+//!
+//! **Waits read late lend from one phase.** The 1.5 below was swept with exact counters
+//! (the BPF counters). Read from `schedstat` (`Window::waits_late`), a queued thread's wait
+//! comes only once it runs again, the rotation keeps less of its gain, and it loses to
+//! Linux from about one phase: with the `/proc` tick measured on the idle 2-core VM
+//! (24.2 µs + 4.148 µs a thread), 24 threads with 10 ms blocking phases on 16 cores got a
+//! round every ~16 ms, were never lent, and took 1.009–1.078× Linux's time (simulated,
+//! seeds 1–3); swept at 1.5, 1.2, 1.0 and 0.8 phases, 1.0 held 17, 20 and 24 threads
+//! within 1.6 % of Linux and 0.8 did no better (`docs/speed-rules.md`).
 //!
 //! **Why the work and not the phase on the wall clock.** The rule first compared G with
 //! the phase the interval uses, 1 / (switches per thread-second of wall time). That phase
