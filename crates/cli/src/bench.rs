@@ -394,12 +394,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         });
     }
     drop(stencil);
-    let mut run_time: Vec<String> = Vec::new();
-    for source in results.iter().flat_map(|c| &c.comparison.run_time) {
-        if !run_time.contains(source) {
-            run_time.push(source.clone());
-        }
-    }
+    let run_time = compare::each_once(results.iter().flat_map(|c| &c.comparison.run_time));
     let report = BenchReport {
         machine: topo.describe(),
         cpus: m,

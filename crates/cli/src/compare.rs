@@ -160,6 +160,18 @@ pub struct Comparison {
     pub run_time: Vec<String>,
 }
 
+/// The non-empty `lines`, each once, in the order first met: the run-time sources of a
+/// comparison's runs, or of a benchmark's cells.
+pub fn each_once<'a>(lines: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut once: Vec<String> = Vec::new();
+    for line in lines {
+        if !line.is_empty() && !once.contains(line) {
+            once.push(line.clone());
+        }
+    }
+    once
+}
+
 /// Whether `program` names an executable file: as a path when it holds a `/`, else in
 /// one of `PATH`'s directories (as `execvp` looks for it).
 fn executable(program: &str) -> bool {
@@ -421,12 +433,7 @@ fn summarize(args: &CompareArgs, runs: Vec<Vec<RunResult>>) -> Comparison {
             }
         })
         .collect();
-    let mut run_time: Vec<String> = Vec::new();
-    for r in results.iter().flat_map(|p| &p.runs) {
-        if !r.run_time.is_empty() && !run_time.contains(&r.run_time) {
-            run_time.push(r.run_time.clone());
-        }
-    }
+    let run_time = each_once(results.iter().flat_map(|p| &p.runs).map(|r| &r.run_time));
     Comparison {
         command: args.command.clone(),
         baseline: policies[base].to_string(),

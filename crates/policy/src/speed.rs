@@ -428,9 +428,6 @@ pub struct Speed {
     few: few::Few,
     /// Whether rounds come too sparsely for the phases (see [`sparse`]).
     sparse: sparse::Sparse,
-    /// Whether the last window's waits may be reported late (`Window::waits_late`: read
-    /// from `schedstat`), which lowers the gap at which sparse rounds lend (see [`sparse`]).
-    waits_late: bool,
     /// The phase the synchronization signals give, ns (`None` when they give none:
     /// yielding threads, or no synchronization seen).
     phase_ns: Option<f64>,
@@ -533,7 +530,6 @@ impl Speed {
             peers: peers::Peers::default(),
             few: few::Few::default(),
             sparse: sparse::Sparse::default(),
-            waits_late: false,
             phase_ns: None,
             work_phase_ns: None,
             fine_now: false,
@@ -638,7 +634,6 @@ impl Policy for Speed {
     fn decide(&mut self, _topo: &Topology, w: &Window) -> Plan {
         let now = w.end;
         let mut moves = Vec::new();
-        self.waits_late = w.waits_late;
         self.track(w, &mut moves);
         let managing = self.managing();
         self.check_peers(now, managing, &mut moves);
@@ -668,7 +663,7 @@ impl Policy for Speed {
                 self.sparse.round_at(now, self.started_at);
                 let rotating = self.managing() && self.round(now, &mut moves);
                 let managing = self.managing();
-                self.check_sparse(now, rotating, managing, &mut moves);
+                self.check_sparse(now, rotating, managing, w.waits_late, &mut moves);
                 self.quiet_rounds = if rotating {
                     0
                 } else {

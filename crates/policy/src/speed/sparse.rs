@@ -219,12 +219,14 @@ impl Sparse {
 impl Speed {
     /// Lends every placed thread to Linux when rounds come too sparsely for the phase,
     /// and places the lent ones again when they come fast enough (see the module docs).
-    /// Called after a round at `now`; `rotating` is what that round found.
+    /// Called after a round at `now`; `rotating` is what that round found, `waits_late`
+    /// whether the window's waits may be reported late (`Window::waits_late`).
     pub(super) fn check_sparse(
         &mut self,
         now: Nanos,
         rotating: bool,
         managing: bool,
+        waits_late: bool,
         moves: &mut Vec<Move>,
     ) {
         let phase = self.work_phase_ns;
@@ -255,7 +257,7 @@ impl Speed {
             self.place_lent_again(managing, moves);
             return;
         }
-        if fine || !self.sparse.should_lend(rotating, phase, self.waits_late) {
+        if fine || !self.sparse.should_lend(rotating, phase, waits_late) {
             return;
         }
         self.sparse.active = true;
@@ -263,11 +265,7 @@ impl Speed {
         self.sparse.last = Some(format!(
             "lent at {at:.2} s: rounds every {gap_ms:.1} ms (asked {:.1} ms), phases of {phase_ms:.1} ms{}",
             self.sparse.asked / 1e6,
-            if self.waits_late {
-                ", waits read late"
-            } else {
-                ""
-            }
+            if waits_late { ", waits read late" } else { "" }
         ));
         // This round's swaps and placements are taken back: every placed thread goes to
         // Linux instead (releases of sleepers stay).
