@@ -160,10 +160,13 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     // The command's orphans (a process it started, then exited) become ours, so that one
     // born of a thread we confined is found and restored at the end.
     nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
-    let lock_probe = LockProbe::start_for(p.policy.as_ref());
+    let mut lock_probe = LockProbe::start_for(p.policy.as_ref());
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
         .map_err(|e| input_error(format!("cannot execute {program:?}: {e}")))?;
     let pid = Pid(child.id() as i32);
+    // The probe counts the program's lock waits from its first instant, not from the
+    // first sample (which waits for the run-time counters to load).
+    lock_probe.track(&[pid]);
     let target = Target::Child {
         pid,
         follow_children,

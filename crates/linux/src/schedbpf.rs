@@ -40,7 +40,7 @@
 pub mod shared;
 mod slots;
 
-use crate::bpf::ProbeUnavailable;
+use crate::bpf::{Links, ProbeUnavailable};
 use crate::runcount::{Counted, RunCounters};
 use crate::{LinuxError, monotonic_now};
 use aya::{Ebpf, include_bytes_aligned};
@@ -62,8 +62,10 @@ const ATTACH: [(&str, &str, &str); 4] = [
 
 /// The loaded, attached scheduler counters.
 pub struct SchedProbe {
-    // `slots` is declared first: it is unmapped before the program and its maps go.
+    // `slots` is declared first: it is unmapped before the program and its maps go; the
+    // links next: detached, all at once, before the program goes.
     slots: Slots,
+    _links: Links,
     ebpf: Ebpf,
     tracked: HashSet<i32>,
     /// Ktime of the last refresh: a running thread's run time is counted up to it.
@@ -174,7 +176,7 @@ pub fn seeded(s: &Sample, now: u64) -> Raw {
 /// Loads the program, maps its counters and attaches it to the tracepoints (shared by
 /// [`SchedProbe::load`] and the daemon's [`shared::SharedProbe::load`]), or says why it
 /// cannot.
-pub(crate) fn open() -> Result<(Ebpf, Slots), ProbeUnavailable> {
+pub(crate) fn open() -> Result<(Ebpf, Slots, Links), ProbeUnavailable> {
     if !nix::unistd::geteuid().is_root() {
         return Err(ProbeUnavailable(
             "not root (the BPF counters need CAP_BPF and CAP_PERFMON)".into(),
@@ -195,8 +197,9 @@ pub(crate) fn open() -> Result<(Ebpf, Slots), ProbeUnavailable> {
     }
     // The program reads only its tracepoint records (no CO-RE relocations), so the
     // kernel's BTF is not used. (aya 0.13's `EbpfLoader::new` still reads and parses
-    // it, about 5 MB, before `btf(None)` drops it: a few ms of start-up per probe that
-    // this API offers no way around.)
+    // it, about 5 MB, before `btf(None)` drops it: 15 ms of start-up per probe in a
+    // release build on the 2-core VM, 70 ms in a debug one, that this API offers no way
+    // around.)
     let mut ebpf = aya::EbpfLoader::new()
         .btf(None)
         .load(SCHED_OBJECT)
@@ -206,19 +209,21 @@ pub(crate) fn open() -> Result<(Ebpf, Slots), ProbeUnavailable> {
             .map_err(|e| ProbeUnavailable(format!("cannot map the counters: {e}")))?,
         _ => return Err(ProbeUnavailable("BPF object lacks counters".into())),
     };
+    let mut links = Links::default();
     for (name, category, tracepoint) in ATTACH {
-        crate::bpf::attach_tracepoint(&mut ebpf, name, category, tracepoint)?;
+        crate::bpf::attach_tracepoint(&mut ebpf, name, category, tracepoint, &mut links)?;
     }
-    Ok((ebpf, slots))
+    Ok((ebpf, slots, links))
 }
 
 impl SchedProbe {
     /// Loads and attaches the program, or says why it cannot.
     pub fn load() -> Result<SchedProbe, ProbeUnavailable> {
-        let (ebpf, slots) = open()?;
+        let (ebpf, slots, links) = open()?;
         let events = slots.events();
         Ok(SchedProbe {
             slots,
+            _links: links,
             ebpf,
             tracked: HashSet::new(),
             now: 0,

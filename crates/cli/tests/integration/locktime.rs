@@ -203,10 +203,22 @@ fn live_shuffling_with_futex_probe_matches_time_inside_lock() {
 #[test]
 fn live_futex_probe_not_root_falls_back_with_one_line() {
     let bin = bin();
+    // A state directory the unprivileged user may write (it has no XDG_RUNTIME_DIR).
+    let state = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(state.path(), Some(65534), Some(65534)).unwrap();
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
-        .args(["run", "--policy", "shuffling", "--level", "core", "--"])
+        .args([
+            "run",
+            "--policy",
+            "shuffling",
+            "--level",
+            "core",
+            "--state-dir",
+        ])
+        .arg(state.path())
+        .arg("--")
         .arg(&bin)
         .args(["workload", "locks", "--ops", "2000"])
         .output()

@@ -114,6 +114,21 @@ impl LockProbe {
         }
     }
 
+    /// Traces `pids` from now on, before the first sample does: `run` calls it the moment
+    /// it has started the program, so that the program's first lock waits are counted
+    /// (the first sample comes only once the run-time counters have loaded, tens of ms
+    /// later). A failure is left for the first sample to find and say.
+    #[cfg(feature = "bpf")]
+    pub fn track(&mut self, pids: &[Pid]) {
+        if let Some(p) = self.probe.as_mut() {
+            let _ = p.track(pids);
+        }
+    }
+
+    /// Without the probe there is nothing to trace.
+    #[cfg(not(feature = "bpf"))]
+    pub fn track(&mut self, _pids: &[Pid]) {}
+
     /// Traces `pids` and sets each sample's exact lock time, while the probe runs.
     #[cfg(feature = "bpf")]
     pub fn fill(&mut self, pids: &[Pid], snap: &mut Snapshot) {

@@ -20,7 +20,7 @@
 
 use super::{Slots, counted, seeded};
 use crate::LinuxError;
-use crate::bpf::ProbeUnavailable;
+use crate::bpf::{Links, ProbeUnavailable};
 use crate::monotonic_now;
 use crate::runcount::{Counted, RunCounters};
 use crate::runshare::{Holders, ShareStats};
@@ -36,8 +36,10 @@ pub const NAME: &str = "BPF sched_switch counters (one probe shared by every man
 
 /// What the handles share.
 struct Core {
-    // `slots` is declared first: it is unmapped before the program and its maps go.
+    // `slots` is declared first: it is unmapped before the program and its maps go; the
+    // links next: detached, all at once, before the program goes.
     slots: Slots,
+    _links: Links,
     registry: Mutex<Registry>,
 }
 
@@ -81,10 +83,11 @@ impl std::fmt::Debug for SharedProbe {
 impl SharedProbe {
     /// Loads and attaches the program once, or says why it cannot.
     pub fn load() -> Result<SharedProbe, ProbeUnavailable> {
-        let (ebpf, slots) = super::open()?;
+        let (ebpf, slots, links) = super::open()?;
         Ok(SharedProbe {
             core: Arc::new(Core {
                 slots,
+                _links: links,
                 registry: Mutex::new(Registry {
                     ebpf,
                     tracked: HashSet::new(),
