@@ -345,6 +345,7 @@ fn manage(
         },
     );
     summary.set_restored(&restored);
+    summary.set_slices(host.slice_counts());
     summary.set_paced(host.paced());
     summary.set_steady_ticks(host.steady_ticks());
     summary.lock_probe(host.lock_report());

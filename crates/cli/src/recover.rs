@@ -111,8 +111,13 @@ fn is_managed_dir(p: &Path) -> bool {
 /// One line: how many masks were put back, were back already, had gone, were kept.
 pub fn describe(r: &RestoreReport) -> String {
     let failed = r.failures().count();
+    let slices = if r.slices_restored > 0 {
+        format!(" ({} time slices put back too)", r.slices_restored)
+    } else {
+        String::new()
+    };
     format!(
-        "{} restored, {} already back, {} gone, {} left as the program set them, {} could not be restored",
+        "{} restored, {} already back, {} gone, {} left as the program set them, {} could not be restored{slices}",
         r.restored,
         r.already,
         r.vanished,

@@ -67,6 +67,15 @@ pub struct Summary {
     pub program_chose: u64,
     /// One line per mask not put back, with the reason.
     pub left: Vec<String>,
+    /// Threads that ran in short time slices of ours while `speed` rotated them (see
+    /// "Short slices" in `speed`'s docs), and of those, given their own slice back (during
+    /// the run or at the end).
+    pub slices_set: u64,
+    pub slices_restored: u64,
+    /// Short slices asked for and not set: without `CAP_SYS_NICE`, on a kernel before
+    /// 6.12, on a thread not of a fair class with nice ≥ 0, or on one whose program set a
+    /// slice of its own.
+    pub slices_skipped: u64,
     /// CPU time threadbalance itself used (user + system, its own process only), seconds.
     pub tool_cpu_s: f64,
     /// `tool_cpu_s` over the wall time: the share of one core the management cost; 0
@@ -155,6 +164,9 @@ impl Summary {
             unrestored: 0,
             program_chose: 0,
             left: Vec::new(),
+            slices_set: 0,
+            slices_restored: 0,
+            slices_skipped: 0,
             tool_cpu_s: 0.0,
             tool_cpu_pct: 0.0,
             tool_cpu_pct_known: false,
@@ -221,6 +233,13 @@ impl Summary {
         self.unrestored = r.failures().count() as u64;
         self.program_chose = (r.kept.len() as u64).saturating_sub(self.unrestored);
         self.left = crate::recover::kept_lines(r);
+    }
+
+    /// Takes what became of the time slices asked for.
+    pub fn set_slices(&mut self, c: threadbalance_linux::actuate::SliceCounts) {
+        self.slices_set = c.set;
+        self.slices_restored = c.restored;
+        self.slices_skipped = c.skipped;
     }
 
     /// Takes how many ticks the cost budget pushed back.
@@ -311,6 +330,22 @@ impl Summary {
                 a.vanished,
                 a.denied,
                 self.restored_text()
+            );
+        }
+        if self.slices_set > 0 || self.slices_skipped > 0 {
+            let _ = writeln!(
+                s,
+                "   {:>12}    threads ran in short time slices while rotated, {} given their own back{}",
+                self.slices_set,
+                self.slices_restored,
+                if self.slices_skipped > 0 {
+                    format!(
+                        "; {} not set (no CAP_SYS_NICE, a kernel before 6.12, not a fair-class thread of nice ≥ 0, or a slice its program set)",
+                        self.slices_skipped
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         if self.program_chose > 0 || self.unrestored > 0 {

@@ -136,6 +136,7 @@ struct RawRule {
     seed: Option<u64>,
     lock_threshold: Option<f64>,
     allow_numa: Option<bool>,
+    short_slices: Option<bool>,
 }
 
 /// `user = "name"` or `user = 1000`.
@@ -584,6 +585,7 @@ fn validate_rule(r: RawRule, p: &Place<'_>) -> Result<Rule, ConfigError> {
             ("seed", r.seed.is_some()),
             ("lock_threshold", r.lock_threshold.is_some()),
             ("allow_numa", r.allow_numa.is_some()),
+            ("short_slices", r.short_slices.is_some()),
         ];
         if let Some((key, _)) = given.iter().find(|(_, g)| *g) {
             return Err(p.err(
@@ -631,11 +633,13 @@ fn validate_placement(r: &RawRule, p: &Place<'_>) -> Result<Placement, ConfigErr
             return Err(p.err("lock_threshold", format!("{t} is not a fraction in [0, 1]")));
         }
     }
-    if r.allow_numa.is_some() && name != "speed" {
-        return Err(p.err(
-            "allow_numa",
-            format!("applies to policy speed only, not {name}"),
-        ));
+    for (key, given) in [
+        ("allow_numa", r.allow_numa.is_some()),
+        ("short_slices", r.short_slices.is_some()),
+    ] {
+        if given && name != "speed" {
+            return Err(p.err(key, format!("applies to policy speed only, not {name}")));
+        }
     }
     Ok(Placement {
         policy,
@@ -644,6 +648,7 @@ fn validate_placement(r: &RawRule, p: &Place<'_>) -> Result<Placement, ConfigErr
         seed: r.seed.unwrap_or(1),
         lock_threshold: r.lock_threshold,
         allow_numa: r.allow_numa,
+        short_slices: r.short_slices,
     })
 }
 

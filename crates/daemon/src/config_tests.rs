@@ -76,6 +76,7 @@ name = "speedy"
 user = "alice"
 policy = "speed"
 allow_numa = true
+short_slices = false
 "#;
     let c = Config::parse("t.toml", text).unwrap();
     let [r, s] = &c.rules.rules[..] else {
@@ -95,11 +96,24 @@ allow_numa = true
         seed: 9,
         lock_threshold: Some(0.1),
         allow_numa: None,
+        short_slices: None,
     };
     assert_eq!(r.action, Action::Manage(want));
     assert_eq!(s.line, Some(17));
     assert_eq!(s.conditions.user, Some(UserSpec::Name("alice".into())));
     assert!(matches!(&s.action, Action::Manage(p) if p.allow_numa == Some(true)));
+    assert!(matches!(&s.action, Action::Manage(p) if p.short_slices == Some(false)));
+    // Only `speed` takes it.
+    let e = Config::parse(
+        "t.toml",
+        "[[rule]]\nname = \"r\"\npolicy = \"tumbler\"\nshort_slices = true\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("short_slices: applies to policy speed only, not tumbler"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -200,6 +200,8 @@ pub struct Placement {
     pub lock_threshold: Option<f64>,
     /// `speed` only: whether its rotation may cross NUMA nodes.
     pub allow_numa: Option<bool>,
+    /// `speed` only: whether the threads it rotates may run in short time slices.
+    pub short_slices: Option<bool>,
 }
 
 impl Placement {
@@ -216,10 +218,11 @@ impl Placement {
     /// use threadbalance_daemon::{config::parse_policy, rule::Placement};
     /// use threadbalance_model::{Level, Nanos};
     /// let p = Placement { policy: parse_policy("speed").unwrap(), level: None, interval: Some(Nanos::from_millis(50)),
-    ///                     seed: 7, lock_threshold: None, allow_numa: Some(true) };
+    ///                     seed: 7, lock_threshold: None, allow_numa: Some(true),
+    ///                     short_slices: Some(false) };
     /// let s = p.settings(Level::Node);
-    /// assert_eq!((s.level, s.interval, s.seed, s.speed.allow_numa),
-    ///            (Level::Node, Some(Nanos::from_millis(50)), 7, true));
+    /// assert_eq!((s.level, s.interval, s.seed, s.speed.allow_numa, s.speed.short_slices),
+    ///            (Level::Node, Some(Nanos::from_millis(50)), 7, true, false));
     /// ```
     pub fn settings(&self, level: Level) -> threadbalance_policy::Settings {
         let mut s = threadbalance_policy::Settings::new(self.level.unwrap_or(level));
@@ -230,6 +233,9 @@ impl Placement {
         }
         if let Some(a) = self.allow_numa {
             s.speed.allow_numa = a;
+        }
+        if let Some(a) = self.short_slices {
+            s.speed.short_slices = a;
         }
         s
     }

@@ -48,7 +48,8 @@ use crate::state::{Journal, SystemWorld};
 use std::collections::BTreeMap;
 use std::io;
 use threadbalance_model::{
-    ApplyReport, CpuId, CpuSet, Move, MoveOutcome, Pid, Plan, Target, ThreadKey, Tid, Topology,
+    ApplyReport, CpuId, CpuSet, Move, MoveOutcome, Pid, Plan, SliceChange, Target, ThreadKey, Tid,
+    Topology,
 };
 
 /// The CPUs thread `tid` may run on (`sched_getaffinity`).
@@ -190,6 +191,30 @@ pub struct Actuator {
     /// Management began at this start time (clock ticks since boot), with the managed
     /// processes allowed on this mask.
     inherit: Option<(u64, CpuSet)>,
+    /// Whether time slices may be changed: we hold `CAP_SYS_NICE`, which putting one
+    /// back needs (see [`crate::slice`]).
+    may_slice: bool,
+    /// The kernel's default slice, ns, read once (`None`: no slices on this kernel).
+    default_slice: Option<u64>,
+    slice_counts: SliceCounts,
+    /// The live threads given a slice of ours, for `SliceCounts::set` (gone ones are
+    /// dropped by `maintain`).
+    sliced: std::collections::BTreeSet<ThreadKey>,
+    /// Threads whose program set a slice of its own over ours: hands off.
+    slice_decided: std::collections::BTreeSet<ThreadKey>,
+}
+
+/// What became of the time slices plans asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SliceCounts {
+    /// Threads given a slice of ours (each counted once).
+    pub set: u64,
+    /// Slices put back (a thread whose slices were turned on and off twice counts twice).
+    pub restored: u64,
+    /// Slices not set: no `CAP_SYS_NICE`, a kernel without slices (before 6.12), a
+    /// thread not of a fair class or of negative nice, one whose program set its own
+    /// slice, or a refusal.
+    pub skipped: u64,
 }
 
 impl Actuator {
@@ -198,11 +223,16 @@ impl Actuator {
     pub fn new(root: Root) -> Actuator {
         Actuator {
             world: SystemWorld::new(root.clone()),
-            alive: AliveCheck::new(root),
+            alive: AliveCheck::new(root.clone()),
             ledger: Ledger::default(),
             journal: None,
             decided: BTreeMap::new(),
             inherit: None,
+            may_slice: crate::permit::we_may_renice_any(&root),
+            default_slice: crate::slice::default_ns(),
+            slice_counts: SliceCounts::default(),
+            sliced: std::collections::BTreeSet::new(),
+            slice_decided: std::collections::BTreeSet::new(),
         }
     }
 
@@ -362,7 +392,102 @@ impl Actuator {
         for mv in &plan.moves {
             report.count(self.move_one(topo, mv, known));
         }
+        for s in &plan.slices {
+            self.slice_one(*s, known);
+        }
         report
+    }
+
+    /// Carries out one slice change: journaled before it is made, as masks are. A thread
+    /// whose program chose its own mask, or its own slice (before we came, or over ours
+    /// since), is left alone from then on.
+    fn slice_one(&mut self, s: SliceChange, known: Known<'_>) {
+        let key = s.thread;
+        let ours = self.ledger.slices.get(&key).cloned();
+        match self.same_thread(key, known) {
+            Some(true) => {}
+            Some(false) => {
+                if ours.is_some() {
+                    let _ = self.note(&Record::Unslice(key));
+                }
+                return;
+            }
+            None => return,
+        }
+        let Ok(current) = crate::slice::attr_of(key.tid) else {
+            return;
+        };
+        if let Some((original, set)) = &ours {
+            let was = match original.ns {
+                0 => self.default_slice,
+                ns => Some(ns),
+            };
+            if !set.contains(&current.runtime()) && Some(current.runtime()) != was {
+                // Neither its original nor ours: the program set a slice of its own since.
+                self.slice_decided.insert(key);
+                let _ = self.note(&Record::Unslice(key));
+                return;
+            }
+        }
+        match (s.slice, ours) {
+            (Some(ns), ours) => {
+                let fresh = ours.is_none();
+                if !fresh && current.runtime() == ns.0 {
+                    return;
+                }
+                let original = match ours {
+                    Some((original, _)) => original,
+                    None if self.may_slice
+                        && current.sliceable()
+                        && current.as_slice(self.default_slice).ns == 0
+                        && !self.decided.contains_key(&key)
+                        && !self.slice_decided.contains(&key) =>
+                    {
+                        current.as_slice(self.default_slice)
+                    }
+                    None => {
+                        self.slice_counts.skipped += 1;
+                        return;
+                    }
+                };
+                let rec = Record::Slice {
+                    key,
+                    original,
+                    ours: ns.0,
+                };
+                if self.note(&rec).is_err() {
+                    self.slice_counts.skipped += 1;
+                    return;
+                }
+                let want = crate::slice::Slice {
+                    ns: ns.0,
+                    reset_on_fork: true,
+                };
+                match crate::slice::set(key.tid, &current, want) {
+                    Ok(()) => {
+                        if self.sliced.insert(key) {
+                            self.slice_counts.set += 1;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = self.note(&Record::Unslice(key));
+                        self.slice_counts.skipped += 1;
+                    }
+                }
+            }
+            (None, Some((original, _))) => {
+                if crate::slice::set(key.tid, &current, original).is_ok() {
+                    self.slice_counts.restored += 1;
+                }
+                let _ = self.note(&Record::Unslice(key));
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// What became of the time slices asked for so far.
+    pub fn slice_counts(&self) -> SliceCounts {
+        self.slice_counts
     }
 
     /// Carries out one move.
@@ -481,7 +606,9 @@ impl Actuator {
         }
         report.kept.sort_by_key(|(k, _)| *k);
         report.kept.dedup_by_key(|(k, _)| *k);
+        self.slice_counts.restored += u64::from(report.slices_restored);
         self.ledger.threads.clear();
+        self.ledger.slices.clear();
         if report.failures().next().is_none() {
             if let Some(j) = self.journal.take() {
                 j.remove();
@@ -514,10 +641,23 @@ impl Actuator {
             self.ledger.threads.remove(k);
             self.decided.remove(k);
         }
+        let sliced: Vec<ThreadKey> = self.sliced.iter().copied().collect();
+        for k in sliced {
+            if self.same_thread(k, known) == Some(false) {
+                self.ledger.slices.remove(&k);
+                self.sliced.remove(&k);
+                self.slice_decided.remove(&k);
+            }
+        }
         self.ledger.threads.retain(|_, e| !e.released);
         let ledger = &self.ledger;
-        self.alive
-            .retain(|pid, tid| ledger.threads.keys().any(|k| k.pid == pid && k.tid == tid));
+        self.alive.retain(|pid, tid| {
+            ledger
+                .threads
+                .keys()
+                .chain(ledger.slices.keys())
+                .any(|k| k.pid == pid && k.tid == tid)
+        });
         if let Some(j) = self.journal.as_mut() {
             let records = self.ledger.to_records();
             if j.lines() > 2 * records.len() + 64 {
@@ -544,7 +684,7 @@ impl Actuator {
 impl Drop for Actuator {
     /// Restores every changed mask, so an early return or a panic never leaves threads pinned.
     fn drop(&mut self) {
-        if self.changed().next().is_some() {
+        if self.changed().next().is_some() || !self.ledger.slices.is_empty() {
             let _ = self.restore_all();
         }
     }

@@ -320,6 +320,12 @@ impl LinuxAdapter {
         self.target
     }
 
+    /// What became of the time slices the policy asked for (see
+    /// [`crate::actuate::SliceCounts`]).
+    pub fn slice_counts(&self) -> crate::actuate::SliceCounts {
+        self.host.actuator().slice_counts()
+    }
+
     /// How many times the cost budget pushed a tick back.
     pub fn paced(&self) -> u64 {
         self.pacer.stretched()

@@ -11,6 +11,9 @@
 //!    set 5000 5003 912399 0-7 0-3   thread, start time, original mask, mask about to be set
 //!    release 5000 5003 912399       put back, or the program chose its own mask: hands off
 //!    applied 0-3                    a mask we set (kept when a journal is compacted)
+//!    slice 5000 5003 912399 0 0 500000   thread, start time, original slice (ns, 0 the
+//!                                   default) and reset-on-fork flag, slice about to be set
+//!    unslice 5000 5003 912399       its slice put back, or gone: hands off
 //! ```
 //!
 //! Replaying (`replay`) restores a thread only when all of these hold:
@@ -30,9 +33,14 @@
 //! threads cannot be told from inheritance (the kernel does not say which thread created
 //! which), and is widened too: the one case these rules get wrong.
 //!
+//! A slice (see [`crate::slice`]) is put back when its thread still has the journaled
+//! start time and runs with a slice we set on it, and no `unslice` follows. Threads born
+//! meanwhile never inherit one (the slice is set with `SCHED_FLAG_RESET_ON_FORK`).
+//!
 //! The rules are pure over a [`World`] (start times, masks, thread and child lists), so
 //! they are tested here against a fake one; `state::SystemWorld` is the real one.
 
+use crate::slice::Slice;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io;
@@ -78,6 +86,17 @@ pub enum Record {
     /// The boot the journal was written in (`/proc/sys/kernel/random/boot_id`): tids and
     /// start times mean nothing in another.
     Boot(String),
+    /// A time slice about to be set on a thread.
+    Slice {
+        /// The thread.
+        key: ThreadKey,
+        /// Its slice before we first touched it.
+        original: Slice,
+        /// The slice about to be set, ns.
+        ours: u64,
+    },
+    /// The thread's slice is not ours to restore any more (put back, or gone).
+    Unslice(ThreadKey),
 }
 
 impl Record {
@@ -104,6 +123,22 @@ impl Record {
             }
             Record::Applied(mask) => writeln!(s, "applied {mask}"),
             Record::Boot(id) => writeln!(s, "boot {id}"),
+            Record::Slice {
+                key,
+                original,
+                ours,
+            } => writeln!(
+                s,
+                "slice {} {} {} {} {} {ours}",
+                key.pid.0,
+                key.tid.0,
+                key.start_time,
+                original.ns,
+                u8::from(original.reset_on_fork)
+            ),
+            Record::Unslice(key) => {
+                writeln!(s, "unslice {} {} {}", key.pid.0, key.tid.0, key.start_time)
+            }
         };
         s
     }
@@ -144,6 +179,19 @@ impl Record {
             ("release", 4) => Some(Record::Release(key(1)?)),
             ("applied", 2) => Some(Record::Applied(mask(1)?)),
             ("boot", 2) => Some(Record::Boot(w[1].to_string())),
+            ("slice", 7) => Some(Record::Slice {
+                key: key(1)?,
+                original: Slice {
+                    ns: int(4)?,
+                    reset_on_fork: match int(5)? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    },
+                },
+                ours: int(6).filter(|&n| n > 0)?,
+            }),
+            ("unslice", 4) => Some(Record::Unslice(key(1)?)),
             _ => None,
         }
     }
@@ -175,6 +223,9 @@ pub struct Ledger {
     pub applied: Vec<CpuSet>,
     /// The boot it was written in.
     pub boot: Option<String>,
+    /// Threads whose slice we changed and have not put back: the original, and every
+    /// slice we set (or were about to set) on it.
+    pub slices: BTreeMap<ThreadKey, (Slice, Vec<u64>)>,
 }
 
 impl Ledger {
@@ -214,6 +265,22 @@ impl Ledger {
                 }
             }
             Record::Boot(id) => self.boot = Some(id.clone()),
+            Record::Slice {
+                key,
+                original,
+                ours,
+            } => {
+                let e = self
+                    .slices
+                    .entry(*key)
+                    .or_insert_with(|| (*original, Vec::new()));
+                if !e.1.contains(ours) {
+                    e.1.push(*ours);
+                }
+            }
+            Record::Unslice(key) => {
+                self.slices.remove(key);
+            }
         }
     }
 
@@ -266,6 +333,15 @@ impl Ledger {
                     key: *key,
                     original: e.original.clone(),
                     mask: mask.clone(),
+                });
+            }
+        }
+        for (key, (original, ours)) in &self.slices {
+            for &ns in ours {
+                out.push(Record::Slice {
+                    key: *key,
+                    original: *original,
+                    ours: ns,
                 });
             }
         }
@@ -341,6 +417,17 @@ pub trait World {
     fn process_of(&mut self, tid: Tid) -> Option<Pid>;
     /// The parent of process `pid`.
     fn parent(&mut self, pid: Pid) -> Option<Pid>;
+    /// The slice thread `tid` runs with, ns, and its reset-on-fork flag (see
+    /// [`crate::slice`]). Unsupported unless the world has slices.
+    fn slice(&mut self, tid: Tid) -> io::Result<Slice> {
+        let _ = tid;
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    /// Gives thread `tid` the slice `s` (ns 0: the default), its policy and nice kept.
+    fn set_slice(&mut self, tid: Tid, s: Slice) -> io::Result<()> {
+        let _ = (tid, s);
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// Why a mask was not put back.
@@ -365,6 +452,8 @@ pub struct RestoreReport {
     pub kept: Vec<(ThreadKey, Kept)>,
     /// Journals that could not be read (why, with the path), left where they are.
     pub unreadable: Vec<String>,
+    /// Time slices put back.
+    pub slices_restored: u32,
 }
 
 impl RestoreReport {
@@ -383,6 +472,7 @@ impl RestoreReport {
         self.vanished += other.vanished;
         self.kept.extend(other.kept);
         self.unreadable.extend(other.unreadable);
+        self.slices_restored += other.slices_restored;
     }
 }
 
@@ -438,7 +528,32 @@ pub fn replay<W: World + ?Sized>(ledger: &Ledger, w: &mut W) -> RestoreReport {
         }
     }
     replay_inherited(ledger, w, &mut report);
+    replay_slices(ledger, w, &mut report);
     report
+}
+
+/// Puts back every slice the ledger says we set and that the thread still runs with. A
+/// thread that has gone, or whose slice is not one of ours (the program set its own), is
+/// left alone; a refusal is listed as a failure.
+fn replay_slices<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut RestoreReport) {
+    for (key, (original, ours)) in &ledger.slices {
+        if w.start_time(key.pid, key.tid) != Some(key.start_time) {
+            continue;
+        }
+        let Ok(now) = w.slice(key.tid) else {
+            continue;
+        };
+        if !ours.contains(&now.ns) {
+            continue;
+        }
+        match w.set_slice(key.tid, *original) {
+            Ok(()) => report.slices_restored += 1,
+            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(err) => report
+                .kept
+                .push((*key, Kept::Failed(format!("time slice: {err}")))),
+        }
+    }
 }
 
 fn gone_or_failed(report: &mut RestoreReport, key: ThreadKey, err: &io::Error) {

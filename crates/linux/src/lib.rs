@@ -50,6 +50,7 @@ pub mod sampler;
 #[cfg(feature = "bpf")]
 pub mod schedbpf;
 pub mod signal;
+pub mod slice;
 pub mod state;
 
 pub use actuate::{Actuator, affinity_of, set_affinity};

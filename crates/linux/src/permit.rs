@@ -74,6 +74,15 @@ pub fn we_are_root(root: &Root) -> bool {
         .is_some_and(|c| c.euid == 0)
 }
 
+/// Whether we hold `CAP_SYS_NICE` (root does), from `proc/self/status` under `root`: what
+/// changing and restoring any thread's time slice needs (see [`crate::slice`]).
+pub fn we_may_renice_any(root: &Root) -> bool {
+    std::fs::read_to_string(root.join("proc/self/status"))
+        .ok()
+        .and_then(|t| parse_creds(&t))
+        .is_some_and(|c| c.cap_eff & (1 << CAP_SYS_NICE) != 0)
+}
+
 /// The kernel's rule for `sched_setaffinity` on another process (`check_same_owner` or
 /// `CAP_SYS_NICE`), applied to credentials.
 pub fn may_set(ours: &Creds, theirs: &Creds) -> bool {

@@ -379,6 +379,12 @@ impl World for SystemWorld {
     fn set_affinity(&mut self, tid: Tid, mask: &CpuSet) -> io::Result<()> {
         set_affinity(tid, mask)
     }
+    fn slice(&mut self, tid: Tid) -> io::Result<crate::slice::Slice> {
+        crate::slice::attr_of(tid).map(|a| a.as_slice(None))
+    }
+    fn set_slice(&mut self, tid: Tid, s: crate::slice::Slice) -> io::Result<()> {
+        crate::slice::set_slice(tid, s)
+    }
     fn threads(&mut self, pid: Pid) -> Vec<Tid> {
         let dir = self.root.proc_dir(pid).join("task");
         let Ok(entries) = std::fs::read_dir(dir) else {

@@ -178,8 +178,15 @@ impl<M: Member> Host for Joined<'_, M> {
                     }
                 })
                 .collect();
-            if !moves.is_empty() {
+            let slices: Vec<_> = plan
+                .slices
+                .iter()
+                .filter(|s| s.thread.pid == pid)
+                .copied()
+                .collect();
+            if !moves.is_empty() || !slices.is_empty() {
                 report.add(&m.apply(&Plan {
+                    slices,
                     moves,
                     next_in: plan.next_in,
                     note: None,

@@ -37,7 +37,7 @@ pub mod testutil;
 pub use cpuset::CpuSet;
 pub use error::ModelError;
 pub use id::{CoreId, CpuId, LlcId, Nanos, NodeId, PackageId, Pid, Tid};
-pub use plan::{ApplyReport, Move, MoveOutcome, Plan, Reason, Target};
+pub use plan::{ApplyReport, Move, MoveOutcome, Plan, Reason, SliceChange, Target};
 pub use sample::{CpuTime, ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState, WakeEdge};
 pub use stats::{coefficient_of_variation, mean};
 pub use summary::{

@@ -97,11 +97,24 @@ pub struct Move {
     pub why: Reason,
 }
 
+/// A thread's time slice to set: how long the kernel lets it run before a thread waiting
+/// on the same CPU gets its turn (for fair-class threads, `sched_setattr`'s
+/// `sched_runtime`, honoured since Linux 6.12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SliceChange {
+    /// The thread.
+    pub thread: ThreadKey,
+    /// The slice to give it; `None`: its own, the one it had before we touched it.
+    pub slice: Option<Nanos>,
+}
+
 /// A policy's decision for one tick.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Plan {
     /// Threads to move, in order.
     pub moves: Vec<Move>,
+    /// Time slices to change, applied after the moves.
+    pub slices: Vec<SliceChange>,
     /// When to sample and decide again, from now.
     pub next_in: Nanos,
     /// A short explanation when the decision is worth reporting ("CV 0.42 ≥ 0.40: regrouped,
@@ -114,6 +127,7 @@ impl Plan {
     pub fn wait(next_in: Nanos) -> Plan {
         Plan {
             moves: Vec::new(),
+            slices: Vec::new(),
             next_in,
             note: None,
         }

@@ -104,6 +104,7 @@ impl Policy for Psets {
         }
         self.placed += moves.len() as u64;
         Plan {
+            slices: Vec::new(),
             moves,
             next_in: self.interval,
             note: None,
@@ -212,6 +213,7 @@ impl Policy for Pbind {
         self.pinned += moves.len() as u64;
         Plan {
             moves,
+            slices: Vec::new(),
             next_in: self.interval,
             note: None,
         }

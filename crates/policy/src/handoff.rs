@@ -245,6 +245,7 @@ impl Policy for Handoff {
             moves.len()
         );
         Plan {
+            slices: Vec::new(),
             moves,
             next_in: self.interval,
             note: Some(note),

@@ -239,6 +239,13 @@ pub fn build(
     if name == "speed-v1" {
         return Ok(Box::new(crate::speed_v1::SpeedV1::new(settings, topo)?));
     }
+    // `speed` with the kernel's own slices: the reference its short slices are measured
+    // against (see "Short slices" in `speed`'s module docs).
+    if name == "speed-long-slices" {
+        let mut s = settings.clone();
+        s.speed.short_slices = false;
+        return Ok(Box::new(crate::speed::Speed::new(&s, topo)?));
+    }
     name.parse::<PolicyKind>()?.build(settings, topo)
 }
 

@@ -377,6 +377,7 @@ impl Policy for Shuffling {
             )
         });
         Plan {
+            slices: Vec::new(),
             moves,
             next_in,
             note,

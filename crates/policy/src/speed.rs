@@ -193,6 +193,33 @@
 //! rounds takes Linux's work conservation away: every placed thread is lent to Linux until
 //! rounds come within 0.8 phases again.
 //!
+//! **Short slices** (Linux 6.12+). A round that comes every G ms leaves a thread moved to a
+//! shared core there for G; but the thread already there is usually mid-slice, and the
+//! kernel's slice is about 3 ms from 8 CPUs (0.7–0.75 ms × (1 + log₂ min(ncpu, 8)); 1.4 ms
+//! on the 2-core VM's Linux 6.18), so with G of
+//! 2–3 ms the newcomer often waits out the whole round and leaves again without its turn
+//! (and by the same token the least credited there, it is the one sent back, while the
+//! thread it joined stays: on 2 cores one worker was seen holding the shared core for a
+//! whole run). While the rotation runs and the smoothed gap between rounds is within
+//! 1.5–3.5 ms (once on, within 1.2–4.5 ms), every placed thread runs in 0.5 ms slices
+//! (`sched_setattr`'s `sched_runtime`; `Plan::slices`), so the two threads of a shared
+//! core take turns within the round: at HZ 1000 at every tick, and at any HZ a thread
+//! moved in may take the CPU at once, its partner's slice being over. Released, lent or no
+//! longer rotating, a thread gets its own slice back. The band is what the simulator
+//! measured (16 cores, HZ 1000, 10 ms phases, 17–24 threads, seeds 1–3, `speed` against
+//! `speed-long-slices`): rounds every 2–3 ms ran 0.91–0.99× the time, every 4–10 ms
+//! 0.87–1.06× (a thread moved in gets its turn within a longer round anyway, and the extra
+//! switches cost), and every 1 ms (free ticks) the rotation turns a doubled thread over
+//! before any slice matters, while the extra switches cost memory-bound threads with
+//! large working sets 2 % (24 threads, 16 MiB each, two 8-core LLCs: 0.991 → 1.015 s
+//! against Linux's 1.012). With the BPF counters' tick paced as a live loop (a round
+//! every ~3 ms) 17 threads reach 86–87 % of the fair share instead of 79–80 %, 20
+//! threads 90–91 % instead of 87–89 %, 24 threads 89–91 % instead of 88–89 %. Preemptions of threads running in our slices
+//! on a shared core are left out of the involuntary switch rate while other threads speak
+//! for it: they are ours, not the program's, and counted they made blocking barriers read
+//! as yielding ones. The host puts slices back as it puts masks back, journal included
+//! (`threadbalance_linux::slice`); `SpeedSettings::short_slices` turns them off.
+//!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
 //! places every thread, and hands the threads back when the probe does 5 % (and 2 points
@@ -246,6 +273,9 @@ pub struct SpeedSettings {
     pub max_interval: Nanos,
     /// Whether the guard may hand the threads back to Linux (see [`guard`]).
     pub guard: bool,
+    /// Whether the threads it rotates run in short time slices (see "Short slices" in
+    /// the module docs).
+    pub short_slices: bool,
 }
 
 impl Default for SpeedSettings {
@@ -255,10 +285,21 @@ impl Default for SpeedSettings {
             min_interval: Nanos::from_millis(1),
             max_interval: Nanos::from_millis(100),
             guard: true,
+            short_slices: true,
         }
     }
 }
 
+/// The time slice of a thread the rotation moves (see "Short slices" in the module docs):
+/// half a millisecond, so that at HZ 1000 two threads on a core take turns at every tick.
+const SHORT_SLICE: Nanos = Nanos::from_micros(500);
+/// Short slices only while the rounds come at least this often (smoothed gap): shorter
+/// than the kernel's own slice (about 3 ms from 8 CPUs), a round may end before a thread moved
+/// to a shared core has had its turn there; with longer rounds the kernel's slices share
+/// the core within the round already (see "Short slices" in the module docs).
+const SHORT_SLICES_GAPS: (Nanos, Nanos) = (Nanos::from_micros(1_500), Nanos::from_micros(3_500));
+/// Once on, short slices stay while the smoothed gap stays within this wider band.
+const SHORT_SLICES_KEEP: (Nanos, Nanos) = (Nanos::from_micros(1_200), Nanos::from_micros(4_500));
 /// Below this fraction of a span running or runnable, a thread counts as idle.
 const IDLE: f64 = 0.05;
 /// Involuntary switches per thread-second above which threads are taken to be yielding at
@@ -376,6 +417,8 @@ struct Placed {
     round_wait: f64,
     round_rate: Option<f64>,
     judge: Option<f64>,
+    /// The slice last asked for it (`None`: its own).
+    slice: Option<Nanos>,
 }
 
 /// The speed balancing policy; see the module docs.
@@ -394,6 +437,10 @@ pub struct Speed {
     light: Vec<usize>,
     /// Which of `light` a round has paired.
     used: Vec<bool>,
+    /// Whether the last round rotated: some node has uneven counts with threads to turn.
+    rotating_now: bool,
+    /// Whether the placed threads run in short slices now.
+    sliced: bool,
     /// Threads and cores per node, for levelling the nodes (reused).
     node_load: Vec<(u32, u32)>,
     /// Exec and wanted (exec + run-queue wait) ns of each queue's threads over the last
@@ -509,6 +556,8 @@ impl Speed {
             heavy: Vec::new(),
             light: Vec::new(),
             used: Vec::new(),
+            rotating_now: false,
+            sliced: false,
             node_load: Vec::new(),
             q_exec: Vec::new(),
             q_want: Vec::new(),
@@ -613,6 +662,50 @@ fn per_core_cmp((a, b): (u32, u32), (c, d): (u32, u32)) -> std::cmp::Ordering {
 
 mod rotate;
 
+impl Speed {
+    /// The slices to change: while the rotation runs, every placed thread runs in short
+    /// slices ([`SHORT_SLICE`]); otherwise (no rotation, the guard's probe or hand-back),
+    /// and once released or lent, in its own (see "Short slices" in the module docs).
+    fn slices(&mut self) -> Vec<threadbalance_model::SliceChange> {
+        // On inside the band, off outside a wider one: a gap near an edge does not turn the
+        // slices over every round.
+        let (lo, hi) = if self.sliced {
+            SHORT_SLICES_KEEP
+        } else {
+            SHORT_SLICES_GAPS
+        };
+        let often = self
+            .sparse
+            .gap()
+            .is_some_and(|g| g > lo.0 as f64 && g <= hi.0 as f64);
+        // Under the guard's probe, or handed back, Linux places the threads: its own slices.
+        self.sliced = self.cfg.short_slices && self.managing() && self.rotating_now && often;
+        let short = self.sliced.then_some(SHORT_SLICE);
+        let mut out = Vec::new();
+        for p in self.placed.iter_mut() {
+            let want = if p.released { None } else { short };
+            if want != p.slice {
+                p.slice = want;
+                out.push(threadbalance_model::SliceChange {
+                    thread: p.key,
+                    slice: want,
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether `key` ran in a short slice of ours on a core it shares with another placed
+    /// thread.
+    fn sliced_and_shared(&self, key: ThreadKey) -> bool {
+        self.placed
+            .binary_search_by(|p| p.key.cmp(&key))
+            .ok()
+            .map(|i| &self.placed[i])
+            .is_some_and(|p| p.slice.is_some() && !p.released && self.queues[p.queue].load >= 2)
+    }
+}
+
 impl Policy for Speed {
     /// Speed reads only run time and run-queue wait (fresh from `schedstat` on every
     /// sample) and knows where it placed every thread, so last CPU and state may be as old
@@ -695,7 +788,9 @@ impl Policy for Speed {
             next = next.min(at.max(now));
         }
         let floor = Nanos(self.cfg.min_interval.0 / 4);
+        let slices = self.slices();
         Plan {
+            slices,
             moves,
             next_in: next.saturating_sub(now).max(floor),
             note: None,

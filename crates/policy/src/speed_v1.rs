@@ -704,6 +704,7 @@ impl Policy for SpeedV1 {
         let earliest = self.queues.iter().map(|q| q.next_wake).min().unwrap_or(now);
         let floor = Nanos(self.cfg.min_interval.0 / 4);
         Plan {
+            slices: Vec::new(),
             moves,
             next_in: earliest.saturating_sub(now).max(floor),
             note: None,

@@ -227,6 +227,7 @@ impl Policy for Tumbler {
             )
         });
         Plan {
+            slices: Vec::new(),
             moves,
             next_in,
             note,

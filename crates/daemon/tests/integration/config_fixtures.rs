@@ -137,7 +137,7 @@ const REJECTIONS: &[(&str, &str)] = &[
     ),
     (
         "unknown-rule-key",
-        "4: rule \"encoders\": comn: unknown key `comn`, expected one of `name`, `comm`, `cmdline`, `cgroup`, `user`, `min_threads`, `min_busy_threads`, `min_cpu_percent`, `hands_off`, `policy`, `level`, `interval_ms`, `seed`, `lock_threshold`, `allow_numa`",
+        "4: rule \"encoders\": comn: unknown key `comn`, expected one of `name`, `comm`, `cmdline`, `cgroup`, `user`, `min_threads`, `min_busy_threads`, `min_cpu_percent`, `hands_off`, `policy`, `level`, `interval_ms`, `seed`, `lock_threshold`, `allow_numa`, `short_slices`",
     ),
     (
         "unknown-top-key",

@@ -15,6 +15,8 @@ struct Fake {
     /// set on the first `set_affinity`: the tid is reused by another process right then
     reuse_on_set: Option<(i32, u64)>,
     writes: u32,
+    /// tid → its slice (ns as the kernel reports it) and reset-on-fork flag
+    slices: BTreeMap<i32, Slice>,
 }
 
 impl Fake {
@@ -76,6 +78,28 @@ impl World for Fake {
     }
     fn parent(&mut self, pid: Pid) -> Option<Pid> {
         self.parent.get(&pid.0).map(|&p| Pid(p))
+    }
+    fn slice(&mut self, tid: Tid) -> io::Result<Slice> {
+        self.slices
+            .get(&tid.0)
+            .copied()
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
+    }
+    fn set_slice(&mut self, tid: Tid, s: Slice) -> io::Result<()> {
+        if self.refuse.contains(&tid.0) {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        self.writes += 1;
+        // 0 asks for the default, which the kernel then reports (3 ms here).
+        let ns = if s.ns == 0 { 3_000_000 } else { s.ns };
+        self.slices.insert(
+            tid.0,
+            Slice {
+                ns,
+                reset_on_fork: s.reset_on_fork,
+            },
+        );
+        Ok(())
     }
 }
 
@@ -424,4 +448,71 @@ fn ledger_holds_answers_as_held_does_for_each_process() {
     let l = ledger(&records);
     assert_eq!(l.held(Pid(5)), vec![m("0"), m("1")]);
     assert!(l.holds(Pid(5), &m("1")) && l.holds(Pid(5), &m("0")));
+}
+
+fn sl(ns: u64, reset_on_fork: bool) -> Slice {
+    Slice { ns, reset_on_fork }
+}
+
+#[test]
+fn slice_records_round_trip_through_journal_lines_and_compaction() {
+    let r = Record::Slice {
+        key: key(5, 6, 10),
+        original: sl(0, false),
+        ours: 500_000,
+    };
+    assert_eq!(r.to_line(), "slice 5 6 10 0 0 500000\n");
+    assert_eq!(
+        Record::parse_line("slice 5 6 10 0 0 500000"),
+        Some(r.clone())
+    );
+    let u = Record::Unslice(key(5, 6, 10));
+    assert_eq!(u.to_line(), "unslice 5 6 10\n");
+    assert_eq!(Record::parse_line("unslice 5 6 10"), Some(u.clone()));
+    // A flag other than 0 or 1, or no slice of ours, is not a record.
+    assert_eq!(Record::parse_line("slice 5 6 10 0 2 500000"), None);
+    assert_eq!(Record::parse_line("slice 5 6 10 0 0 0"), None);
+    let l = ledger(&[
+        r.clone(),
+        Record::Slice {
+            key: key(5, 7, 11),
+            original: sl(2_000_000, true),
+            ours: 500_000,
+        },
+        u,
+    ]);
+    assert_eq!(l.slices.len(), 1);
+    assert_eq!(
+        l.slices[&key(5, 7, 11)],
+        (sl(2_000_000, true), vec![500_000])
+    );
+    assert_eq!(ledger(&l.to_records()), l);
+}
+
+#[test]
+fn replay_puts_back_only_slices_still_ours_on_the_same_thread() {
+    let mut w = Fake::default();
+    // 6 runs in our slice: back to the default. 7 set its own since: left. 8's tid was
+    // reused (another start time): left. 9 refuses: listed as a failure.
+    for (tid, start) in [(6, 10), (7, 11), (8, 99), (9, 13)] {
+        w.add(5, tid, start, "0-3");
+    }
+    w.slices.insert(6, sl(500_000, true));
+    w.slices.insert(7, sl(1_000_000, false));
+    w.slices.insert(8, sl(500_000, true));
+    w.slices.insert(9, sl(500_000, true));
+    w.refuse.push(9);
+    let rec = |tid: i32, start: u64| Record::Slice {
+        key: key(5, tid, start),
+        original: sl(0, false),
+        ours: 500_000,
+    };
+    let l = ledger(&[rec(6, 10), rec(7, 11), rec(8, 12), rec(9, 13)]);
+    let r = replay(&l, &mut w);
+    assert_eq!(r.slices_restored, 1, "{r:?}");
+    assert_eq!(w.slices[&6], sl(3_000_000, false));
+    assert_eq!(w.slices[&7], sl(1_000_000, false));
+    assert_eq!(w.slices[&8], sl(500_000, true));
+    assert_eq!(r.failures().count(), 1);
+    assert_eq!(r.failures().next().map(|(k, _)| *k), Some(key(5, 9, 13)));
 }

@@ -133,6 +133,7 @@ impl Policy for Rotate {
             .collect();
         self.ticks += 1;
         Plan {
+            slices: Vec::new(),
             moves,
             next_in: Nanos::from_millis(20),
             note: None,

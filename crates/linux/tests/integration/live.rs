@@ -640,3 +640,134 @@ fn live_sampler_kept_start_time_vouches_only_for_a_live_sampled_thread() {
     });
     assert!(gone, "an exited thread is still vouched for");
 }
+
+/// A plan that gives `key` the slice `ns` (`None`: its own).
+fn slice_plan(key: ThreadKey, ns: Option<u64>) -> Plan {
+    Plan {
+        slices: vec![threadbalance_model::SliceChange {
+            thread: key,
+            slice: ns.map(Nanos),
+        }],
+        ..Plan::default()
+    }
+}
+
+#[test]
+fn live_actuator_short_slice_is_journaled_set_and_put_back_by_the_journal_alone() {
+    // Root (CAP_SYS_NICE) on Linux 6.12+: a helper thread runs in 0.5 ms slices with
+    // reset-on-fork, the journal says so, and replaying the journal alone (what
+    // `restore` does after a crash) gives the thread the kernel's default back.
+    use threadbalance_linux::ledger::{Ledger, replay};
+    use threadbalance_linux::slice::attr_of;
+    let before_self = attr_of(Tid(0)).unwrap();
+    assert!(
+        before_self.runtime() > 0,
+        "this kernel reports no slices (before Linux 6.12)"
+    );
+    assert!(
+        threadbalance_linux::permit::we_may_renice_any(&Root::system()),
+        "run the tests as root: slices are set only with CAP_SYS_NICE"
+    );
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = attr_of(key.tid).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = threadbalance_linux::state::StateDir::new(dir.path());
+    let journal = state.open_journal(&Root::system()).unwrap();
+    let path = journal.path().to_path_buf();
+    let mut act = Actuator::new(Root::system());
+    act.set_journal(journal);
+
+    act.apply(&topo, &slice_plan(key, Some(500_000)));
+    let during = attr_of(key.tid).unwrap();
+    assert_eq!(during.runtime(), 500_000);
+    assert!(during.as_slice(None).reset_on_fork);
+    assert_eq!(act.slice_counts().set, 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = format!(
+        "slice {} {} {} 0 0 500000",
+        key.pid.0, key.tid.0, key.start_time
+    );
+    assert!(text.contains(&line), "{text}");
+
+    // The crash path: the journal's records, replayed on the system.
+    let ledger = Ledger::parse(&text).unwrap();
+    let mut world = threadbalance_linux::state::SystemWorld::new(Root::system());
+    let r = replay(&ledger, &mut world);
+    assert_eq!(r.slices_restored, 1, "{r:?}");
+    assert_eq!(attr_of(key.tid).unwrap(), before);
+
+    // Set again, then given back by a plan: restored during the run, and an unslice line.
+    act.apply(&topo, &slice_plan(key, Some(500_000)));
+    assert_eq!(attr_of(key.tid).unwrap().runtime(), 500_000);
+    act.apply(&topo, &slice_plan(key, None));
+    assert_eq!(attr_of(key.tid).unwrap(), before);
+    assert_eq!(act.slice_counts().restored, 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&format!(
+        "unslice {} {} {}",
+        key.pid.0, key.tid.0, key.start_time
+    )));
+
+    // Set once more and left to the normal end: restore_all puts it back.
+    act.apply(&topo, &slice_plan(key, Some(500_000)));
+    let r = act.restore_all();
+    assert_eq!(r.slices_restored, 1, "{r:?}");
+    assert_eq!(attr_of(key.tid).unwrap(), before);
+    h.stop();
+}
+
+#[test]
+fn live_actuator_slice_of_a_wrong_start_time_touches_nothing() {
+    use threadbalance_linux::slice::attr_of;
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = attr_of(key.tid).unwrap();
+    let mut act = Actuator::new(Root::system());
+    let stranger = ThreadKey {
+        start_time: key.start_time + 1,
+        ..key
+    };
+    act.apply(&topo, &slice_plan(stranger, Some(500_000)));
+    assert_eq!(attr_of(key.tid).unwrap(), before);
+    assert_eq!(act.slice_counts().set, 0);
+    h.stop();
+}
+
+#[test]
+fn live_actuator_never_sets_a_slice_over_one_the_program_chose() {
+    // The helper's thread runs in 2 ms slices of "its own" (set here, as the program
+    // would): a plan asking for 0.5 ms leaves them, and counts the slice as not set. Then
+    // ours is set on the default, the "program" sets 2.5 ms over it, and a plan giving
+    // the thread its own back leaves the 2.5 ms: hands off.
+    use threadbalance_linux::slice::{Slice, attr_of, set_slice};
+    let topo = read_topology(&Root::system()).unwrap();
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = attr_of(key.tid).unwrap();
+    let own = |ns| Slice {
+        ns,
+        reset_on_fork: false,
+    };
+    set_slice(key.tid, own(2_000_000)).unwrap();
+    let mut act = Actuator::new(Root::system());
+    act.apply(&topo, &slice_plan(key, Some(500_000)));
+    assert_eq!(attr_of(key.tid).unwrap().runtime(), 2_000_000);
+    assert_eq!((act.slice_counts().set, act.slice_counts().skipped), (0, 1));
+    set_slice(key.tid, own(0)).unwrap();
+    assert_eq!(attr_of(key.tid).unwrap(), before);
+
+    let mut act = Actuator::new(Root::system());
+    act.apply(&topo, &slice_plan(key, Some(500_000)));
+    assert_eq!(attr_of(key.tid).unwrap().runtime(), 500_000);
+    set_slice(key.tid, own(2_500_000)).unwrap();
+    act.apply(&topo, &slice_plan(key, None));
+    assert_eq!(attr_of(key.tid).unwrap().runtime(), 2_500_000);
+    assert_eq!(act.restore_all().slices_restored, 0);
+    assert_eq!(attr_of(key.tid).unwrap().runtime(), 2_500_000);
+    set_slice(key.tid, own(0)).unwrap();
+    assert_eq!(attr_of(key.tid).unwrap(), before);
+    h.stop();
+}

@@ -75,6 +75,7 @@ impl Speed {
         if rotating {
             self.stats.rotating_rounds += 1;
         }
+        self.rotating_now = rotating;
         rotating
     }
 

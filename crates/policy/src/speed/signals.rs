@@ -15,6 +15,10 @@ impl Speed {
         // have a core to themselves when a yield barrier's waiters hand the CPU over only
         // where cores are shared (65 threads on 64 cores: two of them).
         let (mut n, mut switching, mut vol, mut invol, mut slices) = (0u64, 0u64, 0, 0, 0);
+        // Preemptions of threads we gave short slices on a shared core are ours, not the
+        // program's: they are left out of the involuntary rate while other threads speak
+        // for it (see `short_slices`).
+        let (mut invol_mine, mut n_mine) = (0, 0u64);
         // CPU time of the threads that switched, as a fraction of the window.
         let mut run = 0.0;
         for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
@@ -25,12 +29,24 @@ impl Speed {
                 run += t.util;
             }
             vol += t.voluntary;
-            invol += t.involuntary;
             slices += t.timeslices;
+            if self.sliced_and_shared(t.key) {
+                invol_mine += t.involuntary;
+                n_mine += u64::from(switched);
+            } else {
+                invol += t.involuntary;
+            }
         }
         if switching > 0 {
             n = switching;
         }
+        // The threads left to speak for the involuntary rate (all of them when none is).
+        let n_invol = if n_mine < n {
+            n - n_mine
+        } else {
+            invol += invol_mine;
+            n
+        };
         if dt_s > 0.0 && n > 0 {
             let thread_s = dt_s * n as f64;
             // The mean over the windows seen so far until they cover τ, then exponential:
@@ -38,9 +54,10 @@ impl Speed {
             // meanwhile ask for rounds far longer than the program's phases.
             self.signals_age += dt_s;
             let a = (dt_s / self.signals_age.min(SIGNAL_TAU_S)).min(1.0);
-            self.counted |= vol + invol > 0;
+            self.counted |= vol + invol + invol_mine > 0;
             self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
-            self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
+            let invol_s = dt_s * n_invol as f64;
+            self.invol_rate += (invol as f64 / invol_s - self.invol_rate) * a;
             self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
             self.run_rate += (run / n as f64 - self.run_rate) * a;
         }

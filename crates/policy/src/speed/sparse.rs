@@ -172,6 +172,11 @@ impl Sparse {
         self.last_asked = [self.asked, self.last_asked[0]];
     }
 
+    /// The smoothed gap between rounds, ns (`None` before the first round).
+    pub(super) fn gap(&self) -> Option<f64> {
+        (self.rounds > 0).then_some(self.gap)
+    }
+
     /// Notes the period the policy asks for until the next round.
     pub(super) fn ask(&mut self, period: Nanos) {
         self.asked = period.0 as f64;

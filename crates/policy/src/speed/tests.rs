@@ -65,6 +65,10 @@ struct Machine {
     exec_ms: Vec<f64>,
     now_ms: f64,
     moves: Vec<Move>,
+    /// Each thread's slice as the plans left it (`None`: its own).
+    slice: Vec<Option<Nanos>>,
+    /// Slice changes asked for.
+    slice_changes: usize,
 }
 
 impl Machine {
@@ -74,6 +78,8 @@ impl Machine {
             exec_ms: vec![0.0; n],
             now_ms: 0.0,
             moves: Vec::new(),
+            slice: vec![None; n],
+            slice_changes: 0,
         }
     }
 
@@ -81,6 +87,10 @@ impl Machine {
         for m in &plan.moves {
             self.queue[(m.thread.tid.0 - 100) as usize] = queue_of(m);
             self.moves.push(*m);
+        }
+        for s in &plan.slices {
+            self.slice[(s.thread.tid.0 - 100) as usize] = s.slice;
+            self.slice_changes += 1;
         }
     }
 
@@ -760,4 +770,82 @@ fn speed_levels_nodes_whose_counts_drift_apart_one_thread_a_round() {
     let mut moves = Vec::new();
     p.round(Nanos::from_millis(10), &mut moves);
     assert_eq!(p.stats.levels, 0, "{moves:?}");
+}
+
+#[test]
+fn speed_short_slices_while_rounds_come_every_one_and_a_half_to_three_and_a_half_ms() {
+    // 3 threads on 2 cores, rounds every 2 ms (a host that holds them back would give
+    // such gaps): every placed thread runs in 0.5 ms slices while the rotation runs.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 20.0);
+    assert!(p.stats.rotating_rounds >= 5, "{:?}", p.stats);
+    assert_eq!(m.slice, vec![Some(SHORT_SLICE); 3]);
+    // Turned on once, not over and over.
+    assert_eq!(m.slice_changes, 3);
+    // A fourth thread evens the counts: nothing rotates, and each gets its own slice back.
+    let mut m4 = Machine::new(4);
+    let mut p4 = Speed::new(&settings(Some(2)), &t).unwrap();
+    m4.run(&mut p4, &t, 20.0);
+    assert_eq!(p4.stats.rotating_rounds, 0);
+    assert_eq!(m4.slice, vec![None; 4]);
+    assert_eq!(m4.slice_changes, 0);
+
+    // Rounds every millisecond turn a doubled thread over before a slice matters, and
+    // rounds every 5 ms are longer than the kernel's own slice: the slices are left alone.
+    for ms in [1, 5] {
+        let mut p = Speed::new(&settings(Some(ms)), &t).unwrap();
+        let mut m = Machine::new(3);
+        m.run(&mut p, &t, 40.0);
+        assert!(p.stats.rotating_rounds >= 5, "{ms} ms: {:?}", p.stats);
+        assert_eq!(m.slice_changes, 0, "{ms} ms");
+    }
+
+    // Turned off in the settings, never.
+    let mut s = settings(Some(2));
+    s.speed.short_slices = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 20.0);
+    assert!(p.stats.rotating_rounds >= 5);
+    assert_eq!(m.slice_changes, 0);
+}
+
+#[test]
+fn speed_short_slices_end_when_the_threads_are_lent_to_linux() {
+    // Rotating in short slices, then the program is down to two busy threads on two
+    // cores: they are lent to Linux (`few`), and lent threads run in their own slices.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut m = Machine::new(3);
+    m.run(&mut p, &t, 20.0);
+    assert_eq!(m.slice, vec![Some(SHORT_SLICE); 3]);
+    // Thread 102 goes to sleep for good: 0 % busy from now on.
+    let mut now = m.now_ms;
+    for _ in 0..1000 {
+        let next = now + 2.0;
+        let w = window(
+            now,
+            next,
+            &[
+                (100, 1.0, 0.0, 0, 0),
+                (101, 1.0, 0.0, 0, 0),
+                (102, 0.0, 0.0, 1, 0),
+            ],
+        );
+        let plan = p.decide(&t, &w);
+        // Releases move threads to their original masks, which `Machine` does not model:
+        // only the slices are followed here.
+        for s in &plan.slices {
+            m.slice[(s.thread.tid.0 - 100) as usize] = s.slice;
+        }
+        now = next;
+    }
+    assert!(
+        p.few.active || p.placed.iter().all(|q| q.released),
+        "{:?}",
+        p.stats
+    );
+    assert_eq!(m.slice, vec![None; 3]);
 }

@@ -205,6 +205,7 @@ impl Speed {
                 round_wait: t.latency * dt,
                 round_rate: None,
                 judge: None,
+                slice: None,
             });
         }
         for p in &old[i..] {

@@ -338,6 +338,7 @@ impl Sim {
                         runnable_since: Nanos::ZERO,
                         wait_start: None,
                         picked_at: Nanos::ZERO,
+                        slice: None,
                         last_ran: Nanos::ZERO,
                         bar_gen: None,
                         ticket_loop: None,

@@ -75,7 +75,7 @@ impl Sim {
         }
         if matches!(self.th[cur].act, Act::Yield { .. }) {
             self.yield_cpu(c);
-        } else if self.now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
+        } else if self.now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_of(cur)) {
             self.preempt(c);
         }
     }

@@ -47,7 +47,7 @@ impl Sim {
         if u128::from(v) * n as u128 > sum {
             return; // not eligible: nothing changes
         }
-        let slice = self.slice_ns();
+        let slice = self.slice_of(t);
         let ran = self.now.0.saturating_sub(self.th[t].picked_at.0);
         let deadline = v.saturating_sub(ran) + slice;
         let deadline = if deadline > v { deadline } else { v + slice };

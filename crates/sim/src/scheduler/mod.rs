@@ -6,7 +6,7 @@
 //! | mechanism | model | kernel |
 //! |---|---|---|
 //! | fair share | pick the least vruntime; a sleeper keeps its lag (clamped to ± one slice) | EEVDF `pick_eevdf`, `place_entity` |
-//! | slices | `base_slice × (1 + log2 min(ncpu, 8))`, checked at each tick (`HZ`); a wake-up preempts only a thread past its slice | `sysctl_sched_base_slice`, `RUN_TO_PARITY` |
+//! | slices | `base_slice × (1 + log2 min(ncpu, 8))`, or a thread's own (set by a policy's `Plan::slices`, kept within 0.1–100 ms; its lag then bounded by twice it, at least a tick), checked at each tick (`HZ`); a wake-up or arrival preempts only a thread past its slice | `sysctl_sched_base_slice`, `sched_attr.sched_runtime` (6.12+), `update_entity_lag`, `RUN_TO_PARITY` |
 //! | wake-up | prev CPU if idle; else towards the waker's CPU only if, with the thread's own PELT load added, it stays less loaded than prev by half the domain's `imbalance_pct` (within an LLC the model keeps a count rule: see `wake_affine`), and not when the waker and wakee flip partners a lot; then an idle CPU of **that target's LLC**: prev if idle there, the CPU used before prev (`recent_used_cpu`), else a scan of at most `llc_weight × (1 − (1.17 u)²)` CPUs for LLC utilization `u` (none above 85 %) | `select_task_rq_fair`, `wake_affine_idle`, `wake_affine_weight`, `wake_wide`, `select_idle_sibling`, `SIS_UTIL` |
 //! | fork | walk the domains top-down to the group with more idle CPUs; NUMA keeps a small imbalance | `sched_balance_find_dst_group` |
 //! | periodic balance | per domain every `weight` ms (× 16 when busy, doubled up to 2 × weight while balanced), by the first idle CPU of the group; busiest group by type (spare / fully busy / overloaded) then load; `imbalance_pct` 110 (SMT) / 117; task-count imbalance when the local group has spare capacity, load imbalance otherwise; a task's load is halved per failed attempt; cache-hot tasks (ran < 0.5 ms ago) stay unless attempts failed more than `cache_nice_tries`; active balance after `cache_nice_tries + 2` failures | `sched_balance_rq`, `calculate_imbalance`, `detach_tasks` |
@@ -158,6 +158,24 @@ impl Sim {
         self.lx.base_slice_ns * (1 + u64::from(63 - n.leading_zeros()))
     }
 
+    /// How far from `min_vruntime` thread `t` may be placed, either way: one default
+    /// slice; with a slice of its own, twice that slice but at least a tick, as the
+    /// kernel's `update_entity_lag` bounds it (so at HZ 250 a short slice keeps 4 ms).
+    pub(crate) fn lag_limit(&self, t: ThreadIdx) -> u64 {
+        match self.th[t].slice {
+            None => self.slice_ns(),
+            Some(_) => (2 * self.slice_of(t)).max(1_000_000_000 / u64::from(self.lx.hz.max(1))),
+        }
+    }
+
+    /// Thread `t`'s slice: its own where one was set (`sched_setattr`, Linux 6.12+: the
+    /// kernel keeps it within 0.1–100 ms), else the default.
+    pub(crate) fn slice_of(&self, t: ThreadIdx) -> u64 {
+        self.th[t]
+            .slice
+            .map_or_else(|| self.slice_ns(), |s| s.0.clamp(100_000, 100_000_000))
+    }
+
     pub(crate) fn allowed(&self, t: ThreadIdx, c: CpuIdx) -> bool {
         self.th[t].allowed.contains(self.hw.cpu_id[c])
     }
@@ -278,7 +296,7 @@ impl Sim {
 
     /// Puts runnable thread `t` on CPU `c` (its `cpu` must already be `c`).
     pub(crate) fn enqueue(&mut self, t: ThreadIdx, c: CpuIdx, wakeup: bool) {
-        let slice = self.slice_ns() as i64;
+        let slice = self.lag_limit(t) as i64;
         let now = self.now;
         let min_vr = self.min_vruntime_now(c).0 as i64;
         let th = &mut self.th[t];
@@ -313,7 +331,8 @@ impl Sim {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
             }
-        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_ns()) {
+        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_of(cur))
+        {
             self.preempt(c);
         }
     }

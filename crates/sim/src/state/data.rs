@@ -92,6 +92,8 @@ pub(crate) struct Thread {
     /// When its current wait for a lock, barrier or queue began (`None`: not waiting).
     pub wait_start: Option<Nanos>,
     pub picked_at: Nanos,
+    /// Its own time slice, set with `sched_setattr` (`None`: the kernel's default).
+    pub slice: Option<Nanos>,
     pub last_ran: Nanos,
     /// Waiting at a barrier: the barrier's generation when it arrived (`None`: not waiting).
     pub bar_gen: Option<u64>,

@@ -17,5 +17,6 @@ mod scenarios;
 mod speed_llc;
 mod speed_many;
 mod speed_peers;
+mod speed_slices;
 mod speed_sparse;
 mod speed_v1;

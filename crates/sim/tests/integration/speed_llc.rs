@@ -40,7 +40,7 @@ fn speed_llc_two_nodes_rotate_both_at_one_and_a_half_threads_per_core() {
 }
 
 /// Threads of 10 ms phases, half memory-bound, each with a `footprint_kb` working set.
-fn footprint(threads: usize, footprint_kb: u32) -> Workload {
+pub(crate) fn footprint(threads: usize, footprint_kb: u32) -> Workload {
     let text = format!(
         r#"name = "footprint"
 [[app]]

@@ -154,3 +154,57 @@ fn speed_guard_asks_for_rounds_at_once_after_a_probe_that_linux_loses() {
     assert_eq!(guard_events(&moves), (vec![1000], vec![1125]));
     assert!(p.interval() <= Nanos::from_millis(2), "{}", p.interval());
 }
+
+#[test]
+fn speed_guard_probe_gives_the_threads_their_own_slices() {
+    // Rounds every 2 ms: the rotation runs in short slices (each placed thread runs at
+    // 0.7 / the threads on its core: under the fair share, so the guard does not skip its
+    // probe). At 1000 ms the guard probes Linux (every thread to its
+    // original mask; 60 % of a core each there), and Linux places them in its own slices:
+    // the probe must not measure Linux with ours.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut slice = [None; 3];
+    let mut queue: [Option<usize>; 3] = [None; 3];
+    let first = [
+        (100, 0.0, 0.0, 0, 0),
+        (101, 0.0, 0.0, 0, 0),
+        (102, 0.0, 0.0, 0, 0),
+    ];
+    let mut plan = p.decide(&t, &window(0.0, 0.0, &first));
+    let (mut last, mut now) = (0.0, 0.0);
+    let mut seen_short = false;
+    loop {
+        for m in &plan.moves {
+            queue[(m.thread.tid.0 - 100) as usize] = match m.to {
+                Target::Original => None,
+                _ => Some(queue_of(m)),
+            };
+        }
+        for s in &plan.slices {
+            slice[(s.thread.tid.0 - 100) as usize] = s.slice;
+        }
+        seen_short |= slice.iter().all(Option::is_some);
+        if queue.iter().all(Option::is_none) && now > 0.0 {
+            break;
+        }
+        now += plan.next_in.as_millis_f64();
+        assert!(now < 1200.0, "no probe by 1200 ms");
+        let rates: Vec<Rate> = (0..3)
+            .map(|i| {
+                let s = match queue[i] {
+                    None => 0.6,
+                    Some(q) => 0.7 / queue.iter().filter(|&&o| o == Some(q)).count() as f64,
+                };
+                (100 + i as i32, s, 1.0 - s, 0, 0)
+            })
+            .collect();
+        plan = p.decide(&t, &window(last, now, &rates));
+        last = now;
+    }
+    assert!(
+        seen_short,
+        "the rotation ran in short slices before the probe"
+    );
+    assert_eq!(slice, [None; 3], "probing at {now} ms");
+}
