@@ -213,11 +213,13 @@
 //! before any slice matters, while the extra switches cost memory-bound threads with
 //! large working sets 2 % (24 threads, 16 MiB each, two 8-core LLCs: 0.991 → 1.015 s
 //! against Linux's 1.012). With the BPF counters' tick paced as a live loop (a round
-//! every ~3 ms) 17 threads reach 86–87 % of the fair share instead of 79–80 %, 20
-//! threads 90–91 % instead of 87–89 %, 24 threads 89–91 % instead of 88–89 %. Preemptions of threads running in our slices
-//! on a shared core are left out of the involuntary switch rate while other threads speak
-//! for it: they are ours, not the program's, and counted they made blocking barriers read
-//! as yielding ones. The host puts slices back as it puts masks back, journal included
+//! every ~3 ms) 17 threads reach 85–87 % of the fair share instead of 79–80 %, 20
+//! threads 90–91 % instead of 87–89 %, 24 threads 89–91 % instead of 88–89 %. Preemptions
+//! of threads running in our slices on a shared core are left out of the involuntary
+//! switch rate that decides whether threads block, while other threads speak for it: they
+//! are ours, not the program's, and counted they made blocking barriers read as yielding
+//! ones (the yield and phase rates keep them: a yield on a shared core is an involuntary
+//! switch too, and a thread alone on its core yields without one). The host puts slices back as it puts masks back, journal included
 //! (`threadbalance_linux::slice`); `SpeedSettings::short_slices` turns them off.
 //!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
@@ -460,6 +462,9 @@ pub struct Speed {
     /// with `vol_rate` it gives the work between blocking points (`work_phase_ns`).
     run_rate: f64,
     invol_rate: f64,
+    /// `invol_rate` without the threads running in our short slices on a shared core,
+    /// while others speak for it: the program's own, for the test whether threads block.
+    invol_prog_rate: f64,
     slice_rate: f64,
     counted: bool,
     /// Seconds of windows the signals have been averaged over (see `observe_signals`).
@@ -569,6 +574,7 @@ impl Speed {
             vol_rate: 0.0,
             run_rate: 0.0,
             invol_rate: 0.0,
+            invol_prog_rate: 0.0,
             slice_rate: 0.0,
             counted: false,
             signals_age: 0.0,

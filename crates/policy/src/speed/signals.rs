@@ -16,8 +16,10 @@ impl Speed {
         // where cores are shared (65 threads on 64 cores: two of them).
         let (mut n, mut switching, mut vol, mut invol, mut slices) = (0u64, 0u64, 0, 0, 0);
         // Preemptions of threads we gave short slices on a shared core are ours, not the
-        // program's: they are left out of the involuntary rate while other threads speak
-        // for it (see `short_slices`).
+        // program's: the rate that says whether the threads block leaves those threads out
+        // while other threads speak for it ("Short slices" in `speed`'s docs). The yield
+        // and phase rates keep them: a yield on a shared core is an involuntary switch too,
+        // and a thread alone on its core yields without one.
         let (mut invol_mine, mut n_mine) = (0, 0u64);
         // CPU time of the threads that switched, as a fraction of the window.
         let mut run = 0.0;
@@ -40,13 +42,14 @@ impl Speed {
         if switching > 0 {
             n = switching;
         }
-        // The threads left to speak for the involuntary rate (all of them when none is).
-        let n_invol = if n_mine < n {
-            n - n_mine
+        // The threads left to speak for the program's own involuntary rate (all of them
+        // when none is).
+        let (invol_prog, n_prog) = if n_mine < n {
+            (invol, n - n_mine)
         } else {
-            invol += invol_mine;
-            n
+            (invol + invol_mine, n)
         };
+        let invol = invol + invol_mine;
         if dt_s > 0.0 && n > 0 {
             let thread_s = dt_s * n as f64;
             // The mean over the windows seen so far until they cover τ, then exponential:
@@ -54,10 +57,11 @@ impl Speed {
             // meanwhile ask for rounds far longer than the program's phases.
             self.signals_age += dt_s;
             let a = (dt_s / self.signals_age.min(SIGNAL_TAU_S)).min(1.0);
-            self.counted |= vol + invol + invol_mine > 0;
+            self.counted |= vol + invol > 0;
             self.vol_rate += (vol as f64 / thread_s - self.vol_rate) * a;
-            let invol_s = dt_s * n_invol as f64;
-            self.invol_rate += (invol as f64 / invol_s - self.invol_rate) * a;
+            self.invol_rate += (invol as f64 / thread_s - self.invol_rate) * a;
+            let prog_s = dt_s * n_prog as f64;
+            self.invol_prog_rate += (invol_prog as f64 / prog_s - self.invol_prog_rate) * a;
             self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
             self.run_rate += (run / n as f64 - self.run_rate) * a;
         }
@@ -85,7 +89,7 @@ impl Speed {
             // The sparse-rounds rule reads a phase only from threads that block (see
             // [`sparse`]): yielding threads keep every core busy either way.
             // At least a third of the switches voluntary: threads block.
-            let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_rate;
+            let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_prog_rate;
             self.phase_ns = blocking.then_some(phase_ns);
             // The work between two blocking points: CPU time per voluntary switch. Unlike
             // the phase on the wall clock it does not stretch when the threads wait for a
