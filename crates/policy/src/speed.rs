@@ -702,13 +702,16 @@ impl Speed {
     }
 
     /// Whether `key` ran in a short slice of ours on a core it shares with another placed
-    /// thread.
+    /// thread. Without short slices on, no thread has one (`slices` clears them all), so
+    /// the usual tick does not search.
     fn sliced_and_shared(&self, key: ThreadKey) -> bool {
-        self.placed
-            .binary_search_by(|p| p.key.cmp(&key))
-            .ok()
-            .map(|i| &self.placed[i])
-            .is_some_and(|p| p.slice.is_some() && !p.released && self.queues[p.queue].load >= 2)
+        self.sliced
+            && self
+                .placed
+                .binary_search_by(|p| p.key.cmp(&key))
+                .ok()
+                .map(|i| &self.placed[i])
+                .is_some_and(|p| p.slice.is_some() && !p.released && self.queues[p.queue].load >= 2)
     }
 }
 
