@@ -161,11 +161,16 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     // born of a thread we confined is found and restored at the end.
     nix::sys::prctl::set_child_subreaper(true).context("becoming the command's subreaper")?;
     let mut lock_probe = LockProbe::start_for(p.policy.as_ref());
+    // The run-time counters too are loaded before the command starts: the first sample
+    // then follows its start closely, and a thread that ends within its first few tens of
+    // milliseconds is still seen (loading them can take that long on a busy machine).
+    let counters =
+        threadbalance_linux::runcount::Counters::Loaded(threadbalance_linux::runcount::load());
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
         .map_err(|e| input_error(format!("cannot execute {program:?}: {e}")))?;
     let pid = Pid(child.id() as i32);
     // The probe counts the program's lock waits from its first instant, not from the
-    // first sample (which waits for the run-time counters to load).
+    // first sample (which comes after the journal is claimed and the host is opened).
     lock_probe.track(&[pid]);
     let target = Target::Child {
         pid,
@@ -173,9 +178,16 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     };
     let dry_run = args.settings.dry_run;
     let host = claim(&p, pid, dry_run).and_then(|(lock, journal)| {
-        LinuxAdapter::new(&p.topo, target, dry_run, p.policy.stat_max_age(), journal)
-            .map_err(crate::host::adapter_error)
-            .map(|h| (lock, h))
+        LinuxAdapter::with_counters(
+            &p.topo,
+            target,
+            dry_run,
+            p.policy.stat_max_age(),
+            journal,
+            counters,
+        )
+        .map_err(crate::host::adapter_error)
+        .map(|h| (lock, h))
     });
     let (_lock, mut host) = match host {
         Ok(h) => h,

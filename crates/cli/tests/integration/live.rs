@@ -147,6 +147,48 @@ fn live_run_writes_json_summary() {
 }
 
 #[test]
+fn live_run_loads_its_run_time_counters_before_the_command_starts() {
+    // Loaded after the start (15 ms in a release build, 70 ms in a debug one, much more
+    // with other tests loading theirs), the counters delayed the first sample: a thread
+    // that ended meanwhile was never seen. The command itself counts, as its first act,
+    // the BPF programs its parent (`run`) holds: `policy none` loads no lock probe, so
+    // they are the run-time counters' programs, there before the command when loaded first.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("summary.json");
+    let out = run(&[
+        "run",
+        "--policy",
+        "none",
+        "--level",
+        "core",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo programs=$(ls -l /proc/$PPID/fd | grep -c bpf-prog)",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let programs: u32 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("programs="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count in {stdout}"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let source = v["run_time"].as_str().unwrap();
+    let bpf = cfg!(feature = "bpf") && nix::unistd::geteuid().is_root();
+    // As root, with the bpf feature and tracefs (CI mounts it), the counters load.
+    assert_eq!(source.contains("BPF"), bpf, "{source}");
+    if bpf {
+        assert!(programs >= 1, "{stdout}");
+    } else {
+        assert_eq!(programs, 0, "{stdout}");
+    }
+}
+
+#[test]
 fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase() {
     // `speed` asks for the switch counts (`Policy::reads_switches`): a blocking barrier's
     // waiters switch voluntarily, so the summary has them counted and the voluntary rate
