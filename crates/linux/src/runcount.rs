@@ -145,7 +145,7 @@ fn give_loaded(
 #[derive(Debug)]
 pub enum Counters {
     /// The fastest this build and machine allow, loaded for this host alone and announced
-    /// by it ([`announce`]): `run`, `attach`, `top`.
+    /// by it ([`announce`]): `attach`, `top`.
     Choose,
     /// What [`load`] gave before the process was there: `run` loads the counters before it
     /// starts its command, so that the first sample comes as soon as the command has
@@ -167,11 +167,7 @@ impl Counters {
         match self {
             Counters::Choose => announce(host),
             Counters::Loaded(loaded) => say(give_loaded(host, loaded)),
-            Counters::Given(Some(c)) => {
-                let name = c.name();
-                host.sampler_mut().set_counters(c);
-                RunSource::Fast(name)
-            }
+            Counters::Given(Some(c)) => give_loaded(host, Ok(c)),
             Counters::Given(None) => RunSource::Proc("the daemon's shared counters are off".into()),
         }
     }
