@@ -222,6 +222,24 @@
 //! switch too, and a thread alone on its core yields without one). The host puts slices back as it puts masks back, journal included
 //! (`threadbalance_linux::slice`); `SpeedSettings::short_slices` turns them off.
 //!
+//! **Credits in paced rounds.** The credits forget with a time constant of 20 ms: a few
+//! phases of a fine-grained program, twenty rounds of 1 ms. When the host holds the rounds
+//! back (a live loop held to its CPU budget: a round every ~3 ms at 17–24 threads with the
+//! BPF counters' tick), 20 ms is six or seven rounds, and the credit still counts turns on
+//! the shared cores that later rounds have made up for. So while the rounds are held back
+//! (`sparse`'s test: the smoothed gap, or the last two gaps, over twice the period asked)
+//! the time constant is two smoothed gaps when that is shorter: a thread's credit is
+//! about what the last two rounds did to it. Free ticks keep 20 ms (every free-tick figure
+//! is unchanged): there a short constant lost up to 1.3 points of the fair share on the
+//! 100 ms rows. Swept in the simulator (16 cores, the BPF tick, seeds 1–3) at 1, 1.5, 2
+//! and 3 gaps, at HZ 1000 and HZ 250: 1–1.5 gaps gained most at 10 ms phases at HZ 1000
+//! but lost 0.9–3.4 points summed over the rows at HZ 250 (100 ms phases: up to 2.8 on
+//! one row); 2 gaps gained at both. With it, at HZ 1000, 20 and 24 threads reach
+//! 90.6–91.8 % at 10 ms phases (89.1–91.3 before) and the 100 ms rows move by −0.3…+0.3;
+//! at HZ 250, 24 threads gain 1.3–2.6 points at 10 ms phases, and the 100 ms rows lose up
+//! to 1.2. Rounds 10 ms apart and more keep 20 ms. See "Credits in paced rounds" in
+//! `docs/speed-rules.md`.
+//!
 //! **The guard** ([`guard`]) compares the program's progress rate — the CPU share of its
 //! slowest busy thread — over the tail of a managed stretch with a short probe in which Linux
 //! places every thread, and hands the threads back when the probe does 5 % (and 2 points
@@ -321,6 +339,9 @@ const SWITCHES_MAX_AGE: Nanos = Nanos::from_millis(50);
 /// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
 /// program, so a lead earned asleep at a barrier does not follow a thread for long.
 const CREDIT_TAU_S: f64 = 0.02;
+/// While the host holds the rounds back, the credits' time constant is at most this many
+/// smoothed gaps between rounds (see "Credits in paced rounds" in the module docs).
+const PACED_CREDIT_ROUNDS: f64 = 2.0;
 /// Time constant of the duty cycle the peer test compares, s.
 const DUTY_TAU_S: f64 = 1.0;
 /// Growth of the interval per round with even counts, once `QUIET_ROUNDS` rounds in a row
@@ -638,6 +659,16 @@ impl Speed {
                     .then(a.cmp(&b))
             })
             .unwrap_or(0)
+    }
+
+    /// The credits' time constant, ns: `CREDIT_TAU_S`, or `PACED_CREDIT_ROUNDS` smoothed
+    /// gaps between rounds when the host holds the rounds back and that is shorter.
+    fn credit_tau_ns(&self) -> f64 {
+        let tau = CREDIT_TAU_S * 1e9;
+        match self.sparse.gap() {
+            Some(gap) if self.sparse.held() => (PACED_CREDIT_ROUNDS * gap).clamp(1.0, tau),
+            _ => tau,
+        }
     }
 
     /// The index in `nodes` of queue `q`'s node.

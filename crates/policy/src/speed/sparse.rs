@@ -186,7 +186,7 @@ impl Sparse {
     /// both, over `PACED` times the period asked. Two sparse rounds in a row say as much
     /// as the average, without waiting for it to forget the first cheap ticks (the
     /// pacer's burst).
-    fn held(&self) -> bool {
+    pub(super) fn held(&self) -> bool {
         let last_two = self.last_gaps[0].min(self.last_gaps[1]);
         self.rounds >= MIN_ROUNDS
             && (self.gap > PACED * self.asked_avg.max(self.asked)

@@ -849,3 +849,24 @@ fn speed_short_slices_end_when_the_threads_are_lent_to_linux() {
     );
     assert_eq!(m.slice, vec![None; 3]);
 }
+
+#[test]
+fn speed_credits_forget_within_two_rounds_while_the_host_holds_rounds_back() {
+    let t = topo(1, 1, 2, 1);
+    let rounds = |gap_ms: f64| {
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        for _ in 0..8 {
+            p.sparse.ask(Nanos::from_millis(1));
+            p.sparse.observe(gap_ms * 1e6);
+        }
+        p.credit_tau_ns()
+    };
+    // No round yet, and rounds as often as asked (free ticks): 20 ms.
+    let p = Speed::new(&settings(None), &t).unwrap();
+    assert_eq!(p.credit_tau_ns(), 20e6);
+    assert_eq!(rounds(1.0), 20e6);
+    // Held back to a round every 3 ms against 1 ms asked: two rounds, 6 ms.
+    assert!((rounds(3.0) - 6e6).abs() < 1.0, "{}", rounds(3.0));
+    // Every 30 ms: two rounds are longer than 20 ms, which stays.
+    assert_eq!(rounds(30.0), 20e6);
+}

@@ -4,8 +4,7 @@
 //! again, and the credits the rotation orders threads by.
 
 use super::{
-    ADOPT_BELOW, ASLEEP_AGE, CREDIT_TAU_S, DUTY_TAU_S, IDLE, Placed, RELEASE_ABOVE, SIGNAL_TAU_S,
-    Speed,
+    ADOPT_BELOW, ASLEEP_AGE, DUTY_TAU_S, IDLE, Placed, RELEASE_ABOVE, SIGNAL_TAU_S, Speed,
 };
 use threadbalance_model::{Move, Reason, Target, ThreadKey, ThreadRates, Window};
 
@@ -123,7 +122,7 @@ impl Speed {
             n += 1;
         }
         let mean = sum / f64::from(n.max(1));
-        let decay = (-dt / (CREDIT_TAU_S * 1e9)).exp();
+        let decay = (-dt / self.credit_tau_ns()).exp();
         for p in self.placed.iter_mut().filter(|p| !p.released) {
             p.credit = p.credit * decay + (p.last_free - mean);
         }

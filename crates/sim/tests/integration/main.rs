@@ -14,6 +14,7 @@ mod invariants;
 mod omp;
 mod plots;
 mod scenarios;
+mod speed_credits;
 mod speed_llc;
 mod speed_many;
 mod speed_peers;
