@@ -9,7 +9,7 @@
 #[cfg(feature = "bpf")]
 mod live {
     use crate::daemon::{Daemon, LIMIT, config_text, second_rule, socket, tagged};
-    use crate::support::{finish, signal, worker_masks};
+    use crate::support::{finish, signal, wait_for, worker_masks};
     use std::time::Duration;
 
     /// BPF programs the process `pid` holds (`/proc/PID/fd` links to `anon_inode:bpf-prog`):
@@ -23,6 +23,31 @@ mod live {
                     .is_ok_and(|l| l.to_string_lossy() == "anon_inode:bpf-prog")
             })
             .count()
+    }
+
+    /// Waits until `ctl threads` has shown threads of `pid` in two windows (the answer is
+    /// published once a window, and differs from one to the next): the process was sampled
+    /// at least twice. Its first sample seeds the shared counters from `/proc` (none
+    /// counts by them yet), so a release right after it, as CI's load once allowed, reads
+    /// "0 threads counted … (of 1)".
+    fn wait_two_windows(d: &Daemon, pid: u32) {
+        let mut first: Option<String> = None;
+        wait_for(LIMIT, || {
+            let out = d.ctl(&["threads"]);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let listed = text
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(pid.to_string().as_str()));
+            match &first {
+                _ if !listed => None,
+                None => {
+                    first = Some(text);
+                    None
+                }
+                Some(f) => (*f != text).then_some(()),
+            }
+        })
+        .unwrap_or_else(|| panic!("ctl threads never showed {pid} twice; log {:#?}", d.log()));
     }
 
     /// `(threads counted at its last sample, slots freed)` from a release line.
@@ -67,6 +92,7 @@ mod live {
 
         // A released: its masks back, and its handle counted its threads and freed their
         // slots.
+        wait_two_windows(&d, pa);
         let out = d.ctl(&["release", &pa.to_string()]);
         assert_eq!(
             out.status.code(),
