@@ -25,26 +25,28 @@ mod live {
             .count()
     }
 
-    /// Waits until `ctl threads` has shown threads of `pid` in two windows (the answer is
-    /// published once a window, and differs from one to the next): the process was sampled
-    /// at least twice. Its first sample seeds the shared counters from `/proc` (none
-    /// counts by them yet), so a release right after it, as CI's load once allowed, reads
-    /// "0 threads counted … (of 1)".
+    /// Waits until `ctl threads` has shown the threads of `pid` in two windows (the answer
+    /// is published once a window; their rows, utilization and CPU included, differ from
+    /// one window of theirs to the next): the process was sampled at least twice. Its first
+    /// sample seeds the shared counters from `/proc` (none counts by them yet), so a
+    /// release right after it, as CI's load once allowed, reads "0 threads counted … (of
+    /// 1)".
     fn wait_two_windows(d: &Daemon, pid: u32) {
-        let mut first: Option<String> = None;
+        let mut first: Option<Vec<String>> = None;
         wait_for(LIMIT, || {
             let out = d.ctl(&["threads"]);
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let listed = text
+            let rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
                 .lines()
-                .any(|l| l.split_whitespace().next() == Some(pid.to_string().as_str()));
+                .filter(|l| l.split_whitespace().next() == Some(pid.to_string().as_str()))
+                .map(str::to_string)
+                .collect();
             match &first {
-                _ if !listed => None,
+                _ if rows.is_empty() => None,
                 None => {
-                    first = Some(text);
+                    first = Some(rows);
                     None
                 }
-                Some(f) => (*f != text).then_some(()),
+                Some(f) => (*f != rows).then_some(()),
             }
         })
         .unwrap_or_else(|| panic!("ctl threads never showed {pid} twice; log {:#?}", d.log()));
