@@ -5,32 +5,20 @@
 //! ~3 ms at 20–24 threads), seed 1. With the 20 ms credits these rows read 89.4–90.7 % of
 //! the fair share; with the paced ones 91.1–91.7 %.
 
-use threadbalance_policy::Settings;
-use threadbalance_sim::{Comparison, RunOptions, compare_with, machine, workload};
+use crate::speed_slices::compare_paced;
+use threadbalance_sim::{Comparison, workload};
 
 const SIXTEEN: &str = "package:1 core:16 pu:1";
 const BPF_FIT: &str = "19.8,0.298";
 
 fn paced(threads: usize, phase_ms: u32, wait: &str, work_ms: u32) -> Comparison {
-    let m = machine(SIXTEEN, None).unwrap();
     let w = workload(
         &format!("ep-barrier:phase_ms={phase_ms},wait={wait},work_ms={work_ms}"),
         Some(threads),
         None,
     )
     .unwrap();
-    let mut opts = RunOptions::new(1);
-    opts.linux.hz = 1000;
-    opts.tick_cost = Some(BPF_FIT.parse().unwrap());
-    let p = vec!["none".to_string(), "speed".to_string()];
-    compare_with(
-        &m,
-        &w,
-        &p,
-        &Settings::new(threadbalance_model::Level::Core),
-        &opts,
-    )
-    .unwrap()
+    compare_paced(SIXTEEN, &w, &["none", "speed"], 1000, Some(BPF_FIT))
 }
 
 #[test]

@@ -11,13 +11,17 @@ use threadbalance_sim::{Comparison, RunOptions, compare_with, machine, workload}
 const SIXTEEN: &str = "package:1 core:16 pu:1";
 const BPF_FIT: &str = "19.8,0.298";
 
-fn run(spec: &str, w: &threadbalance_sim::Workload, hz: u32, tick: Option<&str>) -> Comparison {
+/// `policies` on machine `spec` running `w`, seed 1, at `hz`, paced by `tick` (`None`:
+/// free ticks). Shared with `speed_credits`.
+pub(crate) fn compare_paced(
+    spec: &str,
+    w: &threadbalance_sim::Workload,
+    policies: &[&str],
+    hz: u32,
+    tick: Option<&str>,
+) -> Comparison {
     let m = machine(spec, None).unwrap();
-    let p = vec![
-        "none".to_string(),
-        "speed".to_string(),
-        "speed-long-slices".to_string(),
-    ];
+    let p: Vec<String> = policies.iter().map(|p| p.to_string()).collect();
     let mut opts = RunOptions::new(1);
     opts.linux.hz = hz;
     opts.tick_cost = tick.map(|c| c.parse().unwrap());
@@ -29,6 +33,11 @@ fn run(spec: &str, w: &threadbalance_sim::Workload, hz: u32, tick: Option<&str>)
         &opts,
     )
     .unwrap()
+}
+
+/// `none`, `speed` and `speed-long-slices`.
+fn run(spec: &str, w: &threadbalance_sim::Workload, hz: u32, tick: Option<&str>) -> Comparison {
+    compare_paced(spec, w, &["none", "speed", "speed-long-slices"], hz, tick)
 }
 
 #[test]
