@@ -46,6 +46,12 @@ pub struct SimArgs {
     /// With --suite: each claim's effects, the paper's against the simulated.
     #[arg(long, value_name = "FILE.svg")]
     report: Option<PathBuf>,
+    /// Also write when each thread reached each barrier to FILE.csv, one row per policy,
+    /// phase and thread: `policy,app,phase,thread,start_ms,arrive_ms,queued_ms` (arrival
+    /// and run-queue wait measured from the phase's start). A phase lasts as long as its
+    /// last arrival: the rows say which thread that was and what held it back.
+    #[arg(long, value_name = "FILE.csv")]
+    phases: Option<PathBuf>,
     /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,
     /// memory-bound-barrier, oversubscribed-barrier, two-apps, two-stage-pipeline) are built
     /// in, for any directory.
@@ -133,6 +139,11 @@ pub fn run(a: &SimArgs) -> Result<u8> {
                 "--tick-cost: the suite runs with free ticks, as calibrated; leave it out",
             ));
         }
+        if a.phases.is_some() {
+            return Err(input_error(
+                "--phases: the suite logs no phases; give it a workload run instead",
+            ));
+        }
         if a.counters != Counters::Exact || a.hz.is_some() {
             return Err(input_error(
                 "--counters, --hz: the suite runs the model as calibrated; leave them out",
@@ -192,6 +203,7 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     if let Some(hz) = a.hz {
         opts.linux.hz = hz;
     }
+    opts.phases = a.phases.is_some();
     let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
         .map_err(|e| input_error(e.to_string()))?;
     if a.json {
@@ -238,6 +250,14 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     if let Some(path) = &a.report {
         std::fs::write(path, cmp.to_svg())
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &a.phases {
+        let csv = threadbalance_sim::phases::to_csv(
+            cmp.results
+                .iter()
+                .map(|r| (r.policy.as_str(), r.phases.as_slice())),
+        );
+        std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(0)
 }

@@ -45,6 +45,7 @@ pub mod lockgroups;
 pub mod machine;
 pub mod memory;
 pub mod parsec;
+pub mod phases;
 pub mod plot;
 pub mod queue;
 pub mod report;

@@ -69,6 +69,10 @@ pub struct RunResult {
     pub timeline: Vec<TimelinePoint>,
     /// The policy's own account, typed.
     pub policy_summary: PolicySummary,
+    /// When each thread reached each barrier, when the run logged it
+    /// (`RunOptions::phases`; empty otherwise). Not in the JSON: `sim --phases` writes it.
+    #[serde(skip)]
+    pub phases: Vec<crate::phases::PhaseArrival>,
 }
 
 impl RunResult {
@@ -150,6 +154,10 @@ impl RunResult {
             thread_migrations: sim.th.iter().map(|t| t.migrations).collect(),
             timeline: sim.timeline.clone(),
             policy_summary,
+            phases: sim
+                .phases
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.rows.clone()),
         }
     }
 }

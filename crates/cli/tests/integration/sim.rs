@@ -1,5 +1,5 @@
 //! `threadbalance sim` end to end: the interval override, the counters and the tick rate,
-//! and the policies' summaries in `--json`.
+//! the phase log, and the policies' summaries in `--json`.
 
 use crate::support::run;
 
@@ -91,11 +91,60 @@ fn sim_refuses_a_tick_rate_no_kernel_has_and_model_flags_with_the_suite() {
             &["sim", "--suite", "papers", "--counters", "proc"][..],
             "--counters",
         ),
+        (
+            &["sim", "--suite", "papers", "--phases", "x.csv"][..],
+            "--phases",
+        ),
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(what), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn sim_phases_writes_one_row_per_policy_phase_and_thread() {
+    // 3 threads on 2 cores, 10 ms phases of work, 100 ms each: 10 phases, the first not
+    // logged (no opening before it), so 9 rows per thread and policy.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("phases.csv");
+    let out = run(&[
+        "sim",
+        "--machine",
+        "package:1 core:2 pu:1",
+        "--workload",
+        "ep-barrier:phase_ms=10,wait=block,work_ms=100",
+        "--threads",
+        "3",
+        "--policy",
+        "none,speed",
+        "--level",
+        "core",
+        "--phases",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(&path).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("policy,app,phase,thread,start_ms,arrive_ms,queued_ms")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for policy in ["none", "speed"] {
+        let mine: Vec<_> = rows.iter().filter(|r| r[0] == policy).collect();
+        assert_eq!(mine.len(), 9 * 3, "{policy}: {csv}");
+        for r in mine {
+            let ms = |i: usize| r[i].parse::<f64>().unwrap();
+            // 10 ms of work: no thread arrives sooner, and what it waited for a CPU comes
+            // on top of the work.
+            assert!(ms(5) >= 10.0 + ms(6) - 1e-6, "{r:?}");
+        }
     }
 }

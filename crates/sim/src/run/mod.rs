@@ -105,6 +105,9 @@ pub struct RunOptions {
     /// whenever the policy asks (no sooner than every millisecond). Paced by
     /// `run_policy`; `apps::run_per_app`'s instances tick free.
     pub tick_cost: Option<TickCost>,
+    /// Log when each thread reached each barrier (`RunResult::phases`; see
+    /// [`crate::phases`]). Off by default.
+    pub phases: bool,
 }
 
 /// The CPU time one live tick costs the tool: `fixed` plus `per_thread_ns` for each thread
@@ -161,6 +164,7 @@ impl RunOptions {
             memory_every: Nanos::from_secs(2),
             flat_handoffs: false,
             tick_cost: None,
+            phases: false,
         }
     }
 }
@@ -238,6 +242,7 @@ impl Sim {
             memory_at: None,
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,
+            phases: opts.phases.then(crate::phases::PhaseLog::default),
         };
         sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();

@@ -92,11 +92,13 @@ impl Sim {
                             continue;
                         }
                     } else {
+                        self.log_arrival(app, t, self.barriers[b].generation);
                         let bar = &mut self.barriers[b];
                         bar.count += 1;
                         if bar.count >= bar.parties {
                             bar.count = 0;
                             bar.generation += 1;
+                            self.log_opening(app);
                             self.release_barrier(b, c);
                             self.th[t].pc += 1;
                             continue;

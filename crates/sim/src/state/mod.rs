@@ -111,6 +111,8 @@ pub struct Sim {
     pub(crate) wakes: std::collections::HashMap<(ThreadIdx, ThreadIdx), u64>,
     /// Lock hand-offs all cost the in-LLC line latency (`RunOptions::flat_handoffs`).
     pub(crate) flat_handoffs: bool,
+    /// When each thread reached each barrier (`RunOptions::phases`; `None`: not logged).
+    pub(crate) phases: Option<crate::phases::PhaseLog>,
 }
 
 #[cfg(test)]
