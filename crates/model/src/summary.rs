@@ -178,8 +178,13 @@ pub struct GuardSummary {
     pub mode: GuardMode,
     /// Probes of Linux alone.
     pub probes: u64,
-    /// Probes skipped because the managed rate was at the fair share.
+    /// Probes skipped: the managed rate was at the fair share, or the threads were evenly
+    /// pinned and progressed alike.
     pub skipped_probes: u64,
+    /// Of those, the ones skipped only because the threads were evenly pinned (as many on
+    /// every core) and progressed alike, which no placement betters.
+    #[serde(default)]
+    pub skipped_even: u64,
     /// Times the threads were handed back to Linux.
     pub handbacks: u64,
     /// Times management resumed after a hand-back.
@@ -442,8 +447,16 @@ fn sparse_text(s: &SpeedSummary) -> String {
 }
 
 fn guard_text(g: &GuardSummary) -> String {
+    let why = match g.skipped_even {
+        0 => "managed rate at the fair share".to_string(),
+        n if n == g.skipped_probes => "threads evenly pinned and progressing alike".to_string(),
+        n => format!(
+            "{} at the fair share, {n} evenly pinned and progressing alike",
+            g.skipped_probes.saturating_sub(n)
+        ),
+    };
     let mut s = format!(
-        "{}; {} probes ({} skipped: managed rate at the fair share), {} hand-backs, {} resumptions",
+        "{}; {} probes ({} skipped: {why}), {} hand-backs, {} resumptions",
         g.mode.describe(),
         g.probes,
         g.skipped_probes,
@@ -516,6 +529,7 @@ mod tests {
             mode: GuardMode::HandedBack,
             probes: 2,
             skipped_probes: 1,
+            skipped_even: 0,
             handbacks: 1,
             resumptions: 0,
             last_event: Some("handed back at 1.25 s".into()),
@@ -524,6 +538,27 @@ mod tests {
             text(&s)[13].1,
             "handed back to Linux; 2 probes (1 skipped: managed rate at the fair share), \
              1 hand-backs, 0 resumptions; handed back at 1.25 s"
+        );
+        let mut g = s.guard.clone().unwrap();
+        (
+            g.mode,
+            g.probes,
+            g.skipped_probes,
+            g.skipped_even,
+            g.last_event,
+        ) = (GuardMode::Managing, 0, 3, 2, None);
+        s.guard = Some(g.clone());
+        assert_eq!(
+            text(&s)[13].1,
+            "managing; 0 probes (3 skipped: 1 at the fair share, 2 evenly pinned and \
+             progressing alike), 1 hand-backs, 0 resumptions"
+        );
+        g.skipped_even = 3;
+        s.guard = Some(g);
+        assert!(
+            text(&s)[13]
+                .1
+                .contains("(3 skipped: threads evenly pinned and progressing alike)")
         );
     }
 }

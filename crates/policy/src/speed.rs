@@ -245,7 +245,9 @@
 //! places every thread, and hands the threads back when the probe does 5 % (and 2 points
 //! of a core) better;
 //! management is then tried again after a back-off that doubles with every loss. A managed
-//! rate at 90 % of the fair share or more skips the probe. When the threads come back
+//! rate at 90 % of the fair share or more skips the probe, and so do threads evenly pinned
+//! (N a multiple of M) that progress alike (the slowest at 97 % of their mean or more):
+//! no placement betters that. When the threads come back
 //! (after a probe Linux lost, or a trial), a round runs at once from the shortest
 //! interval: the rounds under Linux rotated nothing and had backed the interval off. The
 //! policy's summary says when and why it handed back. The guard lives inside the policy rather than as a wrapper

@@ -1,7 +1,7 @@
 //! The planner's round (levelling and the rotation), the back-off of moves that did not
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
-use super::guard::{Action, BUSY, Mode};
+use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
@@ -323,20 +323,35 @@ impl Speed {
     }
 
     /// The program's progress rate since the guard's span opened: the least CPU share of a
-    /// thread that was there all along and was busy (see [`super::guard`]).
-    pub(super) fn segment_rate(&self, now: Nanos) -> Option<f64> {
+    /// thread that was there all along and was busy (see [`super::guard`]); and the mean
+    /// share of those threads.
+    pub(super) fn segment_rate(&self, now: Nanos) -> Option<(f64, f64)> {
         let span = now.saturating_sub(self.seg_at).0 as f64;
         if span <= 0.0 {
             return None;
         }
-        self.placed
-            .iter()
-            .filter(|p| p.seg_valid)
-            .filter_map(|p| {
-                let exec = p.exec - p.seg_exec;
-                (exec + (p.wait - p.seg_wait) >= BUSY * span).then_some(exec / span)
-            })
-            .min_by(f64::total_cmp)
+        let (mut least, mut sum, mut n) = (f64::INFINITY, 0.0, 0u32);
+        for p in self.placed.iter().filter(|p| p.seg_valid) {
+            let exec = p.exec - p.seg_exec;
+            if exec + (p.wait - p.seg_wait) >= BUSY * span {
+                let rate = exec / span;
+                least = least.min(rate);
+                sum += rate;
+                n += 1;
+            }
+        }
+        (n > 0).then(|| (least, sum / f64::from(n)))
+    }
+
+    /// Whether every core holds as many placed threads as every other (N a multiple of M):
+    /// even pinning, which nothing can better for threads that progress alike (see "Even
+    /// pinning needs no probe" in [`super::guard`]).
+    fn counts_even(&self) -> bool {
+        let mut loads = self.queues.iter().map(|q| q.load);
+        let Some(first) = loads.next() else {
+            return false;
+        };
+        first > 0 && loads.all(|l| l == first)
     }
 
     /// Opens the guard's measured span when its tail starts, and ends the stint when it
@@ -358,14 +373,17 @@ impl Speed {
         if !self.seg_open || now < until {
             return;
         }
-        let rate = self.segment_rate(now);
+        let rates = self.segment_rate(now);
+        let rate = rates.map(|(least, _)| least);
+        let level = rates.is_some_and(|(least, mean)| least >= LEVEL * mean);
+        let even = self.counts_even() && level && !self.rotating_now;
         let active = self.placed.iter().filter(|p| !p.released).count().max(1);
         let fair = (self.queues.len() as f64 / active as f64).min(1.0);
         self.seg_open = false;
         let Some(g) = self.guard.as_mut() else {
             return;
         };
-        let action = g.advance(now, rate, fair);
+        let action = g.advance(now, rate, fair, even);
         for p in self.placed.iter().filter(|p| !p.released) {
             match action {
                 Action::Keep => {}
@@ -407,6 +425,7 @@ impl Speed {
             },
             probes: u64::from(g.probes),
             skipped_probes: u64::from(g.skipped),
+            skipped_even: u64::from(g.skipped_even),
             handbacks: u64::from(g.handbacks),
             resumptions: u64::from(g.resumes),
             last_event: g.last.clone(),

@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0xf730_0357_d240_b3fe,
+            0xc48c_d7b2_45d9_b331,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x42dd_74a9_52f0_a6eb,
+            0x64c6_95f8_8976_b5b8,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",

@@ -208,3 +208,71 @@ fn speed_guard_probe_gives_the_threads_their_own_slices() {
     );
     assert_eq!(slice, [None; 3], "probing at {now} ms");
 }
+
+/// Drives `p` with four threads on two cores (N = 2M: two a core, even pinning), each
+/// running at `rate(queue)` of a core while placed on `queue` and at `linux` while given
+/// back, until `until_ms`; returns every move with the time it was asked for (ms).
+fn drive_even(
+    p: &mut Speed,
+    t: &Topology,
+    rate: impl Fn(usize) -> f64,
+    linux: f64,
+    until_ms: f64,
+) -> Vec<(f64, Move)> {
+    let mut queue: [Option<usize>; 4] = [None; 4];
+    let mut out = Vec::new();
+    let first: Vec<Rate> = (0..4).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    let mut plan = p.decide(t, &window(0.0, 0.0, &first));
+    let mut now = 0.0;
+    loop {
+        for m in &plan.moves {
+            queue[(m.thread.tid.0 - 100) as usize] = match m.to {
+                Target::Original => None,
+                _ => Some(queue_of(m)),
+            };
+            out.push((now, *m));
+        }
+        let last = now;
+        now += plan.next_in.as_millis_f64();
+        if now > until_ms {
+            return out;
+        }
+        let rates: Vec<Rate> = (0..4)
+            .map(|i| {
+                let s = queue[i].map_or(linux, &rate);
+                (100 + i as i32, s, 1.0 - s, 0, 0)
+            })
+            .collect();
+        plan = p.decide(t, &window(last, now, &rates));
+    }
+}
+
+#[test]
+fn speed_guard_does_not_probe_even_pinning_of_threads_that_progress_alike() {
+    // Four threads on two cores, two a core: nothing rotates. Each runs at 40 % of a
+    // core (barrier waits, say): 0.4 < 0.9 · 1/2, so the 90 % rule would probe, and a
+    // probe would cost what Linux lacks for its 125 ms. But with the threads evenly
+    // pinned and progressing alike (slowest 0.4 = their mean), no placement can do
+    // better: every stint skips its probe.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_even(&mut p, &t, |_| 0.4, 0.45, 5000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    let g = p.guard.as_ref().unwrap();
+    assert!(g.skipped >= 2 && g.probes == 0, "{g:?}");
+}
+
+#[test]
+fn speed_guard_probes_even_pinning_when_one_core_runs_its_threads_slower() {
+    // The same, but core 0 is shared with another program: its two threads get 30 % of
+    // a core, core 1's 45 %. The slowest (0.3) is 80 % of the mean (0.375), under 97 %:
+    // the threads do not progress alike, Linux might spread them better, and the first
+    // stint ends in a probe. Under Linux the slowest gets 0.4 > 1.05 · 0.3: handed back.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_even(&mut p, &t, |q| if q == 0 { 0.3 } else { 0.45 }, 0.4, 1200.0);
+    let (released, _) = guard_events(&moves);
+    assert_eq!(released, vec![1000]);
+    let g = p.guard.as_ref().unwrap();
+    assert_eq!((g.probes, g.handbacks), (1, 1), "{g:?}");
+}
