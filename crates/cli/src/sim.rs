@@ -47,9 +47,10 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE.svg")]
     report: Option<PathBuf>,
     /// Also write when each thread reached each barrier to FILE.csv, one row per policy,
-    /// phase and thread: `policy,app,phase,thread,start_ms,arrive_ms,queued_ms` (arrival
-    /// and run-queue wait measured from the phase's start). A phase lasts as long as its
-    /// last arrival: the rows say which thread that was and what held it back.
+    /// phase and thread: `policy,app,phase,thread,start_ms,arrive_ms,queued_ms` (the
+    /// phase's start from the run's, then the arrival and the run-queue wait from the
+    /// phase's start). A phase lasts as long as its last arrival: the rows say which
+    /// thread that was and what held it back.
     #[arg(long, value_name = "FILE.csv")]
     phases: Option<PathBuf>,
     /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,

@@ -100,8 +100,9 @@ impl Sim {
     }
 }
 
-/// The rows of `runs` (each a policy's name and its log) as CSV, milliseconds relative to
-/// each phase's start: `policy,app,phase,thread,start_ms,arrive_ms,queued_ms`.
+/// The rows of `runs` (each a policy's name and its log) as CSV, in milliseconds: the
+/// phase's start from the run's, the arrival and the run-queue wait from the phase's
+/// start: `policy,app,phase,thread,start_ms,arrive_ms,queued_ms`.
 pub fn to_csv<'a>(runs: impl IntoIterator<Item = (&'a str, &'a [PhaseArrival])>) -> String {
     let mut out = String::from("policy,app,phase,thread,start_ms,arrive_ms,queued_ms\n");
     let ms = |n: Nanos| n.0 as f64 / 1e6;
