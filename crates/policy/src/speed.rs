@@ -189,7 +189,8 @@
 //!
 //! **Rounds too sparse for the phases: the threads are lent too** (`speed/sparse.rs`).
 //! Where the host's CPU budget holds the rounds back to more than 1.5 phases apart (phases
-//! read from blocking threads' switches), a rotation cannot help and the pinning between
+//! of work read from blocking threads: a third of their switches voluntary, or asleep 5 %
+//! of the time and more), a rotation cannot help and the pinning between
 //! rounds takes Linux's work conservation away: every placed thread is lent to Linux until
 //! rounds come within 0.8 phases again.
 //!
@@ -324,6 +325,10 @@ const SHORT_SLICES_GAPS: (Nanos, Nanos) = (Nanos::from_micros(1_500), Nanos::fro
 const SHORT_SLICES_KEEP: (Nanos, Nanos) = (Nanos::from_micros(1_200), Nanos::from_micros(4_500));
 /// Below this fraction of a span running or runnable, a thread counts as idle.
 const IDLE: f64 = 0.05;
+/// Threads that sleep this fraction of their time or more block, whatever their switches
+/// say (see `speed/signals.rs`): with phases of 100 ms and more a thread blocks a few times
+/// a second and is preempted hundreds of times on a shared core.
+const SLEEPING: f64 = 0.05;
 /// Involuntary switches per thread-second above which threads are taken to be yielding at
 /// synchronization points (preemption alone gives a few hundred per second).
 const YIELD_RATE: f64 = 2000.0;
@@ -484,6 +489,9 @@ pub struct Speed {
     /// CPU time per thread-second of the threads that switched, smoothed as the rates:
     /// with `vol_rate` it gives the work between blocking points (`work_phase_ns`).
     run_rate: f64,
+    /// Fraction of the time the threads that switched spent asleep (late wait taken off),
+    /// smoothed as the rates: the other sign that threads block (see `SLEEPING`).
+    sleep_frac: f64,
     invol_rate: f64,
     /// `invol_rate` without the threads running in our short slices on a shared core,
     /// while others speak for it: the program's own, for the test whether threads block.
@@ -596,6 +604,7 @@ impl Speed {
             started_at: Nanos::ZERO,
             vol_rate: 0.0,
             run_rate: 0.0,
+            sleep_frac: 0.0,
             invol_rate: 0.0,
             invol_prog_rate: 0.0,
             slice_rate: 0.0,

@@ -3,7 +3,7 @@
 //! the phase, and a round lasts a sixteenth of it, within `min_interval`…`max_interval`
 //! (the table in `speed`'s module docs).
 
-use super::{BACKOFF, IDLE, PHASE_FRACTION, SIGNAL_TAU_S, Speed, YIELD_RATE};
+use super::{BACKOFF, IDLE, PHASE_FRACTION, SIGNAL_TAU_S, SLEEPING, Speed, YIELD_RATE};
 use threadbalance_model::{Nanos, Window};
 
 impl Speed {
@@ -21,14 +21,16 @@ impl Speed {
         // and phase rates keep them: a yield on a shared core is an involuntary switch too,
         // and a thread alone on its core yields without one.
         let (mut invol_mine, mut n_mine) = (0, 0u64);
-        // CPU time of the threads that switched, as a fraction of the window.
-        let mut run = 0.0;
+        // CPU time of the threads that switched, and their time asleep, as fractions of the
+        // window.
+        let (mut run, mut asleep) = (0.0, 0.0);
         for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
             n += 1;
             let switched = t.voluntary + t.involuntary + t.timeslices > 0;
             switching += u64::from(switched);
             if switched {
                 run += t.util;
+                asleep += t.blocked - t.late;
             }
             vol += t.voluntary;
             slices += t.timeslices;
@@ -64,6 +66,7 @@ impl Speed {
             self.invol_prog_rate += (invol_prog as f64 / prog_s - self.invol_prog_rate) * a;
             self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
             self.run_rate += (run / n as f64 - self.run_rate) * a;
+            self.sleep_frac += (asleep / n as f64 - self.sleep_frac) * a;
         }
         let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
         // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
@@ -93,9 +96,14 @@ impl Speed {
             self.phase_ns = blocking.then_some(phase_ns);
             // The work between two blocking points: CPU time per voluntary switch. Unlike
             // the phase on the wall clock it does not stretch when the threads wait for a
-            // CPU, so it reads the same under a slow rotation as under Linux.
-            self.work_phase_ns =
-                (blocking && self.vol_rate > 0.0).then(|| 1e9 * self.run_rate / self.vol_rate);
+            // CPU, so it reads the same under a slow rotation as under Linux. Threads that
+            // sleep block too, however many preemptions outnumber their voluntary switches:
+            // with 100 ms phases one block a phase is ~7 a second, and a core's two threads
+            // preempt each other hundreds of times (the phase itself is left to the
+            // switches, which is what `fine` needs).
+            let sleeping = self.counted && self.sleep_frac >= SLEEPING;
+            self.work_phase_ns = ((blocking || sleeping) && self.vol_rate > 0.0)
+                .then(|| 1e9 * self.run_rate / self.vol_rate);
             Nanos((phase_ns * PHASE_FRACTION) as u64).clamp(lo, hi)
         } else {
             self.stats.reason = "no synchronization seen";

@@ -17,7 +17,8 @@
 //! over about four rounds; or the last two gaps, when both are longer) and compares it
 //! with the phase's work S: the CPU time a thread runs between two blocking points,
 //! its CPU time per voluntary switch (both smoothed as the interval's signals are), read
-//! only while the threads *block* (at least a third of their switches voluntary). When the host
+//! only while the threads *block*: at least a third of their switches voluntary, or asleep
+//! at least 5 % of the time (`SLEEPING`; see "Threads that sleep block" below). When the host
 //! holds the rounds back (G more than twice the periods asked for those rounds, smoothed
 //! alike, so that a gap after a long period asked, a backed-off rotation, does not count)
 //! and G > 1.5 S while the rotation runs, every placed thread is *lent* to Linux (its
@@ -94,6 +95,23 @@
 //! nominal phases (53.6 % against 52.6 % at 17 threads, 75 against 72 at 24).
 //!
 //! With free ticks (G = the period asked for) the rule never fires.
+//!
+//! **Threads that sleep block.** With phases of 100 ms and more a thread blocks a few times
+//! a second, and two threads sharing a core preempt each other hundreds of times (more in
+//! short slices at HZ 1000: ~460 a thread-second against ~7 voluntary switches at 24
+//! threads). The switches alone then read "not blocking", no work phase was given, and the
+//! rule never saw such phases, however sparse the rounds: 24 threads with 100 ms blocking
+//! phases, `schedstat` counters and ticks of 1.6 ms (rounds every 200 ms) ran a slow
+//! rotation at 87.5–87.7 % of the fair share where Linux reached 97.0–97.7. Time asleep
+//! says it as well: threads asleep at least 5 % of the time block. Now they are lent
+//! (94.0–94.8 %); 20 threads 75.7–75.8 → 78.9–79.2 % (Linux 81.7–81.8), 17 threads 66.8 →
+//! 67.8 (69.9–70.0). Where the rounds are 1.25 phases of work apart (ticks of 1 ms) 17
+//! threads lose 1.5–1.8 points by it (69.9 → 68.1–68.4: the slow rotation was level with
+//! Linux, and lending comes only after the rounds that measure the gap) and 24 threads
+//! gain 1.9–7.6; at 1.5 nothing changes (simulated, 16 cores, HZ 1000, seeds 1–2;
+//! `docs/speed-rules.md`). Every row with the fitted tick costs (16 and 64 cores, 10 and
+//! 100 ms phases, both fits) and the scenarios moved by at most 0.4 points. The phase on
+//! the wall clock (the fine-phase rule's) still comes from the switches alone.
 //!
 //! **Barrier peers with phases finer than any round are left to [`super::fine`].** No
 //! rotation follows such phases at any pace, and `fine` holds the threads evenly placed,

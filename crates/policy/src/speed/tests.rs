@@ -272,6 +272,37 @@ fn speed_work_phase_is_cpu_time_per_blocking_point_however_long_the_wait() {
 }
 
 #[test]
+fn speed_work_phase_of_threads_that_sleep_though_preemptions_outnumber_their_blocks() {
+    // Two threads with 100 ms phases of work, doubled up: each runs 0.45 of the time,
+    // waits 0.45 and sleeps 0.10 at the barrier, blocking 4.5 times a second and preempted
+    // 400 times. The switches say "not blocking" (2 × 4.5 < 400), which gave no work
+    // phase, so the sparse-rounds rule could not see 100 ms phases under rounds 150 ms
+    // apart. Asleep a tenth of the time (at least `SLEEPING`), they block: the work
+    // phase is 0.45 / 4.5 = 100 ms. The phase on the wall clock stays the switches' (the
+    // fine-phase rule's), and none is given.
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let w = window(
+        0.0,
+        1000.0,
+        &[(100, 0.45, 0.45, 4, 400), (101, 0.45, 0.45, 5, 400)],
+    );
+    p.observe_signals(&w);
+    let work = p.work_phase_ns.unwrap();
+    assert!((work - 100e6).abs() < 1e3, "{work}");
+    assert_eq!(p.phase_ns, None);
+    // Never asleep (0.55 + 0.45): no work phase, as before.
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let w = window(
+        0.0,
+        1000.0,
+        &[(100, 0.55, 0.45, 4, 400), (101, 0.55, 0.45, 5, 400)],
+    );
+    p.observe_signals(&w);
+    assert_eq!(p.work_phase_ns, None);
+}
+
+#[test]
 fn speed_signals_average_over_the_windows_seen_until_they_cover_tau() {
     // Two threads block once per 10 ms phase. The first window (10 ms) ends before any
     // phase did: 0 switches. The second sees one switch per thread: 1 / 10 ms = 100/s.

@@ -181,3 +181,46 @@ fn speed_sparse_holds_the_rounds_against_the_work_between_barriers() {
         }
     }
 }
+
+#[test]
+fn speed_sparse_sees_long_phases_of_threads_that_sleep_and_lends_them() {
+    // 24 threads, 100 ms blocking phases, run time and wait read as `schedstat` keeps
+    // them, HZ 1000, and ticks of 1.6 ms (a `/proc` build with ~380 threads): a round
+    // every 200 ms, two phases of work. The doubled-up threads preempt each other
+    // hundreds of times a second and block ~7 times, so the switches read "not
+    // blocking" and gave no work phase: never lent, the slow rotation ran at 87.5–87.7 %
+    // of the fair share (Linux 97.0–97.7). Asleep at the barrier 5 % of the time or more,
+    // they block: the rule sees 100 ms of work against rounds 200 ms apart and lends them
+    // (94.0–94.8 %).
+    let m = machine(SIXTEEN, None).unwrap();
+    let w = workload(
+        "ep-barrier:phase_ms=100,wait=block,work_ms=2000",
+        Some(24),
+        None,
+    )
+    .unwrap();
+    let p = vec!["none".to_string(), "speed".to_string()];
+    for seed in 1..=2 {
+        let mut opts = RunOptions::new(seed);
+        opts.tick_cost = Some("1600,0".parse().unwrap());
+        opts.linux.schedstat_at_ticks = true;
+        opts.linux.hz = 1000;
+        let c = compare_with(
+            &m,
+            &w,
+            &p,
+            &Settings::new(threadbalance_model::Level::Core),
+            &opts,
+        )
+        .unwrap();
+        let speed = &c.results[1];
+        assert!(speed.finished);
+        assert!(sparse(speed).0 >= 1, "seed {seed}:\n{}", c.to_table());
+        // 2 s of work × 24 / 16 = 3 s at the fair share; at least 93 % of it.
+        assert!(
+            speed.runtime_s <= 3.0 / 0.93,
+            "seed {seed}:\n{}",
+            c.to_table()
+        );
+    }
+}
