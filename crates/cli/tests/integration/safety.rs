@@ -97,6 +97,21 @@ fn wait_locked(state: &Path) -> bool {
     .is_some()
 }
 
+/// SIGKILLs instance `tb`, runs `restore` on `state`, and asserts it succeeded and that
+/// every mask of `t` is as found (`what` names the round in the failure).
+fn kill_then_restore(tb: &mut Child, t: &Target, state: &Path, what: &str) {
+    signal(tb.id(), libc::SIGKILL);
+    let _ = tb.wait();
+    let out = restore(state);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(masks(t.pid()), t.before, "{what}: every mask restored");
+}
+
 fn restore(state: &Path) -> std::process::Output {
     run(&["restore", "--state-dir", state.to_str().unwrap()])
 }
@@ -140,20 +155,7 @@ fn live_sigkill_at_random_points_then_restore_leaves_no_mask_changed() {
         let mut tb = attach(t.pid(), dir.path(), &["--interval", interval]);
         std::thread::sleep(Duration::from_millis(rng.next() % window));
         changed_before_kill += usize::from(t.changed());
-        signal(tb.id(), libc::SIGKILL);
-        let _ = tb.wait();
-        let out = restore(dir.path());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            masks(t.pid()),
-            t.before,
-            "round {round}: every mask restored"
-        );
+        kill_then_restore(&mut tb, &t, dir.path(), &format!("round {round}"));
     }
     // Kills in the act, not only before management began: 20 more rounds, each killed
     // within 150 ms after the instance's first change. (These used to be hoped for among
@@ -165,23 +167,15 @@ fn live_sigkill_at_random_points_then_restore_leaves_no_mask_changed() {
         let mut tb = attach(t.pid(), dir.path(), &["--interval", interval]);
         let changed = wait_for(LIMIT, || t.changed().then_some(()));
         std::thread::sleep(Duration::from_millis(rng.next() % 150));
-        signal(tb.id(), libc::SIGKILL);
-        let _ = tb.wait();
+        kill_then_restore(
+            &mut tb,
+            &t,
+            dir.path(),
+            &format!("in-the-act round {round}"),
+        );
         assert!(
             changed.is_some(),
             "round {round}: the instance changed no mask"
-        );
-        let out = restore(dir.path());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            masks(t.pid()),
-            t.before,
-            "in-the-act round {round}: every mask restored"
         );
     }
     eprintln!(

@@ -6,27 +6,34 @@
 
 use threadbalance_model::PolicySummary;
 use threadbalance_policy::Settings;
-use threadbalance_sim::{Comparison, RunOptions, RunResult, compare_with, machine, workload};
+use threadbalance_sim::{
+    Comparison, RunOptions, RunResult, Workload, compare_with, machine, workload,
+};
 
 const SIXTEEN: &str = "package:1 core:16 pu:1";
 const PROC_FIT: &str = "21.1,6.246";
 const BPF_FIT: &str = "54.8,0.442";
 
-fn run(wait: &str, threads: usize, seed: u64, tick_cost: Option<&str>) -> Comparison {
+/// `policies` side by side on 16 cores, balancing at the core level.
+fn on_sixteen(w: &Workload, policies: &[&str], opts: &RunOptions) -> Comparison {
     let m = machine(SIXTEEN, None).unwrap();
-    let w = format!("ep-barrier:phase_ms=10,wait={wait},work_ms=1000");
-    let w = workload(&w, Some(threads), None).unwrap();
-    let p = vec!["none".to_string(), "speed".to_string()];
-    let mut opts = RunOptions::new(seed);
-    opts.tick_cost = tick_cost.map(|c| c.parse().unwrap());
+    let p: Vec<String> = policies.iter().map(ToString::to_string).collect();
     compare_with(
         &m,
-        &w,
+        w,
         &p,
         &Settings::new(threadbalance_model::Level::Core),
-        &opts,
+        opts,
     )
     .unwrap()
+}
+
+fn run(wait: &str, threads: usize, seed: u64, tick_cost: Option<&str>) -> Comparison {
+    let w = format!("ep-barrier:phase_ms=10,wait={wait},work_ms=1000");
+    let w = workload(&w, Some(threads), None).unwrap();
+    let mut opts = RunOptions::new(seed);
+    opts.tick_cost = tick_cost.map(|c| c.parse().unwrap());
+    on_sixteen(&w, &["none", "speed"], &opts)
 }
 
 /// (times lent for sparse rounds, lent now) from speed's summary.
@@ -127,21 +134,12 @@ fn speed_sparse_paced_rounds_leave_phases_finer_than_any_round_to_the_fine_rule(
     // (2.42 s against pinning's 2.11 s at 1000 ms of work), 24 threads with the BPF fit
     // 1.3 % behind Linux; held, both are within 3.5 % of pinning. "At least 97 % of
     // pinning's rate" is speed's run time ≤ pbind's / 0.97.
-    let m = machine(SIXTEEN, None).unwrap();
     for n in [17, 24] {
         for fit in [PROC_FIT, BPF_FIT] {
             let w = workload("omp-stencil:work_ms=300", Some(n), None).unwrap();
-            let p = vec!["speed".to_string(), "pbind".to_string()];
             let mut opts = RunOptions::new(1);
             opts.tick_cost = Some(fit.parse().unwrap());
-            let c = compare_with(
-                &m,
-                &w,
-                &p,
-                &Settings::new(threadbalance_model::Level::Core),
-                &opts,
-            )
-            .unwrap();
+            let c = on_sixteen(&w, &["speed", "pbind"], &opts);
             let (speed, pbind) = (&c.results[0], &c.results[1]);
             assert!(speed.finished && pbind.finished);
             assert!(
@@ -192,27 +190,18 @@ fn speed_sparse_sees_long_phases_of_threads_that_sleep_and_lends_them() {
     // of the fair share (Linux 97.0–97.7). Asleep at the barrier 5 % of the time or more,
     // they block: the rule sees 100 ms of work against rounds 200 ms apart and lends them
     // (94.0–94.8 %).
-    let m = machine(SIXTEEN, None).unwrap();
     let w = workload(
         "ep-barrier:phase_ms=100,wait=block,work_ms=2000",
         Some(24),
         None,
     )
     .unwrap();
-    let p = vec!["none".to_string(), "speed".to_string()];
     for seed in 1..=2 {
         let mut opts = RunOptions::new(seed);
         opts.tick_cost = Some("1600,0".parse().unwrap());
         opts.linux.schedstat_at_ticks = true;
         opts.linux.hz = 1000;
-        let c = compare_with(
-            &m,
-            &w,
-            &p,
-            &Settings::new(threadbalance_model::Level::Core),
-            &opts,
-        )
-        .unwrap();
+        let c = on_sixteen(&w, &["none", "speed"], &opts);
         let speed = &c.results[1];
         assert!(speed.finished);
         assert!(sparse(speed).0 >= 1, "seed {seed}:\n{}", c.to_table());
