@@ -90,6 +90,42 @@ pub struct LinuxAdapter {
     seen_alive: bool,
     /// What a tick costs once every thread has been seen: see [`SteadyTicks`].
     steady: SteadyTicks,
+    /// What one turn of the loop costs, which the samples report as [`pace::Pace`].
+    turns: LoopTurns,
+}
+
+/// The CPU time the budget charges, as read at the last wait (`None` before one), and as
+/// it stood when the last sample began: the difference is what one turn of the loop cost
+/// (sampling, deciding, the wait and its wake-up; moves not counted).
+#[derive(Debug, Clone, Copy, Default)]
+struct LoopTurns {
+    watched: Option<Nanos>,
+    at_sample: Option<Nanos>,
+    samples: u64,
+}
+
+impl LoopTurns {
+    /// Notes the charged CPU time read at a wait.
+    fn waited(&mut self, watching: Nanos) {
+        self.watched = Some(watching);
+    }
+
+    /// The pace for the sample about to be taken: the last turn's CPU time over the
+    /// budget. The first sample does not know yet (`now` gives the charged CPU time then:
+    /// where the first turn starts); samples that no wait went before (a member of the
+    /// daemon's groups, whose loop is the daemon's) are not paced by this loop.
+    fn pace(&mut self, now: impl FnOnce() -> Nanos) -> pace::Pace {
+        self.samples += 1;
+        let at = match self.watched {
+            Some(w) => w,
+            None if self.samples == 1 => now(),
+            None => return pace::Pace::Free,
+        };
+        match self.at_sample.replace(at) {
+            None => pace::Pace::Unknown,
+            Some(b) => pace::Pace::Gap(pace::steady_gap(at.saturating_sub(b))),
+        }
+    }
 }
 
 /// The CPU time of the loop's ticks in the steady state, as the cost budget charges them:
@@ -200,6 +236,7 @@ impl LinuxAdapter {
             acting: Nanos::ZERO,
             seen_alive: false,
             steady: SteadyTicks::default(),
+            turns: LoopTurns::default(),
         })
     }
 
@@ -292,6 +329,7 @@ impl LinuxAdapter {
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
         let watching = own_cpu().saturating_sub(self.acting);
+        self.turns.waited(watching);
         self.steady.waiting(watching);
         let paced = self
             .pacer
@@ -360,7 +398,10 @@ impl Host for LinuxAdapter {
     }
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
+        let acting = self.acting;
+        let pace = self.turns.pace(|| own_cpu().saturating_sub(acting));
         self.host.sample(into)?;
+        into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());
         self.pids.clear();
         self.pids.extend(self.host.sampler().managed());
@@ -446,8 +487,29 @@ fn poll_pidfd(fd: &OwnedFd, timeout: Nanos) -> Polled {
 
 #[cfg(test)]
 mod tests {
-    use super::SteadyTicks;
+    use super::{LoopTurns, SteadyTicks};
     use threadbalance_model::Nanos;
+    use threadbalance_model::pace::Pace;
+
+    #[test]
+    fn loop_turns_pace_the_samples_by_the_last_turns_cpu_time() {
+        let mut t = LoopTurns::default();
+        // The first sample: no turn yet; the charged CPU time then starts the first.
+        assert_eq!(t.pace(|| Nanos::from_micros(500)), Pace::Unknown);
+        // The first turn cost 800 µs (opening every thread's files): 100 ms at 0.8 %.
+        t.waited(Nanos::from_micros(1300));
+        assert_eq!(
+            t.pace(|| unreachable!("read at the wait")),
+            Pace::Gap(Nanos::from_millis(100))
+        );
+        // The next cost 24 µs: 3 ms.
+        t.waited(Nanos::from_micros(1324));
+        assert_eq!(t.pace(|| Nanos::ZERO), Pace::Gap(Nanos::from_millis(3)));
+        // A host no wait goes before (a member of the daemon's groups): not paced here.
+        let mut d = LoopTurns::default();
+        assert_eq!(d.pace(|| Nanos::ZERO), Pace::Unknown);
+        assert_eq!(d.pace(|| Nanos::ZERO), Pace::Free);
+    }
 
     #[test]
     fn steady_ticks_start_after_the_last_tick_that_saw_new_threads() {

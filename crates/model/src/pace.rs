@@ -34,6 +34,7 @@
 //! each new thread's files.
 
 use crate::Nanos;
+use serde::Serialize;
 
 /// The budget: 0.8 % of one core. The 1 % the tool aims for, less a fifth for what is not
 /// paced: moves, the first tick, and restoring every mask at the end.
@@ -43,6 +44,27 @@ pub const BURST: Nanos = Nanos::from_millis(1);
 /// The longest a tick is pushed back past the time the policy asked for: a program too
 /// big to watch within the budget is still looked at every 2 s.
 pub const MAX_DELAY: Nanos = Nanos::from_secs(2);
+
+/// How a host paces its ticks, as a policy reads it in each window (`Window::pace`): what
+/// the budget allows, not what the policy asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum Pace {
+    /// Ticks come when the policy asks: the simulator without a tick cost, and hosts that
+    /// do not pace (the daemon's groups, the tests' hosts).
+    #[default]
+    Free,
+    /// Ticks are paced by a budget, but no tick has been charged yet (the first one).
+    Unknown,
+    /// Ticks that cost what the last one did come at best this far apart: its CPU time
+    /// over the budget ([`steady_gap`]).
+    Gap(Nanos),
+}
+
+/// The gap between ticks that each cost `tick` of CPU time, once the budget is what paces
+/// them: `tick / BUDGET` (25 µs a tick: 3.1 ms).
+pub fn steady_gap(tick: Nanos) -> Nanos {
+    Nanos((tick.0 as f64 / BUDGET) as u64)
+}
 
 /// A token bucket of CPU time, fed by wall time at `budget` ns per ns.
 #[derive(Debug, Clone)]
@@ -104,6 +126,18 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pace_steady_gap_is_the_tick_over_the_budget() {
+        // 25 µs a tick at 0.8 % of a core: 3.125 ms; 1.35 ms (the `/proc` fit with 320
+        // threads): 169 ms.
+        assert_eq!(steady_gap(Nanos::from_micros(25)), Nanos(3_125_000));
+        assert_eq!(
+            steady_gap(Nanos::from_micros(1350)),
+            Nanos::from_micros(168_750)
+        );
+        assert_eq!(Pace::default(), Pace::Free);
+    }
 
     #[test]
     fn pacer_first_look_starts_the_account() {

@@ -168,6 +168,8 @@ pub struct Snapshot {
     /// brings a running thread's run time up to date only at ticks. False when they are
     /// exact at `at`: the BPF counters, or the simulator's default.
     pub waits_late: bool,
+    /// How the host paces its ticks now ([`crate::pace::Pace`]; `Free` unless it says).
+    pub pace: crate::pace::Pace,
 }
 
 impl Snapshot {
@@ -180,6 +182,7 @@ impl Snapshot {
         self.wakes_measured = false;
         self.cpu_time = None;
         self.waits_late = false;
+        self.pace = crate::pace::Pace::Free;
     }
 
     /// Restores the order invariant after samples were pushed in any order.

@@ -128,6 +128,9 @@ pub struct Window {
     pub wakes_measured: bool,
     /// Whether either snapshot's waits may be reported late ([`Snapshot::waits_late`]).
     pub waits_late: bool,
+    /// How the host paces its ticks, as of the later snapshot ([`Snapshot::pace`]).
+    #[serde(skip)]
+    pub pace: crate::pace::Pace,
 }
 
 impl Window {
@@ -147,6 +150,7 @@ impl Window {
         self.wakes.clear();
         self.wakes_measured = false;
         self.waits_late = cur.waits_late;
+        self.pace = cur.pace;
         for s in &cur.threads {
             self.threads.push(Self::rates(None, s, Nanos::ZERO, 0.0));
         }
@@ -164,6 +168,7 @@ impl Window {
         self.vanished.clear();
         self.lock_exact = false;
         self.waits_late = prev.waits_late || cur.waits_late;
+        self.pace = cur.pace;
         let dt = cur.at.saturating_sub(prev.at);
         let steal = steal_per_busy(prev, cur);
         let (mut i, mut j) = (0, 0);
@@ -516,6 +521,22 @@ mod tests {
         // mean .35, σ .25 → CV ≈ .714
         assert!((l.mean - 0.35).abs() < 1e-9);
         assert!((l.cv - 0.25 / 0.35).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_pace_is_the_later_snapshots() {
+        use crate::pace::Pace;
+        let mut prev = snap(0, vec![sample(1, 0, 0, 0)]);
+        let mut cur = snap(100, vec![sample(1, 10, 0, 0)]);
+        prev.pace = Pace::Unknown;
+        cur.pace = Pace::Gap(Nanos::from_millis(169));
+        let mut w = Window::default();
+        w.first(&prev);
+        assert_eq!(w.pace, Pace::Unknown);
+        w.update(&prev, &cur);
+        assert_eq!(w.pace, Pace::Gap(Nanos::from_millis(169)));
+        cur.clear();
+        assert_eq!(cur.pace, Pace::Free);
     }
 
     #[test]

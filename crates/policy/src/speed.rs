@@ -192,7 +192,9 @@
 //! of work read from blocking threads: a third of their switches voluntary, or asleep 5 %
 //! of the time and more), a rotation cannot help and the pinning between
 //! rounds takes Linux's work conservation away: every placed thread is lent to Linux until
-//! rounds come within 0.8 phases again.
+//! rounds come within 0.8 phases again. Where the host says its budget allows a round only
+//! every 50 ms or more (`Window::pace`), the threads are lent at once and looked at for one
+//! such round before they are placed again, rather than pinned until the rounds show it.
 //!
 //! **Short slices** (Linux 6.12+). A round that comes every G ms leaves a thread moved to a
 //! shared core there for G; but the thread already there is usually mid-slice, and the
@@ -778,6 +780,7 @@ impl Policy for Speed {
     fn decide(&mut self, _topo: &Topology, w: &Window) -> Plan {
         let now = w.end;
         let mut moves = Vec::new();
+        self.sparse.note_pace(w.pace);
         self.track(w, &mut moves);
         let managing = self.managing();
         self.check_peers(now, managing, &mut moves);
@@ -829,6 +832,11 @@ impl Policy for Speed {
                 self.sparse.ask(period);
             }
         }
+        let managing = self.managing();
+        if self.started_at != now {
+            self.start_look(w, managing, &mut moves);
+        }
+        self.check_look(now, w, managing, &mut moves);
         let mut next = self.next_round;
         if let Some(g) = &self.guard {
             let at = if self.seg_open {

@@ -82,6 +82,7 @@ fn snapshot(n: u64, cpus: &[u32]) -> Snapshot {
         wakes_measured: true,
         waits_late: false,
         cpu_time: None,
+        pace: threadbalance_model::pace::Pace::Free,
     };
     s.sort();
     s

@@ -17,6 +17,7 @@ use crate::run::{RunOptions, Sim, St};
 use crate::state::ThreadIdx;
 use crate::workload::Workload;
 use std::convert::Infallible;
+use threadbalance_model::pace::{Pace, steady_gap};
 use threadbalance_model::{
     ApplyReport, CpuSet, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, Target,
     WakeEdge,
@@ -28,19 +29,33 @@ use threadbalance_policy::{Engine, Host, Settings};
 pub struct SimHost<'a> {
     sim: &'a mut Sim,
     wakes: bool,
+    pace: Pace,
 }
 
 impl<'a> SimHost<'a> {
     /// A host view of `sim`; samples carry no wake edges.
     pub fn new(sim: &'a mut Sim) -> SimHost<'a> {
-        SimHost { sim, wakes: false }
+        SimHost {
+            sim,
+            wakes: false,
+            pace: Pace::Free,
+        }
     }
 
     /// A host view of `sim` whose samples carry the wake edges (`Snapshot::wakes`): every
     /// lock hand-off from one thread to another so far. Building them costs a pass over
     /// the graph per sample, so only policies that read them ask for them.
     pub fn with_wakes(sim: &'a mut Sim, wakes: bool) -> SimHost<'a> {
-        SimHost { sim, wakes }
+        SimHost {
+            sim,
+            wakes,
+            pace: Pace::Free,
+        }
+    }
+
+    /// The same host, its samples saying that ticks are paced so (`Snapshot::pace`).
+    pub fn paced(self, pace: Pace) -> SimHost<'a> {
+        SimHost { pace, ..self }
     }
 
     fn sample_wakes(&self, into: &mut Snapshot) {
@@ -83,6 +98,7 @@ impl Host for SimHost<'_> {
         into.at = self.sim.now();
         self.sim.sample_threads(&mut into.threads);
         into.waits_late = self.sim.lx.schedstat_at_ticks;
+        into.pace = self.pace;
         if self.wakes {
             self.sample_wakes(into);
         }
@@ -193,8 +209,16 @@ pub fn run_policy(
             ),
         )
     });
+    // What the last tick cost, as a live host knows it at the next (`Pace`): nothing before
+    // the first.
+    let mut last_cost: Option<Nanos> = None;
     while let Some(_tick) = sim.run_until(horizon) {
-        let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges());
+        let pace = match (&paced, last_cost) {
+            (None, _) => Pace::Free,
+            (Some(_), None) => Pace::Unknown,
+            (Some(_), Some(c)) => Pace::Gap(steady_gap(c)),
+        };
+        let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges()).paced(pace);
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
         ticks += 1;
         let next = report.next_in.max(Nanos::from_millis(1));
@@ -205,6 +229,7 @@ pub fn run_policy(
                 .iter()
                 .filter(|t| !matches!(t.st, St::Done | St::New))
                 .count();
+            last_cost = Some(cost.of(alive));
             *spent += cost.of(alive);
             let earliest = pacer.earliest(sim.now, *spent);
             at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));

@@ -901,3 +901,80 @@ fn speed_credits_forget_within_two_rounds_while_the_host_holds_rounds_back() {
     // Every 30 ms: two rounds are longer than 20 ms, which stays.
     assert_eq!(rounds(30.0), 20e6);
 }
+
+/// Three threads on two cores on a host whose ticks are paced `pace_ms` apart: the first
+/// tick (pace unknown yet) at 0, the second at 1 ms (the pace known), the third one pace
+/// later, each thread having run 60 % of that window, waited 10 % and blocked `vol`
+/// times. Returns the policy and each tick's moves.
+fn paced_three(pace_ms: u64, vol: u64) -> (Speed, Vec<Vec<Move>>) {
+    use threadbalance_model::pace::Pace;
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let mut moves = Vec::new();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    let mut w = window(0.0, 0.0, &first);
+    w.pace = Pace::Unknown;
+    moves.push(p.decide(&t, &w).moves);
+    let busy: Vec<Rate> = (0..3).map(|i| (100 + i, 0.6, 0.1, 0, 0)).collect();
+    let mut w = window(0.0, 1.0, &busy);
+    w.pace = Pace::Gap(Nanos::from_millis(pace_ms));
+    moves.push(p.decide(&t, &w).moves);
+    let end = 1.0 + pace_ms as f64;
+    let blocking: Vec<Rate> = (0..3).map(|i| (100 + i, 0.6, 0.1, vol, 0)).collect();
+    let mut w = window(1.0, end, &blocking);
+    w.pace = Pace::Gap(Nanos::from_millis(pace_ms));
+    moves.push(p.decide(&t, &w).moves);
+    (p, moves)
+}
+
+#[test]
+fn speed_looks_at_a_slow_pace_and_keeps_phases_shorter_than_its_rounds_lent() {
+    // Rounds every 100 ms; 6 blocks in 100 ms at 60 % of a core: 10 ms of work a phase,
+    // 100 > 1.5 × 10. Placed at the first tick (the pace unknown), lent at the second,
+    // the pace known; kept lent after the window at that pace.
+    let (p, moves) = paced_three(100, 6);
+    assert_eq!(moves[0].len(), 3);
+    assert!(moves[0].iter().all(|m| m.why == Reason::Initial));
+    assert_eq!(moves[1].len(), 3);
+    assert!(
+        moves[1]
+            .iter()
+            .all(|m| m.to == Target::Original && m.why == Reason::Release)
+    );
+    assert!(moves[2].is_empty(), "{:?}", moves[2]);
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed summary")
+    };
+    assert_eq!((s.sparse_hand_backs, s.sparse_now), (1, true));
+    let last = s.sparse_last.unwrap_or_default();
+    assert!(
+        last.contains("after a look") && last.contains("phases of 10.0 ms"),
+        "{last}"
+    );
+}
+
+#[test]
+fn speed_looks_at_a_slow_pace_and_places_again_where_no_phase_is_shorter() {
+    // The same pace, no block seen (no phase): placed again after the look.
+    let (p, moves) = paced_three(100, 0);
+    assert_eq!(moves[1].len(), 3);
+    assert_eq!(moves[2].len(), 3);
+    assert!(moves[2].iter().all(|m| m.why == Reason::Initial));
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed summary")
+    };
+    assert_eq!((s.sparse_hand_backs, s.sparse_now), (0, false));
+}
+
+#[test]
+fn speed_does_not_look_at_a_pace_under_fifty_ms() {
+    // Rounds every 20 ms (the `/proc` build on 16 cores): no look, nothing released at
+    // the second tick; the sparse-rounds rule judges from its own rounds as before.
+    let (_, moves) = paced_three(20, 6);
+    assert_eq!(moves[0].len(), 3);
+    assert!(
+        moves[1].iter().all(|m| m.why != Reason::Release),
+        "{:?}",
+        moves[1]
+    );
+}
