@@ -141,6 +141,8 @@ impl<M: Member> Host for Joined<'_, M> {
                     into.wakes.extend_from_slice(&self.part.wakes);
                     measured &= self.part.wakes_measured;
                     into.cpu_time = into.cpu_time.or(self.part.cpu_time);
+                    // One member read from `schedstat` makes the group's waits late.
+                    into.waits_late |= self.part.waits_late;
                     i += 1;
                 }
                 Err(e) => {
@@ -222,6 +224,8 @@ mod tests {
         machine_time: bool,
         elsewhere: bool,
         told: Vec<bool>,
+        /// Its waits are read from `schedstat` (`Snapshot::waits_late`).
+        late: bool,
     }
 
     fn proc(pid: i32, threads: &[i32]) -> Proc {
@@ -234,6 +238,7 @@ mod tests {
             machine_time: false,
             elsewhere: false,
             told: Vec::new(),
+            late: false,
         }
     }
 
@@ -263,6 +268,7 @@ mod tests {
                 });
             }
             into.wakes_measured = true;
+            into.waits_late = self.late;
             if self.machine_time && !self.elsewhere {
                 into.cpu_time = Some(CpuTime {
                     busy: self.pid.0 as u64,
@@ -314,7 +320,27 @@ mod tests {
         assert_eq!(tids, vec![10, 11, 12, 20, 21]);
         assert_eq!(snap.at, Nanos(20));
         assert!(snap.wakes_measured);
+        assert!(!snap.waits_late);
         assert!(j.dropped().is_empty());
+    }
+
+    #[test]
+    fn joined_sample_waits_are_late_when_any_member_reads_them_late() {
+        // Two members on the BPF counters (exact) and one whose counters stopped, read from
+        // `schedstat` now: the group's policy must take its waits as late (the sparse-rounds
+        // rule lends from one phase then, and credits take the late wait off).
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        let (mut a, mut b, mut c) = (proc(1, &[1]), proc(2, &[2]), proc(3, &[3]));
+        b.late = true;
+        let mut snap = Snapshot::default();
+        Joined::new(Nanos(5), vec![&mut a, &mut c], &topo, &topo)
+            .sample(&mut snap)
+            .unwrap();
+        assert!(!snap.waits_late);
+        Joined::new(Nanos(5), vec![&mut a, &mut b, &mut c], &topo, &topo)
+            .sample(&mut snap)
+            .unwrap();
+        assert!(snap.waits_late);
     }
 
     #[test]
