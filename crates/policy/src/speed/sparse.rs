@@ -122,7 +122,7 @@
 //! before the rounds show it: its budget lets ticks that cost C come every C / 0.008
 //! (`Window::pace`, from the last tick's cost; the simulator's pacer and `run`'s give
 //! it from the second tick on). So, at the first tick that gives a pace of at least
-//! `LOOK_FROM` (50 ms), every placed thread is lent to Linux at once (placed one tick
+//! `LOOK_FROM` (100 ms), every placed thread is lent to Linux at once (placed one tick
 //! before, ~1 ms), one window at that pace is read, and then
 //!
 //! ```text
@@ -130,16 +130,21 @@
 //!   otherwise                              ─► placed again on the emptiest cores
 //! ```
 //!
-//! The 320 threads now run as Linux runs them, to the microsecond (77.8 %; yield barriers
-//! 65.2 → 67.2 %), and 96 threads on 64 cores with 100 ms blocking phases (a round every
-//! ~53 ms) went from 86.0 to 88.2 % (Linux 90.1). Below 50 ms a look cost more than it
-//! found: with the look from every paced gap of 5 ms on, the rotation that gains at
-//! rounds every 14 ms against 10 ms phases (24 threads on 16 cores) started later and lost
-//! 1.5 % on average over six seeds, and 80 threads on 64 cores with 100 ms phases placed
-//! mid-phase were found "not peers" and handed to Linux (88.1 → 81.9 %). Every row of the
-//! README's paced tables with rounds under 50 ms apart, the scenarios and every free-tick
-//! run are unchanged but for the take-back, which now holds the gap at least at the
-//! host's pace (three `/proc` rows on 16 cores moved by −0.1…+0.4 points).
+//! The 320 threads now run as Linux runs them, to the microsecond (77.8 %), and with yield
+//! barriers 65.2 → 67.2 % at 100 ms phases and 70.2 → 77.5 % at 300 ms; where the phases
+//! outlast the rounds the look costs its wait (300 ms blocking phases 81.7 → 81.4 %, 1 s
+//! yield phases 87.8 → 87.0 %). **Why 100 ms.** From 50 ms on, the look also took 65 and
+//! 80 threads on 64 cores (`/proc` fit 21.1 + 6.246 µs a thread: rounds every 53–65 ms)
+//! with 100 ms phases, where the slow rotation beats Linux by 10 points: placed again after
+//! the look, mid-phase, their blocked fractions and CPU shares read apart, the peer test
+//! handed them to Linux, and they fell to Linux's level (78.2 → 67.3 %, 91.1 → 81.7 %;
+//! a peer test that waits eight phases of work kept 77.2 and 89.9 % but lost 96 threads,
+//! 87–89 → 80–84 %, where the misfire had been lending them to a Linux that wins). From
+//! 5 ms on it cost the BPF build's rows up to 1 point for nothing. With rounds 100 ms apart
+//! no rotation follows phases under about 100 ms of work, and every row of the README's
+//! paced tables (rounds under 100 ms apart), the scenarios and every free-tick run is
+//! unchanged but for the take-back, which now holds the gap at least at the host's pace
+//! (three `/proc` rows on 16 cores moved by −0.1…+0.4 points).
 //!
 //! **Barrier peers with phases finer than any round are left to [`super::fine`].** No
 //! rotation follows such phases at any pace, and `fine` holds the threads evenly placed,
@@ -164,8 +169,9 @@ pub(super) const LEND: f64 = 1.5;
 /// `LEND` when the waits may be reported late (read from `schedstat`).
 pub(super) const LEND_LATE: f64 = 1.0;
 pub(super) const TAKE_BACK: f64 = 0.8;
-/// Rounds held back to at least this far apart are worth a look before placing.
-const LOOK_FROM: Nanos = Nanos::from_millis(50);
+/// Rounds held back to at least this far apart are worth a look before placing (see "A
+/// look at the pace", "Why 100 ms").
+const LOOK_FROM: Nanos = Nanos::from_millis(100);
 /// The most periods asked one round is taken to span (`Sparse::periods_per_round`).
 const MAX_SPAN: f64 = 64.0;
 

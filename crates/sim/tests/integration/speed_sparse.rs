@@ -219,6 +219,23 @@ fn speed_sparse_sees_long_phases_of_threads_that_sleep_and_lends_them() {
     }
 }
 
+/// `none` and `speed` on `spec` with `threads` threads meeting at blocking barriers after
+/// 100 ms of work (2000 ms each), run time and wait read as `schedstat` keeps them, HZ
+/// 1000, ticks costing `fit` (seed 1).
+fn slow_proc_rounds(spec: &str, threads: usize, fit: &str) -> Comparison {
+    let w = workload(
+        "ep-barrier:phase_ms=100,wait=block,work_ms=2000",
+        Some(threads),
+        None,
+    )
+    .unwrap();
+    let mut opts = RunOptions::new(1);
+    opts.tick_cost = Some(fit.parse().unwrap());
+    opts.linux.schedstat_at_ticks = true;
+    opts.linux.hz = 1000;
+    on(spec, &w, &["none", "speed"], &opts)
+}
+
 #[test]
 fn speed_sparse_looks_at_the_pace_before_pinning_many_threads_with_rounds_longer_than_a_phase() {
     // 320 threads on 256 cores, 100 ms blocking phases, the `/proc` build's tick measured
@@ -228,17 +245,7 @@ fn speed_sparse_looks_at_the_pace_before_pinning_many_threads_with_rounds_longer
     // Linux's 77.8 %. Told the pace at its second tick, `speed` lends them before a round
     // has rotated anything, reads one window at that pace (100 ms of work a phase against
     // 169 ms rounds) and keeps them lent: Linux's own run, to the microsecond.
-    let w = workload(
-        "ep-barrier:phase_ms=100,wait=block,work_ms=2000",
-        Some(320),
-        None,
-    )
-    .unwrap();
-    let mut opts = RunOptions::new(1);
-    opts.tick_cost = Some("24.2,4.148".parse().unwrap());
-    opts.linux.schedstat_at_ticks = true;
-    opts.linux.hz = 1000;
-    let c = on("package:1 core:256 pu:1", &w, &["none", "speed"], &opts);
+    let c = slow_proc_rounds("package:1 core:256 pu:1", 320, "24.2,4.148");
     let (none, speed) = (&c.results[0], &c.results[1]);
     assert!(none.finished && speed.finished);
     assert_eq!(sparse(speed), (1, true), "{}", c.to_table());
@@ -254,4 +261,27 @@ fn speed_sparse_looks_at_the_pace_before_pinning_many_threads_with_rounds_longer
         "{}",
         c.to_table()
     );
+}
+
+#[test]
+fn speed_sparse_keeps_a_slow_rotation_that_wins_without_a_look() {
+    // 80 threads on 64 cores, 100 ms blocking phases, `/proc`'s counters and the earlier
+    // `/proc` fit (21.1 µs + 6.246 µs a thread): a round every ~65 ms, under the 100 ms
+    // from which `speed` looks first. The slow rotation beats Linux by 10 points there
+    // (91.1 % of the fair share against 81.4 %). Looked at from 50 ms on, the threads were
+    // placed again mid-phase, read as not peers and handed to Linux: 81.7 %.
+    let c = slow_proc_rounds("package:1 core:64 pu:1", 80, PROC_FIT);
+    let (none, speed) = (&c.results[0], &c.results[1]);
+    assert!(none.finished && speed.finished);
+    match &speed.policy_summary {
+        PolicySummary::Speed(s) => {
+            assert_eq!(
+                s.initial_placements, 80,
+                "placed once, not again after a look"
+            );
+            assert_eq!((s.sparse_hand_backs, s.peer_hand_backs), (0, 0));
+        }
+        other => panic!("speed reports a speed summary, got {other:?}"),
+    }
+    assert!(speed.runtime_s <= 0.92 * none.runtime_s, "{}", c.to_table());
 }
