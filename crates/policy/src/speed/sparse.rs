@@ -122,7 +122,8 @@
 //! before the rounds show it: its budget lets ticks that cost C come every C / 0.008
 //! (`Window::pace`, from the last tick's cost; the simulator's pacer and `run`'s give
 //! it from the second tick on). So, at the first tick that gives a pace of at least
-//! `LOOK_FROM` (100 ms), every placed thread is lent to Linux at once (placed one tick
+//! `LOOK_FROM` (100 ms), unless the placed threads' count is a multiple of the cores (even
+//! pinning needs no round), every placed thread is lent to Linux at once (placed one tick
 //! before, ~1 ms), one window at that pace is read, and then
 //!
 //! ```text
@@ -371,6 +372,13 @@ impl Speed {
         }
         if self.sparse.active || self.few.active || self.peers.apart {
             return; // with Linux already
+        }
+        // Counts that do not rotate (a multiple of the cores) are never lent for sparse
+        // rounds: even pinning needs no round.
+        let placed = self.placed.iter().filter(|p| !p.released).count();
+        let cores = self.queues.len();
+        if placed <= cores || placed % cores == 0 {
+            return;
         }
         self.sparse.active = true;
         self.sparse.looking = true;

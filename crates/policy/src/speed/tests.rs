@@ -967,6 +967,25 @@ fn speed_looks_at_a_slow_pace_and_places_again_where_no_phase_is_shorter() {
 }
 
 #[test]
+fn speed_does_not_look_at_even_counts() {
+    // Four threads on two cores, rounds every 100 ms: two a core pinned needs no round,
+    // so nothing is lent for a look (it would only place them again a round later).
+    use threadbalance_model::pace::Pace;
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let first: Vec<Rate> = (0..4).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    let mut w = window(0.0, 0.0, &first);
+    w.pace = Pace::Unknown;
+    assert_eq!(p.decide(&t, &w).moves.len(), 4);
+    let busy: Vec<Rate> = (0..4).map(|i| (100 + i, 0.5, 0.5, 0, 0)).collect();
+    let mut w = window(0.0, 1.0, &busy);
+    w.pace = Pace::Gap(Nanos::from_millis(100));
+    let moves = p.decide(&t, &w).moves;
+    assert!(moves.iter().all(|m| m.why != Reason::Release), "{moves:?}");
+    assert!(!p.sparse.looking);
+}
+
+#[test]
 fn speed_does_not_look_at_a_pace_under_a_hundred_ms() {
     // Rounds every 80 ms (the `/proc` build with ~100 threads): no look, nothing released
     // at the second tick; the sparse-rounds rule judges from its own rounds as before.
