@@ -193,8 +193,9 @@
 //! of the time and more), a rotation cannot help and the pinning between
 //! rounds takes Linux's work conservation away: every placed thread is lent to Linux until
 //! rounds come within 0.8 phases again. Where the host says its budget allows a round only
-//! every 100 ms or more (`Window::pace`), the threads are lent at once and looked at for one
-//! such round before they are placed again, rather than pinned until the rounds show it.
+//! every 100 ms or more (`Window::pace`) and the counts would rotate, the threads are lent
+//! at once and looked at for one such round before they are placed again, rather than
+//! pinned until the rounds show it.
 //!
 //! **Short slices** (Linux 6.12+). A round that comes every G ms leaves a thread moved to a
 //! shared core there for G; but the thread already there is usually mid-slice, and the
