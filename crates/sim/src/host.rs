@@ -229,8 +229,9 @@ pub fn run_policy(
                 .iter()
                 .filter(|t| !matches!(t.st, St::Done | St::New))
                 .count();
-            last_cost = Some(cost.of(alive));
-            *spent += cost.of(alive);
+            let tick = cost.of(alive);
+            last_cost = Some(tick);
+            *spent += tick;
             let earliest = pacer.earliest(sim.now, *spent);
             at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));
         }

@@ -356,6 +356,19 @@ impl Speed {
 }
 
 impl Speed {
+    /// Whether `threads` placed on the cores would rotate: more than the cores, and not a
+    /// multiple of them (even pinning needs no round).
+    fn would_rotate(&self, threads: usize) -> bool {
+        let cores = self.queues.len();
+        threads > cores && threads % cores != 0
+    }
+
+    /// Whether the signals give a phase finer than any round (`fine`'s test without its
+    /// equal-work half, which needs placed threads: a look has none).
+    fn fine_phase_seen(&self) -> bool {
+        super::fine::fine_phase(self.phase_ns, self.cfg.min_interval.0)
+    }
+
     /// Starts a look (see "A look at the pace" in the module docs) at the first tick whose
     /// window gives the host's pace: when rounds are held back to `LOOK_FROM` or more, every
     /// placed thread is lent to Linux until a window at that pace has been read.
@@ -366,8 +379,7 @@ impl Speed {
         if std::mem::replace(&mut self.sparse.paced_seen, true) {
             return;
         }
-        let fine = super::fine::fine_phase(self.phase_ns, self.cfg.min_interval.0);
-        if g < LOOK_FROM || fine {
+        if g < LOOK_FROM || self.fine_phase_seen() {
             return;
         }
         if self.sparse.active || self.few.active || self.peers.apart {
@@ -375,9 +387,7 @@ impl Speed {
         }
         // Counts that do not rotate (a multiple of the cores) are never lent for sparse
         // rounds: even pinning needs no round.
-        let placed = self.placed.iter().filter(|p| !p.released).count();
-        let cores = self.queues.len();
-        if placed <= cores || placed % cores == 0 {
+        if !self.would_rotate(self.placed.iter().filter(|p| !p.released).count()) {
             return;
         }
         self.sparse.active = true;
@@ -407,13 +417,10 @@ impl Speed {
             return;
         }
         self.sparse.looking = false;
-        let lent = self.placed.iter().filter(|p| p.lent).count();
-        let cores = self.queues.len();
-        let rotates = lent > cores && lent % cores != 0;
-        let fine = super::fine::fine_phase(self.phase_ns, self.cfg.min_interval.0);
+        let rotates = self.would_rotate(self.placed.iter().filter(|p| p.lent).count());
         let lend = if w.waits_late { LEND_LATE } else { LEND };
         if let Some(s) = self.work_phase_ns {
-            if rotates && !fine && gap.0 as f64 > lend * s {
+            if rotates && !self.fine_phase_seen() && gap.0 as f64 > lend * s {
                 let at = now.saturating_sub(self.started_at).as_secs_f64();
                 self.sparse.hand_backs += 1;
                 self.sparse.last = Some(format!(

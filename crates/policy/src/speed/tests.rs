@@ -281,25 +281,23 @@ fn speed_work_phase_of_threads_that_sleep_though_preemptions_outnumber_their_blo
     // phase is 0.45 / 4.5 = 100 ms. The phase on the wall clock stays the switches' (the
     // fine-phase rule's), and none is given.
     let t = topo(1, 1, 2, 1);
-    let mut p = Speed::new(&settings(None), &t).unwrap();
-    let w = window(
-        0.0,
-        1000.0,
-        &[(100, 0.45, 0.45, 4, 400), (101, 0.45, 0.45, 5, 400)],
-    );
-    p.observe_signals(&w);
-    let work = p.work_phase_ns.unwrap();
+    // Both threads running `run` of a second, waiting 0.45: (work phase, wall-clock phase).
+    let phases = |run: f64| {
+        let mut p = Speed::new(&settings(None), &t).unwrap();
+        let w = window(
+            0.0,
+            1000.0,
+            &[(100, run, 0.45, 4, 400), (101, run, 0.45, 5, 400)],
+        );
+        p.observe_signals(&w);
+        (p.work_phase_ns, p.phase_ns)
+    };
+    let (work, phase) = phases(0.45);
+    let work = work.unwrap();
     assert!((work - 100e6).abs() < 1e3, "{work}");
-    assert_eq!(p.phase_ns, None);
+    assert_eq!(phase, None);
     // Never asleep (0.55 + 0.45): no work phase, as before.
-    let mut p = Speed::new(&settings(None), &t).unwrap();
-    let w = window(
-        0.0,
-        1000.0,
-        &[(100, 0.55, 0.45, 4, 400), (101, 0.55, 0.45, 5, 400)],
-    );
-    p.observe_signals(&w);
-    assert_eq!(p.work_phase_ns, None);
+    assert_eq!(phases(0.55).0, None);
 }
 
 #[test]
