@@ -310,15 +310,18 @@ impl Sim {
                     break;
                 }
             }
-            if moved == 0
-                && kind != Kind::NewIdle
-                && failed + 1 > tries + 2
-                && self.active_move_delayed(src, c)
-            {
+            // need_active_balance: after `cache_nice_tries + 2` failures, but only where
+            // tasks were to move (`imbalanced_active_balance`, `migrate_task`); where load
+            // was (`migrate_load`: both groups busy), the kernel keeps failing until a
+            // queued thread's halved load fits the imbalance, and never pushes a running
+            // one.
+            let active = moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2;
+            let active = active && load.is_none();
+            if active && self.active_move_delayed(src, c) {
                 self.kernel.cpus[c].failed[lv] = tries + 1;
                 return true;
             }
-            if moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 {
+            if active {
                 // Active balance: push the running thread of the busiest CPU here (when
                 // spreading, even its only one: active_load_balance_cpu_stop).
                 if let Some(t) = self.kernel.cpus[src].cur

@@ -452,6 +452,34 @@ fn load_balance_lone_thread_is_pushed_after_cache_nice_tries_plus_2() {
 }
 
 #[test]
+fn load_balance_busy_cpus_never_push_a_running_thread() {
+    // 4 CPUs each running 2 of a program's 8 threads (group load: 1024 / 8 = 128 a
+    // thread, 256 a CPU); a 3 ms kernel-thread burst on CPU 1 left 1024 × (1 −
+    // 2^(−3 / 32.768)) = 63 of load there: 319 > 117 % of CPU 0's 256. Both groups are
+    // busy, so load is balanced (`migrate_load`): domain average ⌊1087 / 4⌋ = 271,
+    // imbalance min(319 − 271, 271 − 256) = 15. A queued thread weighs 128 >> failed:
+    // 16 > 15 at failed = 3, where `cache_nice_tries + 2` failures would call for active
+    // balance if tasks were to move (`imbalanced_active_balance` asks `migrate_task`).
+    // Nothing moves and the failure is counted; at failed = 4 the queued thread (8 ≤ 15)
+    // is pulled, and CPU 1's running thread stays where it runs.
+    let spec = "package:1 core:4 pu:1";
+    for (failed, moved) in [(3, false), (4, true)] {
+        let mut sim = kernel(spec, 8, 10);
+        fill(&mut sim, &[2, 2, 2, 2]);
+        sim.add_noise_load(cpu(1), 3_000_000);
+        let running = sim.kernel.cpus[1].cur;
+        sim.kernel.cpus[0].failed[0] = failed;
+        sim.load_balance(cpu(0), 0, Kind::Busy);
+        let nr: Vec<usize> = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
+        let want = if moved { [3, 1, 2, 2] } else { [2, 2, 2, 2] };
+        assert_eq!(nr, want, "failed {failed}");
+        assert_eq!(sim.kernel.cpus[1].cur, running, "failed {failed}");
+        let after = if moved { 0 } else { failed + 1 };
+        assert_eq!(sim.kernel.cpus[0].failed[0], after, "failed {failed}");
+    }
+}
+
+#[test]
 fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);

@@ -116,8 +116,9 @@ fn calibration_sixteen_cores_two_per_core_with_yield_loses_to_group_load() {
     // N = 2M with yield barriers: two threads on every core, none ever idle. Under
     // autogroup each of the 32 threads weighs 1024 / 32 = 32 and a core 64, so a kernel
     // thread's 0.5 ms burst (+11) lifts its core past imbalance_pct (64 × 1.17 = 74.9);
-    // failed attempts lead to active balance, which stacks three threads on a core until
-    // the core left with one pulls one back. Linux: 80–82 % (C), 78.2 % (spmd); an even
+    // each failed attempt halves what a queued thread weighs until it fits the imbalance
+    // and is pulled (never a running one: both groups are busy, so no active balance),
+    // which stacks three threads on a core until the core left with one pulls one back. Linux: 80–82 % (C), 78.2 % (spmd); an even
     // split would give 96 %.
     check(&[(32, 10, Wait::Yield)]);
     let pct = simulated(&row(32, 10, Wait::Yield));

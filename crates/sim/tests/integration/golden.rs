@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0xc48c_d7b2_45d9_b331,
+            0x1572_6db6_5c14_db57,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
