@@ -10,6 +10,66 @@ use threadbalance_model::{
 /// How often `none` samples, to report utilization: Tumbler's longest grouping interval.
 const OBSERVE_INTERVAL: Nanos = Nanos::from_millis(100);
 
+/// How soon the static baselines look again after placing threads, and while the window
+/// holds a single thread (see [`StartUp`]).
+const SETTLE: Nanos = Nanos::from_millis(10);
+
+/// The static baselines' start-up rule (`psets`, `pbind`): a thread inherits its creator's
+/// CPU mask, so a mask set on a program's only thread before it starts its workers is set
+/// on every worker too. Pinned to one core at the first tick, the main thread of
+/// `workload spmd` took both of its workers there: they shared one core until the next
+/// tick placed them, 100 ms later, and every `pbind` run on 2 cores lost about 50 ms
+/// (1.054–1.072 s for 1 s of work against Linux's 1.011–1.016; 1.28 s with `--interval
+/// 500`). So:
+///
+/// * **A window of one thread places nothing**: there is nothing to separate it from. The
+///   next look comes after 10 ms, doubling up to the interval while the program stays
+///   single-threaded.
+/// * **After placing threads, the next look comes after 10 ms**, then at the interval:
+///   threads started meanwhile by a thread just placed carry its mask, and are placed then.
+///
+/// With `--interval` fixed, every look comes at that interval (the user's choice); only
+/// the first rule applies.
+#[derive(Debug, Clone)]
+struct StartUp {
+    interval: Nanos,
+    fixed: bool,
+    lone_wait: Nanos,
+}
+
+impl StartUp {
+    fn new(settings: &Settings) -> StartUp {
+        StartUp {
+            interval: settings.interval.unwrap_or(OBSERVE_INTERVAL),
+            fixed: settings.interval.is_some(),
+            lone_wait: Nanos::ZERO,
+        }
+    }
+
+    /// `Some(wait)` when the window holds one thread or none: place nothing, look again then.
+    fn lone(&mut self, window: &Window) -> Option<Nanos> {
+        if window.threads.len() > 1 {
+            self.lone_wait = Nanos::ZERO;
+            return None;
+        }
+        self.lone_wait = if self.fixed {
+            self.interval
+        } else {
+            Nanos((self.lone_wait.0 * 2).max(SETTLE.0)).min(self.interval)
+        };
+        Some(self.lone_wait)
+    }
+
+    /// When to look again after a tick that placed `placed` threads.
+    fn next_in(&self, placed: usize) -> Nanos {
+        if placed > 0 && !self.fixed {
+            SETTLE.min(self.interval)
+        } else {
+            self.interval
+        }
+    }
+}
+
 /// `none`: moves nothing; the engine still samples so the summary can report what Linux did.
 #[derive(Debug, Clone)]
 pub struct Observe {
@@ -43,7 +103,7 @@ impl Policy for Observe {
 #[derive(Debug, Clone)]
 pub struct Psets {
     level: Level,
-    interval: Nanos,
+    start: StartUp,
     placement: Placement,
     counts: Vec<usize>,
     started: bool,
@@ -56,7 +116,7 @@ impl Psets {
     pub fn new(settings: &Settings) -> Psets {
         Psets {
             level: settings.level,
-            interval: settings.interval.unwrap_or(OBSERVE_INTERVAL),
+            start: StartUp::new(settings),
             placement: Placement::new(),
             counts: Vec::new(),
             started: false,
@@ -72,6 +132,11 @@ impl Policy for Psets {
 
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
         self.placement.retain_alive(&window.threads);
+        if !self.started
+            && let Some(wait) = self.start.lone(window)
+        {
+            return Plan::wait(wait);
+        }
         let level = self.level;
         let k = topo.domains(level).len();
         let mut moves = Vec::new();
@@ -105,8 +170,8 @@ impl Policy for Psets {
         self.placed += moves.len() as u64;
         Plan {
             slices: Vec::new(),
+            next_in: self.start.next_in(moves.len()),
             moves,
-            next_in: self.interval,
             note: None,
         }
     }
@@ -145,7 +210,7 @@ fn smallest(counts: &[usize]) -> usize {
 /// across CPUs" (Tumbler §5.2).
 #[derive(Debug, Clone)]
 pub struct Pbind {
-    interval: Nanos,
+    start: StartUp,
     /// First CPU of each core, domain by domain.
     cores: Vec<CpuId>,
     /// Slot (index into `cores`) of each pinned thread.
@@ -169,7 +234,7 @@ impl Pbind {
         }
         let cores: Vec<CpuId> = per_domain.into_iter().flatten().collect();
         Pbind {
-            interval: settings.interval.unwrap_or(OBSERVE_INTERVAL),
+            start: StartUp::new(settings),
             cores,
             placement: Placement::new(),
             counts: Vec::new(),
@@ -192,7 +257,12 @@ impl Policy for Pbind {
         self.placement.retain_alive(&window.threads);
         let mut moves = Vec::new();
         if self.cores.is_empty() {
-            return Plan::wait(self.interval);
+            return Plan::wait(self.start.interval);
+        }
+        if self.pinned == 0
+            && let Some(wait) = self.start.lone(window)
+        {
+            return Plan::wait(wait);
         }
         self.counts.clear();
         self.counts.resize(self.cores.len(), 0);
@@ -212,9 +282,9 @@ impl Policy for Pbind {
         }
         self.pinned += moves.len() as u64;
         Plan {
-            moves,
             slices: Vec::new(),
-            next_in: self.interval,
+            next_in: self.start.next_in(moves.len()),
+            moves,
             note: None,
         }
     }
@@ -338,5 +408,78 @@ mod tests {
             ],
         );
         assert_eq!(cpus(&p.decide(&t, &w)), [4]);
+    }
+
+    #[test]
+    fn pbind_leaves_a_lone_main_thread_and_looks_again_soon_after_pinning() {
+        // A program's main thread alone: pinning it would pin every worker it starts.
+        // Nothing is placed; the next looks come after 10, 20, 40, 80 ms, then 100.
+        let t = topo(1, 1, 2, 1);
+        let mut p = Pbind::new(&Settings::new(Level::Core), &t);
+        let main = [(key(1, 1), 0.1, 0)];
+        for wait in [10, 20, 40, 80, 100, 100] {
+            let plan = p.decide(&t, &window_of(0, &main));
+            assert!(plan.moves.is_empty());
+            assert_eq!(plan.next_in, Nanos::from_millis(wait));
+        }
+        // Its two workers have started: all three are pinned (main and the second worker
+        // share core 0) and the next look comes 10 ms later, for threads started meanwhile
+        // with a pinned thread's mask.
+        let three = [
+            (key(1, 1), 0.0, 0),
+            (key(1, 2), 1.0, 0),
+            (key(1, 3), 1.0, 1),
+        ];
+        let plan = p.decide(&t, &window_of(100, &three));
+        assert_eq!(cpus(&plan), [0, 1, 0]);
+        assert_eq!(plan.next_in, Nanos::from_millis(10));
+        // A fourth, started by the first with its mask, is placed at that look; then the
+        // looks return to the interval.
+        let mut four = three.to_vec();
+        four.push((key(1, 4), 1.0, 0));
+        let plan = p.decide(&t, &window_of(10, &four));
+        assert_eq!(cpus(&plan), [1]);
+        assert_eq!(plan.next_in, Nanos::from_millis(10));
+        let plan = p.decide(&t, &window_of(10, &four));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, Nanos::from_millis(100));
+        // Its workers gone, the main thread alone is not a start: nothing to place.
+        let plan = p.decide(&t, &window_of(100, &main));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, Nanos::from_millis(100));
+    }
+
+    #[test]
+    fn static_baselines_keep_a_fixed_interval() {
+        // `--interval 50`: a lone thread waits 50 ms, and so does the look after pinning.
+        let t = topo(1, 1, 2, 1);
+        let mut settings = Settings::new(Level::Core);
+        settings.interval = Some(Nanos::from_millis(50));
+        let mut p = Pbind::new(&settings, &t);
+        let plan = p.decide(&t, &window_of(0, &[(key(1, 1), 0.1, 0)]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, Nanos::from_millis(50));
+        let two = [(key(1, 1), 1.0, 0), (key(1, 2), 1.0, 0)];
+        let plan = p.decide(&t, &window_of(50, &two));
+        assert_eq!(cpus(&plan), [0, 1]);
+        assert_eq!(plan.next_in, Nanos::from_millis(50));
+    }
+
+    #[test]
+    fn psets_groups_from_the_first_window_with_more_than_one_thread() {
+        // The main thread alone is left where it is, and the groups are cut in tid order
+        // once the workers are there: 1 2 | 3 4 on two packages.
+        let t = topo(2, 1, 2, 1);
+        let mut p = Psets::new(&Settings::new(Level::Package));
+        let plan = p.decide(&t, &window_of(0, &[(key(1, 1), 0.1, 0)]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, Nanos::from_millis(10));
+        let four: Vec<_> = (1..=4).map(|i| (key(1, i), 0.5, 0)).collect();
+        let plan = p.decide(&t, &window_of(10, &four));
+        assert_eq!(domains(&plan), [0, 0, 1, 1]);
+        assert_eq!(plan.next_in, Nanos::from_millis(10));
+        let plan = p.decide(&t, &window_of(10, &four));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, Nanos::from_millis(100));
     }
 }
