@@ -15,6 +15,8 @@
 //!  every cell: compare --policies none,speed,pbind --repeat R --level core
 //!  one table on stdout: % of the fair share (median) per policy, ratio to none
 //!  (min/median/max, run by run) and moves/s; --json FILE: every run of every cell
+//!  then the simulator beside it (unless --no-sim): every cell simulated on this
+//!  machine's topology, each policy paced by its runs' measured tick (`predict`)
 //! ```
 //!
 //! **Figure 3 on a small machine.** The paper gives 16 threads 1 to 16 cores: SPEED stays
@@ -35,6 +37,7 @@
 
 mod cost;
 mod omp;
+mod predict;
 mod soak;
 mod soak_plan;
 
@@ -74,6 +77,11 @@ pub struct BenchArgs {
     /// table then going to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Leave out the simulator's table (by default every cell is also simulated on this
+    /// machine's topology, each policy paced by the tick its runs measured, and printed
+    /// beside what was measured: the check of the simulator's calibration on this machine).
+    #[arg(long)]
+    pub no_sim: bool,
     /// Instead of the matrix, measure what management costs: `run --policy speed
     /// --interval 2` over 64, 256 and 1024 threads (and 4, for the fit), the tick's cost
     /// fitted as the argument of `sim --tick-cost`, and one migration's cost to the thread.
@@ -249,6 +257,11 @@ pub struct CellResult {
     pub cpu_list: String,
     /// The comparison: every run of every policy.
     pub comparison: Comparison,
+    /// The same cell simulated on this machine's topology, each policy as its runs ran
+    /// (empty with `--no-sim`, or when it could not be simulated: `not_simulated`).
+    pub simulated: Vec<predict::Simulated>,
+    /// Why the cell was not simulated, when it was not (and `--no-sim` was not given).
+    pub not_simulated: Option<String>,
 }
 
 /// The whole benchmark, as `--json` writes it.
@@ -282,6 +295,8 @@ pub struct BenchReport {
     pub openmp: Option<omp::Sizing>,
     /// Why the OpenMP cells did not run, when they did not.
     pub openmp_left_out: Option<String>,
+    /// The tick rate the simulated kernel ran at (`None` with `--no-sim`).
+    pub kernel_hz: Option<predict::KernelHz>,
     /// This thread's CPU mask when the benchmark started.
     pub affinity_before: String,
     /// This thread's CPU mask when it ended (the same: Figure 3's confinement is undone).
@@ -344,6 +359,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
             cells.retain(|c| c.group != Group::Openmp);
         }
     }
+    let kernel_hz = (!args.no_sim).then(predict::kernel_hz);
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
     let total = cells.len();
@@ -387,10 +403,27 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         };
         let comparison = compare::compare_with_progress(&cmp, &mut progress);
         drop(confined);
+        let comparison = comparison?;
+        let simulator = kernel_hz.as_ref().map(|hz| predict::Simulator {
+            usable: &topo,
+            settings: &settings,
+            hz: hz.hz,
+            seeds: repeat,
+            work_ms,
+            omp: openmp.as_ref().ok(),
+        });
+        let (simulated, not_simulated) = match simulator.map(|s| s.cell(&cell, &cpus, &comparison))
+        {
+            None => (Vec::new(), None),
+            Some(Ok(s)) => (s, None),
+            Some(Err(e)) => (Vec::new(), Some(format!("{e:#}"))),
+        };
         results.push(CellResult {
             cpu_list: cpus.to_string(),
             cell,
-            comparison: comparison?,
+            comparison,
+            simulated,
+            not_simulated,
         });
     }
     drop(stencil);
@@ -409,6 +442,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         run_time,
         openmp_left_out: openmp.as_ref().err().cloned(),
         openmp: openmp.ok(),
+        kernel_hz,
         affinity_before: me.to_string(),
         affinity_after: own_affinity()?.to_string(),
         cells: results,
@@ -572,6 +606,7 @@ pub fn to_table(r: &BenchReport) -> String {
         }
         let _ = writeln!(s);
     }
+    s += &predict::table(r);
     s
 }
 

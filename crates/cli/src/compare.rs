@@ -85,6 +85,10 @@ pub struct RunResult {
     pub fair_share_wall_s: Option<f64>,
     /// The policy's own account of the run, typed as `run` writes it.
     pub policy_summary: PolicySummary,
+    /// What one of the tool's ticks cost in CPU time once every thread had been seen, µs
+    /// (`run`'s `tick_cpu_us`; 0 when not measured): `bench` paces its simulation of the
+    /// cell by it.
+    pub tick_cpu_us: f64,
     /// Where the run read run time and wait from (`run`'s `run_time`); gathered, once per
     /// source, in [`Comparison::run_time`].
     #[serde(skip)]
@@ -360,6 +364,7 @@ pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Res
                 fair_share_pct: f(&score, "fair_share_pct"),
                 fair_share_wall_s: f(&score, "fair_share_wall_s"),
                 policy_summary: summary.policy_summary,
+                tick_cpu_us: summary.tick_cpu_us,
                 run_time: summary.run_time,
             };
             shown.show(&progress::line(warm, k, of, policy.name(), judged(&result)));

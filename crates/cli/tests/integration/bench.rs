@@ -110,7 +110,44 @@ fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_ma
             assert!(runs[0]["fair_share_pct"].as_f64().unwrap() > 0.0, "{c}");
         }
         assert_eq!(results[0]["ratio_vs_baseline"]["median"], 1.0);
+        // The same cell simulated on this machine's topology, both policies, one seed.
+        assert!(c["not_simulated"].is_null(), "{c}");
+        let sims = c["simulated"].as_array().unwrap();
+        let names: Vec<&str> = sims.iter().map(|x| x["policy"].as_str().unwrap()).collect();
+        assert_eq!(names, ["none", "pbind"], "{c}");
+        for x in sims {
+            let pct = &x["fair_share_pct"];
+            assert_eq!(pct["min"], pct["max"], "{c}");
+            let pct = pct["median"].as_f64().unwrap();
+            assert!(pct > 10.0 && pct <= 101.0, "{c}");
+        }
+        // `none` is simulated with free ticks, pbind paced by its run's measured tick.
+        assert!(sims[0]["tick_cost_us"].is_null(), "{c}");
+        let tick = runs_tick(&results[1]);
+        assert_eq!(sims[1]["tick_cost_us"].as_f64(), tick, "{c}");
     }
+    assert!(
+        v["kernel_hz"]["hz"].as_u64().unwrap() >= 100,
+        "{}",
+        v["kernel_hz"]
+    );
+    // The simulator's table: a row per cell and a line of how many agree.
+    let sim = text
+        .split("the simulator beside it")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let sim_rows = sim
+        .lines()
+        .filter(|l| l.starts_with("spmd ") || l.starts_with("omp-stencil "))
+        .count();
+    assert_eq!(sim_rows, cells.len(), "{text}");
+    let n = cells.len();
+    assert!(
+        sim.lines().any(|l| l.starts_with("cells within 10 points")
+            && l.contains(&format!("of {n}, pbind"))
+            && l.ends_with(&format!("of {n}"))),
+        "{text}"
+    );
     // One table: a header naming each policy, then one row per cell.
     let header = text
         .lines()
@@ -121,11 +158,63 @@ fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_ma
         "{text}"
     );
     assert!(header.contains("ratio min/med/max") && header.contains("moves/s"));
-    let rows = text
+    let main = text.split("the simulator beside it").next().unwrap();
+    let rows = main
         .lines()
         .filter(|l| l.starts_with("spmd ") || l.starts_with("omp-stencil "))
         .count();
     assert_eq!(rows, cells.len(), "{text}");
+}
+
+/// The median `tick_cpu_us` of a policy's runs that measured one (`None` if none did), as
+/// `bench` paces its simulation of the cell.
+fn runs_tick(result: &serde_json::Value) -> Option<f64> {
+    let mut ticks: Vec<f64> = result["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tick_cpu_us"].as_f64().unwrap())
+        .filter(|&us| us > 0.0)
+        .collect();
+    ticks.sort_by(f64::total_cmp);
+    match ticks.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(ticks[n / 2]),
+        n => Some((ticks[n / 2 - 1] + ticks[n / 2]) / 2.0),
+    }
+}
+
+#[test]
+fn bench_no_sim_leaves_the_simulator_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let out = run(&[
+        "bench",
+        "--quick",
+        "--work-ms",
+        "40",
+        "--policies",
+        "none",
+        "--no-sim",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("the simulator beside it"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_schema(&v, "bench");
+    assert!(v["kernel_hz"].is_null());
+    for c in v["cells"].as_array().unwrap() {
+        assert_eq!(c["simulated"].as_array().unwrap().len(), 0, "{c}");
+        assert!(c["not_simulated"].is_null(), "{c}");
+    }
 }
 
 #[test]
