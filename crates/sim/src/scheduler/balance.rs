@@ -284,7 +284,11 @@ impl Sim {
             cands.sort_by_key(|&t| (self.th[t].last_ran, t));
             let mut budget = load.unwrap_or(0.0);
             for t in cands {
-                if !self.allowed(t, c) {
+                // Still queued there: a pull onto an idle CPU runs the thread at once, and
+                // if it blocks at once the CPU's new-idle balancing may already have
+                // pulled another candidate (the kernel detaches every thread it moves
+                // before attaching any; the model moves them one by one).
+                if !self.kernel.cpus[src].rq.contains(&t) || !self.allowed(t, c) {
                     continue;
                 }
                 let hot =
