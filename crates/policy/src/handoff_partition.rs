@@ -78,6 +78,28 @@ impl Graph {
         self.w[u * self.n + v]
     }
 
+    /// Summed weight of the edges at `u` (0 out of range).
+    pub fn degree(&self, u: usize) -> f64 {
+        if u >= self.n {
+            return 0.0;
+        }
+        self.row(u).iter().sum()
+    }
+
+    /// The graph on `keep` (vertex `i` of the result is `keep[i]` here), with the edges
+    /// among them.
+    pub fn induced(&self, keep: &[usize]) -> Graph {
+        let mut g = Graph::new(keep.len());
+        for (a, &u) in keep.iter().enumerate() {
+            for (b, &v) in keep.iter().enumerate() {
+                if u < self.n && v < self.n {
+                    g.w[a * g.n + b] = self.w[u * self.n + v];
+                }
+            }
+        }
+        g
+    }
+
     /// Summed weight of every edge.
     pub fn total(&self) -> f64 {
         self.w.iter().sum::<f64>() / 2.0
@@ -218,6 +240,27 @@ pub fn partition(g: &Graph, sizes: &[usize], start: Option<&[usize]>) -> Vec<usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn degree_and_induced_graph_keep_the_edges_among_the_kept() {
+        // A path 0–1–2–3 with weights 1, 2, 3; vertex 4 alone.
+        let mut g = Graph::new(5);
+        g.add(0, 1, 1.0);
+        g.add(1, 2, 2.0);
+        g.add(2, 3, 3.0);
+        assert_eq!(
+            (0..5).map(|u| g.degree(u)).collect::<Vec<_>>(),
+            [1.0, 3.0, 5.0, 3.0, 0.0]
+        );
+        assert_eq!(g.degree(9), 0.0);
+        // Keep 3, 1, 2 (in that order): edges 1–2 (2) and 2–3 (3) survive, renumbered.
+        let h = g.induced(&[3, 1, 2]);
+        assert_eq!(h.len(), 3);
+        assert_eq!(h.weight(1, 2), 2.0);
+        assert_eq!(h.weight(0, 2), 3.0);
+        assert_eq!(h.weight(0, 1), 0.0);
+        assert_eq!(h.total(), g.total() - 1.0);
+    }
 
     /// Four cliques of four (vertices i with i mod 4 = c form clique c), edge weight 10
     /// inside, and a ring of weight-1 edges i–(i+1) across them.
