@@ -152,6 +152,24 @@ impl Cell {
     }
 }
 
+/// The columns that name a cell in the benchmark's tables, and their header.
+const CELL_COLUMNS: [&str; 5] = ["program", "N", "CPUs", "barrier", "phase"];
+
+/// `CELL_COLUMNS`' header, or a cell's values under it.
+fn cell_columns(cell: Option<&Cell>) -> String {
+    let [program, n, cpus, barrier, phase] = match cell {
+        None => CELL_COLUMNS.map(str::to_string),
+        Some(c) => [
+            c.program().to_string(),
+            c.threads.to_string(),
+            c.cpus.to_string(),
+            c.barrier.to_string(),
+            show_phase(c.phase_ms),
+        ],
+    };
+    format!("{program:<12} {n:>4} {cpus:>4} {barrier:<7} {phase:>7}")
+}
+
 fn show_phase(ms: f64) -> String {
     if ms >= 1.0 {
         format!("{ms:.0} ms")
@@ -565,10 +583,7 @@ pub fn to_table(r: &BenchReport) -> String {
         .cells
         .first()
         .map_or_else(|| "none".to_string(), |c| c.comparison.baseline.clone());
-    let mut head = format!(
-        "{:<12} {:>4} {:>4} {:<7} {:>7}",
-        "program", "N", "CPUs", "barrier", "phase"
-    );
+    let mut head = cell_columns(None);
     for p in &r.policies {
         if *p == baseline {
             let _ = write!(head, " | {:>7}", format!("{p} %"));
@@ -584,15 +599,7 @@ pub fn to_table(r: &BenchReport) -> String {
     }
     let _ = writeln!(s, "{head}");
     for c in &r.cells {
-        let _ = write!(
-            s,
-            "{:<12} {:>4} {:>4} {:<7} {:>7}",
-            c.cell.program(),
-            c.cell.threads,
-            c.cell.cpus,
-            c.cell.barrier,
-            show_phase(c.cell.phase_ms)
-        );
+        s += &cell_columns(Some(&c.cell));
         for p in &c.comparison.results {
             let pct = p
                 .fair_share_pct

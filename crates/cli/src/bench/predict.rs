@@ -249,25 +249,14 @@ pub fn table(r: &BenchReport) -> String {
          tick and reading run time as they did; {seeds}): median % of the fair share, \
          measured / simulated (* more than {AGREE_POINTS:.0} points apart)"
     );
-    let mut head = format!(
-        "{:<12} {:>4} {:>4} {:<7} {:>7}",
-        "program", "N", "CPUs", "barrier", "phase"
-    );
+    let mut head = super::cell_columns(None);
     for p in &r.policies {
         let _ = write!(head, " | {p:>14}");
     }
     let _ = writeln!(s, "{head}");
     let mut agree: Vec<(usize, usize)> = vec![(0, 0); r.policies.len()];
     for c in &r.cells {
-        let _ = write!(
-            s,
-            "{:<12} {:>4} {:>4} {:<7} {:>7}",
-            c.cell.program(),
-            c.cell.threads,
-            c.cell.cpus,
-            c.cell.barrier,
-            super::show_phase(c.cell.phase_ms)
-        );
+        s += &super::cell_columns(Some(&c.cell));
         for (i, p) in r.policies.iter().enumerate() {
             let measured = c
                 .comparison
