@@ -95,8 +95,9 @@ impl Policy for Observe {
     }
 }
 
-/// `psets`: the papers' processor-set baseline (Tumbler §5.2, Shuffling §4). At start,
-/// threads in tid order are cut into one group of consecutive threads per domain — threads
+/// `psets`: the papers' processor-set baseline (Tumbler §5.2, Shuffling §4). At start
+/// (the first look with more than one thread: see `StartUp`), threads in tid order are
+/// cut into one group of consecutive threads per domain — threads
 /// 1–16 to domain 0, 17–32 to domain 1, … — group *i* to domain *i*, and Linux balances
 /// within each domain. Groups are never recomputed; a thread seen later joins the group
 /// with the fewest live threads (ties to the lowest domain), once.
@@ -201,7 +202,8 @@ fn smallest(counts: &[usize]) -> usize {
 /// domain at the level (the cores of domain 0, then those of domain 1, …), so consecutive
 /// threads share a domain as under [`Psets`] and each stays on one core. With more threads
 /// than cores it wraps around; a thread seen later takes the core with the fewest live
-/// threads, first in that order on ties. A pinned thread is never moved again.
+/// threads, first in that order on ties. A pinned thread is never moved again. It starts
+/// as `psets` does (`StartUp`): not on a program's only thread.
 ///
 /// An earlier version dealt the cores round-robin over the domains, which spreads each
 /// group of consecutive threads (a pipeline stage) over every package: that is a balancing
