@@ -358,6 +358,32 @@ fn numa_balance_first_decision_confines_every_thread_to_its_current_node() {
 }
 
 #[test]
+fn numa_balance_leaves_a_programs_only_thread_unconfined() {
+    // Two nodes of two CPUs. A program started under `run` is its main thread alone at the
+    // first tick: confined, every worker it starts would inherit its node. Nothing is
+    // adopted; once its workers run (two on each node) all four are adopted where they run.
+    let t = topo(2, 1, 2, 1);
+    for s in Selection::ALL {
+        let mut p = policy(s, &t);
+        let plan = p.decide(&t, &window_of(0, &[(key(1, 1), 1.0, 0)]));
+        assert!(plan.moves.is_empty(), "{}", s.name());
+        assert_eq!(p.totals().adopted, 0, "{}", s.name());
+        let threads: Vec<T> = [(1, 0), (2, 1), (3, 2), (4, 3)]
+            .into_iter()
+            .map(|(tid, cpu)| (key(1, tid), 1.0, cpu))
+            .collect();
+        let plan = p.decide(&t, &window_of(20, &threads));
+        let nodes: Vec<usize> = plan.moves.iter().map(node_of).collect();
+        assert_eq!(nodes, [0, 0, 1, 1], "{}", s.name());
+        assert!(plan.moves.iter().all(|m| m.why == Reason::Initial));
+        // Its workers gone, the main thread alone stays adopted: nothing more.
+        let plan = p.decide(&t, &window_of(20, &threads[..1]));
+        assert!(plan.moves.is_empty(), "{}", s.name());
+        assert_eq!(p.totals().adopted, 4, "{}", s.name());
+    }
+}
+
+#[test]
 fn numa_balance_adopts_new_threads_once_and_forgets_vanished_ones() {
     // Two nodes of four CPUs. Three threads on node 0, one asleep: adopted there.
     let t = topo(2, 1, 4, 1);
