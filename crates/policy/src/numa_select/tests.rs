@@ -380,6 +380,20 @@ fn numa_balance_leaves_a_programs_only_thread_unconfined() {
         let plan = p.decide(&t, &window_of(20, &threads[..1]));
         assert!(plan.moves.is_empty(), "{}", s.name());
         assert_eq!(p.totals().adopted, 4, "{}", s.name());
+        // A second program starts beside it, its main thread alone on CPU 3: not adopted
+        // while the first program's threads are (per process, not per window).
+        let mut both = threads[..1].to_vec();
+        both.push((key(2, 2), 1.0, 3));
+        let plan = p.decide(&t, &window_of(20, &both));
+        assert!(plan.moves.is_empty(), "{}: {:?}", s.name(), plan.moves);
+        both.push((key(2, 3), 1.0, 1));
+        let plan = p.decide(&t, &window_of(20, &both));
+        let adopted: Vec<(i32, usize)> = plan
+            .moves
+            .iter()
+            .map(|m| (m.thread.tid.0, node_of(m)))
+            .collect();
+        assert_eq!(adopted, [(2, 1), (3, 0)], "{}", s.name());
     }
 }
 

@@ -519,6 +519,11 @@ impl Sim {
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
         let parent = (t != first).then(|| self.th[first].cpu);
+        if t != first {
+            // A thread starts with its creator's CPU mask (`clone` copies `cpus_mask`): a
+            // mask a policy set on the first thread before it forked is the new one's too.
+            self.th[t].allowed = self.th[first].allowed.clone();
+        }
         let c = self.fork_cpu(t, parent);
         let th = &mut self.th[t];
         th.born = self.now;

@@ -454,6 +454,31 @@ mod tests {
     }
 
     #[test]
+    fn spawned_threads_start_with_the_first_threads_mask() {
+        // Three spinners on 4 CPUs, spawned 20 µs apart. The first is confined to CPU 2
+        // before the others exist: they start with its mask, on CPU 2 (`clone` copies
+        // `cpus_mask`), as a program's workers do on Linux.
+        let m = crate::machine::machine("package:1 core:4 pu:1", None).unwrap();
+        let w = crate::workload::Workload {
+            name: "spin".into(),
+            description: String::new(),
+            apps: vec![crate::workload::spinners(3, 10_000_000)],
+        };
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.run_until(Nanos(10_000));
+        let first = ThreadIdx(0);
+        assert_eq!(sim.th[1].st, St::New, "the second is not spawned yet");
+        let two: threadbalance_model::CpuSet =
+            [threadbalance_model::CpuId(2)].into_iter().collect();
+        sim.set_affinity(first, two.clone());
+        sim.run_until(Nanos::from_millis(1));
+        for t in ThreadIdx::all(3) {
+            assert_eq!(sim.th[t].allowed, two, "thread {t}");
+            assert_eq!(sim.th[t].cpu, CpuIdx(2), "thread {t}");
+        }
+    }
+
+    #[test]
     fn ticket_loops_hand_out_every_ticket_once_per_loop() {
         // bodytrack with 4 workers, 2 frames: each loop takes all its tickets, plus one
         // empty take per worker that ends it.
