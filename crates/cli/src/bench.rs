@@ -381,6 +381,14 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
     let total = cells.len();
+    let simulator = kernel_hz.as_ref().map(|hz| predict::Simulator {
+        usable: &topo,
+        settings: &settings,
+        hz: hz.hz,
+        seeds: repeat,
+        work_ms,
+        omp: openmp.as_ref().ok(),
+    });
     let mut results = Vec::with_capacity(total);
     // SIGINT, SIGTERM, SIGHUP: finish the run under way, then stop before the next cell
     // (the temporary directory is removed and the mask put back on the way out).
@@ -422,14 +430,6 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         let comparison = compare::compare_with_progress(&cmp, &mut progress);
         drop(confined);
         let comparison = comparison?;
-        let simulator = kernel_hz.as_ref().map(|hz| predict::Simulator {
-            usable: &topo,
-            settings: &settings,
-            hz: hz.hz,
-            seeds: repeat,
-            work_ms,
-            omp: openmp.as_ref().ok(),
-        });
         let (simulated, not_simulated) = match simulator.map(|s| s.cell(&cell, &cpus, &comparison))
         {
             None => (Vec::new(), None),

@@ -93,12 +93,21 @@ pub enum RunSource {
 }
 
 impl RunSource {
+    /// How [`RunSource::describe`]'s line for `/proc` begins.
+    const PROC_LINE: &'static str = "run time from /proc";
+
     /// One line for the log or the summary.
     pub fn describe(&self) -> String {
         match self {
-            RunSource::Proc(why) => format!("run time from /proc ({why})"),
+            RunSource::Proc(why) => format!("{} ({why})", Self::PROC_LINE),
             RunSource::Fast(name) => format!("run time from {name}"),
         }
+    }
+
+    /// Whether a line [`RunSource::describe`] wrote (a run's summary, read back) names
+    /// `/proc`.
+    pub fn described_proc(line: &str) -> bool {
+        line.starts_with(Self::PROC_LINE)
     }
 }
 

@@ -175,7 +175,7 @@ impl Simulator<'_> {
             let proc = r
                 .runs
                 .iter()
-                .any(|x| x.run_time.starts_with("run time from /proc"));
+                .any(|x| threadbalance_linux::runcount::RunSource::described_proc(&x.run_time));
             let ticks: Vec<f64> = r
                 .runs
                 .iter()

@@ -319,8 +319,8 @@ impl Sim {
             // was (`migrate_load`: both groups busy), the kernel keeps failing until a
             // queued thread's halved load fits the imbalance, and never pushes a running
             // one.
-            let active = moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2;
-            let active = active && load.is_none();
+            let active =
+                moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 && load.is_none();
             if active && self.active_move_delayed(src, c) {
                 self.kernel.cpus[c].failed[lv] = tries + 1;
                 return true;
