@@ -226,6 +226,8 @@ impl Sim {
                 levels,
                 llc_scan: Vec::new(),
                 nohz_next: Nanos::ZERO,
+                seen: None,
+                tie: Rng::new(opts.seed ^ 0x0071_E50F_7AC4),
                 overloaded: false,
                 cpus: kcpus,
             },

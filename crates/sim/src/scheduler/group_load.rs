@@ -72,15 +72,25 @@ impl Sim {
     /// CPU `c`'s load (`cpu_load`): its runnable threads' `task_h_load`, plus the kernel
     /// threads' decayed load when groups are on (without groups a burst's 11 against a
     /// thread's 1024 is lost in the count, which is what the model then uses).
+    #[cfg(test)]
     pub(super) fn group_cpu_load(&self, c: CpuIdx, per_app: &[usize]) -> f64 {
         let cpu = &self.kernel.cpus[c];
-        let threads: f64 = cpu
+        let on = cpu
             .cur
             .into_iter()
             .chain(cpu.rq.iter().copied())
-            .chain(cpu.delayed.iter().copied())
-            .map(|t| self.task_h_load(t, per_app))
-            .sum();
+            .chain(cpu.delayed.iter().copied());
+        self.queue_load(c, on, per_app)
+    }
+
+    /// CPU `c`'s load with threads `on` on its queue (as a balancing pass read it).
+    pub(super) fn queue_load(
+        &self,
+        c: CpuIdx,
+        on: impl Iterator<Item = ThreadIdx>,
+        per_app: &[usize],
+    ) -> f64 {
+        let threads: f64 = on.map(|t| self.task_h_load(t, per_app)).sum();
         if self.lx.autogroup {
             threads + self.noise_load(c).floor()
         } else {

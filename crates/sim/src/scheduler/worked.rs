@@ -480,6 +480,50 @@ fn load_balance_busy_cpus_never_push_a_running_thread() {
 }
 
 #[test]
+fn load_balance_passes_at_one_tick_read_the_queues_as_the_tick_found_them() {
+    // 4 CPUs, 6 threads of one program: CPUs 0 and 1 run one each, CPUs 2 and 3 two
+    // (group load 1024 / 6 = 170 a thread: 170, 170, 340, 340). CPUs 0 and 1 balance at
+    // the same tick, each after one failure: domain average ⌊1020 / 4⌋ = 255, imbalance
+    // min(340 − 255, 255 − 170) = 85, a queued thread 170 >> 1 = 85 fits. Both read the
+    // same loads, so both pick the same busiest CPU (2 and 3 tie; the tick's draw picks
+    // one); CPU 0 pulls its queued thread, CPU 1 finds one thread left there, moves
+    // nothing and counts a failure. Read one after the other, CPU 1 would have seen CPU
+    // 0's two threads and pulled from the other doubled CPU: two moves at one tick.
+    let spec = "package:1 core:4 pu:1";
+    let mut sim = kernel(spec, 6, 10);
+    fill(&mut sim, &[1, 1, 2, 2]);
+    sim.kernel.cpus[0].failed[0] = 1;
+    sim.kernel.cpus[1].failed[0] = 1;
+    assert!(sim.load_balance(cpu(0), 0, Kind::Busy));
+    assert!(!sim.load_balance(cpu(1), 0, Kind::Busy));
+    let nr: Vec<usize> = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
+    assert_eq!(nr.iter().filter(|&&n| n == 2).count(), 2, "{nr:?}");
+    assert_eq!(&nr[..2], &[2, 1], "{nr:?}");
+    assert_eq!(sim.kernel.cpus[1].failed[0], 2);
+    // At the next tick CPU 1 reads the queues afresh and pulls from one of the two CPUs
+    // now doubled.
+    sim.now += Nanos::from_millis(4);
+    assert!(sim.load_balance(cpu(1), 0, Kind::Busy));
+    let nr: Vec<usize> = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
+    assert_eq!(nr.iter().filter(|&&n| n == 2).count(), 2, "{nr:?}");
+    assert_eq!(nr[1], 2, "{nr:?}");
+}
+
+#[test]
+fn rebalance_of_a_busy_cpu_comes_a_jiffy_before_the_busy_interval() {
+    // 4 CPUs: `min_interval` 4 ms, busy × 16 = 64 ms, less one jiffy (4 ms at HZ 250):
+    // `get_sd_balance_interval` keeps busy periods off each other's multiples.
+    let mut sim = kernel("package:1 core:4 pu:1", 4, 0);
+    fill(&mut sim, &[1, 1, 1, 1]);
+    sim.now = Nanos::from_millis(59);
+    sim.rebalance(cpu(0));
+    assert_eq!(sim.kernel.cpus[0].last_balance[0], Nanos::ZERO);
+    sim.now = Nanos::from_millis(60);
+    sim.rebalance(cpu(0));
+    assert_eq!(sim.kernel.cpus[0].last_balance[0], Nanos::from_millis(60));
+}
+
+#[test]
 fn kernel_helpers_place_threads_as_told() {
     // The builders above: the first thread of a CPU runs, the others queue.
     let mut sim = kernel("package:1 core:2 pu:1", 3, 0);

@@ -141,6 +141,24 @@ pub(crate) struct Kernel {
     pub overloaded: bool,
     /// Per CPU, what only the kernel keeps about it.
     pub cpus: Vec<KernelCpu>,
+    /// The run queues as the periodic passes begun at one instant read them (see
+    /// "Passes at one tick" in `scheduler/balance.rs`), and that instant.
+    pub seen: Option<(Nanos, Vec<SeenQueue>)>,
+    /// Draws the order in which equally loaded groups rank as busiest at a tick (see
+    /// "Passes at one tick"); a stream of its own, so the rest of the run draws as before.
+    pub tie: threadbalance_policy::rng::Rng,
+}
+
+/// One CPU's queue as a periodic balancing pass read it: the running thread, the queued
+/// ones and the delayed sleepers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SeenQueue {
+    pub cur: Option<super::ThreadIdx>,
+    pub rq: Vec<super::ThreadIdx>,
+    pub delayed: Vec<super::ThreadIdx>,
+    /// Where its load stands among equal loads (the PELT jitter the model does not keep):
+    /// the higher ranks busier.
+    pub rank: u64,
 }
 
 /// What the kernel keeps about one CPU: its run queue (the running thread and the

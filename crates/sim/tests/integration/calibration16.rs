@@ -12,8 +12,9 @@
 //! doubled-up core's two threads ran one after the other instead of taking turns, and the
 //! CPUs that went idle at the phase's end found nothing to pull (63.3 % now).
 //!
-//! The always-runnable spinners' unequal shares are missed (seed 1: min/max 0.70 against
-//! 0.56 ± 0.1); see `calibration_sixteen_cores_spinners_get_unequal_shares`.
+//! The always-runnable spinners' unequal shares were missed (min/max 0.66 over seeds 1–3
+//! against 0.56 ± 0.1) until the balancing passes of one tick read the queues as the tick
+//! found them (0.61 now); see `calibration_sixteen_cores_spinners_get_unequal_shares`.
 
 use threadbalance_model::Nanos;
 use threadbalance_policy::Settings;
@@ -129,36 +130,46 @@ fn calibration_sixteen_cores_two_per_core_with_yield_loses_to_group_load() {
 fn calibration_sixteen_cores_spinners_get_unequal_shares() {
     // Measured: 24 spinners for 6 s received 3.0–5.3 CPU seconds each (fair 4.0,
     // min/max 0.56) with 1–5 migrations per thread: the balancer moves one thread at a
-    // time from a doubled-up core to a single one, every 256–512 ms (busy interval of a
-    // 16-CPU domain: 16 ms × busy_factor 16, doubled while balanced).
+    // time from a doubled-up core to a single one, every 252–760 ms (busy interval of a
+    // 16-CPU domain: 16 ms × busy_factor 16 less a jiffy, doubled while balanced, and a
+    // failure or two before a queued thread's load fits the imbalance).
     //
-    // The model's shares are unequal but not as unequal as measured: min/max 0.70 on
-    // seed 1, 0.61–0.74 over seeds 1–8 (mean 0.66), outside 0.56 ± 0.1 on 5 of the 8.
-    // Before the queues' `min_vruntime` followed the running thread it was 0.56–0.73
-    // (mean 0.65), a change within the spread between seeds, and seed 1 gave 0.66, just
-    // inside. So the ±0.1 on min/max is not asserted: it is a miss, and
-    // `--suite papers` reports it as one (same tolerance). What is asserted is what the
-    // model does reproduce: the total, the range within 0.3 s, unequal shares (below
-    // 0.8), and the migrations per thread.
+    // Checked as `--suite papers` checks it: the mean of the least CPU time over seeds
+    // 1–3 against the mean of the most, within 0.56 ± 0.1 (0.61). Until the balancing
+    // passes of one tick read the queues as the tick found them (see "Passes at one
+    // tick" in the model's `scheduler/balance.rs`) it was 0.66 and not asserted: passes
+    // read one after another moved several threads a tick where the kernel's, reading
+    // at once, find the same busiest queue and move one, and each thread took its turns
+    // alone too evenly. Also asserted: the total, the range within 0.3 s of the
+    // measured one, and the migrations per thread, on every seed.
     let m = sixteen_core().unwrap();
     let w = Workload {
         name: "spinners".into(),
         description: String::new(),
         apps: vec![spinners(24, 100_000_000_000)],
     };
-    let mut o = RunOptions::new(1);
-    o.horizon = Nanos::from_secs(6);
-    let r = run_policy(&m, &w, "none", &Settings::new(m.topo.default_level()), &o).unwrap();
-    let total: f64 = r.thread_cpu_s.iter().sum();
-    // 16 CPUs × 6 s, less the kernel threads' 1 %.
-    assert!((94.0..96.01).contains(&total), "{total}");
-    let lo = r.thread_cpu_s.iter().copied().fold(f64::MAX, f64::min);
-    let hi = r.thread_cpu_s.iter().copied().fold(0.0, f64::max);
-    // Within 0.3 s of the measured range, 3.0–5.3 s.
-    assert!(lo >= 2.7 && hi <= 5.6, "{:?}", r.thread_cpu_s);
-    assert!(lo / hi < 0.8, "min/max {:.2}", lo / hi);
-    let per_thread = r.migrations as f64 / 24.0;
-    assert!((1.0..=5.0).contains(&per_thread), "{per_thread}");
+    let (mut lo_sum, mut hi_sum) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let mut o = RunOptions::new(seed);
+        o.horizon = Nanos::from_secs(6);
+        let r = run_policy(&m, &w, "none", &Settings::new(m.topo.default_level()), &o).unwrap();
+        let total: f64 = r.thread_cpu_s.iter().sum();
+        // 16 CPUs × 6 s, less the kernel threads' 1 %.
+        assert!((94.0..96.01).contains(&total), "seed {seed}: {total}");
+        let lo = r.thread_cpu_s.iter().copied().fold(f64::MAX, f64::min);
+        let hi = r.thread_cpu_s.iter().copied().fold(0.0, f64::max);
+        // Within 0.3 s of the measured range, 3.0–5.3 s.
+        assert!(lo >= 2.7 && hi <= 5.6, "seed {seed}: {:?}", r.thread_cpu_s);
+        let per_thread = r.migrations as f64 / 24.0;
+        assert!(
+            (1.0..=5.0).contains(&per_thread),
+            "seed {seed}: {per_thread}"
+        );
+        lo_sum += lo;
+        hi_sum += hi;
+    }
+    let ratio = lo_sum / hi_sum;
+    assert!((ratio - 0.56).abs() <= 0.1, "min/max {ratio:.3}");
 }
 
 #[test]

@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0x1572_6db6_5c14_db57,
+            0xf512_630f_6958_4600,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x64c6_95f8_8976_b5b8,
+            0x835f_83c7_60ae_824b,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
