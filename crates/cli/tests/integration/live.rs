@@ -52,10 +52,26 @@ fn live_tumbler_at_core_level_keeps_busy_threads_apart() {
     args.extend(uneven_under("tumbler"));
     let mut tb = spawn(&args);
     // Tumbler regroups once it has a window of rates: wait until the two duty-1 threads
-    // (0 and 1) sit on different CPUs and every worker is confined to one CPU.
+    // (0 and 1) sit on different CPUs, every worker is confined to one CPU, and the
+    // placement has held for three of its intervals. A regrouping moves one thread after
+    // another, and the masks read between two of its moves can show a state it is not
+    // done with (one CI run read threads 1, 2 and 3 on one CPU while it moved them).
+    let mut since: Option<(Vec<(usize, String)>, std::time::Instant)> = None;
     let seen = wait_for(LIMIT, || {
         let (child, w) = pinned_workers(tb.id())?;
-        (w[0].1 != w[1].1).then_some((child, w))
+        if w[0].1 == w[1].1 {
+            since = None;
+            return None;
+        }
+        match &since {
+            Some((prev, at)) if *prev == w => {
+                (at.elapsed() >= Duration::from_millis(150)).then_some((child, w))
+            }
+            _ => {
+                since = Some((w, std::time::Instant::now()));
+                None
+            }
+        }
     });
     let code = finish(&mut tb, LIMIT);
     let (child, w) = seen.expect("tumbler separated the two busy threads");
