@@ -19,9 +19,10 @@
 //! at several levels in one tick read the same queues, though the kernel's higher level
 //! reads them after the lower levels' moves: those stay inside one group of the higher
 //! level, so its groups' loads and counts are the same either way, and only which CPU of
-//! the busiest group is picked can differ (run side by side, the two readings gave the
-//! papers suite byte for byte and moved one `none` run of 18 on multi-level machines, by
-//! 1.7 %). New-idle passes, and those the CPU kicked by nohz runs for the idle CPUs one
+//! the busiest group is picked can differ. (Tried side by side: a CPU whose pass moved a
+//! thread reading the queues as they are in its later passes of the tick gave the papers
+//! suite byte for byte and moved one `none` run of 18 on multi-level machines, by
+//! 1.7 %.) New-idle passes, and those the CPU kicked by nohz runs for the idle CPUs one
 //! after another, read the queues as they are.
 //!
 //! A busy CPU's period is `busy_factor` × `balance_interval` less one jiffy
