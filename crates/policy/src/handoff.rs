@@ -14,9 +14,12 @@
 //!  graph over the live threads: w(u, v) = edges u→v + v→u in the window
 //!     │  hand-offs across domains under the current placement < 20/s ──► nothing moves
 //!     ▼
-//!  balanced partition into K parts (one per domain, sizes differ by ≤ 1), the lower cut of:
+//!  balanced partition of the heavy threads into K parts (one per domain, sizes differ
+//!  by ≤ 1), the lower cut of:
 //!     greedy growth + Kernighan–Lin,
 //!     the current placement with half its threads swapped at random + Kernighan–Lin
+//!  the light threads added, heaviest first: each to the part it hands off with most
+//!  while that part stays within the mean load, else to the least loaded
 //!     │  cut not below (1 − 20 %) of the current placement's ──► nothing moves
 //!     ▼
 //!  parts → domains with the fewest moves (grouping::Assignment); Move { why: HandOff }
@@ -37,6 +40,17 @@
 //! core` on 2 cores the main thread of `workload spmd --threads 2` took one core's part,
 //! and the two workers, which wake each other at every barrier, were put on the other,
 //! one core for two busy threads (1.51–1.53 s for 1 s of work, Linux 1.01).
+//!
+//! A thread that runs but uses less than [`LIGHT`] (half) of what the busiest partitioned
+//! thread uses is light: it takes no part's place either. Once the heavy threads are
+//! partitioned, the light ones join, heaviest first, each the part it hands off with
+//! most, as long as that part's load (the CPU its threads used) stays within the mean
+//! over the parts; a light thread that hands off with no part that has room joins the
+//! least loaded. Counted as a thread, a main thread that runs a little (10 % of a CPU,
+//! say) filled a part as the idle one did, and the two workers went together onto the
+//! other core; a helper thread that feeds one worker now rides with it where there is
+//! room, and goes elsewhere where there is not. With threads that are all about as busy
+//! (within 2×) every thread is heavy, and the parts are as before.
 //!
 //! ```
 //! use threadbalance_model::{Level, Nanos, Topology};
@@ -73,6 +87,10 @@ pub const MIN_GAIN: f64 = 0.2;
 /// A thread without wake edges that used less of a CPU than this over the window is idle:
 /// it is left out of the partition (see "Balance").
 pub const IDLE_UTIL: f64 = 0.05;
+/// A partitioned thread that used less than this fraction of what the busiest one used is
+/// light: it takes no part's place, and joins the parts once they are made (see
+/// "Balance").
+pub const LIGHT: f64 = 0.5;
 
 /// What `handoff` did over a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -152,6 +170,47 @@ impl Handoff {
     }
 }
 
+/// The heavy vertices' parts (`part_heavy[j]` is vertex `heavy[j]`'s) with every other
+/// vertex of `g` added, heaviest first (`util`), each to the part it has the most edge
+/// weight to among those it leaves within the mean load (every vertex's `util` over `k`),
+/// else to the least loaded part (ties: the lower index).
+fn with_light(
+    g: &Graph,
+    util: &[f64],
+    heavy: &[usize],
+    part_heavy: &[usize],
+    k: usize,
+) -> Vec<usize> {
+    let n = util.len();
+    let mut part = vec![usize::MAX; n];
+    let mut load = vec![0.0; k];
+    for (&a, &p) in heavy.iter().zip(part_heavy) {
+        part[a] = p;
+        load[p] += util[a];
+    }
+    let mean = util.iter().sum::<f64>() / k as f64;
+    let mut light: Vec<usize> = (0..n).filter(|&a| part[a] == usize::MAX).collect();
+    light.sort_by(|&a, &b| util[b].total_cmp(&util[a]).then(a.cmp(&b)));
+    for a in light {
+        let mut to_part = vec![0.0; k];
+        for (v, &pv) in part.iter().enumerate() {
+            if pv < k {
+                to_part[pv] += g.weight(a, v);
+            }
+        }
+        let least = (0..k)
+            .min_by(|&p, &q| load[p].total_cmp(&load[q]).then(p.cmp(&q)))
+            .unwrap_or(0);
+        let p = (0..k)
+            .filter(|&p| to_part[p] > 0.0 && load[p] + util[a] <= mean + 1e-9)
+            .max_by(|&p, &q| to_part[p].total_cmp(&to_part[q]).then(q.cmp(&p)))
+            .unwrap_or(least);
+        part[a] = p;
+        load[p] += util[a];
+    }
+    part
+}
+
 /// `current[i]` (a domain, or `None`) turned into a balanced grouping over `k` parts: each
 /// thread keeps its domain while that part has room, the rest fill the smallest parts.
 fn balanced(current: &[Option<usize>], k: usize) -> Vec<usize> {
@@ -217,9 +276,18 @@ impl Policy for Handoff {
         let g = g.induced(&active);
         let current: Vec<Option<usize>> = active.iter().map(|&i| current[i]).collect();
         let n = active.len();
-        let sizes: Vec<usize> = (0..k).map(|p| equal_size(n, k, p)).collect();
-        let start = self.perturbed(&balanced(&current, k));
-        let part = partition(&g, &sizes, Some(&start));
+        // The heavy ones are partitioned, the light ones join them (see "Balance").
+        let util: Vec<f64> = active
+            .iter()
+            .map(|&i| window.threads[i].util.max(0.0))
+            .collect();
+        let busiest = util.iter().copied().fold(0.0, f64::max);
+        let heavy: Vec<usize> = (0..n).filter(|&a| util[a] >= LIGHT * busiest).collect();
+        let current_heavy: Vec<Option<usize>> = heavy.iter().map(|&a| current[a]).collect();
+        let sizes: Vec<usize> = (0..k).map(|p| equal_size(heavy.len(), k, p)).collect();
+        let start = self.perturbed(&balanced(&current_heavy, k));
+        let part_heavy = partition(&g.induced(&heavy), &sizes, Some(&start));
+        let part = with_light(&g, &util, &heavy, &part_heavy, k);
         let new_cut = cut(&g, &part);
         if new_cut > (1.0 - MIN_GAIN) * now_cut {
             self.stats.kept += 1;
@@ -379,17 +447,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn handoff_leaves_an_idle_main_thread_out_of_the_parts() {
-        // `--level core` on 2 cores: the main thread (tid 1) sleeps in `join`; workers 2
-        // and 3 run on cores 0 and 1 and wake each other at every barrier (100 a second,
-        // all across). Counted, the main thread filled one part and the two workers were
-        // put together on the other core; left out, the workers make two parts of one,
-        // which cut what the current placement cuts: nothing moves.
+    /// `--level core` on 2 cores: a main thread (tid 1) that used `main_util` of a CPU,
+    /// and workers 2 and 3 on cores 0 and 1 that wake each other at every barrier (100 a
+    /// second, all across). Returns what `handoff` decided and its stats.
+    fn main_and_two_workers(main_util: f64) -> (Plan, HandoffStats) {
         let t = topo(1, 1, 2, 1);
         let mut p = Handoff::new(&Settings::new(Level::Core));
         let threads = [
-            (key(1, 1), 0.0, 0),
+            (key(1, 1), main_util, 0),
             (key(1, 2), 1.0, 0),
             (key(1, 3), 1.0, 1),
         ];
@@ -408,8 +473,70 @@ mod tests {
             },
         ];
         let plan = p.decide(&t, &w);
+        (plan, p.stats().clone())
+    }
+
+    #[test]
+    fn handoff_leaves_an_idle_main_thread_out_of_the_parts() {
+        // The main thread sleeps in `join`. Counted, it filled one part and the two
+        // workers were put together on the other core; left out, the workers make two
+        // parts of one, which cut what the current placement cuts: nothing moves.
+        let (plan, stats) = main_and_two_workers(0.0);
         assert!(plan.moves.is_empty(), "{:?}", plan.moves);
-        assert_eq!(p.stats().kept, 1);
+        assert_eq!(stats.kept, 1);
+    }
+
+    #[test]
+    fn handoff_leaves_a_light_main_thread_out_of_the_part_sizes() {
+        // The main thread runs 10 % of a CPU (over IDLE_UTIL: it is partitioned). Counted
+        // as a thread it filled one core's part and the two workers, 1.0 each, were put
+        // together on the other (the cut falls from 50 to 0). Light (under half of 1.0),
+        // it takes no part's place: the workers make two parts of one, which cut what the
+        // current placement cuts, and nothing moves.
+        let (plan, stats) = main_and_two_workers(0.1);
+        assert!(plan.moves.is_empty(), "{:?}", plan.moves);
+        assert_eq!(stats.kept, 1);
+    }
+
+    #[test]
+    fn handoff_puts_a_light_thread_with_its_partner_only_where_there_is_room() {
+        // Two cores. Heavy threads 1 and 2 (1.0 each) run on cores 0 and 1 and never hand
+        // off to each other; light threads 3 and 4 (0.4 each) both feed thread 1 (100
+        // hand-offs each way, 200 a pair) and run on core 1, so 400 hand-offs cross. Mean
+        // load (1 + 1 + 0.4 + 0.4) / 2 = 1.4: thread 3 joins thread 1 (1.4), thread 4
+        // would take that core to 1.8 and joins the least loaded, thread 2's (1.4). The
+        // cut falls from 400 to 200. (Counted as threads, the four make two parts of two with
+        // the same cut: the rule that a light thread goes where there is room is what this
+        // checks, not a difference from the count.)
+        let t = topo(1, 1, 2, 1);
+        let mut p = Handoff::new(&Settings::new(Level::Core));
+        let threads = [
+            (key(1, 1), 1.0, 0),
+            (key(1, 2), 1.0, 1),
+            (key(1, 3), 0.4, 1),
+            (key(1, 4), 0.4, 1),
+        ];
+        let mut w = window_of(500, &threads);
+        w.wakes_measured = true;
+        for light in [3, 4] {
+            for (a, b) in [(1, light), (light, 1)] {
+                w.wakes.push(WakeEdge {
+                    waker: key(1, a),
+                    woken: key(1, b),
+                    count: 100,
+                });
+            }
+        }
+        let plan = p.decide(&t, &w);
+        let to: Vec<(ThreadKey, usize)> =
+            plan.moves.iter().map(|m| (m.thread, domain(m))).collect();
+        // Threads 1 and 3 on core 0, threads 2 and 4 on core 1 (each thread is confined
+        // to its core, as at every first regrouping; only thread 3 changes core).
+        let want: Vec<(ThreadKey, usize)> = [(1, 0), (2, 1), (3, 0), (4, 1)]
+            .iter()
+            .map(|&(tid, d)| (key(1, tid), d))
+            .collect();
+        assert_eq!(to, want, "{:?}", plan.moves);
     }
 
     #[test]
