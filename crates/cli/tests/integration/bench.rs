@@ -27,30 +27,38 @@ fn count(list: &str) -> usize {
         .sum()
 }
 
-#[test]
-fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_mask() {
+/// `bench --quick --work-ms 40 --policies POLICIES` with `extra` arguments and `--json`:
+/// it exits 0, and its JSON follows the schema. Returns stdout, stderr and the JSON.
+fn quick_bench(policies: &str, extra: &[&str]) -> (String, String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
-    let before = own_cpu_list();
-    let m = count(&before);
-    let out = run(&[
+    let mut args = vec![
         "bench",
         "--quick",
         "--work-ms",
         "40",
         "--policies",
-        "none,pbind",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
+        policies,
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{err}");
-    // Progress on stderr, numbered.
-    assert!(err.contains("cell 1/"), "{err}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_schema(&v, "bench");
+    (text, err, v)
+}
+
+#[test]
+fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_mask() {
+    let before = own_cpu_list();
+    let m = count(&before);
+    let (text, err, v) = quick_bench("none,pbind", &[]);
+    // Progress on stderr, numbered.
+    assert!(err.contains("cell 1/"), "{err}");
     assert_eq!(v["cpus"], m);
     assert_eq!(v["repeat"], 1);
     assert_eq!(v["quick"], true);
@@ -186,30 +194,8 @@ fn runs_tick(result: &serde_json::Value) -> Option<f64> {
 
 #[test]
 fn bench_no_sim_leaves_the_simulator_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("bench.json");
-    let out = run(&[
-        "bench",
-        "--quick",
-        "--work-ms",
-        "40",
-        "--policies",
-        "none",
-        "--no-sim",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (text, _, v) = quick_bench("none", &["--no-sim"]);
     assert!(!text.contains("the simulator beside it"), "{text}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_schema(&v, "bench");
     assert!(v["kernel_hz"].is_null());
     for c in v["cells"].as_array().unwrap() {
         assert_eq!(c["simulated"].as_array().unwrap().len(), 0, "{c}");

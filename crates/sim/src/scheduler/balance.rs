@@ -31,7 +31,7 @@
 
 use super::GroupStats;
 use crate::queue::EventKind;
-use crate::state::{Act, Baseline, CpuIdx, Programs, SeenQueue, Sim, St, ThreadIdx};
+use crate::state::{Act, Baseline, CpuIdx, Programs, QueueView, SeenQueue, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,39 +39,6 @@ pub(super) enum Kind {
     Busy,
     Idle,
     NewIdle,
-}
-
-/// A CPU's queue as a balancing pass reads it ([`Sim::read_queue`]).
-#[derive(Debug, Clone, Copy)]
-struct Queue<'a> {
-    cur: Option<ThreadIdx>,
-    rq: &'a [ThreadIdx],
-    delayed: &'a [ThreadIdx],
-}
-
-impl<'a> Queue<'a> {
-    /// `nr_running`, as [`crate::state::KernelCpu::nr`].
-    fn nr(&self) -> usize {
-        self.runnable() + self.delayed.len()
-    }
-
-    /// Runnable threads, the running one included.
-    fn runnable(&self) -> usize {
-        self.rq.len() + usize::from(self.cur.is_some())
-    }
-
-    /// Neither running nor queued anything.
-    fn idle(&self) -> bool {
-        self.cur.is_none() && self.rq.is_empty() && self.delayed.is_empty()
-    }
-
-    /// Every thread on it: running, queued and delayed.
-    fn threads(self) -> impl Iterator<Item = ThreadIdx> + 'a {
-        self.cur
-            .into_iter()
-            .chain(self.rq.iter().copied())
-            .chain(self.delayed.iter().copied())
-    }
 }
 
 impl Sim {
@@ -241,23 +208,10 @@ impl Sim {
 
     /// CPU `x`'s queue as a pass reads it: as this instant's periodic passes saw it when
     /// `at_tick` (and [`Sim::see_queues`] ran at this instant), else as it is.
-    fn read_queue(&self, x: CpuIdx, at_tick: bool) -> Queue<'_> {
-        if at_tick
-            && let Some((at, seen)) = &self.kernel.seen
-            && *at == self.now
-        {
-            let q = &seen[x.ix()];
-            return Queue {
-                cur: q.cur,
-                rq: &q.rq,
-                delayed: &q.delayed,
-            };
-        }
-        let k = &self.kernel.cpus[x];
-        Queue {
-            cur: k.cur,
-            rq: &k.rq,
-            delayed: &k.delayed,
+    fn read_queue(&self, x: CpuIdx, at_tick: bool) -> QueueView<'_> {
+        match &self.kernel.seen {
+            Some((at, seen)) if at_tick && *at == self.now => seen[x.ix()].view(),
+            _ => self.kernel.cpus[x].view(),
         }
     }
 
@@ -299,18 +253,7 @@ impl Sim {
         self.note_overload(lv);
         let level = &self.kernel.levels[lv];
         let groups = &level.groups[level.dom_of[c] as usize];
-        let stats = |g: &[CpuIdx]| -> GroupStats {
-            let mut s = GroupStats {
-                ncpu: g.len(),
-                ..GroupStats::default()
-            };
-            for &x in g {
-                let q = self.read_queue(x, at_tick);
-                s.nr += q.nr();
-                s.idle += usize::from(q.idle());
-            }
-            s
-        };
+        let stats = |g: &[CpuIdx]| GroupStats::of(g, |x| self.read_queue(x, at_tick));
         let local = stats(&groups[local_ix]);
         // Group loads (`sgs->group_load`): threads weighed by `task_h_load`, kernel
         // threads' decayed load (see `group_load`).

@@ -205,7 +205,7 @@ mod tests {
         let k = &sim.kernel.cpus[0];
         assert_eq!(k.delayed, vec![ThreadIdx(0)]);
         assert_eq!(k.cur, Some(ThreadIdx(1)));
-        assert_eq!((k.nr(), k.runnable()), (2, 1));
+        assert_eq!((k.nr(), k.view().runnable()), (2, 1));
         assert_eq!(sim.th[0].st, St::Blocked);
         assert!(!k.idle());
     }

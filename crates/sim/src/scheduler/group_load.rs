@@ -74,13 +74,7 @@ impl Sim {
     /// thread's 1024 is lost in the count, which is what the model then uses).
     #[cfg(test)]
     pub(super) fn group_cpu_load(&self, c: CpuIdx, per_app: &[usize]) -> f64 {
-        let cpu = &self.kernel.cpus[c];
-        let on = cpu
-            .cur
-            .into_iter()
-            .chain(cpu.rq.iter().copied())
-            .chain(cpu.delayed.iter().copied());
-        self.queue_load(c, on, per_app)
+        self.queue_load(c, self.kernel.cpus[c].view().threads(), per_app)
     }
 
     /// CPU `c`'s load with threads `on` on its queue (as a balancing pass read it).

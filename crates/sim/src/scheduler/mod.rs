@@ -38,7 +38,7 @@ mod worked;
 
 use crate::queue::EventKind;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, CpuIdx, Hw, Programs, Sim, St, ThreadIdx};
+use crate::state::{Act, CpuIdx, Hw, Programs, QueueView, Sim, St, ThreadIdx};
 pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Nanos, Topology};
 
@@ -142,6 +142,20 @@ struct GroupStats {
 }
 
 impl GroupStats {
+    /// The counts of the group of `cpus`, each CPU's queue read by `read`.
+    fn of<'a>(cpus: &[CpuIdx], read: impl Fn(CpuIdx) -> QueueView<'a>) -> GroupStats {
+        let mut s = GroupStats {
+            ncpu: cpus.len(),
+            ..GroupStats::default()
+        };
+        for &c in cpus {
+            let q = read(c);
+            s.nr += q.nr();
+            s.idle += usize::from(q.idle());
+        }
+        s
+    }
+
     /// 0 has spare capacity, 1 fully busy, 2 overloaded.
     fn kind(&self) -> u8 {
         match self.nr.cmp(&self.ncpu) {
@@ -554,15 +568,6 @@ impl Sim {
     }
 
     fn group_stats(&self, cpus: &[CpuIdx]) -> GroupStats {
-        let mut s = GroupStats {
-            ncpu: cpus.len(),
-            ..GroupStats::default()
-        };
-        for &c in cpus {
-            let cpu = &self.kernel.cpus[c];
-            s.nr += cpu.nr();
-            s.idle += usize::from(cpu.idle());
-        }
-        s
+        GroupStats::of(cpus, |c| self.kernel.cpus[c].view())
     }
 }

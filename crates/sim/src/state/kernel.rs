@@ -215,14 +215,23 @@ impl Default for NewidleStats {
     }
 }
 
-impl KernelCpu {
-    /// Threads on its queue, the running one and delayed sleepers included
+/// A CPU's run queue, read: as it is ([`KernelCpu::view`]) or as a balancing pass saw it
+/// ([`SeenQueue::view`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueueView<'a> {
+    pub cur: Option<super::ThreadIdx>,
+    pub rq: &'a [super::ThreadIdx],
+    pub delayed: &'a [super::ThreadIdx],
+}
+
+impl<'a> QueueView<'a> {
+    /// Threads on the queue, the running one and delayed sleepers included
     /// (`rq->nr_running`).
     pub fn nr(&self) -> usize {
         self.runnable() + self.delayed.len()
     }
 
-    /// Runnable threads on it, the running one included, delayed sleepers not
+    /// Runnable threads, the running one included, delayed sleepers not
     /// (`cfs.h_nr_runnable`).
     pub fn runnable(&self) -> usize {
         self.rq.len() + usize::from(self.cur.is_some())
@@ -231,5 +240,46 @@ impl KernelCpu {
     /// Neither running nor queued anything.
     pub fn idle(&self) -> bool {
         self.cur.is_none() && self.rq.is_empty() && self.delayed.is_empty()
+    }
+
+    /// Every thread on it: running, queued and delayed.
+    pub fn threads(self) -> impl Iterator<Item = super::ThreadIdx> + 'a {
+        self.cur
+            .into_iter()
+            .chain(self.rq.iter().copied())
+            .chain(self.delayed.iter().copied())
+    }
+}
+
+impl SeenQueue {
+    /// The queue as the pass saw it.
+    pub fn view(&self) -> QueueView<'_> {
+        QueueView {
+            cur: self.cur,
+            rq: &self.rq,
+            delayed: &self.delayed,
+        }
+    }
+}
+
+impl KernelCpu {
+    /// Its run queue as it is.
+    pub fn view(&self) -> QueueView<'_> {
+        QueueView {
+            cur: self.cur,
+            rq: &self.rq,
+            delayed: &self.delayed,
+        }
+    }
+
+    /// Threads on its queue, the running one and delayed sleepers included
+    /// (`rq->nr_running`).
+    pub fn nr(&self) -> usize {
+        self.view().nr()
+    }
+
+    /// Neither running nor queued anything.
+    pub fn idle(&self) -> bool {
+        self.view().idle()
     }
 }

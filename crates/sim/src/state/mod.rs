@@ -45,7 +45,7 @@ pub(crate) use data::{
 pub(crate) use hw::{Hw, build_hw};
 pub(crate) use idx::{AppIdx, BarrierIdx, CpuIdx, LockIdx, ProgIdx, QueueIdx, ThreadIdx};
 pub use kernel::Linux;
-pub(crate) use kernel::{Kernel, KernelCpu, NewidleStats, SdLevel, SeenQueue};
+pub(crate) use kernel::{Kernel, KernelCpu, NewidleStats, QueueView, SdLevel, SeenQueue};
 pub(crate) use numa::{SCAN_MIN_NS, Scan, SharedScan};
 
 use crate::queue::EventQueue;
