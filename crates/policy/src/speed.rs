@@ -523,6 +523,10 @@ pub struct Speed {
     work_phase_ns: Option<f64>,
     /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
     fine_now: bool,
+    /// Whether the placed threads' sleep is the program's, not any one thread's: barrier
+    /// peers, whom the sleeper rule leaves placed (see "Barrier peers are not sleepers"
+    /// in [`peers`]). As of the window before.
+    sleep_shared: bool,
     stats: Stats,
 }
 
@@ -623,6 +627,7 @@ impl Speed {
             phase_ns: None,
             work_phase_ns: None,
             fine_now: false,
+            sleep_shared: false,
             stats: Stats {
                 reason: "no synchronization seen yet",
                 ..Stats::default()

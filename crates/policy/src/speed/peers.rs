@@ -73,8 +73,31 @@
 //! While apart the threads are with Linux, and their blocked fractions are Linux's, which
 //! for a barrier program would differ as much as `uneven`'s: so the verdict is not
 //! re-tested while apart, only after the stint.
+//!
+//! **Barrier peers are not sleepers.** The sleeper rule gives a thread back to Linux once
+//! its blocked fraction over about 200 ms passes 0.4 (`RELEASE_ABOVE`): a thread that
+//! mostly sleeps should not hold a core's count up. A barrier peer's sleep is not its
+//! own. With short blocking phases (2–3 ms, 24 threads on 16 cores) a rotation's rounds
+//! are as long as half a phase, and a thread that sat on lone cores for a few rounds
+//! sleeps at the barriers more than the others for a while. Four to nine of the 24 went
+//! past 0.4 and were given to Linux, which then doubled them up where the rotation could
+//! not see them: 73.6–76.0 % of the fair share instead of 78.5–82.2 (simulated, 16 cores,
+//! seeds 1–3).
+//!
+//! ```text
+//!  peers  = the placed threads that ran (ran or waited for a CPU ≥ 5 % of their life)
+//!  shared = peers do equal work (CPU shares within 15 %, as `fine` tests it)
+//!           and their mean blocked fraction ≤ 0.4
+//!  shared ─► a peer past 0.4 stays placed; a thread that hardly ran is released as before
+//! ```
+//!
+//! Threads that all sleep more than a sleeper does (the mean past 0.4) are still given
+//! back, one by one, as before; so are threads of unequal work (a server and its clients,
+//! a pipeline's light stages), and a main thread asleep in `join` (it never ran: the
+//! 20 ms rule of `update_known`). A thread that stops working for good drops out of equal
+//! work as its CPU share, averaged over a second, falls away, and is released then.
 
-use super::Speed;
+use super::{ASLEEP_AGE, IDLE, Placed, RELEASE_ABOVE, Speed};
 use threadbalance_model::{Move, Nanos};
 
 /// Blocked fractions further apart than this: not peers.
@@ -105,6 +128,22 @@ pub(super) struct Peers {
 }
 
 impl Speed {
+    /// Whether the placed threads' sleep is the program's (see "Barrier peers are not
+    /// sleepers" in the module docs): the placed threads that ran do equal work and are
+    /// blocked, on average, no more than a sleeper's `RELEASE_ABOVE`.
+    pub(super) fn sleep_shared_now(&self) -> bool {
+        let ran =
+            |p: &&Placed| !p.released && p.age >= ASLEEP_AGE && p.exec + p.wait >= IDLE * p.age;
+        let (mut sum, mut n) = (0.0, 0u32);
+        for p in self.placed.iter().filter(ran) {
+            sum += p.blocked;
+            n += 1;
+        }
+        n >= 2
+            && sum / f64::from(n) <= RELEASE_ABOVE
+            && super::fine::equal_work(self.placed.iter().filter(ran).map(|p| p.work))
+    }
+
     /// The spread of the duty cycles (max − min) and of the CPU shares (1 − min/max) of
     /// the placed threads watched long enough; `None` with fewer than two.
     fn spreads(&self) -> Option<(f64, f64)> {

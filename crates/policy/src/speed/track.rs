@@ -56,9 +56,12 @@ impl Speed {
         // at once rather than when its 200 ms average catches up, so that it does not
         // hold a core's count up meanwhile.
         let asleep = p.age >= ASLEEP_AGE && p.exec + p.wait < IDLE * p.age;
-        // Phases finer than any round: its sleeps are barrier waits (see [`fine`]).
+        // Phases finer than any round: its sleeps are barrier waits (see [`fine`]). Nor is
+        // a barrier peer that sleeps more than its peers for a while a sleeper (see
+        // "Barrier peers are not sleepers" in [`peers`]).
         let fine = self.fine();
-        let sleeper = p.blocked > RELEASE_ABOVE && !fine;
+        let peer = self.sleep_shared && p.exec + p.wait >= IDLE * p.age;
+        let sleeper = p.blocked > RELEASE_ABOVE && !fine && !peer;
         if p.lent {
             // Lent to Linux while busy threads are few: one that goes to sleep is a
             // sleeper like any other (already with Linux, so no move).
@@ -136,6 +139,7 @@ impl Speed {
         let dt = w.duration().0 as f64;
         let first = !self.started;
         let managing = self.managing();
+        self.sleep_shared = self.sleep_shared_now();
         // The usual tick: the same threads as last time, updated in place.
         if !first
             && w.threads.len() == self.placed.len()

@@ -112,9 +112,8 @@ fn speed_barrier_peers_doubled_up_before_the_rotation_stay_peers() {
     //   101: runs 0.5, waits 0,   blocked 0.5      102, 103: runs 0.5, waits 0.5, blocked 0
     // Duty gap 0.5 > 0.2, as `uneven`'s; CPU shares 0.5 each: spread 1 − 0.5/0.5 = 0, so
     // they are peers and stay placed. (The test without the CPU shares handed all three
-    // to Linux at 200 ms. 101 goes as a sleeper only at ≈ 320 ms, when its 200 ms average
-    // of 0.5 passes 0.4: 0.5·(1 − e^(−t/0.2)) = 0.4, t = 0.2·ln 5; a rotation keeps it
-    // far below that.) The guard is off: its probe would release them for its own reasons.
+    // to Linux at 200 ms.) The guard is off: its probe would release them for its own
+    // reasons.
     let (t, mut p, _) = three_on_two_cores(false);
     let barrier = |_| {
         vec![
@@ -133,6 +132,66 @@ fn speed_barrier_peers_doubled_up_before_the_rotation_stay_peers() {
         panic!("speed reports a speed summary")
     };
     assert_eq!(sum.peer_hand_backs, 0, "{sum:?}");
+}
+
+/// Threads 101, 102 and 103 on two cores for `to_ms` in 10 ms windows at the rates
+/// `rate(tid)` gives, the guard off; returns how many were released as sleepers, and when
+/// the first was given back to Linux.
+fn sleepers(to_ms: u32, rate: impl Fn(i32) -> Rate) -> (u64, Option<u32>) {
+    let (t, mut p, _) = three_on_two_cores(false);
+    let moves = drive(&mut p, &t, 0, to_ms, |_| (101..=103).map(&rate).collect());
+    let first = moves
+        .iter()
+        .find(|(_, m)| m.why == Reason::Release)
+        .map(|(at, _)| *at);
+    let threadbalance_model::PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed reports a speed summary")
+    };
+    (s.released_to_linux, first)
+}
+
+#[test]
+fn speed_barrier_peer_that_sleeps_more_than_its_peers_is_not_a_sleeper() {
+    // The shape of the test above, held for a second: 101 alone on its core runs its
+    // phases in half the time and sleeps the other half at the barrier (blocked 0.5, past
+    // the sleeper rule's 0.4 once its 200 ms average gets there: 0.5·(1 − e^(−t/0.2)) =
+    // 0.4 at t = 0.2·ln 5 ≈ 320 ms); 102 and 103 share a core (run 0.5, wait 0.5,
+    // blocked 0). They do equal work (CPU shares 0.5 each) and are blocked 1/6 on
+    // average, under 0.4: the sleep is the program's, so 101 stays placed, and with it
+    // the others. Before the rule 101 was released at 330 ms (and the two left, no more
+    // than the cores, were lent to Linux with it).
+    let got = sleepers(1000, |i| match i {
+        101 => (101, 0.5, 0.0, 0, 0),
+        _ => (i, 0.5, 0.5, 0, 0),
+    });
+    assert_eq!(got, (0, None));
+}
+
+#[test]
+fn speed_threads_that_all_sleep_or_do_unequal_work_are_still_released() {
+    // Equal work, but every thread blocked 0.7 (runs 0.3): their mean is past 0.4, so
+    // they are all sleepers, each released when its own average passes 0.4:
+    // 0.7·(1 − e^(−t/0.2)) = 0.4 at t = 0.2·ln(7/3) ≈ 170 ms (windows of 10 ms, each
+    // averaged in with weight 10/210: the 150 ms window).
+    let (released, first) = sleepers(400, |i| (i, 0.3, 0.0, 0, 0));
+    assert_eq!(released, 3);
+    assert!(
+        first.is_some_and(|at| (140..=200).contains(&at)),
+        "{first:?}"
+    );
+    // 101 runs 0.2 and sleeps 0.8 next to two that run 0.5 and wait 0.5: their mean is
+    // 0.27, under 0.4, but the CPU shares (0.2 against 0.5) are not equal work, so 101
+    // is a sleeper as before (past 0.4 at ≈ 140 ms), and only 101 (the two left, no
+    // more than the cores, are lent to Linux rather than released).
+    let (released, first) = sleepers(400, |i| match i {
+        101 => (101, 0.2, 0.0, 0, 0),
+        _ => (i, 0.5, 0.5, 0, 0),
+    });
+    assert_eq!(released, 1);
+    assert!(
+        first.is_some_and(|at| (100..=200).contains(&at)),
+        "{first:?}"
+    );
 }
 
 #[test]
