@@ -151,7 +151,10 @@
 //! time, placed again below 25 %): they do not compete for cores, and pinning them costs
 //! work conservation; a thread that has not run since it was first seen (a main thread
 //! waiting in `join`) goes back after 20 ms, so it does not hold up a core's count while
-//! its average catches up. **Threads that are not CPU-bound peers go back to Linux
+//! its average catches up. Barrier peers are not sleepers: while the placed threads that
+//! ran do equal work and are blocked 40 % or less on average, one that sleeps more than
+//! that for a while (it sat on lone cores) stays placed (`speed/peers.rs`). **Threads
+//! that are not CPU-bound peers go back to Linux
 //! together** (`speed/peers.rs`): when the placed threads' duty cycles (blocked fraction
 //! over about a second) differ by more than 0.2 *and* their CPU shares by more than 15 %,
 //! for 150 ms, pinning them would cost more than any rotation wins (`uneven`, pipelines),
