@@ -127,21 +127,29 @@ pub(super) struct Peers {
     stint: Nanos,
 }
 
+/// A placed thread watched long enough that ran or waited for a CPU at least `IDLE` of
+/// its life.
+fn ran(p: &&Placed) -> bool {
+    !p.released && p.age >= ASLEEP_AGE && p.exec + p.wait >= IDLE * p.age
+}
+
 impl Speed {
     /// Whether the placed threads' sleep is the program's (see "Barrier peers are not
     /// sleepers" in the module docs): the placed threads that ran do equal work and are
     /// blocked, on average, no more than a sleeper's `RELEASE_ABOVE`.
     pub(super) fn sleep_shared_now(&self) -> bool {
-        let ran =
-            |p: &&Placed| !p.released && p.age >= ASLEEP_AGE && p.exec + p.wait >= IDLE * p.age;
         let (mut sum, mut n) = (0.0, 0u32);
         for p in self.placed.iter().filter(ran) {
             sum += p.blocked;
             n += 1;
         }
-        n >= 2
-            && sum / f64::from(n) <= RELEASE_ABOVE
-            && super::fine::equal_work(self.placed.iter().filter(ran).map(|p| p.work))
+        n >= 2 && sum / f64::from(n) <= RELEASE_ABOVE && self.equal_work_now()
+    }
+
+    /// Whether the placed threads that ran do equal work (`fine::equal_work`): barrier
+    /// peers, as far as their CPU shares tell.
+    pub(super) fn equal_work_now(&self) -> bool {
+        super::fine::equal_work(self.placed.iter().filter(ran).map(|p| p.work))
     }
 
     /// The spread of the duty cycles (max − min) and of the CPU shares (1 − min/max) of

@@ -2,7 +2,9 @@
 //! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
-use super::{IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp};
+use super::{
+    HELD, IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp,
+};
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
 /// What a round needs to know of a group of cores (see [`Speed::view`]).
@@ -260,8 +262,16 @@ impl Speed {
         let cap = (v.cores / SWAP_SHARE)
             .max(MIN_SWAPS)
             .saturating_mul(self.sparse.periods_per_round());
+        // Heavy threads held back now go first when the threads block and do equal work
+        // (see "Held back now" in the module docs), then the least credited.
+        let blocking = self.phase_ns.is_some() && self.equal_work_now();
+        let held = |i: usize| blocking && self.placed[i].held >= HELD;
         let credit = |i: &usize| self.placed[*i].credit;
-        let up = |a: &usize, b: &usize| credit(a).total_cmp(&credit(b));
+        let up = |a: &usize, b: &usize| {
+            held(*b)
+                .cmp(&held(*a))
+                .then(credit(a).total_cmp(&credit(b)))
+        };
         let down = |a: &usize, b: &usize| credit(b).total_cmp(&credit(a));
         if heavy.len() > cap {
             heavy.select_nth_unstable_by(cap - 1, up);
@@ -288,16 +298,16 @@ impl Speed {
             }
             let any = (first_free < light.len()).then_some(first_free);
             let llc_x = self.queues[self.placed[x].queue].llc;
+            let held_x = blocking && self.placed[x].held >= HELD;
+            let worth = |y: usize| held_x || self.placed[y].credit - self.placed[x].credit > margin;
             let near = (first_free..light.len()).find(|&j| {
-                !used[j]
-                    && self.queues[self.placed[light[j]].queue].llc == llc_x
-                    && self.placed[light[j]].credit - self.placed[x].credit > margin
+                !used[j] && self.queues[self.placed[light[j]].queue].llc == llc_x && worth(light[j])
             });
             let Some(j) = near.or(any) else {
                 break;
             };
             let y = light[j];
-            if self.placed[y].credit - self.placed[x].credit <= margin {
+            if !worth(y) {
                 break;
             }
             used[j] = true;

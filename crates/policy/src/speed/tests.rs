@@ -551,6 +551,60 @@ fn speed_leaves_cores_alone_when_the_fuller_one_is_not_slower() {
     assert_eq!(p.stats.rotating_rounds, 0);
 }
 
+/// Threads 100 and 102 on core 0, 101 on core 1 (round-robin), a round every 10 ms
+/// window, the guard off. For a second they behave as barrier peers (each runs 0.6,
+/// waits 0.2, blocked 0.2: equal work), switching 3 times a window, voluntarily when
+/// `block` and involuntarily (yielding) otherwise. Then 102, ahead by 20 ms of credit,
+/// waits through a whole window while 100, 20 ms behind, runs it. Returns the threads the
+/// next round swaps.
+fn swapped_after_a_held_window(block: bool) -> Vec<i32> {
+    let t = topo(1, 1, 2, 1);
+    let mut s = settings(Some(10));
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let (vol, invol) = if block { (3, 0) } else { (0, 3) };
+    let peers: Vec<Rate> = (0..3).map(|i| (100 + i, 0.6, 0.2, vol, invol)).collect();
+    let mut now = 0.0;
+    for _ in 0..100 {
+        p.decide(&t, &window(now, now + 10.0, &peers));
+        now += 10.0;
+    }
+    for (tid, credit) in [(100, -20e6), (101, 0.0), (102, 20e6)] {
+        let i = p.placed.iter().position(|q| q.key == key(1, tid)).unwrap();
+        p.placed[i].credit = credit;
+    }
+    let held = [
+        (100, 1.0, 0.0, vol, invol),
+        (101, 1.0, 0.0, vol, invol),
+        (102, 0.0, 1.0, vol, invol),
+    ];
+    let plan = p.decide(&t, &window(now, now + 10.0, &held));
+    let mut tids: Vec<i32> = plan
+        .moves
+        .iter()
+        .filter(|m| matches!(m.why, Reason::SpeedRotate { .. }))
+        .map(|m| m.thread.tid.0)
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+#[test]
+fn speed_heavy_thread_held_back_now_swaps_first_when_threads_block() {
+    // After the held window the credits read (decay e^(−10/20) = 0.61, then each thread's
+    // time not held back less the mean, 2/3 of the window): 100 −12.1 + 3.3 = −8.8 ms,
+    // 101 0 + 3.3 = 3.3 ms, 102 12.1 − 6.7 = 5.4 ms. By credit alone 100 (least) swaps with
+    // 101 and 102 stays, waiting on its shared core. With blocking threads 102 waited
+    // through the whole window: held back now, it goes first and swaps with 101 whatever
+    // the credits say ("Held back now" in the module docs).
+    assert_eq!(swapped_after_a_held_window(true), vec![101, 102]);
+    // Yielding threads: a thread that waits on a shared core may be spinning at the
+    // barrier, done; the credits decide, as before.
+    assert_eq!(swapped_after_a_held_window(false), vec![100, 101]);
+}
+
 #[test]
 fn speed_moves_that_do_not_speed_the_thread_up_back_off() {
     // 3 threads on 2 cores; thread 100 runs half the time and waits the other half

@@ -25,6 +25,7 @@ impl Speed {
         // and all late time comes off the blocked averages, which would otherwise hold a
         // thread that shares a core for a sleeper (see `ThreadRates::late`).
         p.last_free = ((1.0 - t.latency).clamp(0.0, 1.0) - t.late_wait) * dt;
+        p.held = t.latency;
         p.exec += t.speed * dt;
         // All the wait the window reported: the room its run time left, and the late wait
         // beyond it (`latency` alone is clamped to the window).
@@ -194,6 +195,7 @@ impl Speed {
                 wait: t.latency * dt,
                 last_free: 0.0,
                 credit: 0.0,
+                held: t.latency,
                 blocked: 0.0,
                 age: 0.0,
                 started: None,
