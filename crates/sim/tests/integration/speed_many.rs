@@ -50,6 +50,18 @@ fn line(r: &threadbalance_sim::RunResult, what: &str) -> String {
         .unwrap()
 }
 
+/// Asserts that `speed` (the policy at `i` of `c`) reached at least `at_least` of the
+/// fair share, a run of `fair_s` seconds; `what` names the case.
+fn assert_share(c: &Comparison, i: usize, fair_s: f64, at_least: f64, what: &str) {
+    let share = fair_s / c.results[i].runtime_s;
+    assert!(
+        share >= at_least,
+        "{what}: {:.1} % of the fair share\n{}",
+        100.0 * share,
+        c.to_table()
+    );
+}
+
 fn ep(wait: &str, work_ms: u64) -> String {
     format!("ep-barrier:phase_ms=10,wait={wait},work_ms={work_ms}")
 }
@@ -119,15 +131,9 @@ fn speed_many_ten_ms_phases_reach_ninety_percent_of_the_fair_share() {
     for n in [17, 20, 24] {
         for wait in ["yield", "block"] {
             let c = run(&ep(wait, 400), n, &["speed"]);
-            let speed = &c.results[0];
-            assert!(speed.finished);
+            assert!(c.results[0].finished);
             let fair = 0.4 * n as f64 / 16.0;
-            assert!(
-                fair / speed.runtime_s >= 0.9,
-                "N = {n}, {wait}: {:.1} % of the fair share\n{}",
-                100.0 * fair / speed.runtime_s,
-                c.to_table()
-            );
+            assert_share(&c, 0, fair, 0.9, &format!("N = {n}, {wait}"));
         }
     }
 }
@@ -282,13 +288,7 @@ fn speed_many_short_blocking_phases_keep_barrier_peers_placed() {
         "{}",
         c.to_table()
     );
-    let fair = 0.5 * 24.0 / 16.0;
-    assert!(
-        fair / speed.runtime_s >= 0.8,
-        "{:.1} % of the fair share\n{}",
-        100.0 * fair / speed.runtime_s,
-        c.to_table()
-    );
+    assert_share(&c, 1, 0.5 * 24.0 / 16.0, 0.8, "24 threads, 3 ms");
     assert!(speed.runtime_s * 1.1 <= none.runtime_s, "{}", c.to_table());
 }
 
@@ -325,11 +325,5 @@ fn speed_many_short_blocking_phases_move_the_thread_held_back_now() {
         "{long} of {} phases took 5.7 ms or more",
         last.len()
     );
-    let fair = 0.5 * 20.0 / 16.0;
-    assert!(
-        fair / speed.runtime_s >= 0.81,
-        "{:.1} % of the fair share\n{}",
-        100.0 * fair / speed.runtime_s,
-        c.to_table()
-    );
+    assert_share(&c, 1, 0.5 * 20.0 / 16.0, 0.81, "20 threads, 3 ms");
 }
