@@ -38,9 +38,9 @@
 //! 5. otherwise pairs the heavy cores' threads, least credit first, with the light cores'
 //!    threads, most credit first, and swaps each pair while the light thread is ahead:
 //!    y − x > 0. When the threads block (the synchronization signals give a phase) and do
-//!    equal work (barrier peers), a heavy core's thread *held back now* (it waited for its CPU through at least half of
-//!    the last window) comes first and swaps whatever the credits say (see "Held back
-//!    now" below). Counts never change. At
+//!    equal work (barrier peers), a heavy core's thread *held back now* (it waited for
+//!    its CPU through at least half of the last window) comes first and swaps whatever
+//!    the credits say (see "Held back now" below). Counts never change. At
 //!    most a quarter of the node's cores (at least 8) swap per round, the best pairs
 //!    first: with 24 threads on 16 cores every one of the eight heavy cores hands a thread
 //!    over each round. A round that comes k periods late (a live loop held to its CPU
