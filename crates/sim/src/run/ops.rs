@@ -453,18 +453,26 @@ mod tests {
         assert_eq!(order, want);
     }
 
+    /// A simulation (seed 1) of `app` alone on the machine `spec`.
+    fn sim_of(spec: &str, app: crate::workload::App) -> Sim {
+        let m = crate::machine::machine(spec, None).unwrap();
+        let w = crate::workload::Workload {
+            name: app.name.clone(),
+            description: String::new(),
+            apps: vec![app],
+        };
+        Sim::new(&m, &w, &RunOptions::new(1))
+    }
+
     #[test]
     fn spawned_threads_start_with_the_first_threads_mask() {
         // Three spinners on 4 CPUs, spawned 20 µs apart. The first is confined to CPU 2
         // before the others exist: they start with its mask, on CPU 2 (`clone` copies
         // `cpus_mask`), as a program's workers do on Linux.
-        let m = crate::machine::machine("package:1 core:4 pu:1", None).unwrap();
-        let w = crate::workload::Workload {
-            name: "spin".into(),
-            description: String::new(),
-            apps: vec![crate::workload::spinners(3, 10_000_000)],
-        };
-        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        let mut sim = sim_of(
+            "package:1 core:4 pu:1",
+            crate::workload::spinners(3, 10_000_000),
+        );
         sim.run_until(Nanos(10_000));
         let first = ThreadIdx(0);
         assert_eq!(sim.th[1].st, St::New, "the second is not spawned yet");
@@ -482,13 +490,7 @@ mod tests {
     fn ticket_loops_hand_out_every_ticket_once_per_loop() {
         // bodytrack with 4 workers, 2 frames: each loop takes all its tickets, plus one
         // empty take per worker that ends it.
-        let m = crate::machine::machine("opteron6272-4x16", None).unwrap();
-        let w = crate::workload::Workload {
-            name: "bodytrack".into(),
-            description: String::new(),
-            apps: vec![crate::workload::bodytrack(4, 2)],
-        };
-        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        let mut sim = sim_of("opteron6272-4x16", crate::workload::bodytrack(4, 2));
         sim.run_until(Nanos::from_secs(120));
         assert!(sim.finished());
         assert_eq!(sim.locks[0].acquisitions, 2 * 12 * (60 + 4));
