@@ -8,6 +8,7 @@
 //!  matrix    workload spmd, N ∈ {M, M+1, 1.25M, 1.5M, 2M} (rounded, deduplicated)
 //!            × barrier {yield, block} × phase {10, 100 ms}
 //!  openmp    bench/omp_stencil.c (2-D Jacobi, a barrier per sweep, libgomp), N ∈ {M, M+1, 1.5M}
+//!            × sweep {one pass (a fraction of a ms), 10 ms, 100 ms}
 //!  figure 3  workload spmd with a fixed T threads confined to k CPUs, as a container's
 //!            cpuset would (the speed balancing paper's Figure 3):
 //!            M ≥ 16: T = 16, k = 9…16;  M < 16: T = M + 1, k = 1…M
@@ -127,8 +128,12 @@ pub struct Cell {
     pub cpus: usize,
     /// `yield` or `block` (`workload spmd`), `libgomp` for the OpenMP program.
     pub barrier: &'static str,
-    /// Compute per phase and thread in ms; for the OpenMP program, one sweep's (measured).
+    /// Compute per phase and thread in ms; for the OpenMP program, one sweep's (measured
+    /// once the program is sized; until then the sweep asked for, 0 for one pass).
     pub phase_ms: f64,
+    /// The OpenMP program's passes a sweep, once sized (`None` for the other programs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
 }
 
 impl Cell {
@@ -212,9 +217,12 @@ const PHASES_MS: [f64; 2] = [10.0, 100.0];
 const BARRIERS: [&str; 2] = ["yield", "block"];
 /// Figure 3's phase, in ms.
 const FIGURE3_PHASE_MS: f64 = 100.0;
+/// The OpenMP program's sweeps, in ms: one pass (0: a fraction of a millisecond, the
+/// program's finest grain), then the matrix's phases.
+const OPENMP_SWEEPS_MS: [f64; 3] = [0.0, 10.0, 100.0];
 
-/// Every cell on M CPUs, in the order they run. The OpenMP cells are listed with their
-/// phase unknown (0); it is measured when the program is built.
+/// Every cell on M CPUs, in the order they run. The OpenMP cells are listed with the sweep
+/// they ask for (0 for one pass); it is measured when the program is built.
 pub fn plan(m: usize, quick: bool) -> Vec<Cell> {
     let mut cells = Vec::new();
     let ns: Vec<usize> = if quick {
@@ -232,23 +240,27 @@ pub fn plan(m: usize, quick: bool) -> Vec<Cell> {
                     cpus: m,
                     barrier,
                     phase_ms,
+                    passes: None,
                 });
             }
         }
     }
-    let omp: Vec<usize> = if quick {
-        vec![m + 1]
+    let (omp, sweeps): (Vec<usize>, &[f64]) = if quick {
+        (vec![m + 1], &OPENMP_SWEEPS_MS[..2])
     } else {
-        openmp_thread_counts(m)
+        (openmp_thread_counts(m), &OPENMP_SWEEPS_MS)
     };
-    for n in omp {
-        cells.push(Cell {
-            group: Group::Openmp,
-            threads: n,
-            cpus: m,
-            barrier: "libgomp",
-            phase_ms: 0.0,
-        });
+    for &phase_ms in sweeps {
+        for &n in &omp {
+            cells.push(Cell {
+                group: Group::Openmp,
+                threads: n,
+                cpus: m,
+                barrier: "libgomp",
+                phase_ms,
+                passes: None,
+            });
+        }
     }
     let (t, mut ks) = figure3(m);
     if quick && ks.len() > 2 {
@@ -261,6 +273,7 @@ pub fn plan(m: usize, quick: bool) -> Vec<Cell> {
             cpus: k,
             barrier: "yield",
             phase_ms: FIGURE3_PHASE_MS,
+            passes: None,
         });
     }
     cells
@@ -363,13 +376,15 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let mut cells = plan(m, quick);
     let stencil = omp::Stencil::build();
     let openmp = match &stencil {
-        Ok(s) => s.size(work_ms).map_err(|e| format!("{e:#}")),
+        Ok(s) => s.size().map_err(|e| format!("{e:#}")),
         Err(why) => Err(why.clone()),
     };
     match &openmp {
         Ok(sizing) => {
             for c in cells.iter_mut().filter(|c| c.group == Group::Openmp) {
-                c.phase_ms = sizing.sweep_ms;
+                let passes = sizing.passes_for((c.phase_ms > 0.0).then_some(c.phase_ms));
+                c.phase_ms = sizing.sweep_ms(passes);
+                c.passes = Some(passes);
             }
         }
         Err(why) => {
@@ -400,7 +415,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         let cpus: CpuSet = allowed.iter().take(cell.cpus).copied().collect();
         let (command, env) = match (cell.group, &stencil, &openmp) {
             (Group::Openmp, Ok(s), Ok(sizing)) => (
-                s.command(sizing, m),
+                s.command(sizing, m, cell.passes.unwrap_or(1), work_ms),
                 vec![("OMP_NUM_THREADS".to_string(), cell.threads.to_string())],
             ),
             _ => (spmd_command(&exe, &cell, work_ms), Vec::new()),
@@ -570,8 +585,8 @@ pub fn to_table(r: &BenchReport) -> String {
         (Some(o), _) => {
             let _ = writeln!(
                 s,
-                "omp-stencil: {} rows × {} columns per thread, {} sweeps, one sweep ≈ {:.2} ms of one thread",
-                o.rows_per_thread, o.cols, o.sweeps, o.sweep_ms
+                "omp-stencil: {} rows × {} columns per thread, one pass ≈ {:.2} ms of one thread; a barrier after each sweep of one pass, or of as many as make 10 or 100 ms",
+                o.rows_per_thread, o.cols, o.pass_ms
             );
         }
         (None, why) => {
@@ -671,11 +686,11 @@ mod tests {
     #[test]
     fn plan_on_2_cpus_has_every_cell_once() {
         let cells = plan(2, false);
-        // 3 thread counts × 2 barriers × 2 phases + 2 OpenMP + 2 Figure 3 = 16.
-        assert_eq!(cells.len(), 16);
+        // 3 thread counts × 2 barriers × 2 phases + 2 OpenMP × 3 sweeps + 2 Figure 3 = 20.
+        assert_eq!(cells.len(), 20);
         let count = |g: Group| cells.iter().filter(|c| c.group == g).count();
         assert_eq!(count(Group::Matrix), 12);
-        assert_eq!(count(Group::Openmp), 2);
+        assert_eq!(count(Group::Openmp), 6);
         assert_eq!(count(Group::Figure3), 2);
         for (i, a) in cells.iter().enumerate() {
             assert!(!cells[i + 1..].contains(a), "{a:?} twice");
@@ -691,8 +706,20 @@ mod tests {
     #[test]
     fn plan_on_16_cpus_has_the_issue_matrix() {
         let cells = plan(16, false);
-        // 5 × 2 × 2 + 3 + 8 = 31.
-        assert_eq!(cells.len(), 31);
+        // 5 × 2 × 2 + 3 × 3 + 8 = 37.
+        assert_eq!(cells.len(), 37);
+        let omp: Vec<(usize, f64)> = cells
+            .iter()
+            .filter(|c| c.group == Group::Openmp)
+            .map(|c| (c.threads, c.phase_ms))
+            .collect();
+        assert_eq!(
+            omp,
+            [0.0, 10.0, 100.0]
+                .iter()
+                .flat_map(|&s| [(16, s), (17, s), (24, s)])
+                .collect::<Vec<_>>()
+        );
         let fig3: Vec<usize> = cells
             .iter()
             .filter(|c| c.group == Group::Figure3)
@@ -704,8 +731,9 @@ mod tests {
     #[test]
     fn plan_quick_keeps_m_and_m_plus_1_at_10_ms() {
         let cells = plan(16, true);
-        // 2 thread counts × 2 barriers + 1 OpenMP + 2 Figure 3 (k = 9 and 16) = 7.
-        assert_eq!(cells.len(), 7);
+        // 2 thread counts × 2 barriers + 2 OpenMP (M + 1, one pass and 10 ms) + 2 Figure 3
+        // (k = 9 and 16) = 8.
+        assert_eq!(cells.len(), 8);
         assert!(cells.iter().all(|c| c.group != Group::Matrix
             || (c.phase_ms == 10.0 && (c.threads == 16 || c.threads == 17))));
         let fig3: Vec<usize> = cells

@@ -3,10 +3,17 @@
 //!
 //! ```text
 //!  source (embedded in this binary) ─► temp dir ─► cc -O2 -fopenmp ─► omp_stencil
-//!  size:  OMP_NUM_THREADS=1 omp_stencil R C 50  ─► one sweep's CPU time s
-//!         sweeps = work_ms / s, so each thread computes about as long as in `spmd`
-//!  cell:  OMP_NUM_THREADS=N omp_stencil R C sweeps M   (one JSON score line, as `workload`)
+//!  size:  OMP_NUM_THREADS=1 omp_stencil R C 50  ─► one pass's CPU time p
+//!  cell:  a sweep of P passes: P = 1, or round(S / p) for sweeps of S ms (10, 100)
+//!         sweeps = work_ms / (P · p), so each thread computes about as long as in `spmd`
+//!         OMP_NUM_THREADS=N omp_stencil R C sweeps M P   (one JSON score line, as `workload`)
 //! ```
+//!
+//! A pass over a thread's block takes a fraction of a millisecond (2 MiB a thread), a
+//! fine-grained OpenMP loop. The cells of 10 and 100 ms sweeps are the same program with
+//! more passes between two barriers (the C file's header: a block-Jacobi scheme that
+//! exchanges edge rows at each barrier), so that the OpenMP program meets the matrix's
+//! phase lengths without a larger grid.
 //!
 //! The program's fair share is `max(busiest thread's work, all work / M)`, the work being
 //! each thread's measured CPU time inside its sweeps (barrier waits left out); the C
@@ -25,7 +32,7 @@ const SOURCE: &str = include_str!("../../../../bench/omp_stencil.c");
 pub const ROWS_PER_THREAD: u32 = 128;
 /// Columns of the grid.
 pub const COLS: u32 = 1024;
-/// Sweeps of the sizing run.
+/// Passes of the sizing run (one pass a sweep).
 const SIZING_SWEEPS: u32 = 50;
 
 /// How the OpenMP cells are sized.
@@ -35,10 +42,32 @@ pub struct Sizing {
     pub rows_per_thread: u32,
     /// Columns.
     pub cols: u32,
-    /// Sweeps of every run.
-    pub sweeps: u32,
-    /// One sweep of one thread's rows, in ms of CPU time, measured alone.
-    pub sweep_ms: f64,
+    /// One pass over one thread's rows, in ms of CPU time, measured alone.
+    pub pass_ms: f64,
+}
+
+impl Sizing {
+    /// Passes in a sweep of about `sweep_ms` (`None`: one pass, the program's finest
+    /// grain); at least one.
+    pub fn passes_for(&self, sweep_ms: Option<f64>) -> u32 {
+        sweep_ms.map_or(1, |ms| {
+            (ms / self.pass_ms.max(1e-6))
+                .round()
+                .clamp(1.0, f64::from(u32::MAX)) as u32
+        })
+    }
+
+    /// One sweep of `passes` passes, in ms of one thread's CPU time.
+    pub fn sweep_ms(&self, passes: u32) -> f64 {
+        f64::from(passes) * self.pass_ms
+    }
+
+    /// Sweeps of `passes` passes for `work_ms` of compute per thread: at least one, and
+    /// at least ten passes in all.
+    pub fn sweeps(&self, work_ms: u64, passes: u32) -> u32 {
+        let fewest = MIN_PASSES.div_ceil(passes.max(1)).max(1);
+        sweeps_for(work_ms, self.sweep_ms(passes)).max(fewest)
+    }
 }
 
 /// The program, built into a directory of its own (removed when dropped).
@@ -78,9 +107,8 @@ impl Stencil {
         Ok(stencil)
     }
 
-    /// Measures one sweep alone and sizes the runs so that each thread computes about
-    /// `work_ms`.
-    pub fn size(&self, work_ms: u64) -> Result<Sizing> {
+    /// Measures one pass alone.
+    pub fn size(&self) -> Result<Sizing> {
         let out = Command::new(&self.exe)
             .env("OMP_NUM_THREADS", "1")
             .args([
@@ -95,30 +123,34 @@ impl Stencil {
         }
         let work_s = score_field(&String::from_utf8_lossy(&out.stdout), "work_s")
             .context("reading the OpenMP program's score")?;
-        let sweep_ms = (work_s * 1e3 / f64::from(SIZING_SWEEPS)).max(1e-3);
+        let pass_ms = (work_s * 1e3 / f64::from(SIZING_SWEEPS)).max(1e-3);
         Ok(Sizing {
             rows_per_thread: ROWS_PER_THREAD,
             cols: COLS,
-            sweeps: sweeps_for(work_ms, sweep_ms),
-            sweep_ms,
+            pass_ms,
         })
     }
 
-    /// The command of one run on `cores` CPUs (threads come from `OMP_NUM_THREADS`).
-    pub fn command(&self, s: &Sizing, cores: usize) -> Vec<String> {
+    /// The command of one run on `cores` CPUs, sweeps of `passes` passes and `work_ms` of
+    /// compute per thread (threads come from `OMP_NUM_THREADS`).
+    pub fn command(&self, s: &Sizing, cores: usize, passes: u32, work_ms: u64) -> Vec<String> {
         vec![
             self.exe.to_string_lossy().to_string(),
             s.rows_per_thread.to_string(),
             s.cols.to_string(),
-            s.sweeps.to_string(),
+            s.sweeps(work_ms, passes).to_string(),
             cores.to_string(),
+            passes.to_string(),
         ]
     }
 }
 
-/// Sweeps for `work_ms` of compute per thread when one sweep costs `sweep_ms`: at least 10.
+/// The fewest passes a run makes, however little work it is given.
+const MIN_PASSES: u32 = 10;
+
+/// Sweeps for `work_ms` of compute per thread when one sweep costs `sweep_ms`, rounded.
 fn sweeps_for(work_ms: u64, sweep_ms: f64) -> u32 {
-    ((work_ms as f64 / sweep_ms).round() as u32).max(10)
+    (work_ms as f64 / sweep_ms).round() as u32
 }
 
 /// A number field of the last JSON line of `stdout`.
@@ -135,11 +167,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sweeps_cover_the_work_and_never_fall_below_ten() {
-        // 1000 ms of work at 0.25 ms a sweep: 4000 sweeps.
-        assert_eq!(sweeps_for(1000, 0.25), 4000);
-        // 1 ms of work at 0.25 ms a sweep would be 4 sweeps: at least 10.
-        assert_eq!(sweeps_for(1, 0.25), 10);
+    fn passes_make_a_sweep_of_the_asked_length_and_sweeps_the_work() {
+        let s = Sizing {
+            rows_per_thread: ROWS_PER_THREAD,
+            cols: COLS,
+            pass_ms: 0.13,
+        };
+        // One pass, or as many as make 10 ms (76.9 → 77) and 100 ms (769.2 → 769).
+        assert_eq!(s.passes_for(None), 1);
+        assert_eq!(s.passes_for(Some(10.0)), 77);
+        assert_eq!(s.passes_for(Some(100.0)), 769);
+        // A sweep shorter than a pass is still one pass.
+        assert_eq!(s.passes_for(Some(0.01)), 1);
+        assert!((s.sweep_ms(77) - 10.01).abs() < 1e-9);
+        // 1000 ms of work: 7692 sweeps of one pass, 100 of 77 (999.7 ms), 10 of 769.
+        assert_eq!(s.sweeps(1000, 1), 7692);
+        assert_eq!(s.sweeps(1000, 77), 100);
+        assert_eq!(s.sweeps(1000, 769), 10);
+        // Too little work for ten passes: ten passes, in as few sweeps as hold them.
+        assert_eq!(s.sweeps(1, 1), 10);
+        assert_eq!(s.sweeps(1, 4), 3);
+        // 40 ms of work in 100 ms sweeps: one sweep (769 passes), as `spmd` makes one
+        // phase of 100 ms.
+        assert_eq!(s.sweeps(40, 769), 1);
     }
 
     #[test]

@@ -123,11 +123,13 @@ pub fn workload_spec(cell: &Cell, work_ms: u64, omp: Option<&Sizing>) -> Option<
         Group::Openmp => omp.map(|s| {
             // Two grids of 8-byte cells per thread.
             let footprint_kb = u64::from(s.rows_per_thread) * u64::from(s.cols) * 16 / 1024;
-            let work_ms = f64::from(s.sweeps) * s.sweep_ms;
+            let passes = cell.passes.unwrap_or(1);
+            let sweep_ms = s.sweep_ms(passes);
+            let work_ms = f64::from(s.sweeps(work_ms, passes)) * sweep_ms;
             (
                 format!(
                     "omp-stencil:sweep_us={:.3},work_ms={work_ms:.3},footprint_kb={footprint_kb}",
-                    s.sweep_ms * 1e3
+                    sweep_ms * 1e3
                 ),
                 work_ms / 1e3,
             )
@@ -317,6 +319,7 @@ mod tests {
             cpus,
             barrier,
             phase_ms: phase,
+            passes: None,
         }
     }
 
@@ -350,21 +353,29 @@ mod tests {
             workload_spec(&f, 260, None),
             Some(("ep-barrier:phase_ms=100,wait=yield,work_ms=300".into(), 0.3))
         );
-        let o = cell(Group::Openmp, 3, 2, "libgomp", 0.13);
+        let mut o = cell(Group::Openmp, 3, 2, "libgomp", 0.134);
+        o.passes = Some(1);
         assert_eq!(workload_spec(&o, 1000, None), None);
         let sizing = Sizing {
             rows_per_thread: 128,
             cols: 1024,
-            sweeps: 7445,
-            sweep_ms: 0.134,
+            pass_ms: 0.134,
         };
-        // 128 × 1024 cells × 2 grids × 8 bytes = 2048 KiB; 7445 sweeps of 134 µs.
+        // 128 × 1024 cells × 2 grids × 8 bytes = 2048 KiB; 7463 sweeps of 134 µs.
         let (spec, work_s) = workload_spec(&o, 1000, Some(&sizing)).unwrap();
         assert_eq!(
             spec,
-            "omp-stencil:sweep_us=134.000,work_ms=997.630,footprint_kb=2048"
+            "omp-stencil:sweep_us=134.000,work_ms=1000.042,footprint_kb=2048"
         );
-        assert!((work_s - 0.99763).abs() < 1e-9);
+        assert!((work_s - 1.000042).abs() < 1e-9);
+        // Sweeps of 75 passes (10.05 ms): 100 of them.
+        o.passes = Some(75);
+        let (spec, work_s) = workload_spec(&o, 1000, Some(&sizing)).unwrap();
+        assert_eq!(
+            spec,
+            "omp-stencil:sweep_us=10050.000,work_ms=1005.000,footprint_kb=2048"
+        );
+        assert!((work_s - 1.005).abs() < 1e-9);
     }
 
     #[test]

@@ -88,11 +88,24 @@ fn bench_quick_tiny_matrix_prints_a_row_per_cell_writes_json_and_restores_the_ma
             (m64 + 1, "block".to_string()),
         ]
     );
-    // The OpenMP program at M + 1 (.ci/run installs the compiler it needs).
+    // The OpenMP program at M + 1 (.ci/run installs the compiler it needs): sweeps of one
+    // pass, then of as many passes as make 10 ms.
     assert!(v["openmp_left_out"].is_null(), "{}", v["openmp_left_out"]);
     let omp: Vec<_> = group("openmp").collect();
-    assert_eq!(omp.len(), 1);
-    assert_eq!(omp[0]["cell"]["threads"], m64 + 1);
+    assert_eq!(omp.len(), 2);
+    let pass_ms = v["openmp"]["pass_ms"].as_f64().unwrap();
+    assert!(pass_ms > 0.0, "{}", v["openmp"]);
+    for (c, asked) in omp.iter().zip([None, Some(10.0)]) {
+        assert_eq!(c["cell"]["threads"], m64 + 1);
+        let passes = c["cell"]["passes"].as_u64().unwrap();
+        let sweep = c["cell"]["phase_ms"].as_f64().unwrap();
+        assert!((sweep - passes as f64 * pass_ms).abs() < 1e-9, "{c}");
+        match asked {
+            None => assert_eq!(passes, 1),
+            // Within half a pass of 10 ms.
+            Some(ms) => assert!((sweep - ms).abs() <= pass_ms / 2.0 + 1e-9, "{c}"),
+        }
+    }
     // Figure 3: a fixed T on the smallest and the largest k (one cell if they coincide).
     let (t, ks) = if m >= 16 {
         (16, vec![9, 16])
@@ -239,6 +252,7 @@ fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
     assert_eq!(s["threads"], 3);
     assert_eq!(s["cores"], 2);
     assert_eq!(s["sweeps"], 20);
+    assert_eq!(s["passes"], 1);
     let (wall, work, fair, pct) = (
         s["wall_s"].as_f64().unwrap(),
         s["work_s"].as_f64().unwrap(),
@@ -271,6 +285,42 @@ fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
         "2",
     ]);
     assert_eq!(score(&managed)["checksum"], s["checksum"]);
+    // Sweeps of several passes exchange edge rows at each barrier (block Jacobi): one
+    // thread has no neighbours, so 4 sweeps of 5 passes are 20 passes of plain Jacobi.
+    let one = |threads: &str, args: &[&str]| {
+        score(
+            &Command::new(&exe)
+                .env("OMP_NUM_THREADS", threads)
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let plain = one("1", &["8", "64", "20", "2"]);
+    let blocked = one("1", &["8", "64", "4", "2", "5"]);
+    assert_eq!(blocked["passes"], 5);
+    assert_eq!(blocked["checksum"], plain["checksum"]);
+    // With three threads the halos are a sweep old: another answer, the same wherever the
+    // threads ran.
+    let three = one("3", &["8", "64", "4", "2", "5"]);
+    assert_ne!(three["checksum"], s["checksum"]);
+    let managed = run(&[
+        "run",
+        "--policy",
+        "speed",
+        "--level",
+        "core",
+        "--",
+        "env",
+        "OMP_NUM_THREADS=3",
+        exe.to_str().unwrap(),
+        "8",
+        "64",
+        "4",
+        "2",
+        "5",
+    ]);
+    assert_eq!(score(&managed)["checksum"], three["checksum"]);
     // A bad argument: one line, exit 2.
     let bad = Command::new(&exe).arg("zero").output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
