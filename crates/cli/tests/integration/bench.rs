@@ -269,22 +269,22 @@ fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
         "{s}"
     );
     // The answer does not depend on where the threads ran: the same under `run`.
-    let managed = run(&[
-        "run",
-        "--policy",
-        "speed",
-        "--level",
-        "core",
-        "--",
-        "env",
-        "OMP_NUM_THREADS=3",
-        exe.to_str().unwrap(),
-        "8",
-        "64",
-        "20",
-        "2",
-    ]);
-    assert_eq!(score(&managed)["checksum"], s["checksum"]);
+    let managed = |args: &[&str]| {
+        let mut argv = vec![
+            "run",
+            "--policy",
+            "speed",
+            "--level",
+            "core",
+            "--",
+            "env",
+            "OMP_NUM_THREADS=3",
+            exe.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(args);
+        score(&run(&argv))
+    };
+    assert_eq!(managed(&["8", "64", "20", "2"])["checksum"], s["checksum"]);
     // Sweeps of several passes exchange edge rows at each barrier (block Jacobi): one
     // thread has no neighbours, so 4 sweeps of 5 passes are 20 passes of plain Jacobi.
     let one = |threads: &str, args: &[&str]| {
@@ -304,23 +304,10 @@ fn bench_omp_stencil_builds_and_prints_the_score_compare_reads() {
     // threads ran.
     let three = one("3", &["8", "64", "4", "2", "5"]);
     assert_ne!(three["checksum"], s["checksum"]);
-    let managed = run(&[
-        "run",
-        "--policy",
-        "speed",
-        "--level",
-        "core",
-        "--",
-        "env",
-        "OMP_NUM_THREADS=3",
-        exe.to_str().unwrap(),
-        "8",
-        "64",
-        "4",
-        "2",
-        "5",
-    ]);
-    assert_eq!(score(&managed)["checksum"], three["checksum"]);
+    assert_eq!(
+        managed(&["8", "64", "4", "2", "5"])["checksum"],
+        three["checksum"]
+    );
     // A bad argument: one line, exit 2.
     let bad = Command::new(&exe).arg("zero").output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
