@@ -32,8 +32,8 @@ const SOURCE: &str = include_str!("../../../../bench/omp_stencil.c");
 pub const ROWS_PER_THREAD: u32 = 128;
 /// Columns of the grid.
 pub const COLS: u32 = 1024;
-/// Passes of the sizing run (one pass a sweep).
-const SIZING_SWEEPS: u32 = 50;
+/// Passes of the sizing run (sweeps of one pass).
+const SIZING_PASSES: u32 = 50;
 
 /// How the OpenMP cells are sized.
 #[derive(Debug, Clone, Serialize)]
@@ -114,7 +114,7 @@ impl Stencil {
             .args([
                 ROWS_PER_THREAD.to_string(),
                 COLS.to_string(),
-                SIZING_SWEEPS.to_string(),
+                SIZING_PASSES.to_string(),
             ])
             .output()
             .context("running the OpenMP program alone")?;
@@ -123,7 +123,7 @@ impl Stencil {
         }
         let work_s = score_field(&String::from_utf8_lossy(&out.stdout), "work_s")
             .context("reading the OpenMP program's score")?;
-        let pass_ms = (work_s * 1e3 / f64::from(SIZING_SWEEPS)).max(1e-3);
+        let pass_ms = (work_s * 1e3 / f64::from(SIZING_PASSES)).max(1e-3);
         Ok(Sizing {
             rows_per_thread: ROWS_PER_THREAD,
             cols: COLS,
