@@ -477,3 +477,59 @@ fn procfs_sampler_lists_again_when_the_task_count_changes() {
     assert_eq!(tids(&snap), [103]);
     assert_eq!(s.tracked_threads(), 1);
 }
+
+/// A run-time source that answers for every thread, with the same counts each time.
+#[derive(Debug)]
+struct AnswersAll;
+
+impl threadbalance_linux::runcount::RunCounters for AnswersAll {
+    fn name(&self) -> &'static str {
+        "answers for all"
+    }
+    fn refresh(&mut self, _pids: &[Pid]) -> Result<bool, LinuxError> {
+        Ok(false)
+    }
+    fn get(&self, _tid: Tid) -> Option<threadbalance_linux::runcount::Counted> {
+        Some(threadbalance_linux::runcount::Counted {
+            sched: threadbalance_linux::parse::SchedStat {
+                run: Nanos(7),
+                wait: Nanos(1),
+                timeslices: 2,
+            },
+            last_cpu: threadbalance_model::CpuId(0),
+            state: ThreadState::Running,
+            voluntary: 0,
+            involuntary: 0,
+        })
+    }
+    fn seed(&mut self, _tid: Tid, _sample: &threadbalance_model::Sample) {}
+    fn forget(&mut self, _tid: Tid) {}
+}
+
+#[test]
+fn procfs_sampler_vouches_for_a_counted_thread_by_its_kept_schedstat() {
+    // A move checks twice that the tid still names the thread it sampled. For a thread the
+    // counters answer for, `schedstat` is never read for its counts, but it is opened when
+    // the thread is first seen, so that check reads it rather than `stat`.
+    let dir = tree_without_children_files();
+    let mut cfg = SamplerConfig::new(FACTS);
+    cfg.memory_every = None;
+    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
+    s.set_counters(Box::new(AnswersAll));
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    assert_eq!(s.counted_threads(), 1);
+    // The counts are the counters', not `schedstat`'s ("1 2 3").
+    assert_eq!(
+        (snap.threads[0].run, snap.threads[0].timeslices),
+        (Nanos(7), 2)
+    );
+    let start = snap.threads[0].key.start_time;
+    assert_eq!(s.kept_start_time(Pid(103), Tid(103)), Some(start));
+    // `stat` now reads empty: the kept `schedstat` still vouches for the thread.
+    write(dir.path(), "proc/103/task/103/stat", "");
+    assert_eq!(s.kept_start_time(Pid(103), Tid(103)), Some(start));
+    // With `schedstat` empty too, nothing does: the caller reads `/proc` by path.
+    write(dir.path(), "proc/103/task/103/schedstat", "");
+    assert_eq!(s.kept_start_time(Pid(103), Tid(103)), None);
+}
