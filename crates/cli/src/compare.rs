@@ -252,6 +252,9 @@ fn stdout_reserved(args: &CompareArgs) -> bool {
 fn run_args(args: &CompareArgs, policy: PolicyKind) -> Vec<String> {
     let mut v = vec!["--policy".to_string(), policy.name().to_string()];
     v.extend(args.settings.child_args());
+    if let Some(share) = args.opts.cpu_budget {
+        v.extend(["--cpu-budget".to_string(), format!("{}", share * 100.0)]);
+    }
     v
 }
 
@@ -626,5 +629,33 @@ fn verdict(c: &Comparison) -> String {
             "verdict: no clear difference on this machine ({} median ratio {:.3}, pairs on both sides of 1): Linux alone is as good here",
             other.policy, ratio.median
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CompareArgs, PolicyKind, run_args};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: CompareArgs,
+    }
+
+    #[test]
+    fn compare_gives_every_run_its_cpu_budget() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["compare", "--policies", "none,speed"];
+            argv.extend_from_slice(extra);
+            argv.extend_from_slice(&["--", "true"]);
+            Cli::try_parse_from(argv).unwrap().args
+        };
+        let with = run_args(&parse(&["--cpu-budget", "2.5"]), PolicyKind::Speed);
+        let i = with.iter().position(|a| a == "--cpu-budget").unwrap();
+        assert_eq!(with[i + 1].parse::<f64>().ok(), Some(2.5));
+        let without = run_args(&parse(&[]), PolicyKind::Speed);
+        assert!(!without.iter().any(|a| a == "--cpu-budget"), "{without:?}");
+        assert!(Cli::try_parse_from(["compare", "--cpu-budget", "0", "--", "true"]).is_err());
     }
 }

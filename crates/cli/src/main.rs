@@ -124,6 +124,11 @@ pub struct ManageArgs {
     /// Print each decision the policy explains, as it happens.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Hold the tool's whole CPU time, moves included, to PCT % of one core (0.1–100)
+    /// [default: its ticks to 0.8 %, moves not charged: under a rotation they can cost
+    /// several times that].
+    #[arg(long, value_name = "PCT", value_parser = cpu_budget)]
+    pub cpu_budget: Option<f64>,
     /// Directory of journals and locks [default: /run/threadbalance for root,
     /// $XDG_RUNTIME_DIR/threadbalance otherwise].
     #[arg(long, value_name = "DIR")]
@@ -131,6 +136,15 @@ pub struct ManageArgs {
     /// For tests of crash recovery: panic after this many ticks.
     #[arg(long, hide = true, value_name = "TICKS")]
     pub fault_panic_after: Option<u64>,
+}
+
+/// `--cpu-budget PCT` as a share of one core.
+pub(crate) fn cpu_budget(s: &str) -> std::result::Result<f64, String> {
+    let pct: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected 0.1 to 100 (% of one core)"))?;
+    threadbalance_model::pace::cpu_budget_from_pct(pct)
 }
 
 #[derive(Debug, Args)]

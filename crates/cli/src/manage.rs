@@ -319,6 +319,9 @@ fn manage(
     args: &ManageArgs,
     forward: bool,
 ) -> (Summary, Result<Option<i32>>) {
+    if let Some(share) = args.cpu_budget {
+        host.set_cpu_budget(share);
+    }
     let mut summary = Summary::new(
         p.kind,
         p.kind_default,
@@ -327,6 +330,7 @@ fn manage(
         args.settings.dry_run,
         host.now(),
     );
+    summary.set_budget(host.cpu_budget());
     if args.report.is_some() {
         summary.trace = Some(crate::trace::RunTrace::new(&p.topo, p.level, host.now()));
     }

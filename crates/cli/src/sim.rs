@@ -14,6 +14,7 @@ use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
+use threadbalance_model::pace;
 use threadbalance_policy::PolicyKind;
 use threadbalance_sim::{Baseline, RunOptions, TickCost};
 
@@ -74,8 +75,19 @@ pub struct SimArgs {
     /// Pace the policy as the live loop's CPU budget (0.8 % of one core) would, with each
     /// tick costing FIXED_US plus PER_THREAD_US per thread, e.g. "20,0.07" [default: ticks
     /// are free and come when the policy asks].
-    #[arg(long, value_name = "FIXED_US[,PER_THREAD_US]", value_parser = tick_cost)]
+    /// A third number, PER_MOVE_US, is what each move costs the tool, charged only under
+    /// --cpu-budget.
+    #[arg(
+        long,
+        value_name = "FIXED_US[,PER_THREAD_US[,PER_MOVE_US]]",
+        value_parser = tick_cost
+    )]
     tick_cost: Option<TickCost>,
+    /// With --tick-cost: hold the tool's whole CPU time, moves included (each costing
+    /// PER_MOVE_US), to PCT % of one core, as `run --cpu-budget PCT` does [default: ticks
+    /// held to 0.8 %, moves not charged].
+    #[arg(long, value_name = "PCT")]
+    cpu_budget: Option<f64>,
     /// How the policies read threads' run time and run-queue wait: exact (at each read, as
     /// a `--features bpf` build run as root reads them from its counters) or proc (as
     /// `/proc/<pid>/task/<tid>/schedstat` gives them: a running thread's run time only up
@@ -134,6 +146,18 @@ pub fn run(a: &SimArgs) -> Result<u8> {
             "--hz {hz}: kernels tick at 100, 250, 300 or 1000 Hz"
         )));
     }
+    let cpu_budget = match a.cpu_budget {
+        Some(_) if a.tick_cost.is_none() => {
+            return Err(input_error(
+                "--cpu-budget: paces ticks that cost something; give --tick-cost too",
+            ));
+        }
+        Some(pct) => Some(
+            pace::cpu_budget_from_pct(pct)
+                .map_err(|e| input_error(format!("--cpu-budget: {e}")))?,
+        ),
+        None => None,
+    };
     if let Some(suite) = &a.suite {
         if a.tick_cost.is_some() {
             return Err(input_error(
@@ -200,6 +224,7 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let mut opts = RunOptions::new(s.seed);
     opts.linux.baseline = baseline.unwrap_or_default();
     opts.tick_cost = a.tick_cost;
+    opts.cpu_budget = cpu_budget;
     opts.linux.schedstat_at_ticks = a.counters == Counters::Proc;
     if let Some(hz) = a.hz {
         opts.linux.hz = hz;
@@ -219,8 +244,14 @@ pub fn run(a: &SimArgs) -> Result<u8> {
                     serde_json::json!({
                         "fixed": c.fixed.0 as f64 / 1e3,
                         "per_thread": c.per_thread_ns / 1e3,
+                        "per_move": c.per_move.0 as f64 / 1e3,
                     }),
                 );
+                o.insert(
+                    "cpu_budget_pct".into(),
+                    (opts.cpu_budget.unwrap_or(pace::BUDGET) * 100.0).into(),
+                );
+                o.insert("moves_charged".into(), opts.cpu_budget.is_some().into());
             }
         }
         let json = crate::schema::stamp(v);
@@ -230,11 +261,20 @@ pub fn run(a: &SimArgs) -> Result<u8> {
             outln!("kernel model: {} (--baseline)", opts.linux.baseline);
         }
         if let Some(c) = opts.tick_cost {
-            outln!(
-                "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
-                c.fixed.0 as f64 / 1e3,
-                c.per_thread_ns / 1e3
-            );
+            match opts.cpu_budget {
+                None => outln!(
+                    "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
+                    c.fixed.0 as f64 / 1e3,
+                    c.per_thread_ns / 1e3
+                ),
+                Some(b) => outln!(
+                    "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and a move {:.1} µs (--tick-cost, --cpu-budget)",
+                    b * 100.0,
+                    c.fixed.0 as f64 / 1e3,
+                    c.per_thread_ns / 1e3,
+                    c.per_move.0 as f64 / 1e3
+                ),
+            }
         }
         if a.counters == Counters::Proc || a.hz.is_some() {
             outln!(

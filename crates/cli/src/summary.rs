@@ -83,9 +83,14 @@ pub struct Summary {
     pub tool_cpu_pct: f64,
     /// Whether management lasted long enough (0.1 s) for `tool_cpu_pct` to mean anything.
     pub tool_cpu_pct_known: bool,
-    /// Ticks the cost budget (0.8 % of one core) pushed back: the policy asked for a tick
-    /// sooner than the tool could afford.
+    /// Ticks the cost budget (0.8 % of one core, or `cpu_budget_pct`) pushed back: the
+    /// policy asked for a tick sooner than the tool could afford.
     pub ticks_paced: u64,
+    /// The cost budget, % of one core: 0.8 for the ticks alone, or the operator's
+    /// `--cpu-budget`, which charges moves too (`moves_charged`).
+    pub cpu_budget_pct: f64,
+    /// Whether the budget charged moves as well as ticks (`--cpu-budget`).
+    pub moves_charged: bool,
     /// CPU time a tick cost once every thread had been seen, µs: sampling, deciding and
     /// the wait with its wake-up, as the cost budget charges them (moves and the ticks that
     /// saw a thread for the first time are left out); 0 without two such ticks.
@@ -171,6 +176,8 @@ impl Summary {
             tool_cpu_pct: 0.0,
             tool_cpu_pct_known: false,
             ticks_paced: 0,
+            cpu_budget_pct: crate::host::pace::BUDGET * 100.0,
+            moves_charged: false,
             tick_cpu_us: 0.0,
             steady_ticks: 0,
             domain_util: vec![0.0; domains],
@@ -245,6 +252,12 @@ impl Summary {
     /// Takes how many ticks the cost budget pushed back.
     pub fn set_paced(&mut self, paced: u64) {
         self.ticks_paced = paced;
+    }
+
+    /// Takes the cost budget: its share of one core, and whether it charges moves.
+    pub fn set_budget(&mut self, (share, moves): (f64, bool)) {
+        self.cpu_budget_pct = share * 100.0;
+        self.moves_charged = moves;
     }
 
     /// Takes what the steady-state ticks cost (see `tick_cpu_us`).
@@ -389,9 +402,14 @@ impl Summary {
         if self.ticks_paced > 0 {
             let _ = writeln!(
                 s,
-                "   {:>14}  ticks later than asked, to stay within {:.1} % of one core",
+                "   {:>14}  ticks later than asked, to stay within {:.1} % of one core{}",
                 self.ticks_paced,
-                crate::host::pace::BUDGET * 100.0
+                self.cpu_budget_pct,
+                if self.moves_charged {
+                    " (moves included)"
+                } else {
+                    ""
+                }
             );
         }
         let probe = &self.lock_probe;

@@ -83,8 +83,13 @@ pub struct LinuxAdapter {
     pids: Vec<Pid>,
     /// The cost budget: ticks wait while the tool is over it.
     pacer: Pacer,
-    /// CPU time spent carrying out plans (moves), which the budget does not charge.
+    /// CPU time spent carrying out plans (moves), which the budget does not charge
+    /// unless the operator set a whole budget ([`LinuxAdapter::set_cpu_budget`]).
     acting: Nanos,
+    /// The budget's share of one core ([`pace::BUDGET`] unless set), and whether it
+    /// charges moves too.
+    budget: f64,
+    charge_moves: bool,
     /// The last wait on the pidfd ran to its deadline without the target exiting: the
     /// next [`LinuxAdapter::target_exited`], just after it, need not ask again.
     seen_alive: bool,
@@ -114,7 +119,7 @@ impl LoopTurns {
     /// budget. The first sample does not know yet (`now` gives the charged CPU time then:
     /// where the first turn starts); samples that no wait went before (a member of the
     /// daemon's groups, whose loop is the daemon's) are not paced by this loop.
-    fn pace(&mut self, now: impl FnOnce() -> Nanos) -> pace::Pace {
+    fn pace(&mut self, now: impl FnOnce() -> Nanos, budget: f64) -> pace::Pace {
         self.samples += 1;
         let at = match self.watched {
             Some(w) => w,
@@ -123,7 +128,7 @@ impl LoopTurns {
         };
         match self.at_sample.replace(at) {
             None => pace::Pace::Unknown,
-            Some(b) => pace::Pace::Gap(pace::steady_gap(at.saturating_sub(b))),
+            Some(b) => pace::Pace::Gap(pace::steady_gap_within(at.saturating_sub(b), budget)),
         }
     }
 }
@@ -234,6 +239,8 @@ impl LinuxAdapter {
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
+            budget: pace::BUDGET,
+            charge_moves: false,
             seen_alive: false,
             steady: SteadyTicks::default(),
             turns: LoopTurns::default(),
@@ -328,12 +335,14 @@ impl LinuxAdapter {
     /// [`pace`]), or until the target exits or a signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
-        let watching = own_cpu().saturating_sub(self.acting);
-        self.turns.waited(watching);
+        let cpu = own_cpu();
+        let watching = cpu.saturating_sub(self.acting);
+        let charged = if self.charge_moves { cpu } else { watching };
+        self.turns.waited(charged);
         self.steady.waiting(watching);
         let paced = self
             .pacer
-            .earliest(now, watching)
+            .earliest(now, charged)
             .min(deadline + pace::MAX_DELAY);
         let deadline = deadline.max(paced);
         if deadline <= now {
@@ -362,6 +371,20 @@ impl LinuxAdapter {
     /// [`crate::actuate::SliceCounts`]).
     pub fn slice_counts(&self) -> crate::actuate::SliceCounts {
         self.host.actuator().slice_counts()
+    }
+
+    /// Holds the tool's whole CPU time, moves included, to `share` of one core (an
+    /// operator's `--cpu-budget`, checked by [`pace::cpu_budget_from_pct`]) instead of its
+    /// ticks alone to [`pace::BUDGET`]. Call before the first tick.
+    pub fn set_cpu_budget(&mut self, share: f64) {
+        self.budget = share.max(pace::MIN_CPU_BUDGET);
+        self.charge_moves = true;
+        self.pacer = Pacer::new(self.budget, pace::BURST);
+    }
+
+    /// The budget's share of one core, and whether it charges moves.
+    pub fn cpu_budget(&self) -> (f64, bool) {
+        (self.budget, self.charge_moves)
     }
 
     /// How many times the cost budget pushed a tick back.
@@ -398,8 +421,14 @@ impl Host for LinuxAdapter {
     }
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
-        let acting = self.acting;
-        let pace = self.turns.pace(|| own_cpu().saturating_sub(acting));
+        let uncharged = if self.charge_moves {
+            Nanos::ZERO
+        } else {
+            self.acting
+        };
+        let pace = self
+            .turns
+            .pace(|| own_cpu().saturating_sub(uncharged), self.budget);
         self.host.sample(into)?;
         into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());
@@ -494,21 +523,29 @@ mod tests {
     #[test]
     fn loop_turns_pace_the_samples_by_the_last_turns_cpu_time() {
         let mut t = LoopTurns::default();
+        let b = threadbalance_model::pace::BUDGET;
         // The first sample: no turn yet; the charged CPU time then starts the first.
-        assert_eq!(t.pace(|| Nanos::from_micros(500)), Pace::Unknown);
+        assert_eq!(t.pace(|| Nanos::from_micros(500), b), Pace::Unknown);
         // The first turn cost 800 µs (opening every thread's files): 100 ms at 0.8 %.
         t.waited(Nanos::from_micros(1300));
         assert_eq!(
-            t.pace(|| unreachable!("read at the wait")),
+            t.pace(|| unreachable!("read at the wait"), b),
             Pace::Gap(Nanos::from_millis(100))
         );
         // The next cost 24 µs: 3 ms.
         t.waited(Nanos::from_micros(1324));
-        assert_eq!(t.pace(|| Nanos::ZERO), Pace::Gap(Nanos::from_millis(3)));
+        assert_eq!(t.pace(|| Nanos::ZERO, b), Pace::Gap(Nanos::from_millis(3)));
+        // Under a whole budget of 2 % (`--cpu-budget 2`), a turn of 24 µs and two moves of
+        // 38 µs (100 µs charged): 5 ms.
+        t.waited(Nanos::from_micros(1424));
+        assert_eq!(
+            t.pace(|| Nanos::ZERO, 0.02),
+            Pace::Gap(Nanos::from_millis(5))
+        );
         // A host no wait goes before (a member of the daemon's groups): not paced here.
         let mut d = LoopTurns::default();
-        assert_eq!(d.pace(|| Nanos::ZERO), Pace::Unknown);
-        assert_eq!(d.pace(|| Nanos::ZERO), Pace::Free);
+        assert_eq!(d.pace(|| Nanos::ZERO, b), Pace::Unknown);
+        assert_eq!(d.pace(|| Nanos::ZERO, b), Pace::Free);
     }
 
     #[test]

@@ -63,7 +63,29 @@ pub enum Pace {
 /// The gap between ticks that each cost `tick` of CPU time, once the budget is what paces
 /// them: `tick / BUDGET` (25 µs a tick: 3.1 ms).
 pub fn steady_gap(tick: Nanos) -> Nanos {
-    Nanos((tick.0 as f64 / BUDGET) as u64)
+    steady_gap_within(tick, BUDGET)
+}
+
+/// As [`steady_gap`], under a budget of `budget` of one core (`--cpu-budget`).
+pub fn steady_gap_within(tick: Nanos, budget: f64) -> Nanos {
+    Nanos((tick.0 as f64 / budget.max(MIN_CPU_BUDGET)) as u64)
+}
+
+/// The least whole budget an operator may set (`--cpu-budget`), as a share of one core:
+/// 0.1 %. Under it a tick of 40 µs would come every 40 ms, slower than any policy's
+/// interval is worth.
+pub const MIN_CPU_BUDGET: f64 = 0.001;
+
+/// Checks an operator's whole budget, given in % of one core (`--cpu-budget PCT`), and
+/// returns it as a share of one core: 0.1–100 %.
+pub fn cpu_budget_from_pct(pct: f64) -> Result<f64, String> {
+    if pct.is_finite() && (MIN_CPU_BUDGET * 100.0..=100.0).contains(&pct) {
+        Ok(pct / 100.0)
+    } else {
+        Err(format!(
+            "CPU budget {pct} %: expected 0.1 to 100 (% of one core)"
+        ))
+    }
 }
 
 /// A token bucket of CPU time, fed by wall time at `budget` ns per ns.
@@ -126,6 +148,23 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pace_cpu_budget_is_a_share_of_one_core_within_bounds() {
+        // 5 % of one core; a 250 µs turn (a tick and four 50 µs moves) then comes every
+        // 5 ms.
+        assert_eq!(cpu_budget_from_pct(5.0), Ok(0.05));
+        assert_eq!(
+            steady_gap_within(Nanos::from_micros(250), 0.05),
+            Nanos(5_000_000)
+        );
+        assert_eq!(cpu_budget_from_pct(0.1), Ok(0.001));
+        assert_eq!(cpu_budget_from_pct(100.0), Ok(1.0));
+        for bad in [0.0, 0.05, 100.5, -1.0, f64::NAN, f64::INFINITY] {
+            let e = cpu_budget_from_pct(bad).unwrap_err();
+            assert!(e.contains("expected 0.1 to 100"), "{e}");
+        }
+    }
 
     #[test]
     fn pace_steady_gap_is_the_tick_over_the_budget() {

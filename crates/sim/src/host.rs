@@ -17,7 +17,7 @@ use crate::run::{RunOptions, Sim, St};
 use crate::state::ThreadIdx;
 use crate::workload::Workload;
 use std::convert::Infallible;
-use threadbalance_model::pace::{Pace, steady_gap};
+use threadbalance_model::pace::{Pace, steady_gap_within};
 use threadbalance_model::{
     ApplyReport, CpuSet, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, Target,
     WakeEdge,
@@ -199,14 +199,13 @@ pub fn run_policy(
     let mut ticks = 0u64;
     // The live loop's budget, when ticks cost something: the tool's CPU time so far, and
     // the pacer that turns it into the earliest next tick (see `RunOptions::tick_cost`).
+    // An operator's whole budget charges moves too (`RunOptions::cpu_budget`).
+    let budget = opts.cpu_budget.unwrap_or(threadbalance_model::pace::BUDGET);
     let mut paced = opts.tick_cost.map(|c| {
         (
             c,
             Nanos::ZERO,
-            threadbalance_model::pace::Pacer::new(
-                threadbalance_model::pace::BUDGET,
-                threadbalance_model::pace::BURST,
-            ),
+            threadbalance_model::pace::Pacer::new(budget, threadbalance_model::pace::BURST),
         )
     });
     // What the last tick cost, as a live host knows it at the next (`Pace`): nothing before
@@ -216,7 +215,7 @@ pub fn run_policy(
         let pace = match (&paced, last_cost) {
             (None, _) => Pace::Free,
             (Some(_), None) => Pace::Unknown,
-            (Some(_), Some(c)) => Pace::Gap(steady_gap(c)),
+            (Some(_), Some(c)) => Pace::Gap(steady_gap_within(c, budget)),
         };
         let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges()).paced(pace);
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
@@ -229,7 +228,10 @@ pub fn run_policy(
                 .iter()
                 .filter(|t| !matches!(t.st, St::Done | St::New))
                 .count();
-            let tick = cost.of(alive);
+            let mut tick = cost.of(alive);
+            if opts.cpu_budget.is_some() {
+                tick += Nanos(cost.per_move.0 * u64::from(report.applied.done));
+            }
             last_cost = Some(tick);
             *spent += tick;
             let earliest = pacer.earliest(sim.now, *spent);
@@ -378,9 +380,15 @@ mod tests {
         let c: crate::TickCost = "20,0.07".parse().unwrap();
         // 20 µs + 17 threads × 70 ns = 21.19 µs.
         assert_eq!(c.of(17), Nanos(21_190));
+        assert_eq!(c.per_move, Nanos::ZERO);
         let c: crate::TickCost = "8".parse().unwrap();
         assert_eq!(c.of(1000), Nanos::from_micros(8));
-        for bad in ["", "x", "-1", "1,2,3", "nan", "1e9"] {
+        let c: crate::TickCost = "20,0.07,46".parse().unwrap();
+        assert_eq!(
+            (c.of(17), c.per_move),
+            (Nanos(21_190), Nanos::from_micros(46))
+        );
+        for bad in ["", "x", "-1", "1,2,3,4", "1,2,-3", "nan", "1e9"] {
             let e = bad.parse::<crate::TickCost>().unwrap_err();
             assert!(e.contains("FIXED_US"), "{bad:?}: {e}");
         }
@@ -415,6 +423,40 @@ mod tests {
             "paced {} ticks in {} s",
             paced.policy_ticks,
             paced.runtime_s
+        );
+    }
+
+    #[test]
+    fn host_whole_budget_charges_moves_and_a_larger_one_allows_more_ticks() {
+        // The same 3 threads on 2 cores, ticks of 20 µs. Under the default budget moves are
+        // free: a tick comes every 2.5 ms at the most. Under a whole budget of 0.8 % with
+        // each move costing 200 µs, a round of two moves costs 420 µs and its ticks come
+        // every 52.5 ms: far fewer ticks and moves. A whole budget of 20 % makes the same
+        // round cost 2.1 ms of wall time: more ticks than the default's again.
+        let m = machine("package:1 core:2 pu:1", None).unwrap();
+        let w = Workload {
+            name: "t".into(),
+            description: String::new(),
+            apps: vec![ep_barrier(3, 10_000_000, 600_000_000, Wait::Yield)],
+        };
+        let s = Settings::new(Level::Core);
+        let run = |budget: Option<f64>| {
+            let mut opts = RunOptions::new(1);
+            opts.tick_cost = Some("20,0,200".parse().unwrap());
+            opts.cpu_budget = budget;
+            run_policy(&m, &w, "speed", &s, &opts).unwrap()
+        };
+        let (free, tight, wide) = (run(None), run(Some(0.008)), run(Some(0.2)));
+        let rate = |r: &RunResult| (r.policy_ticks as f64 / r.runtime_s, r.migrations);
+        let ((f_ticks, f_moves), (t_ticks, t_moves), (w_ticks, _)) =
+            (rate(&free), rate(&tight), rate(&wide));
+        assert!(
+            t_ticks * 5.0 < f_ticks && t_moves * 5 < f_moves,
+            "moves charged: {t_ticks:.0} ticks/s and {t_moves} moves; free: {f_ticks:.0} and {f_moves}"
+        );
+        assert!(
+            w_ticks > f_ticks,
+            "a 20 % budget: {w_ticks:.0} ticks/s; the default's: {f_ticks:.0}"
         );
     }
 }

@@ -198,6 +198,7 @@ impl Simulator<'_> {
                 opts.tick_cost = tick.map(|us| TickCost {
                     fixed: Nanos((us * 1e3).round() as u64),
                     per_thread_ns: 0.0,
+                    per_move: Nanos::ZERO,
                 });
                 let run =
                     threadbalance_sim::run_policy(&machine, &workload, &r.policy, &settings, &opts)

@@ -46,6 +46,10 @@ pub struct CompareOptions {
     /// Print "run 3/10: speed 1.60 s" on stderr after each run.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// Give every run `--cpu-budget PCT`: the tool's whole CPU time, moves included, held
+    /// to PCT % of one core (0.1–100).
+    #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
+    pub cpu_budget: Option<f64>,
     /// Where to read `loadavg` and `stat` for the busy-machine check (tests use fixtures).
     #[arg(long, hide = true, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
@@ -61,6 +65,7 @@ impl Default for CompareOptions {
             export_markdown: None,
             export_json: None,
             progress: ProgressMode::Auto,
+            cpu_budget: None,
             proc_root: PathBuf::from("/proc"),
         }
     }

@@ -69,6 +69,7 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
         json: None,
         report: None,
         verbose: false,
+        cpu_budget: None,
         state_dir: args.state_dir.clone(),
         fault_panic_after: None,
     };

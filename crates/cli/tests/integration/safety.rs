@@ -463,6 +463,32 @@ fn compare_bad_input_exits_2_like_run_and_sim() {
     }
 }
 
+#[test]
+fn cpu_budget_outside_its_bounds_or_without_a_tick_cost_exits_2_in_one_line() {
+    for args in [
+        &["run", "--cpu-budget", "0", "--", "true"][..],
+        &["run", "--cpu-budget", "101", "--", "true"][..],
+        &["run", "--cpu-budget", "five", "--", "true"][..],
+        &["attach", "--pid", "1", "--cpu-budget", "0.01"][..],
+        &["sim", "--workload", "ep-barrier", "--cpu-budget", "5"][..],
+        &[
+            "sim",
+            "--workload",
+            "ep-barrier",
+            "--tick-cost",
+            "20,0.3,46",
+            "--cpu-budget",
+            "nan",
+        ][..],
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("cpu-budget"), "{args:?}: {stderr}");
+    }
+}
+
 /// A cgroup-v1 cpuset holding one `sleep`; both removed when dropped.
 struct Cpuset {
     dir: std::path::PathBuf,

@@ -88,6 +88,85 @@ fn schema_run_json_follows_the_schema() {
     let v: Value = serde_json::from_str(json).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["policy_summary"]["kind"], "speed");
+    // The default budget: 0.8 % of one core for the ticks, moves not charged.
+    assert_eq!(
+        (v["cpu_budget_pct"].as_f64(), v["moves_charged"].as_bool()),
+        (Some(0.8), Some(false))
+    );
+    assert_schema(&v, "run");
+}
+
+#[test]
+fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
+    let paced = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--machine",
+            "package:1 core:2 pu:1",
+            "--workload",
+            "ep-barrier:work_ms=200",
+            "--threads",
+            "3",
+            "--policy",
+            "speed",
+            "--tick-cost",
+            "20,0.3,46",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let v = stdout_json(&args);
+        assert_schema(&v, "sim");
+        v
+    };
+    let free = paced(&[]);
+    assert_eq!(free["tick_cost_us"]["per_move"].as_f64(), Some(46.0));
+    assert_eq!(
+        (
+            free["cpu_budget_pct"].as_f64(),
+            free["moves_charged"].as_bool()
+        ),
+        (Some(0.8), Some(false))
+    );
+    let whole = paced(&["--cpu-budget", "2.5"]);
+    assert_eq!(
+        (
+            whole["cpu_budget_pct"].as_f64(),
+            whole["moves_charged"].as_bool()
+        ),
+        (Some(2.5), Some(true))
+    );
+}
+
+#[test]
+fn schema_run_json_says_a_whole_budget_charges_moves() {
+    let bin = bin();
+    let out = run(&[
+        "run",
+        "--policy",
+        "speed",
+        "--level",
+        "core",
+        "--cpu-budget",
+        "5",
+        "--json",
+        "-",
+        "--",
+        bin.to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "3",
+        "--work-ms",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = &stdout[stdout.find("\n{").unwrap() + 1..];
+    let v: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(
+        (v["cpu_budget_pct"].as_f64(), v["moves_charged"].as_bool()),
+        (Some(5.0), Some(true))
+    );
     assert_schema(&v, "run");
 }
 

@@ -105,19 +105,27 @@ pub struct RunOptions {
     /// whenever the policy asks (no sooner than every millisecond). Paced by
     /// `run_policy`; `apps::run_per_app`'s instances tick free.
     pub tick_cost: Option<TickCost>,
+    /// An operator's whole budget (`--cpu-budget`), as a share of one core: with a tick
+    /// cost, the pacer holds ticks *and moves* to it, each move charged
+    /// [`TickCost::per_move`], as the live loop does when given one. `None` (the default):
+    /// ticks are held to 0.8 % and moves are not charged.
+    pub cpu_budget: Option<f64>,
     /// Log when each thread reached each barrier (`RunResult::phases`; see
     /// [`crate::phases`]). Off by default.
     pub phases: bool,
 }
 
 /// The CPU time one live tick costs the tool: `fixed` plus `per_thread_ns` for each thread
-/// of the program (sampling, deciding and the loop; moves are not charged, as live).
+/// of the program (sampling, deciding and the loop), and what each move costs it. Moves
+/// are charged only under an operator's whole budget ([`RunOptions::cpu_budget`]), as live.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TickCost {
     /// Per tick, whatever the thread count.
     pub fixed: Nanos,
     /// Per thread alive, ns.
     pub per_thread_ns: f64,
+    /// Per move made.
+    pub per_move: Nanos,
 }
 
 impl TickCost {
@@ -129,9 +137,14 @@ impl TickCost {
 
 impl std::str::FromStr for TickCost {
     type Err = String;
-    /// `FIXED_US[,PER_THREAD_US]`, in µs: `"20"` or `"20,0.07"`.
+    /// `FIXED_US[,PER_THREAD_US[,PER_MOVE_US]]`, in µs: `"20"`, `"20,0.07"` or
+    /// `"20,0.07,46"`.
     fn from_str(s: &str) -> Result<TickCost, String> {
-        let bad = || format!("tick cost {s:?}: expected FIXED_US[,PER_THREAD_US], e.g. 20,0.07");
+        let bad = || {
+            format!(
+                "tick cost {s:?}: expected FIXED_US[,PER_THREAD_US[,PER_MOVE_US]], e.g. 20,0.07"
+            )
+        };
         let mut parts = s.split(',');
         let us = |x: Option<&str>| -> Result<f64, String> {
             let v: f64 = x.unwrap_or("0").trim().parse().map_err(|_| bad())?;
@@ -143,12 +156,14 @@ impl std::str::FromStr for TickCost {
         };
         let fixed = us(parts.next())?;
         let per_thread = us(parts.next())?;
+        let per_move = us(parts.next())?;
         if parts.next().is_some() {
             return Err(bad());
         }
         Ok(TickCost {
             fixed: Nanos((fixed * 1e3) as u64),
             per_thread_ns: per_thread * 1e3,
+            per_move: Nanos((per_move * 1e3) as u64),
         })
     }
 }
@@ -164,6 +179,7 @@ impl RunOptions {
             memory_every: Nanos::from_secs(2),
             flat_handoffs: false,
             tick_cost: None,
+            cpu_budget: None,
             phases: false,
         }
     }
