@@ -199,6 +199,9 @@ impl LinuxHost {
     /// A move's start-time checks are a `pread` of the sampler's kept file of the thread
     /// when it has one ([`Sampler::kept_start_time`]), `stat` read by path otherwise.
     pub fn apply(&mut self, plan: &Plan) -> ApplyReport {
+        for m in &plan.moves {
+            self.sampler.keep_schedstat(m.thread.pid, m.thread.tid);
+        }
         let sampler = &self.sampler;
         self.actuator.apply_known(&self.topo, plan, &|pid, tid| {
             sampler.kept_start_time(pid, tid)

@@ -380,6 +380,48 @@ impl Sampler {
         }
     }
 
+    /// Keeps `schedstat` open for thread `tid` of `pid` when the sampler keeps its `stat`
+    /// but not its `schedstat` (a thread the run-time counters answer for: its counts
+    /// need no `schedstat`). A move's two identity checks ([`Sampler::kept_start_time`])
+    /// then read `schedstat`, which the kernel formats in a moment, instead of `stat`,
+    /// whose 52 fields it formats at every read. Called before a thread's moves; nothing
+    /// is done when the file is already kept, or the thread is not.
+    ///
+    /// The file is opened by path, and kept only if the kept `stat` still reads after
+    /// the open: the thread it refers to was alive all along, so the tid named it when the
+    /// path was opened (a tid is reused only once its thread has gone).
+    pub fn keep_schedstat(&mut self, pid: Pid, tid: Tid) {
+        if !self.has_schedstat {
+            return;
+        }
+        let Some(t) = self.threads.get(&tid) else {
+            return;
+        };
+        if t.key.pid != pid || !t.keep || t.schedstat.is_some() || t.stat.is_none() {
+            return;
+        }
+        let path = self
+            .root
+            .proc_dir(pid)
+            .join("task")
+            .join(tid.0.to_string())
+            .join("schedstat");
+        let Ok(file) = File::open(path) else {
+            return;
+        };
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        let mut buf = [0u8; 64];
+        let alive = t
+            .stat
+            .as_ref()
+            .is_some_and(|f| matches!(f.read_at(&mut buf, 0), Ok(n) if n > 0));
+        if alive {
+            t.schedstat = Some(file);
+        }
+    }
+
     /// Why the faster run-time source stopped (a read failed; `/proc` took over).
     pub fn counters_stopped(&self) -> Option<&str> {
         self.counters_stopped.as_deref()

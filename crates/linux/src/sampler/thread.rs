@@ -207,16 +207,10 @@ impl Sampler {
         // A read that fails on a kept file means its thread exited; the tid may have been
         // reused already, so the files are reopened once before the thread counts as gone.
         let mut sched = counted.map(|c| c.sched);
-        // A kept thread the counters answer for still has its `schedstat` opened (and read
-        // once) when first seen, before its `stat`: it is the file a move's identity check
-        // reads ([`Sampler::kept_start_time`]). `stat` would do too, but the kernel formats
-        // its 52 fields at every read; under a rotation that check runs twice a move.
-        let open_only = has_schedstat && keep && t.seen == 0 && sched.is_some();
-        if has_schedstat && (sched.is_none() || open_only) {
+        if has_schedstat && sched.is_none() {
             for attempt in 0..2 {
                 let f = file("schedstat");
                 match pread_slot(&mut t.schedstat, &f, &mut scratch.path, &mut scratch.buf)? {
-                    Read::Bytes(_) if open_only => break,
                     Read::Bytes(n) => {
                         let s = parse_schedstat_bytes(&scratch.buf[..n])
                             .map_err(|e| LinuxError::parse(f.path(), e))?;

@@ -509,27 +509,36 @@ impl threadbalance_linux::runcount::RunCounters for AnswersAll {
 #[test]
 fn procfs_sampler_vouches_for_a_counted_thread_by_its_kept_schedstat() {
     // A move checks twice that the tid still names the thread it sampled. For a thread the
-    // counters answer for, `schedstat` is never read for its counts, but it is opened when
-    // the thread is first seen, so that check reads it rather than `stat`.
+    // counters answer for, `schedstat` is never read for its counts; before its moves it is
+    // opened (`keep_schedstat`), so that those checks read it rather than `stat`.
     let dir = tree_without_children_files();
     let mut cfg = SamplerConfig::new(FACTS);
     cfg.memory_every = None;
-    let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg).unwrap();
-    s.set_counters(Box::new(AnswersAll));
-    let mut snap = Snapshot::default();
-    s.sample(Nanos::ZERO, &mut snap).unwrap();
-    assert_eq!(s.counted_threads(), 1);
-    // The counts are the counters', not `schedstat`'s ("1 2 3").
-    assert_eq!(
-        (snap.threads[0].run, snap.threads[0].timeslices),
-        (Nanos(7), 2)
-    );
-    let start = snap.threads[0].key.start_time;
+    let sampler = |cfg: &SamplerConfig| {
+        let mut s = Sampler::new(Root::new(dir.path()), &[Pid(103)], cfg.clone()).unwrap();
+        s.set_counters(Box::new(AnswersAll));
+        let mut snap = Snapshot::default();
+        s.sample(Nanos::ZERO, &mut snap).unwrap();
+        assert_eq!(s.counted_threads(), 1);
+        // The counts are the counters', not `schedstat`'s ("1 2 3").
+        assert_eq!(
+            (snap.threads[0].run, snap.threads[0].timeslices),
+            (Nanos(7), 2)
+        );
+        (s, snap.threads[0].key.start_time)
+    };
+    let (mut s, start) = sampler(&cfg);
+    let (mut late, _) = sampler(&cfg);
     assert_eq!(s.kept_start_time(Pid(103), Tid(103)), Some(start));
+    s.keep_schedstat(Pid(103), Tid(103));
     // `stat` now reads empty: the kept `schedstat` still vouches for the thread.
     write(dir.path(), "proc/103/task/103/stat", "");
     assert_eq!(s.kept_start_time(Pid(103), Tid(103)), Some(start));
-    // With `schedstat` empty too, nothing does: the caller reads `/proc` by path.
+    // Opened only now, while the kept `stat` does not read, `schedstat` is not kept: it
+    // cannot be shown to name the thread sampled.
+    late.keep_schedstat(Pid(103), Tid(103));
+    assert_eq!(late.kept_start_time(Pid(103), Tid(103)), None);
+    // With `schedstat` empty too, nothing vouches: the caller reads `/proc` by path.
     write(dir.path(), "proc/103/task/103/schedstat", "");
     assert_eq!(s.kept_start_time(Pid(103), Tid(103)), None);
 }
