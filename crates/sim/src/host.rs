@@ -394,19 +394,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn host_paced_policy_ticks_within_the_live_budget() {
-        // 3 threads on 2 cores, 10 ms yield phases: `speed` asks for 1 ms rounds. Free,
-        // it ticks about once a millisecond. With each tick costing 100 µs, the 0.8 %
-        // budget allows one tick per 100 µs / 0.008 = 12.5 ms: over a run of R seconds at
-        // most R / 12.5 ms ticks, plus the burst (1 ms = 10 ticks) and the first one.
+    /// 3 threads of 10 ms yield phases (600 ms of work each) on 2 cores, placed by core.
+    fn three_threads_on_two_cores() -> (Machine, Workload, Settings) {
         let m = machine("package:1 core:2 pu:1", None).unwrap();
         let w = Workload {
             name: "t".into(),
             description: String::new(),
             apps: vec![ep_barrier(3, 10_000_000, 600_000_000, Wait::Yield)],
         };
-        let s = Settings::new(Level::Core);
+        (m, w, Settings::new(Level::Core))
+    }
+
+    #[test]
+    fn host_paced_policy_ticks_within_the_live_budget() {
+        // 3 threads on 2 cores, 10 ms yield phases: `speed` asks for 1 ms rounds. Free,
+        // it ticks about once a millisecond. With each tick costing 100 µs, the 0.8 %
+        // budget allows one tick per 100 µs / 0.008 = 12.5 ms: over a run of R seconds at
+        // most R / 12.5 ms ticks, plus the burst (1 ms = 10 ticks) and the first one.
+        let (m, w, s) = three_threads_on_two_cores();
         let free = run_policy(&m, &w, "speed", &s, &RunOptions::new(1)).unwrap();
         let mut opts = RunOptions::new(1);
         opts.tick_cost = Some("100".parse().unwrap());
@@ -433,13 +438,7 @@ mod tests {
         // each move costing 200 µs, a round of two moves costs 420 µs and its ticks come
         // every 52.5 ms: far fewer ticks and moves. A whole budget of 20 % makes the same
         // round cost 2.1 ms of wall time: more ticks than the default's again.
-        let m = machine("package:1 core:2 pu:1", None).unwrap();
-        let w = Workload {
-            name: "t".into(),
-            description: String::new(),
-            apps: vec![ep_barrier(3, 10_000_000, 600_000_000, Wait::Yield)],
-        };
-        let s = Settings::new(Level::Core);
+        let (m, w, s) = three_threads_on_two_cores();
         let run = |budget: Option<f64>| {
             let mut opts = RunOptions::new(1);
             opts.tick_cost = Some("20,0,200".parse().unwrap());

@@ -59,33 +59,29 @@ fn schema_refuses_numbers_written_as_strings_and_unknown_summary_fields() {
     assert!(!schema_errors(&unversioned, "compare").is_empty());
 }
 
-#[test]
-fn schema_run_json_follows_the_schema() {
-    // Speed on 3 threads of barrier phases: its summary has every kind of field (numbers,
-    // nulls or not, a nested guard).
+/// `run --policy speed` over 3 threads of barrier phases, with `extra` options: its JSON
+/// summary, checked against the schema.
+fn speed_run_summary(extra: &[&str]) -> Value {
     let bin = bin();
-    let out = run(&[
-        "run",
-        "--policy",
-        "speed",
-        "--level",
-        "core",
-        "--json",
-        "-",
-        "--",
-        bin.to_str().unwrap(),
-        "workload",
-        "spmd",
-        "--threads",
-        "3",
-        "--work-ms",
-        "100",
-    ]);
+    let mut args = vec!["run", "--policy", "speed", "--level", "core"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", "-", "--", bin.to_str().unwrap()]);
+    args.extend_from_slice(&["workload", "spmd", "--threads", "3", "--work-ms", "100"]);
+    let out = run(&args);
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     // The workload's score line, then the summary.
     let json = &stdout[stdout.find("\n{").unwrap() + 1..];
     let v: Value = serde_json::from_str(json).unwrap();
+    assert_schema(&v, "run");
+    v
+}
+
+#[test]
+fn schema_run_json_follows_the_schema() {
+    // Speed on 3 threads of barrier phases: its summary has every kind of field (numbers,
+    // nulls or not, a nested guard).
+    let v = speed_run_summary(&[]);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["policy_summary"]["kind"], "speed");
     // The default budget: 0.8 % of one core for the ticks, moves not charged.
@@ -93,7 +89,6 @@ fn schema_run_json_follows_the_schema() {
         (v["cpu_budget_pct"].as_f64(), v["moves_charged"].as_bool()),
         (Some(0.8), Some(false))
     );
-    assert_schema(&v, "run");
 }
 
 #[test]
@@ -139,35 +134,11 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
 
 #[test]
 fn schema_run_json_says_a_whole_budget_charges_moves() {
-    let bin = bin();
-    let out = run(&[
-        "run",
-        "--policy",
-        "speed",
-        "--level",
-        "core",
-        "--cpu-budget",
-        "5",
-        "--json",
-        "-",
-        "--",
-        bin.to_str().unwrap(),
-        "workload",
-        "spmd",
-        "--threads",
-        "3",
-        "--work-ms",
-        "100",
-    ]);
-    assert_eq!(out.status.code(), Some(0));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = &stdout[stdout.find("\n{").unwrap() + 1..];
-    let v: Value = serde_json::from_str(json).unwrap();
+    let v = speed_run_summary(&["--cpu-budget", "5"]);
     assert_eq!(
         (v["cpu_budget_pct"].as_f64(), v["moves_charged"].as_bool()),
         (Some(5.0), Some(true))
     );
-    assert_schema(&v, "run");
 }
 
 #[test]
