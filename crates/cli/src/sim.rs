@@ -86,7 +86,7 @@ pub struct SimArgs {
     /// With --tick-cost: hold the tool's whole CPU time, moves included (each costing
     /// PER_MOVE_US), to PCT % of one core, as `run --cpu-budget PCT` does [default: ticks
     /// held to 0.8 %, moves not charged].
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
     cpu_budget: Option<f64>,
     /// How the policies read threads' run time and run-queue wait: exact (at each read, as
     /// a `--features bpf` build run as root reads them from its counters) or proc (as
@@ -146,18 +146,11 @@ pub fn run(a: &SimArgs) -> Result<u8> {
             "--hz {hz}: kernels tick at 100, 250, 300 or 1000 Hz"
         )));
     }
-    let cpu_budget = match a.cpu_budget {
-        Some(_) if a.tick_cost.is_none() => {
-            return Err(input_error(
-                "--cpu-budget: paces ticks that cost something; give --tick-cost too",
-            ));
-        }
-        Some(pct) => Some(
-            pace::cpu_budget_from_pct(pct)
-                .map_err(|e| input_error(format!("--cpu-budget: {e}")))?,
-        ),
-        None => None,
-    };
+    if a.cpu_budget.is_some() && a.tick_cost.is_none() {
+        return Err(input_error(
+            "--cpu-budget: paces ticks that cost something; give --tick-cost too",
+        ));
+    }
     if let Some(suite) = &a.suite {
         if a.tick_cost.is_some() {
             return Err(input_error(
@@ -224,7 +217,7 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let mut opts = RunOptions::new(s.seed);
     opts.linux.baseline = baseline.unwrap_or_default();
     opts.tick_cost = a.tick_cost;
-    opts.cpu_budget = cpu_budget;
+    opts.cpu_budget = a.cpu_budget;
     opts.linux.schedstat_at_ticks = a.counters == Counters::Proc;
     if let Some(hz) = a.hz {
         opts.linux.hz = hz;

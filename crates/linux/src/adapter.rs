@@ -86,9 +86,7 @@ pub struct LinuxAdapter {
     /// CPU time spent carrying out plans (moves), which the budget does not charge
     /// unless the operator set a whole budget ([`LinuxAdapter::set_cpu_budget`]).
     acting: Nanos,
-    /// The budget's share of one core ([`pace::BUDGET`] unless set), and whether it
-    /// charges moves too.
-    budget: f64,
+    /// Whether the budget charges moves too ([`LinuxAdapter::set_cpu_budget`]).
     charge_moves: bool,
     /// The last wait on the pidfd ran to its deadline without the target exiting: the
     /// next [`LinuxAdapter::target_exited`], just after it, need not ask again.
@@ -239,7 +237,6 @@ impl LinuxAdapter {
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
-            budget: pace::BUDGET,
             charge_moves: false,
             seen_alive: false,
             steady: SteadyTicks::default(),
@@ -377,14 +374,13 @@ impl LinuxAdapter {
     /// operator's `--cpu-budget`, checked by [`pace::cpu_budget_from_pct`]) instead of its
     /// ticks alone to [`pace::BUDGET`]. Call before the first tick.
     pub fn set_cpu_budget(&mut self, share: f64) {
-        self.budget = share.max(pace::MIN_CPU_BUDGET);
         self.charge_moves = true;
-        self.pacer = Pacer::new(self.budget, pace::BURST);
+        self.pacer = Pacer::new(share.max(pace::MIN_CPU_BUDGET), pace::BURST);
     }
 
     /// The budget's share of one core, and whether it charges moves.
     pub fn cpu_budget(&self) -> (f64, bool) {
-        (self.budget, self.charge_moves)
+        (self.pacer.budget(), self.charge_moves)
     }
 
     /// How many times the cost budget pushed a tick back.
@@ -428,7 +424,7 @@ impl Host for LinuxAdapter {
         };
         let pace = self
             .turns
-            .pace(|| own_cpu().saturating_sub(uncharged), self.budget);
+            .pace(|| own_cpu().saturating_sub(uncharged), self.pacer.budget());
         self.host.sample(into)?;
         into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());

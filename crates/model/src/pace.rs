@@ -18,7 +18,9 @@
 //! The budget charges *watching* (sampling, deciding, the loop itself), not *acting*:
 //! moves are the policy's choice, they back off on their own when they do not help, and
 //! they come in bursts (placing every thread of a program that just started) that would
-//! otherwise silence the tool for seconds. Over any stretch of the run, watching costs at
+//! otherwise silence the tool for seconds. An operator who wants a bound on the whole
+//! (`--cpu-budget PCT`) gets a pacer of that share charged with moves too: the ticks then
+//! wait for the moves as well. Over any stretch of the run, watching costs at
 //! most `budget × wall + burst`, unless a single tick costs more than `budget × 1 s`:
 //! then the tool still looks every 2 s and says it could not keep to the budget only
 //! through the summary's count of ticks pushed back (a program of thousands of threads
@@ -137,6 +139,11 @@ impl Pacer {
         self.stretched += 1;
         let owed = (-(self.tokens as f64) / self.budget).min(u64::MAX as f64);
         wall + Nanos(owed as u64)
+    }
+
+    /// The share of one core it allows.
+    pub fn budget(&self) -> f64 {
+        self.budget
     }
 
     /// How many looks pushed the next tick back.

@@ -394,12 +394,15 @@ impl Sampler {
         if !self.has_schedstat {
             return;
         }
-        let Some(t) = self.threads.get(&tid) else {
+        let Some(t) = self.threads.get_mut(&tid) else {
             return;
         };
-        if t.key.pid != pid || !t.keep || t.schedstat.is_some() || t.stat.is_none() {
+        if t.key.pid != pid || !t.keep || t.schedstat.is_some() {
             return;
         }
+        let Some(stat) = t.stat.as_ref() else {
+            return;
+        };
         let path = self
             .root
             .proc_dir(pid)
@@ -409,15 +412,8 @@ impl Sampler {
         let Ok(file) = File::open(path) else {
             return;
         };
-        let Some(t) = self.threads.get_mut(&tid) else {
-            return;
-        };
         let mut buf = [0u8; 64];
-        let alive = t
-            .stat
-            .as_ref()
-            .is_some_and(|f| matches!(f.read_at(&mut buf, 0), Ok(n) if n > 0));
-        if alive {
+        if matches!(stat.read_at(&mut buf, 0), Ok(n) if n > 0) {
             t.schedstat = Some(file);
         }
     }
