@@ -99,7 +99,8 @@ pub struct LinuxAdapter {
 
 /// The CPU time the budget charges, as read at the last wait (`None` before one), and as
 /// it stood when the last sample began: the difference is what one turn of the loop cost
-/// (sampling, deciding, the wait and its wake-up; moves not counted).
+/// (sampling, deciding, the wait and its wake-up; moves counted only under a whole budget,
+/// `--cpu-budget`, so that the pace a policy reads then includes them).
 #[derive(Debug, Clone, Copy, Default)]
 struct LoopTurns {
     watched: Option<Nanos>,
