@@ -462,6 +462,10 @@ struct Placed {
     /// Its CPU share (exec over wall time), averaged as `duty` is: the work it does, which
     /// barrier peers share equally wherever they run (see [`peers`]).
     work: f64,
+    /// Its CPU share averaged the same way over every window since it was first seen,
+    /// placed or with Linux: what the fine-phase rule reads (see [`fine`], "Lent before
+    /// the shares settle"). `work` stands still while the thread is with Linux.
+    life_work: f64,
     /// Given back to Linux because it mostly sleeps; counts on no queue meanwhile.
     released: bool,
     /// Released too, but busy: lent to Linux while the program has no more busy threads

@@ -40,6 +40,26 @@
 //! with 10 ms phases reads S ≈ 8–15 ms: not fine, the rotation runs as before; a program
 //! that yields at its barriers gives no S at all (its cores stay busy either way).
 //!
+//! **Lent before the shares settle.** The equal-work test reads each thread's CPU share
+//! averaged over every window since it was first seen, whether it was placed or with
+//! Linux then (`Placed::life_work`). It read the share measured while placed (`work`, the
+//! peer test's), which stands still while a thread is with Linux. Paced by a live
+//! budget, the sparse-rounds rule may lend the threads in the first rounds, before the
+//! shares have settled: with this VM's BPF tick (a round every ~1.8 ms against phases read
+//! as 0.2 ms) one window's shares of the stencil's 24 threads read 0.44–0.53, over the
+//! 15 %, so the rule did not hold and the threads were lent; then their shares never
+//! moved again, the rule never held, and the threads stayed with Linux for good:
+//! 1.46–1.55× pinning's time at 24 threads on five seeds of six, 1.41–1.48× at 20 on
+//! two, 1.27–1.30× at 40 on five (simulated, 16 cores, 300 ms of work a thread). The
+//! older BPF fit (54.8 µs + 0.442 µs a thread) lent 18 of the 24 runs at 17–40 threads for
+//! good, the `/proc` fit (24.2 µs + 4.148 µs) four. With every window counted the shares
+//! settle while the threads are lent, the rule holds, and the sparse-rounds rule gives
+//! them back: every run of those three fits and of the older `/proc` fit (21.1 µs +
+//! 6.246 µs), 17–40 threads, seeds 1–6, is within 0.994–1.020× pinning's time, and the
+//! runs that were not lent are unchanged. Free ticks, the 2-core runs and every row that
+//! is not fine-phased are byte for byte the same
+//! (`speed_sparse_fine_phases_lent_before_their_shares_settle_come_back`).
+//!
 //! What the rule keeps: a thread asleep since it was first seen (a main thread in `join`)
 //! still goes back at once, and with no more busy threads than cores [`super::few`] still
 //! lends them all (N ≤ M: nothing to double up). The guard still compares the stint with
@@ -83,7 +103,7 @@ impl Speed {
                     .filter(|p| {
                         p.age >= super::ASLEEP_AGE && p.exec + p.wait >= super::IDLE * p.age
                     })
-                    .map(|p| p.work),
+                    .map(|p| p.life_work),
             )
     }
 }

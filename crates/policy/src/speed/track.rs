@@ -27,6 +27,8 @@ impl Speed {
         p.last_free = ((1.0 - t.latency).clamp(0.0, 1.0) - t.late_wait) * dt;
         p.held = t.latency;
         p.exec += t.speed * dt;
+        let life = (dt / (p.age + dt).min(DUTY_TAU_S * 1e9)).min(1.0);
+        p.life_work += life * (t.speed - p.life_work);
         // All the wait the window reported: the room its run time left, and the late wait
         // beyond it (`latency` alone is clamped to the window).
         let waited = if t.late_wait > 0.0 {
@@ -201,6 +203,7 @@ impl Speed {
                 started: None,
                 duty: 0.0,
                 work: 0.0,
+                life_work: 0.0,
                 released: apart || lent,
                 lent,
                 seg_exec: exec,
