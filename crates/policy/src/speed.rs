@@ -54,9 +54,29 @@
 //!                 │
 //!   every B:  heavy cores (T+1 threads)  x₁ ≤ x₂ ≤ …   (credit, ascending)
 //!             light cores (T threads)    y₁ ≥ y₂ ≥ …   (credit, descending)
-//!             swap (xᵢ, yᵢ) while yᵢ − xᵢ > 0  ─► 2 moves per pair
+//!             swap (xᵢ, yᵢ) while yᵢ − xᵢ > 0  ─► 1 move per pair (xᵢ's core-mate
+//!             joins yᵢ) where heavy cores hold 2 and light ones 1, else 2 moves
 //!             (threads that block: the xᵢ held back now first, swapped whatever yᵢ − xᵢ)
 //! ```
+//!
+//! **One move a swap.** Where the heavy cores hold two threads and the light ones one
+//! (M < N < 2M: 17–31 threads on 16 cores, 3 on 2), heavy core x+z and light core y
+//! end a swap of x and y as z+y and x. Moving z to y's core ends with the same threads
+//! sharing, by one move: x stays, alone now. Only where neither core was changed by an
+//! earlier move of the round (then the swap is two moves, as before), and not where the
+//! window's waits may be reported late (`Window::waits_late`, `schedstat`'s counters):
+//! there z has just waited behind x, and sent onto y's busy core it would wait again, its
+//! wait reported later still, where a swap gives the thread that waited a core of its
+//! own (3 threads on 2 cores, 10 ms yield phases: 0.953× Linux's time against 0.930–0.935×
+//! with swaps, simulated). The kernel lets the thread moved onto y's core preempt y,
+//! which has run past its slice (`move_queued_task` calls `wakeup_preempt`), so z, the
+//! one behind, runs first, as y would have waited behind z after a swap. The rounds'
+//! moves fall by 25–50 % (the moved thread's refill and the tool's CPU time with them)
+//! and the fair share is the same or better: simulated, 16 cores, seeds 1–3, free ticks,
+//! 24 threads 92.1–92.5 → 92.9–93.3 % with 10 ms yield phases and the OpenMP stencil at
+//! 100 ms sweeps 94.8–95.1 → 96.1–96.2 (Linux 96.1–96.9); paced by the BPF counters'
+//! tick, 24 threads with 10 ms blocking phases 89.7–91.1 → 91.4–92.5 (see "One move a
+//! swap" in `docs/speed-rules.md`).
 //!
 //! **Held back now.** The credit is a memory of 20 ms; with blocking phases of a few
 //! milliseconds it says who was ahead over the last phases, not who is stuck in this one.
@@ -503,6 +523,13 @@ pub struct Speed {
     light: Vec<usize>,
     /// Which of `light` a round has paired.
     used: Vec<bool>,
+    /// One move a swap (see the module docs): the two threads of each core that holds
+    /// two, by queue, as the round found them; and the queues the round's moves changed.
+    mates: Vec<[Option<usize>; 2]>,
+    touched: Vec<bool>,
+    /// Whether the last window's waits may be reported late (`Window::waits_late`): then
+    /// a swap stays two moves ("One move a swap" in the module docs).
+    waits_late: bool,
     /// Whether the last round rotated: some node has uneven counts with threads to turn.
     rotating_now: bool,
     /// Whether the placed threads run in short slices now.
@@ -632,6 +659,9 @@ impl Speed {
             heavy: Vec::new(),
             light: Vec::new(),
             used: Vec::new(),
+            mates: Vec::new(),
+            touched: Vec::new(),
+            waits_late: false,
             rotating_now: false,
             sliced: false,
             node_load: Vec::new(),
@@ -820,6 +850,7 @@ impl Policy for Speed {
         let now = w.end;
         let mut moves = Vec::new();
         self.sparse.note_pace(w.pace);
+        self.waits_late = w.waits_late;
         self.track(w, &mut moves);
         let managing = self.managing();
         self.check_peers(now, managing, &mut moves);

@@ -244,12 +244,28 @@ impl Speed {
         let mut light = std::mem::take(&mut self.light);
         heavy.clear();
         light.clear();
+        // Heavy cores of two threads and light ones of one: a swap can be one move (see
+        // "One move a swap" in the module docs), for which each heavy core's two threads
+        // are noted, and the cores this round's moves change.
+        let one_move = hi == 2 && lo == 1 && !self.waits_late;
+        let mut mates = std::mem::take(&mut self.mates);
+        let mut touched = std::mem::take(&mut self.touched);
+        mates.clear();
+        touched.clear();
+        if one_move {
+            mates.resize(self.queues.len(), [None, None]);
+            touched.resize(self.queues.len(), false);
+        }
         for (i, p) in self.placed.iter().enumerate() {
             if p.released || !self.in_group(p.queue, node) {
                 continue;
             }
             if self.queues[p.queue].load == hi {
                 heavy.push(i);
+                if one_move {
+                    let pair = &mut mates[p.queue];
+                    pair[usize::from(pair[0].is_some())] = Some(i);
+                }
             } else {
                 light.push(i);
             }
@@ -312,10 +328,29 @@ impl Speed {
             }
             used[j] = true;
             let (qx, qy) = (self.placed[x].queue, self.placed[y].queue);
-            self.placed[x].queue = qy;
-            self.placed[y].queue = qx;
             self.placed[x].judge = self.placed[x].round_rate;
             self.stats.swaps += 1;
+            if one_move {
+                let z = mate_to_move(&mates, &touched, x, qx, qy);
+                touched[qx] = true;
+                touched[qy] = true;
+                if let Some(z) = z {
+                    // x stays, alone now; its core-mate joins y.
+                    self.placed[z].queue = qy;
+                    self.queues[qx].load -= 1;
+                    self.queues[qy].load += 1;
+                    moves.push(Move {
+                        thread: self.placed[z].key,
+                        to: self.target(qy),
+                        why: Reason::SpeedRotate {
+                            lead_ms: self.placed[z].credit / 1e6,
+                        },
+                    });
+                    continue;
+                }
+            }
+            self.placed[x].queue = qy;
+            self.placed[y].queue = qx;
             for (i, q) in [(x, qy), (y, qx)] {
                 moves.push(Move {
                     thread: self.placed[i].key,
@@ -329,6 +364,8 @@ impl Speed {
         self.heavy = heavy;
         self.light = light;
         self.used = used;
+        self.mates = mates;
+        self.touched = touched;
         true
     }
 
@@ -448,5 +485,26 @@ impl Speed {
         self.stats.interval_sum_ms += i.as_millis_f64();
         self.stats.min_seen = Some(self.stats.min_seen.map_or(i, |m| m.min(i)));
         self.stats.max_seen = Some(self.stats.max_seen.map_or(i, |m| m.max(i)));
+    }
+}
+
+/// The thread that moves instead of a swap of `x`, on heavy core `qx`, with the lone thread
+/// of light core `qy` (see "One move a swap" in `speed`'s module docs): `x`'s core-mate as
+/// the round found it (`mates`), unless a move of this round changed either core already
+/// (`touched`). `None`: swap.
+fn mate_to_move(
+    mates: &[[Option<usize>; 2]],
+    touched: &[bool],
+    x: usize,
+    qx: usize,
+    qy: usize,
+) -> Option<usize> {
+    if touched[qx] || touched[qy] {
+        return None;
+    }
+    match mates[qx] {
+        [Some(a), Some(b)] if a == x => Some(b),
+        [Some(a), Some(b)] if b == x => Some(a),
+        _ => None,
     }
 }

@@ -29,7 +29,7 @@
 //! (`get_sd_balance_interval`), so that periods drift apart instead of meeting on
 //! multiples of each other.
 
-use super::GroupStats;
+use super::{Entry, GroupStats};
 use crate::queue::EventKind;
 use crate::state::{Act, Baseline, CpuIdx, Programs, QueueView, SeenQueue, Sim, St, ThreadIdx};
 use threadbalance_model::Nanos;
@@ -431,7 +431,7 @@ impl Sim {
                     self.th[t].involuntary += 1;
                     self.th[t].lag = self.th[t].vruntime.0 as i64 - min_vr;
                     self.set_cpu(t, c);
-                    self.enqueue(t, c, false);
+                    self.enqueue(t, c, Entry::Migration);
                     self.schedule(src);
                     self.kernel.cpus[c].failed[lv] = tries + 1;
                     return true;
@@ -460,7 +460,7 @@ impl Sim {
         let waited = self.now.saturating_sub(th.runnable_since);
         th.wait += waited;
         self.set_cpu(t, dst);
-        self.enqueue(t, dst, false);
+        self.enqueue(t, dst, Entry::Migration);
     }
 
     /// Changes thread `t`'s affinity; a thread on a CPU no longer allowed moves at once.
@@ -479,7 +479,7 @@ impl Sim {
                 self.th[t].involuntary += 1;
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);
-                self.enqueue(t, dst, false);
+                self.enqueue(t, dst, Entry::Migration);
                 self.schedule(c);
             }
             St::Runnable => {

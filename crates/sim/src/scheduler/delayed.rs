@@ -36,6 +36,7 @@
 //! Linux at N = 2M with blocking barriers (87.1 → 89.8 %, Linux 72–80 %; see the
 //! simulator's `docs/sixteen-core-mechanisms.md`, "Delayed dequeue").
 
+use super::Entry;
 use crate::state::{CpuIdx, Sim, ThreadIdx};
 use threadbalance_model::Nanos;
 
@@ -119,7 +120,7 @@ impl Sim {
         let min_vr = self.min_vruntime_now(c).0 as i64;
         let th = &mut self.th[t];
         th.lag = (th.vruntime.0 as i64 - min_vr).max(0);
-        self.enqueue(t, c, true);
+        self.enqueue(t, c, Entry::Wakeup);
         true
     }
 

@@ -6,7 +6,7 @@
 //! | mechanism | model | kernel |
 //! |---|---|---|
 //! | fair share | pick the least vruntime; a sleeper keeps its lag (clamped to ± one slice) | EEVDF `pick_eevdf`, `place_entity` |
-//! | slices | `base_slice × (1 + log2 min(ncpu, 8))`, or a thread's own (set by a policy's `Plan::slices`, kept within 0.1–100 ms; its lag then bounded by twice it, at least a tick), checked at each tick (`HZ`); a wake-up or arrival preempts only a thread past its slice | `sysctl_sched_base_slice`, `sched_attr.sched_runtime` (6.12+), `update_entity_lag`, `RUN_TO_PARITY` |
+//! | slices | `base_slice × (1 + log2 min(ncpu, 8))`, or a thread's own (set by a policy's `Plan::slices`, kept within 0.1–100 ms; its lag then bounded by twice it, at least a tick), checked at each tick (`HZ`); a wake-up, or an arrival moved by affinity or by the balancer, preempts only a thread past its slice | `sysctl_sched_base_slice`, `sched_attr.sched_runtime` (6.12+), `update_entity_lag`, `RUN_TO_PARITY`, `wakeup_preempt` (from `ttwu_do_activate`, `move_queued_task`, `attach_task`) |
 //! | wake-up | prev CPU if idle; else towards the waker's CPU only if, with the thread's own PELT load added, it stays less loaded than prev by half the domain's `imbalance_pct` (within an LLC the model keeps a count rule: see `wake_affine`), and not when the waker and wakee flip partners a lot; then an idle CPU of **that target's LLC**: prev if idle there, the CPU used before prev (`recent_used_cpu`), else a scan of at most `llc_weight × (1 − (1.17 u)²)` CPUs for LLC utilization `u` (none above 85 %) | `select_task_rq_fair`, `wake_affine_idle`, `wake_affine_weight`, `wake_wide`, `select_idle_sibling`, `SIS_UTIL` |
 //! | fork | walk the domains top-down to the group with more idle CPUs; NUMA keeps a small imbalance | `sched_balance_find_dst_group` |
 //! | periodic balance | per domain every `weight` ms (× 16 when busy, doubled up to 2 × weight while balanced), by the first idle CPU of the group; busiest group by type (spare / fully busy / overloaded) then load; `imbalance_pct` 110 (SMT) / 117; task-count imbalance when the local group has spare capacity, load imbalance otherwise; a task's load is halved per failed attempt; cache-hot tasks (ran < 0.5 ms ago) stay unless attempts failed more than `cache_nice_tries`; active balance after `cache_nice_tries + 2` failures where tasks were to move (`migrate_task`), never where load was (both groups busy) | `sched_balance_rq`, `calculate_imbalance`, `detach_tasks` |
@@ -41,6 +41,18 @@ pub(crate) use crate::state::SdLevel;
 use crate::state::{Act, CpuIdx, Hw, Programs, QueueView, Sim, St, ThreadIdx};
 pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Nanos, Topology};
+
+/// How a runnable thread comes onto a CPU's queue ([`Sim::enqueue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// It woke, or is new: on an idle CPU it pays the wake-up's cost and ends the CPU's
+    /// idle period.
+    Wakeup,
+    /// Moved here by its affinity or by the balancer (`move_queued_task`, `attach_task`).
+    Migration,
+    /// Moved here by the Solaris dispatcher model, whose moves do not preempt.
+    Dispatch,
+}
 
 /// Builds the domain hierarchy: SMT (if any), LLC, node or package, machine, skipping
 /// levels that group the same CPUs as the level below.
@@ -265,7 +277,7 @@ impl Sim {
         th.cpu = c;
         th.st = St::Runnable;
         th.lag = 0; // `enqueue` places it at the queue's `min_vruntime`
-        self.enqueue(t, c, true);
+        self.enqueue(t, c, Entry::Wakeup);
     }
 
     /// The thread running on CPU `c` has exited (`do_exit`): the CPU forgets it and
@@ -309,7 +321,14 @@ impl Sim {
     }
 
     /// Puts runnable thread `t` on CPU `c` (its `cpu` must already be `c`).
-    pub(crate) fn enqueue(&mut self, t: ThreadIdx, c: CpuIdx, wakeup: bool) {
+    ///
+    /// On a busy CPU the running thread gives way at once if it has run its slice since
+    /// it was picked (`check_preempt_wakeup_fair` under `RUN_TO_PARITY`), for a thread
+    /// that woke and for one moved here alike: the kernel's `move_queued_task` (a move by
+    /// `sched_setaffinity`) and `attach_task` (the balancer's) call `wakeup_preempt` as
+    /// `ttwu_do_activate` does. Only the Solaris dispatcher's moves do not preempt.
+    pub(crate) fn enqueue(&mut self, t: ThreadIdx, c: CpuIdx, entry: Entry) {
+        let wakeup = entry == Entry::Wakeup;
         let slice = self.lag_limit(t) as i64;
         let now = self.now;
         let min_vr = self.min_vruntime_now(c).0 as i64;
@@ -345,7 +364,8 @@ impl Sim {
             if self.queued_non_yielder(c) {
                 self.yield_cpu(c);
             }
-        } else if wakeup && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_of(cur))
+        } else if entry != Entry::Dispatch
+            && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_of(cur))
         {
             self.preempt(c);
         }
@@ -564,7 +584,7 @@ impl Sim {
             Baseline::Solaris => self.solaris_wake_cpu(t),
         };
         self.set_cpu(t, target);
-        self.enqueue(t, target, true);
+        self.enqueue(t, target, Entry::Wakeup);
     }
 
     fn group_stats(&self, cpus: &[CpuIdx]) -> GroupStats {

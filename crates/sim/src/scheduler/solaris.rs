@@ -20,6 +20,7 @@
 //! groups (which would prefer the home socket when one of its CPUs is idle) are left out on
 //! purpose, as the brief of this baseline is the dispatcher the papers observed.
 
+use super::Entry;
 use crate::state::{CpuIdx, Sim, St, ThreadIdx};
 
 impl Sim {
@@ -109,7 +110,7 @@ impl Sim {
         th.lag = th.vruntime.0 as i64 - min_vr;
         th.wait += self.now.saturating_sub(th.runnable_since);
         self.set_cpu(t, dst);
-        self.enqueue(t, dst, false);
+        self.enqueue(t, dst, Entry::Dispatch);
     }
 }
 

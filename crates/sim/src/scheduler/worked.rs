@@ -4,8 +4,8 @@
 //! where, its load, when it last ran) and calls one decision; the comments give the
 //! kernel's arithmetic that leads to the expected answer.
 
-use super::GroupStats;
 use super::balance::Kind;
+use super::{Entry, GroupStats};
 use crate::machine::machine;
 use crate::run::RunOptions;
 use crate::state::{Act, CpuIdx, Sim, St, ThreadIdx};
@@ -548,7 +548,7 @@ fn min_vruntime_follows_the_thread_running_alone() {
     assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(100));
     sim.th[1].st = St::Blocked;
     sim.th[1].lag = 0;
-    sim.enqueue(th(1), cpu(0), true);
+    sim.enqueue(th(1), cpu(0), Entry::Wakeup);
     assert_eq!(sim.th[1].vruntime, Nanos::from_millis(100));
 }
 
@@ -564,4 +564,40 @@ fn min_vruntime_is_the_least_of_running_and_queued_and_never_goes_back() {
     assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(20));
     sim.th[1].vruntime = Nanos::from_millis(10);
     assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(20));
+}
+
+// ---- arrivals by migration -----------------------------------------------------------
+
+/// Two CPUs at 100 ms: thread 0 runs on CPU 0 from vruntime 0, picked `picked_ms` ago;
+/// thread 1 runs on CPU 1 and thread 2 waits there 3 ms behind that queue's
+/// `min_vruntime`. Then thread 2's affinity is set to CPU 0 alone: the thread that runs
+/// on CPU 0 afterwards.
+fn runs_after_a_move_onto_a_busy_cpu(picked_ms: u64) -> ThreadIdx {
+    let mut sim = kernel("package:1 core:2 pu:1", 3, 100);
+    fill(&mut sim, &[1, 2]);
+    sim.cpus[0].seg_start = Nanos::ZERO;
+    sim.th[0].picked_at = Nanos::from_millis(100 - picked_ms);
+    sim.cpus[1].seg_start = Nanos::from_millis(99);
+    sim.th[1].vruntime = Nanos::from_millis(50);
+    sim.th[2].vruntime = Nanos::from_millis(45);
+    sim.kernel.cpus[1].min_vruntime = Nanos::from_millis(48);
+    sim.set_affinity(
+        th(2),
+        threadbalance_model::CpuSet::single(threadbalance_model::CpuId(0)),
+    );
+    assert_eq!(sim.th[2].cpu, cpu(0));
+    sim.kernel.cpus[0].cur.unwrap()
+}
+
+#[test]
+fn a_thread_moved_onto_a_busy_cpu_preempts_one_past_its_slice() {
+    // `sched_setaffinity` moves a queued thread with `move_queued_task`, which calls
+    // `wakeup_preempt` as a wake-up does. Thread 2 leaves CPU 1 with lag −3 ms (45 against
+    // the queue's 48) and is placed on CPU 0 at 100 − 3 = 97 ms of vruntime, behind thread
+    // 0 (100 ms). Thread 0 was picked 100 ms ago, past its 1.5 ms slice (0.75 ms ×
+    // (1 + log₂ 2)): it gives way at once, and thread 2, the fairer, runs.
+    assert_eq!(runs_after_a_move_onto_a_busy_cpu(100), th(2));
+    // Just picked, thread 0 is within its slice (`RUN_TO_PARITY`) and runs on; thread 2
+    // waits for the tick.
+    assert_eq!(runs_after_a_move_onto_a_busy_cpu(0), th(0));
 }

@@ -139,17 +139,21 @@ fn speed_many_ten_ms_phases_reach_ninety_percent_of_the_fair_share() {
 }
 
 #[test]
-fn speed_many_memory_bound_long_phases_at_one_and_a_half_per_core_cost_under_three_percent() {
+fn speed_many_memory_bound_long_phases_at_one_and_a_half_per_core_cost_under_two_percent() {
     // A limit, held where it stands. 24 threads on 16 cores, 100 ms phases half
     // memory-bound with 4 MiB each, blocking barriers (`scenarios/memory-bound-barrier`):
     // the 8 single cores go idle at each phase's end and each pulls one thread of a
     // doubled-up core, so Linux reaches the fair share on its own and every move of the
     // rotation is a cost (each refills the moved thread's private caches). Paced as a
-    // live loop would be (`--tick-cost 20,1.9`), `speed` runs 2.1–2.4 % slower than Linux
-    // (seeds 1–3). The guard cannot tell: its rate is CPU time, a refill is CPU time, so
-    // the managed rate reads at the fair share and the probe is skipped. This asserts the
-    // loss stays under 3 % and that the guard skipped; a guard that sees the refills would
-    // fail the second assertion and should replace it with "no slower than Linux".
+    // live loop would be (`--tick-cost 20,1.9`), `speed` runs 1.1–1.4 % slower than Linux
+    // (seeds 1–3; 1.9–2.6 % before a swap became one move and the model's moved threads
+    // preempted as the kernel's do). The guard cannot tell: its rate is CPU time, a refill
+    // is CPU time, so the managed rate reads at the fair share. On seed 1 it probes once
+    // (its first check reads the rate below 90 % of the fair share), finds Linux slower
+    // (22 % of a core for the slowest thread against 33 % managed) and manages again.
+    // This asserts the loss stays under 2 % and that the guard keeps managing; a guard
+    // that sees the refills would fail the second assertion and should replace it with
+    // "no slower than Linux".
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let m = machine(SIXTEEN, None).unwrap();
     let w = workload("memory-bound-barrier", None, Some(&dir)).unwrap();
@@ -158,9 +162,14 @@ fn speed_many_memory_bound_long_phases_at_one_and_a_half_per_core_cost_under_thr
     let c = none_and_speed(&m, &w, &o);
     let (none, speed) = (&c.results[0], &c.results[1]);
     let ratio = speed.runtime_s / none.runtime_s;
-    assert!(ratio <= 1.03, "speed / Linux {ratio:.3}\n{}", c.to_table());
+    assert!(ratio <= 1.02, "speed / Linux {ratio:.3}\n{}", c.to_table());
     let guard = line(speed, "guard");
-    assert!(guard.starts_with("managing; 0 probes ("), "{guard}");
+    assert!(guard.starts_with("managing; "), "{guard}");
+    let threadbalance_model::PolicySummary::Speed(s) = &speed.policy_summary else {
+        panic!("not speed's summary");
+    };
+    let g = s.guard.as_ref().unwrap();
+    assert_eq!(g.handbacks, g.resumptions, "{guard}");
 }
 
 #[test]
