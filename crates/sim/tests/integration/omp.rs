@@ -126,11 +126,13 @@ fn omp_stencil_sixteen_cores_sweeps_of_10_and_100_ms() {
     // The matrix's phases on the OpenMP program (`bench` runs sweeps of that many passes).
     // libgomp sleeps at every barrier once threads outnumber cores. At N = 16 `speed` is
     // level with Linux (nothing to rotate), and at N = 17 it reaches the 90 % of the fair
-    // share at both sweeps (91.0–91.4 and 96.7–96.9 %, seeds 1–3). Two limits, held where
-    // they stand: at N = 24 with 10 ms sweeps 89.8–90.1 % (0.882–0.897× Linux's time), and
-    // with 100 ms sweeps 1.6–2.4 % behind Linux, whose idle cores pull one thread of each
-    // doubled-up core at every sweep's end (11,200 moves/s, each refilling 512 KiB; see
-    // "A swap margin for long phases (tried, not kept)" in `docs/speed-rules.md`).
+    // share at both sweeps (91.7–91.9 and 97.2–97.4 %, seeds 1–3), at N = 24 with 10 ms
+    // sweeps too (92.1–92.2 %, 0.862–0.877× Linux's time). A limit, held where it stands:
+    // with 100 ms sweeps at N = 24 up to 0.8 % behind Linux (1.000–1.008×), whose idle
+    // cores pull one thread of each doubled-up core at every sweep's end (7,000 moves/s,
+    // each refilling 512 KiB; see "A swap margin for long phases (tried, not kept)" in
+    // `docs/speed-rules.md`). Before a swap was one move ("One move a swap" there) the
+    // 10 ms row read 89.8–90.1 % and the 100 ms one 1.6–2.4 % behind Linux.
     for (sweep_us, work_ms) in [(10_000, 1000), (100_000, 2000)] {
         let spec = format!("omp-stencil:sweep_us={sweep_us},work_ms={work_ms}");
         for n in [16, 17, 24] {
@@ -148,8 +150,8 @@ fn omp_stencil_sixteen_cores_sweeps_of_10_and_100_ms() {
                 match (n, sweep_us) {
                     (16, _) => assert!(ratio <= 1.001, "{what}"),
                     (17, _) => assert!(pct >= 90.0, "{what}"),
-                    (24, 10_000) => assert!(ratio <= 0.9, "{what}"),
-                    _ => assert!(ratio <= 1.025, "{what}"),
+                    (24, 10_000) => assert!(pct >= 90.0 && ratio <= 0.885, "{what}"),
+                    _ => assert!(ratio <= 1.01, "{what}"),
                 }
             }
         }
