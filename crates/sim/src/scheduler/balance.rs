@@ -432,7 +432,7 @@ impl Sim {
                     self.th[t].lag = self.th[t].vruntime.0 as i64 - min_vr;
                     self.set_cpu(t, c);
                     self.enqueue(t, c, Entry::Migration);
-                    self.schedule(src);
+                    self.schedule_if_idle(src);
                     self.kernel.cpus[c].failed[lv] = tries + 1;
                     return true;
                 }
@@ -480,7 +480,7 @@ impl Sim {
                 let dst = self.fallback_cpu(t);
                 self.set_cpu(t, dst);
                 self.enqueue(t, dst, Entry::Migration);
-                self.schedule(c);
+                self.schedule_if_idle(c);
             }
             St::Runnable => {
                 let dst = self.fallback_cpu(t);

@@ -443,6 +443,16 @@ impl Sim {
             .any(|&t| !self.yield_waiting(t))
     }
 
+    /// [`Sim::schedule`] for CPU `c`, whose running thread was moved away, unless a thread
+    /// runs there again already: the move's arrival may have preempted a thread whose
+    /// slice ended with its operation (a compute step done, a barrier released), and a
+    /// thread woken by that may have been placed on `c`, idle meanwhile.
+    pub(crate) fn schedule_if_idle(&mut self, c: CpuIdx) {
+        if self.kernel.cpus[c].cur.is_none() {
+            self.schedule(c);
+        }
+    }
+
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
     pub(crate) fn schedule(&mut self, c: CpuIdx) {
