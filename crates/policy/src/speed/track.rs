@@ -27,8 +27,7 @@ impl Speed {
         p.last_free = ((1.0 - t.latency).clamp(0.0, 1.0) - t.late_wait) * dt;
         p.held = t.latency;
         p.exec += t.speed * dt;
-        let life = (dt / (p.age + dt).min(DUTY_TAU_S * 1e9)).min(1.0);
-        p.life_work += life * (t.speed - p.life_work);
+        p.life_work += life_weight(dt, p.age + dt) * (t.speed - p.life_work);
         // All the wait the window reported: the room its run time left, and the late wait
         // beyond it (`latency` alone is clamped to the window).
         let waited = if t.late_wait > 0.0 {
@@ -46,7 +45,7 @@ impl Speed {
         } else if let Some(started) = p.started {
             let started = started + dt;
             p.started = Some(started);
-            let a = (dt / started.min(DUTY_TAU_S * 1e9)).min(1.0);
+            let a = life_weight(dt, started);
             p.duty = (p.duty + a * (blocked - p.duty)).max(0.0);
             p.work += a * (t.speed - p.work);
         } else {
@@ -226,4 +225,11 @@ impl Speed {
         self.spare = old;
         self.update_credits(dt);
     }
+}
+
+/// The weight of a window of `dt` ns in an average over the `span` ns it closes (the
+/// window included), at most the last `DUTY_TAU_S`: an even mean over a short life, a
+/// decaying one after.
+fn life_weight(dt: f64, span: f64) -> f64 {
+    (dt / span.min(DUTY_TAU_S * 1e9)).min(1.0)
 }

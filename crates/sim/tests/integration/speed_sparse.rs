@@ -49,6 +49,19 @@ fn sparse(r: &RunResult) -> (u64, bool) {
     }
 }
 
+/// Asserts that in `c` (`none`, then `speed`) both finished, `speed` lent its threads once
+/// for sparse rounds and kept them lent, and took at most `bound` × Linux's time.
+fn assert_lent_once_within(c: &Comparison, bound: f64, what: &str) {
+    let (none, speed) = (&c.results[0], &c.results[1]);
+    assert!(none.finished && speed.finished, "{what}");
+    assert_eq!(sparse(speed), (1, true), "{what}:\n{}", c.to_table());
+    assert!(
+        speed.runtime_s <= none.runtime_s * bound,
+        "{what}:\n{}",
+        c.to_table()
+    );
+}
+
 #[test]
 fn speed_sparse_proc_fit_yield_rows_at_least_linux_and_never_lent() {
     // Yield spinners keep every core busy, so Linux has no work conservation to give
@@ -83,14 +96,7 @@ fn speed_sparse_proc_fit_block_rows_are_lent_and_stay_within_three_percent_of_li
     for n in [20, 24] {
         for seed in 1..=3 {
             let c = run("block", n, seed, Some(PROC_FIT));
-            let (none, speed) = (&c.results[0], &c.results[1]);
-            assert!(none.finished && speed.finished);
-            assert_eq!(sparse(speed), (1, true), "N = {n}, seed {seed}");
-            assert!(
-                speed.runtime_s <= none.runtime_s * 1.03,
-                "N = {n}, seed {seed}:\n{}",
-                c.to_table()
-            );
+            assert_lent_once_within(&c, 1.03, &format!("N = {n}, seed {seed}"));
         }
     }
 }
@@ -307,14 +313,7 @@ fn speed_sparse_a_whole_budget_keeps_the_threads_lent_that_its_moves_made_sparse
         opts.tick_cost = Some("19.8,0.298,46".parse().unwrap());
         opts.cpu_budget = Some(0.02);
         let c = on_sixteen(&w, &["none", "speed"], &opts);
-        let (none, speed) = (&c.results[0], &c.results[1]);
-        assert!(none.finished && speed.finished);
-        assert_eq!(sparse(speed), (1, true), "seed {seed}:\n{}", c.to_table());
-        assert!(
-            speed.runtime_s <= none.runtime_s * 1.015,
-            "seed {seed}:\n{}",
-            c.to_table()
-        );
+        assert_lent_once_within(&c, 1.015, &format!("seed {seed}"));
     }
 }
 
