@@ -386,20 +386,38 @@ fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
         let busy = r["threads"].as_f64().unwrap() * r["duty"].as_f64().unwrap();
         assert!((busy - (m as f64 / 2.0).min(r["threads"].as_f64().unwrap())).abs() < 0.01);
     }
-    // The tick-cost fit: a line over the small run and the three rows, with the simulator's
-    // argument made of its two parts.
+    // The tick-cost fit: a line over the small run and the rows with a steady tick, with
+    // the simulator's argument made of its two parts. A quick run (20 periods) may see no
+    // steady tick at 256 and 1024 threads, and on a slow day none at 64 either (a tick of
+    // 118 µs gave 64 ticks a second): then there are too few points, and the report says
+    // so instead of fitting.
+    let steady_rows = rows
+        .iter()
+        .filter(|r| r["steady_us_per_tick"].as_f64().unwrap() > 0.0)
+        .count();
     let fit = &v["tick_cost"];
-    let (a, b) = (
-        fit["fixed_us"].as_f64().unwrap(),
-        fit["per_thread_us"].as_f64().unwrap(),
-    );
-    assert!(a >= 0.0 && b >= 0.0 && a + b > 0.0, "{fit}");
-    assert_eq!(
-        fit["sim_tick_cost"].as_str().unwrap(),
-        format!("{a:.1},{b:.3}")
-    );
-    assert!(fit["points"].as_array().unwrap().len() >= 2, "{fit}");
-    assert!(text.contains("--tick-cost"), "{text}");
+    if fit.is_null() {
+        assert!(
+            steady_rows <= 1,
+            "{steady_rows} rows with a steady tick, no fit\n{text}"
+        );
+        assert!(
+            text.contains("tick cost fit: not enough runs with a steady tick"),
+            "{text}"
+        );
+    } else {
+        let (a, b) = (
+            fit["fixed_us"].as_f64().unwrap(),
+            fit["per_thread_us"].as_f64().unwrap(),
+        );
+        assert!(a >= 0.0 && b >= 0.0 && a + b > 0.0, "{fit}");
+        assert_eq!(
+            fit["sim_tick_cost"].as_str().unwrap(),
+            format!("{a:.1},{b:.3}")
+        );
+        assert!(fit["points"].as_array().unwrap().len() >= 2, "{fit}");
+        assert!(text.contains("--tick-cost"), "{text}");
+    }
     let sets: Vec<u64> = v["migration"]
         .as_array()
         .unwrap()
