@@ -42,7 +42,7 @@ pub enum PolicySummary {
     /// `handoff`.
     Handoff(HandoffSummary),
     /// `speed`.
-    Speed(SpeedSummary),
+    Speed(Box<SpeedSummary>),
     /// Every `numa-*` policy.
     Numa(NumaSummary),
 }
@@ -249,6 +249,10 @@ pub struct SpeedSummary {
     /// The last lending or placing again for that reason, explained.
     #[serde(default)]
     pub sparse_last: Option<String>,
+    /// Times such a lending was measured on trial and taken back, Linux having run the
+    /// program slower than the rotation had.
+    #[serde(default)]
+    pub sparse_trials_lost: u64,
     /// The guard, `null` when off.
     pub guard: Option<GuardSummary>,
 }
@@ -436,6 +440,12 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
 
 fn sparse_text(s: &SpeedSummary) -> String {
     let mut t = format!("{} times", s.sparse_hand_backs);
+    if s.sparse_trials_lost > 0 {
+        t.push_str(&format!(
+            " ({} taken back: Linux ran slower)",
+            s.sparse_trials_lost
+        ));
+    }
     if s.sparse_now {
         t.push_str(", with Linux now");
     }
@@ -513,13 +523,36 @@ mod tests {
     }
 
     #[test]
+    fn policy_summary_speed_says_when_a_sparse_lending_was_taken_back() {
+        let mut s = SpeedSummary {
+            sparse_hand_backs: 2,
+            sparse_now: true,
+            sparse_last: Some("lent at 3.10 s".into()),
+            ..SpeedSummary::default()
+        };
+        let line = |s: &SpeedSummary| {
+            PolicySummary::Speed(Box::new(s.clone())).lines()[12]
+                .1
+                .clone()
+        };
+        assert_eq!(line(&s), "2 times, with Linux now; lent at 3.10 s");
+        s.sparse_trials_lost = 1;
+        assert_eq!(
+            line(&s),
+            "2 times (1 taken back: Linux ran slower), with Linux now; lent at 3.10 s"
+        );
+        let v = serde_json::to_value(PolicySummary::Speed(Box::new(s))).unwrap();
+        assert_eq!(v["sparse_trials_lost"], 1);
+    }
+
+    #[test]
     fn policy_summary_speed_guard_off_and_on() {
         let mut s = SpeedSummary {
             balance_interval_ms: 20.0,
             interval_reason: "no synchronization seen".into(),
             ..SpeedSummary::default()
         };
-        let text = |s: &SpeedSummary| PolicySummary::Speed(s.clone()).lines();
+        let text = |s: &SpeedSummary| PolicySummary::Speed(Box::new(s.clone())).lines();
         assert_eq!(text(&s)[0].1, "20.000ms (no synchronization seen)");
         assert_eq!(text(&s)[10].1, "0 times");
         assert_eq!(text(&s)[11].1, "0 times");

@@ -494,11 +494,11 @@ struct Placed {
     /// Released too, but busy: lent to Linux while the program has no more busy threads
     /// than cores (see [`few`]).
     lent: bool,
-    /// `exec` and `wait` at the start of the guard's measured span, and whether the
-    /// thread was there then.
-    seg_exec: f64,
-    seg_wait: f64,
-    seg_valid: bool,
+    /// Its `exec` and `wait` when the guard's measured span opened (see [`guard`]).
+    seg: Mark,
+    /// Its `exec` and `wait` when the sparse-rounds rule's measured span opened (see
+    /// "Lending on trial" in [`sparse`]).
+    trial: Mark,
     /// `exec` and `wait` at the last round, its speed over that round (exec over the time
     /// it wanted a CPU; `None` when it hardly wanted one), and that speed before it moved
     /// to a light core when it did in the last round.
@@ -508,6 +508,26 @@ struct Placed {
     judge: Option<f64>,
     /// The slice last asked for it (`None`: its own).
     slice: Option<Nanos>,
+}
+
+/// A thread's `exec` and `wait` when a measured span opened, and whether it was there
+/// then (a thread first seen later has no mark, and does not count in the span).
+#[derive(Debug, Clone, Copy, Default)]
+struct Mark {
+    exec: f64,
+    wait: f64,
+    valid: bool,
+}
+
+impl Mark {
+    /// The mark of `p` now.
+    fn of(p: &Placed) -> Mark {
+        Mark {
+            exec: p.exec,
+            wait: p.wait,
+            valid: true,
+        }
+    }
 }
 
 /// The speed balancing policy; see the module docs.
@@ -931,7 +951,7 @@ impl Policy for Speed {
 
     fn summary(&self) -> PolicySummary {
         let s = &self.stats;
-        PolicySummary::Speed(SpeedSummary {
+        PolicySummary::Speed(Box::new(SpeedSummary {
             balance_interval_ms: self.interval.as_millis_f64(),
             interval_reason: s.reason.to_string(),
             interval_min_ms: s.min_seen.map(Nanos::as_millis_f64),
@@ -955,8 +975,9 @@ impl Policy for Speed {
             sparse_hand_backs: self.sparse.hand_backs,
             sparse_now: self.sparse.active,
             sparse_last: self.sparse.last.clone(),
+            sparse_trials_lost: self.sparse.trials_lost(),
             guard: self.guard_summary(),
-        })
+        }))
     }
 }
 

@@ -716,7 +716,7 @@ impl Policy for SpeedV1 {
     /// back-offs.
     fn summary(&self) -> PolicySummary {
         let s = &self.stats;
-        PolicySummary::Speed(SpeedSummary {
+        PolicySummary::Speed(Box::new(SpeedSummary {
             balance_interval_ms: self.interval.as_millis_f64(),
             interval_reason: s.reason.to_string(),
             interval_min_ms: s.min_seen.map(Nanos::as_millis_f64),
@@ -738,9 +738,10 @@ impl Policy for SpeedV1 {
             few_hand_backs: 0,
             few_now: false,
             sparse_hand_backs: 0,
+            sparse_trials_lost: 0,
             sparse_now: false,
             sparse_last: None,
             guard: None,
-        })
+        }))
     }
 }

@@ -156,7 +156,7 @@ mod tests {
         let PolicySummary::Speed(s) = p.summary() else {
             panic!("speed reports a speed summary")
         };
-        s
+        *s
     }
 
     #[test]

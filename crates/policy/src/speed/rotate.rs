@@ -373,14 +373,30 @@ impl Speed {
     /// thread that was there all along and was busy (see [`super::guard`]); and the mean
     /// share of those threads.
     pub(super) fn segment_rate(&self, now: Nanos) -> Option<(f64, f64)> {
-        let span = now.saturating_sub(self.seg_at).0 as f64;
+        self.span_rate(self.seg_at, now, |p| p.seg)
+    }
+
+    /// The least and the mean CPU share from `from` to `now` of the threads that `mark`
+    /// gives a valid mark and that were busy through the span (wanted a CPU at least
+    /// `BUSY` of it); `None` when no thread counts.
+    pub(super) fn span_rate(
+        &self,
+        from: Nanos,
+        now: Nanos,
+        mark: impl Fn(&super::Placed) -> super::Mark,
+    ) -> Option<(f64, f64)> {
+        let span = now.saturating_sub(from).0 as f64;
         if span <= 0.0 {
             return None;
         }
         let (mut least, mut sum, mut n) = (f64::INFINITY, 0.0, 0u32);
-        for p in self.placed.iter().filter(|p| p.seg_valid) {
-            let exec = p.exec - p.seg_exec;
-            if exec + (p.wait - p.seg_wait) >= BUSY * span {
+        for p in &self.placed {
+            let m = mark(p);
+            if !m.valid {
+                continue;
+            }
+            let exec = p.exec - m.exec;
+            if exec + (p.wait - m.wait) >= BUSY * span {
                 let rate = exec / span;
                 least = least.min(rate);
                 sum += rate;
@@ -409,9 +425,7 @@ impl Speed {
         };
         if !self.seg_open && now >= from {
             for p in self.placed.iter_mut() {
-                p.seg_exec = p.exec;
-                p.seg_wait = p.wait;
-                p.seg_valid = true;
+                p.seg = super::Mark::of(p);
             }
             self.seg_open = true;
             self.seg_at = now;

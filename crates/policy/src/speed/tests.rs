@@ -1079,3 +1079,116 @@ fn speed_does_not_look_at_a_pace_under_a_hundred_ms() {
         moves[1]
     );
 }
+
+/// Three threads on two cores, blocking once per 6 ms of work, driven through windows
+/// `gap_ms` apart from `now_ms` for `ms`: a placed thread runs at 0.9 / (threads on its
+/// core) and waits for a CPU the rest of that share's room; a thread with Linux (released
+/// to its original mask) runs at `linux`. Returns the time reached.
+fn blocking_three(
+    p: &mut Speed,
+    t: &Topology,
+    queue: &mut [Option<usize>],
+    now_ms: f64,
+    gap_ms: f64,
+    ms: f64,
+    linux: f64,
+) -> f64 {
+    let mut now = now_ms;
+    while now < now_ms + ms {
+        let next = now + gap_ms;
+        let rates: Vec<Rate> = (0..queue.len())
+            .map(|i| {
+                let speed = match queue[i] {
+                    Some(q) => 0.9 / queue.iter().filter(|&&o| o == Some(q)).count() as f64,
+                    None => linux,
+                };
+                // One block per 6 ms of work.
+                let vol = (speed * gap_ms / 6.0).round() as u64;
+                (100 + i as i32, speed, 0.9 - speed, vol, 0)
+            })
+            .collect();
+        let plan = p.decide(t, &window(now, next, &rates));
+        for m in &plan.moves {
+            queue[(m.thread.tid.0 - 100) as usize] = match m.to {
+                Target::Original => None,
+                _ => Some(queue_of(m)),
+            };
+        }
+        now = next;
+    }
+    now
+}
+
+/// `blocking_three` on a host that paces rounds 4 ms apart for 400 ms, then 20 ms apart
+/// (more than 1.5 phases of 6 ms of work: the threads are lent) for `lent_ms`, under a
+/// Linux that runs each thread at `linux`. Returns the policy and where the threads are.
+fn lent_on_trial(linux: f64, lent_ms: f64) -> (Speed, Vec<Option<usize>>, f64) {
+    let t = topo(1, 1, 2, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let mut queue = vec![None; 3];
+    let first: Vec<Rate> = (0..3).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    for m in &p.decide(&t, &window(0.0, 0.0, &first)).moves {
+        queue[(m.thread.tid.0 - 100) as usize] = Some(queue_of(m));
+    }
+    let now = blocking_three(&mut p, &t, &mut queue, 0.0, 4.0, 400.0, linux);
+    assert!(
+        !p.sparse.active,
+        "lent before the rounds slowed: {:?}",
+        p.sparse.last
+    );
+    let now = blocking_three(&mut p, &t, &mut queue, now, 20.0, lent_ms, linux);
+    (p, queue, now)
+}
+
+#[test]
+fn speed_lending_for_sparse_rounds_is_taken_back_when_linux_runs_the_program_slower() {
+    // Rotated at 4 ms rounds, each thread got 0.45 or 0.9 of a core by turns: the slowest
+    // 0.58 over the last span. Lent at 20 ms rounds to a Linux that runs each thread at
+    // 0.5: 0.58 > 1.05 × 0.5, so after the settling and a 200 ms span they are placed
+    // again.
+    let (p, queue, now) = lent_on_trial(0.5, 300.0);
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed summary")
+    };
+    assert_eq!(
+        (s.sparse_hand_backs, s.sparse_trials_lost, s.sparse_now),
+        (1, 1, false),
+        "{:?}",
+        s.sparse_last
+    );
+    let last = s.sparse_last.unwrap_or_default();
+    assert!(
+        last.contains("Linux ran the slowest thread at 50.0 %"),
+        "{last}"
+    );
+    assert!(queue.iter().all(Option::is_some), "{queue:?}");
+    // Rounds as sparse as those that lent them do not lend them again …
+    let t = topo(1, 1, 2, 1);
+    let mut p = p;
+    let mut queue = queue;
+    let now = blocking_three(&mut p, &t, &mut queue, now, 20.0, 400.0, 0.5);
+    assert!(!p.sparse.active && p.sparse.hand_backs == 1);
+    // … but rounds 1.5 times sparser do, on trial again.
+    blocking_three(&mut p, &t, &mut queue, now, 31.0, 200.0, 0.5);
+    assert!(
+        p.sparse.active && p.sparse.hand_backs == 2,
+        "{:?}",
+        p.sparse.last
+    );
+}
+
+#[test]
+fn speed_lending_for_sparse_rounds_stays_when_linux_runs_the_program_no_slower() {
+    // The same, under a Linux that runs each thread at 0.56: slower than the rotation's
+    // slowest thread (0.58), but not by the guard's margin (1.05 × 0.56 = 0.588); they
+    // stay lent.
+    let (p, queue, _) = lent_on_trial(0.56, 300.0);
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("speed summary")
+    };
+    assert_eq!(
+        (s.sparse_hand_backs, s.sparse_trials_lost, s.sparse_now),
+        (1, 0, true)
+    );
+    assert!(queue.iter().all(Option::is_none), "{queue:?}");
+}

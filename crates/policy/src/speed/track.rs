@@ -4,7 +4,7 @@
 //! again, and the credits the rotation orders threads by.
 
 use super::{
-    ADOPT_BELOW, ASLEEP_AGE, DUTY_TAU_S, IDLE, Placed, RELEASE_ABOVE, SIGNAL_TAU_S, Speed,
+    ADOPT_BELOW, ASLEEP_AGE, DUTY_TAU_S, IDLE, Mark, Placed, RELEASE_ABOVE, SIGNAL_TAU_S, Speed,
 };
 use threadbalance_model::{Move, Reason, Target, ThreadKey, ThreadRates, Window};
 
@@ -205,9 +205,8 @@ impl Speed {
                 life_work: 0.0,
                 released: apart || lent,
                 lent,
-                seg_exec: exec,
-                seg_wait: t.latency * dt,
-                seg_valid: false,
+                seg: Mark::default(),
+                trial: Mark::default(),
                 round_exec: exec,
                 round_wait: t.latency * dt,
                 round_rate: None,

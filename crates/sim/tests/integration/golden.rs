@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0xa8b4_4809_2814_a59e,
+            0xd682_439f_bea3_864b,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0x3662_0a98_ef69_a76c,
+            0xb4df_df82_960e_4be3,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
