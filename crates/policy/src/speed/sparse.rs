@@ -169,18 +169,18 @@
 //! barriers, 10 and 100 ms phases, seeds 1–3).
 //!
 //! **Lending on trial.** The threshold was swept in the simulator, whose Linux conserves
-//! work at blocking barriers better than this 2-core VM's kernel does: 3 threads with 10
-//! ms blocking phases read 87–94 % of the fair share under the model's Linux (HZ 250 and
-//! 1000) and 80.5–83.3 % under the real one, while a slow rotation, a round every 6–16 ms
-//! on a day of dear ticks (40–100 µs), held 88–92 %. There the rule lent the threads in 9
-//! of 12 runs as a dear tick stretched a few gaps to 16–22 ms, and those runs were the
-//! lowest (85.1–88.8 %; the three others 89.4–89.6). Whether Linux does better is a measurement, as the guard's is:
-//! while the rotation runs, the rule measures its rate span after span (the guard's
-//! measure: the least CPU share of the busy threads, over `TRIAL_SPAN` or `TRIAL_PHASES`
-//! phases of work, whichever is longer). A lending after a whole span is on trial: after
-//! `TRIAL_SETTLE` the lent threads' rate is measured over a span as long, and when the
-//! rotation's last span beat it by the guard's `MARGIN` they are placed again at once,
-//! and lending waits until the gap is `TRIAL_VETO` times the one that lost. A lending
+//! work at blocking barriers better than this 2-core VM's kernel does: 3 threads with 10 ms
+//! blocking phases read 87–94 % of the fair share under the model's Linux (HZ 250 and 1000)
+//! and 80.5–83.3 % under the real one, while a slow rotation, a round every 6–16 ms on a
+//! day of dear ticks (40–100 µs), held 88–92 %. There the rule lent the threads in 9 of 12
+//! runs as a dear tick stretched a few gaps to 16–22 ms, and those runs were the lowest
+//! (85.1–88.8 %; the three others 89.4–89.6). Whether Linux does better is a measurement,
+//! as the guard's is: while the rotation runs, the rule measures its rate span after span
+//! (the guard's measure: the least CPU share of the busy threads, over `TRIAL_SPAN` or
+//! `TRIAL_PHASES` phases of work, whichever is longer). A lending after a whole span is on
+//! trial: after `TRIAL_SETTLE` the lent threads' rate is measured over a span as long, and
+//! when the rotation's last span beat it by the guard's `MARGIN` they are placed again at
+//! once, and lending waits until the gap is `TRIAL_VETO` times the one that lost. A lending
 //! before the first whole span (the pacer's cheap first ticks give way to dear ones at
 //! 0.04–0.1 s) has nothing to be judged against and stands, as before. Real, 2 cores, 3
 //! threads, 10 ms blocking phases, 12 interleaved runs each: 85.1 / 88.5 / 89.6 → 88.5 /
