@@ -3,7 +3,8 @@
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{
-    HELD, IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp,
+    CREDIT_TAU_S, HELD, IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed,
+    per_core_cmp,
 };
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
@@ -278,9 +279,14 @@ impl Speed {
         let cap = (v.cores / SWAP_SHARE)
             .max(MIN_SWAPS)
             .saturating_mul(self.sparse.periods_per_round());
-        // Heavy threads held back now go first when the threads block and do equal work
-        // (see "Held back now" in the module docs), then the least credited.
-        let blocking = self.phase_ns.is_some() && self.equal_work_now();
+        // Heavy threads held back now go first when the threads block between phases
+        // shorter than the credits' memory and do equal work (see "Held back now" in the
+        // module docs), then the least credited.
+        let blocking = self.phase_ns.is_some()
+            && self
+                .work_phase_ns
+                .is_none_or(|work| work < CREDIT_TAU_S * 1e9)
+            && self.equal_work_now();
         let held = |i: usize| blocking && self.placed[i].held >= HELD;
         let credit = |i: &usize| self.placed[*i].credit;
         let up = |a: &usize, b: &usize| {
