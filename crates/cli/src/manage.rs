@@ -363,6 +363,7 @@ fn manage(
     summary.set_restored(&restored);
     summary.set_slices(host.slice_counts());
     summary.set_paced(host.paced());
+    summary.set_watch_budget_max(host.watch_budget_max());
     summary.set_steady_ticks(host.steady_ticks());
     summary.lock_probe(host.lock_report());
     let looped = match looped {

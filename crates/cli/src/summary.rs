@@ -91,6 +91,9 @@ pub struct Summary {
     pub cpu_budget_pct: f64,
     /// Whether the budget charged moves as well as ticks (`--cpu-budget`).
     pub moves_charged: bool,
+    /// The largest budget the ticks were held to, % of one core: `cpu_budget_pct`, or more
+    /// while the policy asked for more (`Policy::watch_budget`).
+    pub watch_budget_max_pct: f64,
     /// CPU time a tick cost once every thread had been seen, µs: sampling, deciding and
     /// the wait with its wake-up, as the cost budget charges them (moves and the ticks that
     /// saw a thread for the first time are left out); 0 without two such ticks.
@@ -178,6 +181,7 @@ impl Summary {
             ticks_paced: 0,
             cpu_budget_pct: crate::host::pace::BUDGET * 100.0,
             moves_charged: false,
+            watch_budget_max_pct: crate::host::pace::BUDGET * 100.0,
             tick_cpu_us: 0.0,
             steady_ticks: 0,
             domain_util: vec![0.0; domains],
@@ -258,6 +262,12 @@ impl Summary {
     pub fn set_budget(&mut self, (share, moves): (f64, bool)) {
         self.cpu_budget_pct = share * 100.0;
         self.moves_charged = moves;
+        self.watch_budget_max_pct = self.cpu_budget_pct;
+    }
+
+    /// Takes the largest budget the ticks were held to, a share of one core.
+    pub fn set_watch_budget_max(&mut self, share: f64) {
+        self.watch_budget_max_pct = share * 100.0;
     }
 
     /// Takes what the steady-state ticks cost (see `tick_cpu_us`).
@@ -402,13 +412,21 @@ impl Summary {
         if self.ticks_paced > 0 {
             let _ = writeln!(
                 s,
-                "   {:>14}  ticks later than asked, to stay within {:.1} % of one core{}",
+                "   {:>14}  ticks later than asked, to stay within {:.1} % of one core{}{}",
                 self.ticks_paced,
                 self.cpu_budget_pct,
                 if self.moves_charged {
                     " (moves included)"
                 } else {
                     ""
+                },
+                if self.watch_budget_max_pct > self.cpu_budget_pct {
+                    format!(
+                        " ({:.1} % while the policy asked for more)",
+                        self.watch_budget_max_pct
+                    )
+                } else {
+                    String::new()
                 }
             );
         }

@@ -88,6 +88,9 @@ pub struct LinuxAdapter {
     acting: Nanos,
     /// Whether the budget charges moves too ([`LinuxAdapter::set_cpu_budget`]).
     charge_moves: bool,
+    /// The largest watching budget the policy was granted (`Policy::watch_budget`), a
+    /// share of one core: the default until a policy asks for more.
+    watch_max: f64,
     /// The last wait on the pidfd ran to its deadline without the target exiting: the
     /// next [`LinuxAdapter::target_exited`], just after it, need not ask again.
     seen_alive: bool,
@@ -239,6 +242,7 @@ impl LinuxAdapter {
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
             charge_moves: false,
+            watch_max: pace::BUDGET,
             seen_alive: false,
             steady: SteadyTicks::default(),
             turns: LoopTurns::default(),
@@ -384,6 +388,17 @@ impl LinuxAdapter {
         (self.pacer.budget(), self.charge_moves)
     }
 
+    /// The largest watching budget the policy was granted, a share of one core
+    /// ([`pace::BUDGET`] unless it asked for more; the operator's whole budget when one
+    /// was set).
+    pub fn watch_budget_max(&self) -> f64 {
+        if self.charge_moves {
+            self.pacer.budget()
+        } else {
+            self.watch_max
+        }
+    }
+
     /// How many times the cost budget pushed a tick back.
     pub fn paced(&self) -> u64 {
         self.pacer.stretched()
@@ -433,6 +448,17 @@ impl Host for LinuxAdapter {
         self.pids.extend(self.host.sampler().managed());
         self.lock_probe.fill(&self.pids, into);
         Ok(())
+    }
+
+    /// A policy's watching budget, never under the default, never over one core; an
+    /// operator's whole budget stands.
+    fn watch_budget(&mut self, share: Option<f64>) {
+        if self.charge_moves {
+            return;
+        }
+        let share = pace::watch_share(share);
+        self.watch_max = self.watch_max.max(share);
+        self.pacer.set_budget(share);
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

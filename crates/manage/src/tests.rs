@@ -16,6 +16,8 @@ struct Fake {
     forwarded: Vec<i32>,
     restored: u32,
     housekeeping: u32,
+    /// The watching budgets the policy asked for, one per tick.
+    budgets: Vec<Option<f64>>,
 }
 
 impl Host for Fake {
@@ -40,6 +42,9 @@ impl Host for Fake {
     fn apply(&mut self, _plan: &Plan) -> ApplyReport {
         ApplyReport::default()
     }
+    fn watch_budget(&mut self, share: Option<f64>) {
+        self.budgets.push(share);
+    }
 }
 
 impl LoopHost for Fake {
@@ -62,15 +67,22 @@ impl LoopHost for Fake {
     }
 }
 
-/// Decides every 100 ms, moves nothing; panics at its `panic_at`-th decision.
+/// Decides every 100 ms, moves nothing; panics at its `panic_at`-th decision, and asks
+/// for a watching budget of 2 % of one core after its `budget_from`-th.
 struct Every100ms {
     decisions: u32,
     panic_at: Option<u32>,
+    budget_from: Option<u32>,
 }
 
 impl Policy for Every100ms {
     fn name(&self) -> &'static str {
         "every-100ms"
+    }
+    fn watch_budget(&self) -> Option<f64> {
+        self.budget_from
+            .is_some_and(|n| self.decisions >= n)
+            .then_some(0.02)
     }
     fn decide(&mut self, _topo: &Topology, _window: &Window) -> Plan {
         self.decisions += 1;
@@ -88,6 +100,7 @@ fn policy() -> Every100ms {
     Every100ms {
         decisions: 0,
         panic_at: None,
+        budget_from: None,
     }
 }
 
@@ -129,6 +142,29 @@ fn manage_target_exiting_at_1s_with_100ms_ticks_ticks_ten_times_then_restores() 
         host.housekeeping, 11,
         "once per turn, the last one included"
     );
+}
+
+#[test]
+fn manage_hands_the_host_the_policys_watching_budget_after_each_decision() {
+    // Ticks at 0, 100 and 200 ms; the policy asks for 2 % from its second decision on.
+    let mut host = Fake {
+        exit_at: Some(Nanos::from_millis(300)),
+        ..Fake::default()
+    };
+    let mut p = Every100ms {
+        budget_from: Some(2),
+        ..policy()
+    };
+    let (_, ended) = manage(
+        &mut host,
+        &topo(),
+        &mut p,
+        OnSignal::Stop,
+        &mut || None,
+        &mut |_, _| {},
+    );
+    assert_eq!(ended.unwrap(), Ended::TargetExited);
+    assert_eq!(host.budgets, [None, Some(0.02), Some(0.02)]);
 }
 
 #[test]
@@ -213,8 +249,8 @@ fn manage_host_error_because_the_target_exited_is_its_end() {
 fn manage_panic_in_the_policy_is_caught_and_masks_are_restored() {
     let mut host = Fake::default();
     let mut p = Every100ms {
-        decisions: 0,
         panic_at: Some(3),
+        ..policy()
     };
     let (restored, ended) = manage(
         &mut host,

@@ -90,6 +90,16 @@ pub fn cpu_budget_from_pct(pct: f64) -> Result<f64, String> {
     }
 }
 
+/// The watching budget a pacing host grants for a policy's ask (`Policy::watch_budget`),
+/// a share of one core: never under [`BUDGET`], never over one core; no ask, or one that
+/// is not a number, keeps [`BUDGET`].
+pub fn watch_share(asked: Option<f64>) -> f64 {
+    match asked {
+        Some(s) if s.is_finite() => s.clamp(BUDGET, 1.0),
+        _ => BUDGET,
+    }
+}
+
 /// A token bucket of CPU time, fed by wall time at `budget` ns per ns.
 #[derive(Debug, Clone)]
 pub struct Pacer {
@@ -146,6 +156,14 @@ impl Pacer {
         self.budget
     }
 
+    /// Changes the share of one core it allows: the wall time the next look counts (since
+    /// the look before) earns at `budget`, and what is owed then is paid at it. Hosts set
+    /// it after each decision (a policy that asks for more while its rotation runs, see
+    /// `Policy::watch_budget`), before the wait that the next look accounts.
+    pub fn set_budget(&mut self, budget: f64) {
+        self.budget = budget.max(1e-6);
+    }
+
     /// How many looks pushed the next tick back.
     pub fn stretched(&self) -> u64 {
         self.stretched
@@ -183,6 +201,40 @@ mod tests {
             Nanos::from_micros(168_750)
         );
         assert_eq!(Pace::default(), Pace::Free);
+    }
+
+    #[test]
+    fn pacer_budget_changed_between_looks_pays_the_wait_at_the_new_share() {
+        // Shares that binary fractions give exactly: 1/128 (0.78 %) and 1/32 (3.1 %). A
+        // tick of 25 µs waits 3.2 ms at the first, 0.8 ms at the second.
+        let mut p = Pacer::new(1.0 / 128.0, Nanos::ZERO);
+        p.earliest(Nanos::ZERO, Nanos::ZERO);
+        let at = p.earliest(Nanos::from_micros(100), Nanos::from_micros(25));
+        assert_eq!(at, Nanos::from_micros(100 + 3_200));
+        // Raised at once: the same debt is paid at the new share.
+        p.set_budget(1.0 / 32.0);
+        assert_eq!(p.budget(), 1.0 / 32.0);
+        let at = p.earliest(Nanos::from_micros(100), Nanos::from_micros(25));
+        assert_eq!(at, Nanos::from_micros(100 + 800));
+        // Paid off by then, the next tick of 25 µs waits 0.8 ms.
+        let at = p.earliest(Nanos::from_micros(900), Nanos::from_micros(50));
+        assert_eq!(at, Nanos::from_micros(900 + 800));
+        // Lowered before that wait: 800 µs earn 6.25 µs of the 25 owed, and the rest is
+        // paid at 1/128, 2.4 ms more.
+        p.set_budget(1.0 / 128.0);
+        let at = p.earliest(Nanos::from_micros(1_700), Nanos::from_micros(50));
+        assert_eq!(at, Nanos::from_micros(1_700 + 2_400));
+        assert_eq!(p.stretched(), 4);
+    }
+
+    #[test]
+    fn pace_watch_share_only_raises_the_default_and_at_most_to_one_core() {
+        assert_eq!(watch_share(None), BUDGET);
+        assert_eq!(watch_share(Some(0.025)), 0.025);
+        assert_eq!(watch_share(Some(0.001)), BUDGET);
+        assert_eq!(watch_share(Some(3.0)), 1.0);
+        assert_eq!(watch_share(Some(f64::NAN)), BUDGET);
+        assert_eq!(watch_share(Some(f64::INFINITY)), BUDGET);
     }
 
     #[test]

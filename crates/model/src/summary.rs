@@ -253,6 +253,13 @@ pub struct SpeedSummary {
     /// program slower than the rotation had.
     #[serde(default)]
     pub sparse_trials_lost: u64,
+    /// Ticks after which the policy asked a pacing host to watch within
+    /// `rounds_budget_pct` % of one core instead of its default, for the rotation's rounds.
+    #[serde(default)]
+    pub rounds_budget_ticks: u64,
+    /// That budget, % of one core.
+    #[serde(default)]
+    pub rounds_budget_pct: f64,
     /// The guard, `null` when off.
     pub guard: Option<GuardSummary>,
 }
@@ -399,10 +406,7 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
                 s.timeslices_per_thread_s
             ),
         ),
-        l(
-            "rounds (rotating)",
-            format!("{} ({})", s.rounds, s.rotating_rounds),
-        ),
+        l("rounds (rotating)", rounds_text(s)),
         l("rotation swaps", s.rotation_swaps.to_string()),
         l("levelling moves", s.levelling_moves.to_string()),
         l(
@@ -436,6 +440,17 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
         ),
         l("guard", s.guard.as_ref().map_or("off".into(), guard_text)),
     ]
+}
+
+fn rounds_text(s: &SpeedSummary) -> String {
+    let mut t = format!("{} ({})", s.rounds, s.rotating_rounds);
+    if s.rounds_budget_ticks > 0 {
+        t.push_str(&format!(
+            "; watching within {:.1} % of one core after {} ticks, for the rounds",
+            s.rounds_budget_pct, s.rounds_budget_ticks
+        ));
+    }
+    t
 }
 
 fn sparse_text(s: &SpeedSummary) -> String {
@@ -543,6 +558,26 @@ mod tests {
         );
         let v = serde_json::to_value(PolicySummary::Speed(Box::new(s))).unwrap();
         assert_eq!(v["sparse_trials_lost"], 1);
+    }
+
+    #[test]
+    fn policy_summary_speed_says_when_it_asked_for_a_larger_watching_budget() {
+        let mut s = SpeedSummary {
+            rounds: 40,
+            rotating_rounds: 30,
+            ..SpeedSummary::default()
+        };
+        let line = |s: &SpeedSummary| PolicySummary::Speed(Box::new(s.clone())).lines()[4].clone();
+        assert_eq!(line(&s), ("rounds (rotating)".into(), "40 (30)".into()));
+        s.rounds_budget_ticks = 35;
+        s.rounds_budget_pct = 2.5;
+        assert_eq!(
+            line(&s).1,
+            "40 (30); watching within 2.5 % of one core after 35 ticks, for the rounds"
+        );
+        let v = serde_json::to_value(PolicySummary::Speed(Box::new(s))).unwrap();
+        assert_eq!(v["rounds_budget_ticks"], 35);
+        assert_eq!(v["rounds_budget_pct"], 2.5);
     }
 
     #[test]

@@ -18,6 +18,11 @@ pub trait Host {
 
     /// Carries out a plan's moves; each outcome is counted, none is an error.
     fn apply(&mut self, plan: &Plan) -> ApplyReport;
+
+    /// Takes the share of one core the policy would have the host spend watching until
+    /// the next tick ([`Policy::watch_budget`]; `None`: the host's default). A host that
+    /// does not pace its ticks, or holds an operator's whole budget, ignores it.
+    fn watch_budget(&mut self, _share: Option<f64>) {}
 }
 
 /// What one tick did.
@@ -86,6 +91,7 @@ impl Engine {
         }
         let appeared = self.window.threads.iter().filter(|t| t.appeared).count();
         let plan = policy.decide(topo, &self.window);
+        host.watch_budget(policy.watch_budget());
         let applied = if plan.moves.is_empty() {
             ApplyReport::default()
         } else {

@@ -93,4 +93,13 @@ pub trait Policy {
     fn reads_wake_edges(&self) -> bool {
         false
     }
+
+    /// The share of one core a host that paces its ticks may spend watching (sampling
+    /// and deciding) until the next tick, when this policy wants its ticks sooner than the
+    /// default budget ([`threadbalance_model::pace::BUDGET`]) allows; asked after each
+    /// decision. `None` (the default) keeps the default. A host never lowers its budget
+    /// for it, and an operator's whole budget (`--cpu-budget`) stands.
+    fn watch_budget(&self) -> Option<f64> {
+        None
+    }
 }

@@ -739,6 +739,8 @@ impl Policy for SpeedV1 {
             few_now: false,
             sparse_hand_backs: 0,
             sparse_trials_lost: 0,
+            rounds_budget_ticks: 0,
+            rounds_budget_pct: 0.0,
             sparse_now: false,
             sparse_last: None,
             guard: None,

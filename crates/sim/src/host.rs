@@ -200,7 +200,9 @@ pub fn run_policy(
     // The live loop's budget, when ticks cost something: the tool's CPU time so far, and
     // the pacer that turns it into the earliest next tick (see `RunOptions::tick_cost`).
     // An operator's whole budget charges moves too (`RunOptions::cpu_budget`).
-    let budget = opts.cpu_budget.unwrap_or(threadbalance_model::pace::BUDGET);
+    // Without one, the policy may raise the watching budget after each decision
+    // (`Policy::watch_budget`), as it may a live loop's.
+    let mut budget = opts.cpu_budget.unwrap_or(threadbalance_model::pace::BUDGET);
     let mut paced = opts.tick_cost.map(|c| {
         (
             c,
@@ -220,6 +222,9 @@ pub fn run_policy(
         let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges()).paced(pace);
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
         ticks += 1;
+        if opts.cpu_budget.is_none() {
+            budget = threadbalance_model::pace::watch_share(p.watch_budget());
+        }
         let next = report.next_in.max(Nanos::from_millis(1));
         let mut at = sim.now + next;
         if let Some((cost, spent, pacer)) = paced.as_mut() {
@@ -234,6 +239,7 @@ pub fn run_policy(
             }
             last_cost = Some(tick);
             *spent += tick;
+            pacer.set_budget(budget);
             let earliest = pacer.earliest(sim.now, *spent);
             at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));
         }

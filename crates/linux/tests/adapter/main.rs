@@ -323,3 +323,41 @@ fn manage_own_threads_panic_in_the_loop_still_restores_every_mask() {
         assert_eq!(now, &before[t], "worker {t}");
     }
 }
+
+#[test]
+fn adapter_takes_a_policys_watching_budget_but_never_lowers_it_or_overrides_the_operators() {
+    // No thread is moved (a dry run): only the pacer's share of one core is read back.
+    use threadbalance_model::pace::BUDGET;
+    use threadbalance_policy::Host;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let topo = usable_topology();
+    let attached = || {
+        LinuxAdapter::new(
+            &topo,
+            Target::Attached {
+                pid: own_pid(),
+                follow_children: false,
+            },
+            true,
+            None,
+            None,
+        )
+        .unwrap()
+    };
+    let mut host = attached();
+    assert_eq!(host.cpu_budget(), (BUDGET, false));
+    host.watch_budget(Some(0.025));
+    assert_eq!(host.cpu_budget(), (0.025, false));
+    // Under the default: the default; and back to it when the policy no longer asks.
+    host.watch_budget(Some(0.001));
+    assert_eq!(host.cpu_budget().0, BUDGET);
+    host.watch_budget(None);
+    assert_eq!(host.cpu_budget().0, BUDGET);
+    assert_eq!(host.watch_budget_max(), 0.025);
+    // An operator's whole budget (`--cpu-budget 5`) stands.
+    let mut host = attached();
+    host.set_cpu_budget(0.05);
+    host.watch_budget(Some(0.5));
+    assert_eq!(host.cpu_budget(), (0.05, true));
+    assert_eq!(host.watch_budget_max(), 0.05);
+}

@@ -1221,3 +1221,72 @@ fn speed_lending_for_sparse_rounds_stays_when_linux_runs_the_program_no_slower()
     );
     assert!(queue.iter().all(Option::is_none), "{queue:?}");
 }
+
+/// `n` threads on `cores` cores (the policy's own interval), the guard off, for 200
+/// windows of 2 ms: each window a thread
+/// sharing its core runs half of it and waits the other half, a thread alone runs all of
+/// it, and every thread blocks once every `block_every` windows (0: never; it yields at
+/// barriers instead, 40 involuntary switches a window). Returns the watching budget the
+/// policy asks for after the last window, and the summary's count of ticks it asked.
+fn rounds_budget_after(cores: u32, n: i32, block_every: u32) -> (Option<f64>, u64) {
+    let t = topo(1, 1, cores, 1);
+    let mut s = settings(None);
+    s.speed.guard = false;
+    let mut p = Speed::new(&s, &t).unwrap();
+    let first: Vec<Rate> = (0..n).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
+    p.decide(&t, &window(0.0, 0.0, &first));
+    let mut now = 0.0;
+    for w in 0..200u32 {
+        let rates: Vec<Rate> = (0..n)
+            .map(|i| {
+                let at = p.placed.iter().find(|q| q.key == key(1, 100 + i)).unwrap();
+                let shared = p.placed.iter().filter(|q| q.queue == at.queue).count() > 1;
+                let (run, wait) = if shared { (0.5, 0.5) } else { (1.0, 0.0) };
+                let vol = u64::from(block_every > 0 && w % block_every == 0);
+                let invol = if block_every == 0 {
+                    40
+                } else {
+                    u64::from(shared)
+                };
+                (100 + i, run, wait, vol, invol)
+            })
+            .collect();
+        p.decide(&t, &window(now, now + 2.0, &rates));
+        now += 2.0;
+    }
+    let PolicySummary::Speed(s) = p.summary() else {
+        panic!("not speed's summary")
+    };
+    (p.watch_budget(), s.rounds_budget_ticks)
+}
+
+#[test]
+fn speed_asks_for_rounds_by_the_cores_it_turns_over() {
+    // 17 yielding threads on 16 cores: 0.16 % of one core for each of the 16, at most
+    // 2.5 % ("Rounds bought" in the module docs).
+    let (share, ticks) = rounds_budget_after(16, 17, 0);
+    assert_eq!(share, Some(ROUNDS_BUDGET_MAX));
+    assert!(ticks > 150, "{ticks}");
+    // 9 threads on 8 cores: 1.28 %.
+    let (share, _) = rounds_budget_after(8, 9, 0);
+    assert!(
+        share.is_some_and(|s| (s - 0.0128).abs() < 1e-9),
+        "{share:?}"
+    );
+    // 3 threads on 2 cores: 0.32 %, under the host's default; nothing asked.
+    assert_eq!(rounds_budget_after(2, 3, 0), (None, 0));
+    // 16 threads on 16 cores: nothing to turn.
+    assert_eq!(rounds_budget_after(16, 16, 0), (None, 0));
+}
+
+#[test]
+fn speed_asks_for_no_rounds_where_threads_block_between_long_phases() {
+    // Blocking once every 5 windows (about 9 ms of work between blocks): asked.
+    assert_eq!(rounds_budget_after(16, 17, 5).0, Some(ROUNDS_BUDGET_MAX));
+    // Once every 40 windows (about 75 ms of work between blocks; the signals read
+    // 40 ms, from the threads that switched, those of the shared core, which ran half of
+    // each window), past the 25 ms of `ROUNDS_BUDGET_PHASE_S`: Linux's pull at each
+    // phase's end does much of the work, and each further round's moves cost refills.
+    // Not asked.
+    assert_eq!(rounds_budget_after(16, 17, 40).0, None);
+}

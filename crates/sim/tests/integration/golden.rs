@@ -59,7 +59,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 1,
             ),
-            0xd682_439f_bea3_864b,
+            0xb720_9987_95d5_bdaf,
         ),
         (
             "ep-barrier block 3 threads none,speed on 2 cores",
@@ -70,7 +70,7 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
                 "none,speed",
                 3,
             ),
-            0xb4df_df82_960e_4be3,
+            0x4ee1_ebf1_8a3a_9e0e,
         ),
         (
             "streamcluster numa-first-fit,numa-mb-plus on opteron6320-4x8",
