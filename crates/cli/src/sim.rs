@@ -85,7 +85,8 @@ pub struct SimArgs {
     tick_cost: Option<TickCost>,
     /// With --tick-cost: hold the tool's whole CPU time, moves included (each costing
     /// PER_MOVE_US), to PCT % of one core, as `run --cpu-budget PCT` does [default: ticks
-    /// held to 0.8 %, moves not charged].
+    /// held to 0.8 %, or what the policy asks for (speed: up to 2.5 % while its rotation
+    /// turns 6 cores or more over), moves not charged].
     #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
     cpu_budget: Option<f64>,
     /// How the policies read threads' run time and run-queue wait: exact (at each read, as
