@@ -611,6 +611,8 @@ pub struct Speed {
     rotating_now: bool,
     /// Whether the placed threads run in short slices now.
     sliced: bool,
+    /// The watching budget the last decision asked for ([`Speed::rounds_budget`]).
+    asked_budget: Option<f64>,
     /// Threads and cores per node, for levelling the nodes (reused).
     node_load: Vec<(u32, u32)>,
     /// Exec and wanted (exec + run-queue wait) ns of each queue's threads over the last
@@ -746,6 +748,7 @@ impl Speed {
             waits_late: false,
             rotating_now: false,
             sliced: false,
+            asked_budget: None,
             node_load: Vec::new(),
             q_exec: Vec::new(),
             q_want: Vec::new(),
@@ -956,7 +959,7 @@ impl Policy for Speed {
     /// More than the host's default while the rotation turns over more than a few cores
     /// (see "Rounds bought" in the module docs).
     fn watch_budget(&self) -> Option<f64> {
-        self.rounds_budget()
+        self.asked_budget
     }
 
     fn decide(&mut self, _topo: &Topology, w: &Window) -> Plan {
@@ -1031,7 +1034,8 @@ impl Policy for Speed {
         }
         let floor = Nanos(self.cfg.min_interval.0 / 4);
         let slices = self.slices();
-        if let Some(share) = self.rounds_budget() {
+        self.asked_budget = self.rounds_budget();
+        if let Some(share) = self.asked_budget {
             self.stats.bought += 1;
             self.stats.bought_share = share;
         }

@@ -52,6 +52,21 @@ fn masks() -> BTreeMap<Tid, CpuSet> {
 }
 
 /// The machine cut down to the CPUs this process may use (what `attach` does).
+/// The adapter attached to this test process, not following children.
+fn attach_own(topo: &Topology, dry_run: bool) -> LinuxAdapter {
+    LinuxAdapter::new(
+        topo,
+        Target::Attached {
+            pid: own_pid(),
+            follow_children: false,
+        },
+        dry_run,
+        None,
+        None,
+    )
+    .unwrap()
+}
+
 fn usable_topology() -> Topology {
     let topo = read_topology(&Root::system()).unwrap();
     let mine = affinity_of(Tid(own_pid().0)).unwrap();
@@ -158,17 +173,7 @@ fn manage_own_threads_rotated_then_stopped_restores_every_mask() {
         workers: workers.tids.clone(),
         ticks: 0,
     };
-    let mut host = LinuxAdapter::new(
-        &topo,
-        Target::Attached {
-            pid: own_pid(),
-            follow_children: false,
-        },
-        false,
-        None,
-        None,
-    )
-    .unwrap();
+    let mut host = attach_own(&topo, false);
     let ticks = Cell::new(0usize);
     let pinned_seen = Cell::new(0usize);
     let born: Cell<Option<Tid>> = Cell::new(None);
@@ -236,17 +241,7 @@ fn manage_own_threads_in_dry_run_changes_no_mask() {
         workers: workers.tids.clone(),
         ticks: 0,
     };
-    let mut host = LinuxAdapter::new(
-        &topo,
-        Target::Attached {
-            pid: own_pid(),
-            follow_children: false,
-        },
-        true,
-        None,
-        None,
-    )
-    .unwrap();
+    let mut host = attach_own(&topo, true);
     let ticks = Cell::new(0usize);
     let changed = Cell::new(false);
     let mut take = || (ticks.get() >= 4).then_some(SIGTERM);
@@ -284,17 +279,7 @@ fn manage_own_threads_panic_in_the_loop_still_restores_every_mask() {
         workers: workers.tids.clone(),
         ticks: 0,
     };
-    let mut host = LinuxAdapter::new(
-        &topo,
-        Target::Attached {
-            pid: own_pid(),
-            follow_children: false,
-        },
-        false,
-        None,
-        None,
-    )
-    .unwrap();
+    let mut host = attach_own(&topo, false);
     let ticks = Cell::new(0usize);
     let mut never = || None;
     let (restored, ended) = threadbalance_manage::manage(
@@ -331,19 +316,7 @@ fn adapter_takes_a_policys_watching_budget_but_never_lowers_it_or_overrides_the_
     use threadbalance_policy::Host;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let topo = usable_topology();
-    let attached = || {
-        LinuxAdapter::new(
-            &topo,
-            Target::Attached {
-                pid: own_pid(),
-                follow_children: false,
-            },
-            true,
-            None,
-            None,
-        )
-        .unwrap()
-    };
+    let attached = || attach_own(&topo, true);
     let mut host = attached();
     assert_eq!(host.cpu_budget(), (BUDGET, false));
     host.watch_budget(Some(0.025));
