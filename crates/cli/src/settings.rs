@@ -117,8 +117,15 @@ impl SettingsArgs {
         settings
     }
 
-    /// Builds `kind` on `topo`; a setting the policy refuses is an input error.
+    /// Builds `kind` on `topo`; a setting the policy refuses is an input error, and so is
+    /// `--level llc` on a machine whose sysfs lists no cache.
     pub fn build(&self, kind: PolicyKind, topo: &Topology) -> Result<Box<dyn Policy>> {
+        if self.level == Some(Level::Llc) && !topo.has_cache_info() {
+            return Err(input_error(
+                "--level llc: this machine's sysfs lists no cache, so its last-level caches \
+                 are not known; choose package, node or core",
+            ));
+        }
         kind.build(&self.settings(topo), topo)
             .map_err(|e| input_error(e.to_string()))
     }
@@ -275,6 +282,33 @@ mod tests {
         assert!(e.contains("bad CPU list"), "{e}");
         let e = parse(&["--cpus", ""]).unwrap_err().to_string();
         assert!(e.contains("empty CPU list"), "{e}");
+    }
+
+    #[test]
+    fn settings_args_level_llc_is_refused_where_no_cache_is_known() {
+        // See: issue 39: a machine whose sysfs lists no cache has no known LLC.
+        let topo = Topology::synthetic("package:2 core:2 pu:1")
+            .unwrap()
+            .without_cache_info();
+        let s = parse(&["--level", "llc"]).unwrap();
+        let e = s
+            .build(PolicyKind::DEFAULT, &topo)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--level llc: this machine's sysfs lists no cache"),
+            "{e}"
+        );
+        // Any other level, or the same level where caches are known, builds.
+        assert!(
+            parse(&["--level", "core"])
+                .unwrap()
+                .build(PolicyKind::DEFAULT, &topo)
+                .is_ok()
+        );
+        let known = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        assert!(s.build(PolicyKind::DEFAULT, &known).is_ok());
     }
 
     #[test]

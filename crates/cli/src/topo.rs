@@ -20,6 +20,10 @@ pub struct TopoArgs {
     /// Print JSON instead of a tree.
     #[arg(long)]
     json: bool,
+    /// Show every CPU, also those the cpuset this command runs in does not allow (as
+    /// `lstopo --whole-system`); by default, as `lstopo`, only the allowed ones.
+    #[arg(long, conflicts_with = "synthetic")]
+    whole_system: bool,
 }
 
 /// Reads the machine's topology from `/`, or fails with an input error naming the path.
@@ -41,15 +45,57 @@ fn load(root: Option<&PathBuf>, synthetic: Option<&str>) -> Result<Topology> {
 /// Runs `topo`.
 pub fn topo(args: &TopoArgs) -> Result<()> {
     let t = load(args.sysfs_root.as_ref(), args.synthetic.as_deref())?;
+    let (t, hidden) = if args.synthetic.is_some() || args.whole_system {
+        (t, None)
+    } else {
+        let root = args
+            .sysfs_root
+            .as_ref()
+            .map_or_else(Root::system, Root::new);
+        let cpuset = threadbalance_linux::read_cpuset(&root, "self")
+            .map_err(|e| input_error(e.to_string()))?;
+        within_cpuset(t, cpuset)?
+    };
     if args.json {
+        let mut v = to_json(&t);
+        if let (Some((name, cpus)), Some(o)) = (&hidden, v.as_object_mut()) {
+            o.insert(
+                "cpuset".to_string(),
+                json!({"name": name, "hidden": cpus.to_string()}),
+            );
+        }
         outln!(
             "{}",
-            serde_json::to_string_pretty(&crate::schema::stamp(to_json(&t)))?
+            serde_json::to_string_pretty(&crate::schema::stamp(v))?
         );
     } else {
         out!("{}", to_tree(&t));
+        if let Some((name, cpus)) = &hidden {
+            outln!("cpuset {name}: CPUs {cpus} not shown (--whole-system shows them)");
+        }
     }
     Ok(())
+}
+
+/// The topology cut down to the CPUs `cpuset` allows, as `lstopo` shows it, with the
+/// cpuset's name and the CPUs left out; unchanged (and `None`) when it allows every CPU,
+/// or none of them (a cpuset file that names no online CPU says nothing of this machine).
+fn within_cpuset(
+    t: Topology,
+    cpuset: Option<threadbalance_linux::Cpuset>,
+) -> Result<(Topology, Option<(String, threadbalance_model::CpuSet)>)> {
+    let Some(c) = cpuset else {
+        return Ok((t, None));
+    };
+    let kept = t.allowed_part(&c.cpus);
+    if kept.is_empty() || kept.len() == t.cpus().len() {
+        return Ok((t, None));
+    }
+    let hidden = t.online().difference(&kept);
+    let cut = t
+        .restricted_to(&kept)
+        .map_err(|e| input_error(format!("cpuset {}: {e}", c.name)))?;
+    Ok((cut, Some((c.name, hidden))))
 }
 
 /// The topology as JSON: counts, each domain at each level, node distances.
@@ -57,6 +103,9 @@ pub fn to_json(t: &Topology) -> serde_json::Value {
     let levels: serde_json::Map<String, serde_json::Value> = Level::ALL
         .iter()
         .map(|&l| {
+            if l == Level::Llc && !t.has_cache_info() {
+                return (l.name().to_string(), json!([]));
+            }
             let ds: Vec<_> = t
                 .domains(l)
                 .iter()
@@ -75,9 +124,18 @@ pub fn to_json(t: &Topology) -> serde_json::Value {
                 .collect()
         })
         .collect();
+    let mut cpus = serde_json::to_value(t.cpus()).unwrap_or_default();
+    if !t.has_cache_info() {
+        if let Some(cpus) = cpus.as_array_mut() {
+            for c in cpus.iter_mut().filter_map(|c| c.as_object_mut()) {
+                c.insert("llc".to_string(), serde_json::Value::Null);
+            }
+        }
+    }
     json!({
         "summary": t.describe(),
-        "cpus": t.cpus(),
+        "caches": t.has_cache_info(),
+        "cpus": cpus,
         "online": t.online().to_string(),
         "default_level": t.default_level(),
         "levels": levels,
@@ -145,6 +203,7 @@ pub fn to_tree(t: &Topology) -> String {
         let d = &t.domains(level)[i];
         match level {
             Level::Node => format!("node {} (CPUs {})", d.node, d.cpus),
+            Level::Llc if !t.has_cache_info() => format!("no cache information (CPUs {})", d.cpus),
             _ => format!("{level} {} (CPUs {})", d.index, d.cpus),
         }
     };

@@ -58,7 +58,7 @@ pub use adapter::LinuxAdapter;
 pub use error::LinuxError;
 pub use host::{LinuxHost, monotonic_now};
 pub use read::{
-    HostFacts, Root, ThreadInfo, read_numa_balancing, read_process_memory, read_start_time,
-    read_threads, read_topology,
+    Cpuset, HostFacts, Root, ThreadInfo, read_cpuset, read_numa_balancing, read_process_memory,
+    read_start_time, read_threads, read_topology,
 };
 pub use sampler::{Sampler, SamplerConfig};

@@ -27,10 +27,10 @@
 //! | online CPU without a `topology` directory | error naming `topology/physical_package_id`: the tree is cut short | hwloc leaves the CPU out silently |
 //! | core | lowest CPU of `core_cpus`, else `thread_siblings` (the hex mask; the `_list` file when the mask is missing), online CPUs only, keeping only the siblings whose `core_id` is the CPU's own; without any sibling file, CPUs with the same (package, `die_id`, `cluster_id`, `core_id`); without `core_id` either (the PS3), each CPU is its own core | yes, see *Bulldozer* below; the `core_id` fallback is ours (hwloc makes no core then) |
 //! | package | lowest CPU of `package_cpus`, else `core_siblings` (mask, then list); without either, `physical_package_id`; `-1` there (s390, POWER, some VMs) or no such file, with no set: one package | yes: hwloc groups by the sets and takes the id only as a name, so `-1` is harmless |
-//! | LLC | the highest-level data or unified cache among all `cache/indexK`: its `shared_cpu_map` (else `shared_cpu_list`), online CPUs only; an empty set (ia64) stands for the core; an index without `level` is skipped; a CPU with no cache: its package | yes (hwloc looks at index0-9 only) |
+//! | LLC | the highest-level data or unified cache among all `cache/indexK`: its `shared_cpu_map` (else `shared_cpu_list`), online CPUs only; an empty set (ia64) stands for the core; an index without `level` is skipped; a CPU with no cache: its package. Where no CPU lists any cache (s390, ia64, the PS3, arm64 boards, VMs) the topology has no cache information ([`Topology::has_cache_info`](threadbalance_model::Topology::has_cache_info)): the LLC level still holds each package, `topo` says there is no cache information and `--level llc` is refused | yes (hwloc looks at index0-9 only, and shows no cache where none is listed) |
 //! | NUMA nodes | `node/online`, else every `nodeN` directory; a node's CPUs from `cpumap`, else `cpulist`; no `node` directory: one node 0 holding every CPU | yes |
-//! | CPU in two nodes | a node whose CPUs overlap an earlier node's is left out, its row and column of distances with it (a buggy BIOS can give every node every CPU) | yes (hwloc then drops the whole distance matrix) |
-//! | distances | `nodeN/distance` must hold one number per listed node (the kernel writes one per online node); any other length, or a word that is not a number, is an error naming the file; a missing file means 10 to itself and 20 to others | no: hwloc drops the whole matrix when a row is short and reads the first entries of a long one. We refuse, because such a row was not written for the node list read, and guessing which entry is which node puts a far node near (a tree with node 0 offline whose row still reads `21 10` gives node 1 a distance of 21 to itself in hwloc) |
+//! | CPU in two nodes | each CPU is on the smallest node that lists it, the first of equal ones: nodes that nest (a memory-side node over the nodes of its CPUs, memory tiers) give each CPU its nearest node; a node that lists CPUs and is left with none (a buggy BIOS can give every node every CPU) is left out, its row and column of distances with it | yes: hwloc nests such nodes and keeps the first of equal ones (it then drops the whole distance matrix) |
+//! | distances | `nodeN/distance` must hold one number per listed node (the kernel writes one per online node), or, where every row holds one per *possible* node (`node/possible`: a node went offline after the rows were written), one per possible node, read by node id; any other length, or a word that is not a number, is an error naming the file; a missing file means 10 to itself and 20 to others | no: hwloc drops the whole matrix when a row is short and reads the first entries of a long one; a row of the wrong length was not written for the node list read, and guessing which entry is which node puts a far node near (with node 0 offline and node 1's row `21 10`, hwloc gives node 1 a distance of 21 to itself; read by node id it is 10) |
 //! | sets that cross | sets are taken as given: a package is the lowest CPU of its set even if another CPU's set crosses it | hwloc drops the later object of two that cross |
 //! | die, cluster | `die_id` and `cluster_id` only tell cores apart when cores are known by `core_id` alone (`core_id` is unique per die on x86, per cluster on arm64); the model has no die or cluster level, so a die appears as the node or LLC it is | hwloc shows Die and Cluster objects |
 //!
@@ -45,9 +45,10 @@
 //! no `/proc/cpuinfo`, and on every other kernel the threads of one core share their
 //! `core_id`, so the rule changes nothing there.
 //!
-//! On the real machines' trees of hwloc's own test suite (x86 from 2 to 96 CPUs, Opteron
-//! 6276, ia64, POWER7, s390, arm64 with clusters, the PS3) these rules find the packages,
-//! nodes, cores and CPUs hwloc finds, except where the table says otherwise.
+//! On the 42 trees of hwloc's own Linux test suite (x86 from 2 to 96 CPUs, Opteron 6276,
+//! ia64, POWER7, s390, arm64 with clusters, the PS3, memory tiers, cgroup cpusets) these
+//! rules, with `topo`'s cpuset rule ([`read_cpuset`]), find the packages, nodes, LLCs, cores
+//! and CPUs hwloc finds on 39; the three others are in `docs/topology.md`.
 //!
 //! A file that cannot be read or does not parse is an error naming it
 //! ([`LinuxError::Io`], [`LinuxError::Parse`]); CPUs, caches and nodes that do not make a
@@ -61,8 +62,10 @@
 //! ```
 
 pub mod alive;
+mod cpuset;
 mod topology;
 
+pub use cpuset::{Cpuset, read_cpuset};
 pub use topology::read_topology;
 
 use crate::LinuxError;

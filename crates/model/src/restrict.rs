@@ -50,7 +50,12 @@ impl Topology {
                 (a, row)
             })
             .collect();
-        Topology::new(kept, distances)
+        let cut = Topology::new(kept, distances)?;
+        Ok(if self.has_cache_info() {
+            cut
+        } else {
+            cut.without_cache_info()
+        })
     }
 
     /// The CPUs of `allowed` this machine has (empty when none).

@@ -148,6 +148,10 @@ pub struct Topology {
     /// For each level, the domain index of each CPU, in `cpus` order.
     of_cpu: [Vec<u32>; 4],
     online: CpuSet,
+    /// Whether the LLCs come from cache information (sysfs `cache/`, or a synthetic
+    /// spec); without it [`Level::Llc`] holds each package whole, and nothing should be
+    /// planned over it. See [`Topology::without_cache_info`].
+    caches: bool,
 }
 
 impl Topology {
@@ -243,6 +247,7 @@ impl Topology {
             domains: Default::default(),
             of_cpu: Default::default(),
             online,
+            caches: true,
         };
         for level in Level::ALL {
             topo.build_level(level);
@@ -354,6 +359,21 @@ impl Topology {
             .copied()
     }
 
+    /// The same machine, marked as having no cache information: its sysfs lists no cache
+    /// (s390, ia64, the PS3, many arm64 boards and VMs). hwloc then shows no cache at all;
+    /// the LLC level still holds each package whole, so that a policy that groups by LLC
+    /// groups by package, but [`Topology::has_cache_info`] says the LLCs are not known,
+    /// `topo` says so and `--level llc` is refused.
+    pub fn without_cache_info(mut self) -> Topology {
+        self.caches = false;
+        self
+    }
+
+    /// Whether the LLCs come from cache information; see [`Topology::without_cache_info`].
+    pub fn has_cache_info(&self) -> bool {
+        self.caches
+    }
+
     /// The number of hardware threads of each core (SMT width) of the first core.
     pub fn smt_width(&self) -> usize {
         self.domains(Level::Core)
@@ -361,16 +381,22 @@ impl Topology {
             .map_or(1, |d| d.cpus.len())
     }
 
-    /// A one-line description such as `2 packages, 4 nodes, 4 LLCs, 32 cores, 64 CPUs`.
+    /// A one-line description such as `2 packages, 4 nodes, 4 LLCs, 32 cores, 64 CPUs`
+    /// (`no cache information` in place of the LLCs where there is none).
     pub fn describe(&self) -> String {
         let n = |l: Level| self.domains(l).len();
         let plural =
             |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        let llcs = if self.caches {
+            plural(n(Level::Llc), "LLC", "LLCs")
+        } else {
+            "no cache information".to_string()
+        };
         format!(
             "{}, {}, {}, {}, {}",
             plural(n(Level::Package), "package", "packages"),
             plural(n(Level::Node), "node", "nodes"),
-            plural(n(Level::Llc), "LLC", "LLCs"),
+            llcs,
             plural(n(Level::Core), "core", "cores"),
             plural(self.cpus.len(), "CPU", "CPUs"),
         )

@@ -153,3 +153,69 @@ fn topo_power7_tree_shows_nodes_above_their_packages() {
         "{stdout}"
     );
 }
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn topo_tree_without_caches_says_so_and_gives_no_llc() {
+    // See: issue 39, "no LLC when sysfs has no cache information". The s390 tree lists no
+    // cache: hwloc shows none, and the package used to be shown as the LLC.
+    let dir = fixture_copy("s390-books");
+    let root = dir.path().to_str().unwrap();
+    let (status, out, err) = topo_bounded(&["--sysfs-root", root]);
+    assert_eq!(status, Some(0), "{err}");
+    assert!(
+        out.lines().next().unwrap().contains("no cache information"),
+        "{out}"
+    );
+    assert!(!out.contains("llc "), "{out}");
+    let (status, out, err) = topo_bounded(&["--sysfs-root", root, "--json"]);
+    assert_eq!(status, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["caches"], false);
+    assert!(
+        v["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["llc"].is_null())
+    );
+    assert_eq!(v["levels"]["llc"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn topo_shows_only_the_cpus_of_its_cpuset_as_lstopo_does() {
+    // See: issue 39, "Real sysfs trees": a process in a cgroup whose cpuset allows CPUs
+    // 0-1 and 16-17 of 64 sees those 4 (hwloc's `32amd64-4s2n4c-cgroup2` tree); --whole-system shows all.
+    let dir = fixture_copy("2s-4n-32c-smt2");
+    let r = dir.path();
+    write(r, "sys/fs/cgroup/cpuset.cpus.effective", "0-63\n");
+    write(
+        r,
+        "sys/fs/cgroup/job/step/cpuset.cpus.effective",
+        "0-1,16-17\n",
+    );
+    write(r, "proc/self/cgroup", "0::/job/step\n");
+    let root = r.to_str().unwrap();
+    let (status, out, err) = topo_bounded(&["--sysfs-root", root, "--json"]);
+    assert_eq!(status, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["online"], "0-1,16-17");
+    assert_eq!(v["cpuset"]["name"], "/job/step");
+    assert_eq!(v["cpuset"]["hidden"], "2-15,18-63");
+    let (status, out, _) = topo_bounded(&["--sysfs-root", root]);
+    assert_eq!(status, Some(0));
+    assert!(
+        out.contains("cpuset /job/step: CPUs 2-15,18-63 not shown"),
+        "{out}"
+    );
+    let (status, out, err) = topo_bounded(&["--sysfs-root", root, "--whole-system", "--json"]);
+    assert_eq!(status, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["online"], "0-63");
+    assert!(v.get("cpuset").is_none());
+}

@@ -190,9 +190,16 @@ pub fn read_topology(root: &Root) -> Result<Topology, LinuxError> {
             node: node_of.get(&f.id).copied().unwrap_or(NodeId(0)),
         });
     }
-    Topology::new(cpus, distances).map_err(|source| LinuxError::Topology {
+    let topo = Topology::new(cpus, distances).map_err(|source| LinuxError::Topology {
         root: root.path().to_path_buf(),
         source,
+    })?;
+    // No CPU lists a cache (s390, ia64, the PS3, arm64 boards and VMs): hwloc shows no
+    // cache, and the LLC level, which then holds each package whole, is not a cache.
+    Ok(if files.iter().all(|f| f.llc_set.is_none()) {
+        topo.without_cache_info()
+    } else {
+        topo
     })
 }
 
@@ -398,34 +405,58 @@ fn read_nodes(
         }
         None => numbered_dirs(&node_dir, "node")?,
     };
-    let count = nodes.len();
-    // (node, its CPUs, its row), in node order; a node whose CPUs overlap an earlier node's
-    // is left out (a buggy BIOS can give every node every CPU), as hwloc leaves it out.
-    let mut kept: Vec<(usize, NodeId, Vec<u32>)> = Vec::with_capacity(count);
-    let mut claimed = CpuSet::new();
-    for (position, n) in nodes.iter().enumerate() {
+    // (node, its CPUs, its distance file and text), in node order.
+    let mut listed = Vec::with_capacity(nodes.len());
+    for n in nodes.iter() {
         let node = NodeId(
             u16::try_from(n.0).map_err(|_| LinuxError::parse(&list_path, "node id too large"))?,
         );
         let dir = node_dir.join(format!("node{n}"));
         let cpus = set_opt(&dir, &["cpumap", "cpulist"])?.unwrap_or_default();
         let path = dir.join("distance");
-        let row = match read_sys_opt(&path)? {
-            None => Vec::new(),
-            Some(text) => {
-                parse_distance_row(&text, count).map_err(|e| LinuxError::parse(&path, e.why))?
+        let text = read_sys_opt(&path)?;
+        listed.push((node, cpus, path, text));
+    }
+    let row_nodes = distance_columns(&node_dir, &nodes, &listed)?;
+    // Each CPU is on the smallest node that lists it, the first of equal ones: nodes
+    // whose CPU sets nest (a memory-side node over the nodes of its CPUs, as on machines
+    // with memory tiers) give each CPU its nearest node, as hwloc nests them; a buggy BIOS
+    // that gives several nodes the same CPUs gives them to the first. A node that lists
+    // CPUs and is left with none is no node, its row and column of distances with it (a
+    // node that lists none, memory alone, stays).
+    let mut home: BTreeMap<CpuId, (usize, usize)> = BTreeMap::new();
+    for (i, (_, cpus, _, _)) in listed.iter().enumerate() {
+        for cpu in cpus.iter() {
+            let best = home.entry(cpu).or_insert((cpus.len(), i));
+            if cpus.len() < best.0 {
+                *best = (cpus.len(), i);
             }
+        }
+    }
+    let mut kept: Vec<(usize, NodeId, Vec<u32>)> = Vec::with_capacity(listed.len());
+    for (i, (node, cpus, path, text)) in listed.into_iter().enumerate() {
+        let row = match text {
+            None => Vec::new(),
+            Some(text) => parse_distance_row(&text, row_nodes.len())
+                .map_err(|e| LinuxError::parse(&path, e.why))?,
         };
-        if cpus.intersects(&claimed) {
+        let mine: Vec<CpuId> = cpus
+            .iter()
+            .filter(|c| home.get(c).is_some_and(|&(_, h)| h == i))
+            .collect();
+        if mine.is_empty() && !cpus.is_empty() {
             continue;
         }
-        claimed = claimed.union(&cpus);
-        for cpu in cpus.iter() {
+        for cpu in mine {
             node_of.insert(cpu, node);
         }
-        kept.push((position, node, row));
+        let column = row_nodes
+            .iter()
+            .position(|n| n.0 == u32::from(node.0))
+            .unwrap_or(0);
+        kept.push((column, node, row));
     }
-    // Each row has one entry per listed node; keep those of the nodes kept.
+    // Each row has one entry per node of `row_nodes`; keep those of the nodes kept.
     for (_, node, row) in &kept {
         let row = if row.is_empty() {
             Vec::new()
@@ -435,4 +466,43 @@ fn read_nodes(
         distances.insert(*node, row);
     }
     Ok((node_of, distances))
+}
+
+/// The nodes whose distances the rows list, in column order: the online nodes, as the
+/// kernel writes them; or, where every row holds one entry per *possible* node instead (a
+/// node went offline after the rows were written: hwloc's `offline-cpu0-node0` tree, node
+/// 0 offline, node 1's row `21 10`), the possible ones, so that node 1's own distance is
+/// the 10 in its own column. Any other length is an error naming the first row that does
+/// not fit (`nodes` is the online list, `listed` each node's distance file and text).
+fn distance_columns(
+    node_dir: &Path,
+    nodes: &CpuSet,
+    listed: &[(NodeId, CpuSet, PathBuf, Option<String>)],
+) -> Result<CpuSet, LinuxError> {
+    let fits = |columns: usize| {
+        listed.iter().all(|(_, _, _, text)| {
+            text.as_deref()
+                .is_none_or(|t| parse_distance_row(t, columns).is_ok())
+        })
+    };
+    if fits(nodes.len()) {
+        return Ok(nodes.clone());
+    }
+    let possible_path = node_dir.join("possible");
+    if let Some(t) = read_sys_opt(&possible_path)? {
+        let possible = CpuSet::parse_list(sysfs_value(&t))
+            .map_err(|e| LinuxError::parse(&possible_path, e))?;
+        if nodes.is_subset(&possible) && fits(possible.len()) {
+            return Ok(possible);
+        }
+    }
+    // Name the first row that does not fit the online nodes.
+    for (_, _, path, text) in listed {
+        if let Some(text) = text {
+            if let Err(e) = parse_distance_row(text, nodes.len()) {
+                return Err(LinuxError::parse(path, e.why));
+            }
+        }
+    }
+    Ok(nodes.clone())
 }

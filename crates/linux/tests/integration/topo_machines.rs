@@ -92,6 +92,54 @@ fn topo_s390_package_id_minus_one_takes_packages_from_core_siblings() {
     // No caches: each package is its own LLC. No node directory: one node.
     assert_eq!(cpus_of(&t, Level::Llc), cpus_of(&t, Level::Package));
     assert_eq!(t.nodes(), &[NodeId(0)]);
+    // And the topology says the LLCs are not known (hwloc shows no cache at all).
+    assert!(!t.has_cache_info());
+    assert!(
+        t.describe().contains("no cache information"),
+        "{}",
+        t.describe()
+    );
+}
+
+#[test]
+fn topo_any_cache_listed_means_the_llcs_are_known() {
+    // The same tree with one L2 listed for CPU 0 (see: issue 39, "no LLC when sysfs has
+    // no cache information"): the caches are known, as on every x86 machine.
+    let dir = fixture_copy("topo/s390-books");
+    let index = "sys/devices/system/cpu/cpu0/cache/index0";
+    write(dir.path(), &format!("{index}/level"), "2\n");
+    write(dir.path(), &format!("{index}/type"), "Unified\n");
+    write(dir.path(), &format!("{index}/shared_cpu_list"), "0\n");
+    let t = read_topology(&Root::new(dir.path())).unwrap();
+    assert!(t.has_cache_info());
+    assert!(
+        read_topology(&fixture_root("topo/this-machine"))
+            .unwrap()
+            .has_cache_info()
+    );
+}
+
+#[test]
+fn topo_rows_written_for_the_possible_nodes_are_read_by_node_id() {
+    // hwloc's `offline-cpu0-node0` tree: node 0 went offline, node/online reads 1, but node
+    // 1's row still holds one distance per possible node, "21 10". It used to be refused
+    // ("2 distances for 1 nodes"); its own distance is the 10 of its own column (hwloc
+    // reads the 21, the first entry). See: issue 39, "Real sysfs trees".
+    let dir = fixture_copy("topo/distance-mismatch");
+    let node = "sys/devices/system/node";
+    write(dir.path(), &format!("{node}/online"), "1\n");
+    write(dir.path(), &format!("{node}/possible"), "0-1\n");
+    write(dir.path(), &format!("{node}/node1/distance"), "21 10\n");
+    write(dir.path(), &format!("{node}/node1/cpulist"), "0-3\n");
+    let t = read_topology(&Root::new(dir.path())).unwrap();
+    assert_eq!(t.nodes(), &[NodeId(1)]);
+    assert_eq!(t.distance(NodeId(1), NodeId(1)), Some(10));
+    // A row that fits neither the online nor the possible nodes is still refused.
+    write(dir.path(), &format!("{node}/node1/distance"), "21 10 20\n");
+    let err = read_topology(&Root::new(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("3 distances for 1 nodes"), "{err}");
 }
 
 #[test]
@@ -233,20 +281,40 @@ fn topo_distance_row_that_does_not_match_the_node_list_is_an_error() {
 }
 
 #[test]
-fn topo_node_overlapping_an_earlier_node_is_left_out() {
-    // A buggy BIOS can give several nodes the same CPUs; hwloc keeps the first and leaves
-    // the others out, and so do we: node 1 (CPUs 1-3, CPU 1 already in node 0) is no node.
+fn topo_nested_nodes_give_each_cpu_its_smallest_node() {
+    // Node 1 lists CPUs 1-3, inside node 0's 0-3: nodes that nest (a memory-side node
+    // over the nodes of its CPUs, as on machines with memory tiers; hwloc's
+    // `fakeheterocpunuma` tree) give each CPU the smallest node that lists it, as hwloc
+    // nests them. It used to leave node 1 out as overlapping an earlier node.
     let dir = fixture_copy("topo/distance-mismatch");
     write(
         dir.path(),
         "sys/devices/system/node/node1/distance",
         "20 10\n",
     );
+    write(dir.path(), "sys/devices/system/node/node0/cpulist", "0-3\n");
     write(dir.path(), "sys/devices/system/node/node1/cpulist", "1-3\n");
+    let t = read_topology(&Root::new(dir.path())).unwrap();
+    assert_eq!(t.nodes(), &[NodeId(0), NodeId(1)]);
+    assert_eq!(cpus_of(&t, Level::Node), ["0", "1-3"]);
+    assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(20));
+}
+
+#[test]
+fn topo_node_listing_the_same_cpus_as_an_earlier_node_is_left_out() {
+    // A buggy BIOS can give several nodes the same CPUs: the first keeps them, and a node
+    // left with none of the CPUs it lists is no node, its distances with it.
+    let dir = fixture_copy("topo/distance-mismatch");
+    write(
+        dir.path(),
+        "sys/devices/system/node/node1/distance",
+        "20 10\n",
+    );
+    write(dir.path(), "sys/devices/system/node/node0/cpulist", "0-3\n");
+    write(dir.path(), "sys/devices/system/node/node1/cpulist", "0-3\n");
     let t = read_topology(&Root::new(dir.path())).unwrap();
     assert_eq!(t.nodes(), &[NodeId(0)]);
     assert_eq!(cpus_of(&t, Level::Node), ["0-3"]);
-    // Its column is gone from node 0's row: 10 to itself, nothing else.
     assert_eq!(t.distance(NodeId(0), NodeId(0)), Some(10));
     assert_eq!(t.distance(NodeId(0), NodeId(1)), None);
 }
