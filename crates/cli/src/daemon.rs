@@ -102,6 +102,8 @@ struct Daemon {
     no_rule: BTreeSet<Pid>,
     last_sample: Instant,
     warned: BTreeSet<String>,
+    /// The pid files found unusable last window, so each is logged when it turns bad.
+    bad_pid_files: BTreeSet<String>,
     windows: u64,
     started: Instant,
     restore_failures: u64,
@@ -151,6 +153,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         no_rule: BTreeSet::new(),
         last_sample: Instant::now(),
         warned: BTreeSet::new(),
+        bad_pid_files: BTreeSet::new(),
         windows: 0,
         started: Instant::now(),
         restore_failures: 0,
@@ -382,8 +385,13 @@ impl Daemon {
             self.competitors(&comms);
         }
         self.windows += 1;
-        let mut pids = read::read_pid_files(&self.root, &self.config.daemon.hands_off_pid_files)
-            .unwrap_or_default();
+        let read = read::read_pid_files(&self.root, &self.config.daemon.hands_off_pid_files);
+        let bad: BTreeSet<String> = read.bad.iter().map(|e| e.to_string()).collect();
+        for line in bad.difference(&self.bad_pid_files) {
+            tracing::warn!("hands-off pid file skipped, the others still count: {line}");
+        }
+        self.bad_pid_files = bad;
+        let mut pids = read.pids;
         pids.insert(Pid(std::process::id() as i32));
         self.config.rules.hands_off_pids = pids;
         let busy = self.config.daemon.busy_thread_percent;
