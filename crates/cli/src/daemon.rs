@@ -10,8 +10,10 @@
 //!        groups re-formed: processes sharing CPUs under one policy and level are one
 //!      each group: tick when its policy is due, over all its processes' threads
 //!      publish status/list, metrics; answer ctl commands while waiting
-//!      SIGHUP ─► Config::reload (bad: keep the old one, one log line)
-//!      SIGTERM, SIGINT, … ─► stop
+//!      SIGHUP, ctl reload ─► a reload thread reads (capped, no FIFO wait) and parses the
+//!        file; the loop goes on meanwhile (signals and ctl answered) and takes the result
+//!        when ready (bad: keep the old one, one log line)
+//!      SIGTERM, SIGINT, … ─► stop (also while a reload is under way)
 //!  } ─► release every process (restore every mask) ─► exit 0 (1 if one could not be)
 //! ```
 //!
@@ -75,6 +77,15 @@ const SIGNAL_POLL: Duration = Duration::from_millis(100);
 /// Competitors are looked for every this many windows.
 const COMPETITORS_EVERY: u64 = 30;
 
+/// A reload under way: the config file read and parsed on a thread of its own, so that a
+/// slow file (or a large one) never holds up the loop, its signals or `ctl`.
+struct Reloading {
+    /// The new config, or the line saying why the running one is kept.
+    result: std::sync::mpsc::Receiver<Result<Config, String>>,
+    /// The `ctl reload`s to answer when it is done.
+    waiting: Vec<Pending>,
+}
+
 /// The loop's state.
 struct Daemon {
     path: PathBuf,
@@ -102,6 +113,10 @@ struct Daemon {
     no_rule: BTreeSet<Pid>,
     last_sample: Instant,
     warned: BTreeSet<String>,
+    /// The pid files found unusable last window, so each is logged when it turns bad.
+    bad_pid_files: BTreeSet<String>,
+    /// The reload under way on its own thread, if any.
+    reloading: Option<Reloading>,
     windows: u64,
     started: Instant,
     restore_failures: u64,
@@ -151,6 +166,8 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         no_rule: BTreeSet::new(),
         last_sample: Instant::now(),
         warned: BTreeSet::new(),
+        bad_pid_files: BTreeSet::new(),
+        reloading: None,
         windows: 0,
         started: Instant::now(),
         restore_failures: 0,
@@ -314,11 +331,12 @@ impl Daemon {
         loop {
             if let Some(sig) = signals::take() {
                 if sig == libc::SIGHUP {
-                    let _ = self.reload();
+                    self.start_reload(None);
                 } else {
                     return Ok(sig);
                 }
             }
+            self.finish_reload();
             if Instant::now() >= next_sample {
                 self.window();
                 self.publish(inbox);
@@ -382,8 +400,13 @@ impl Daemon {
             self.competitors(&comms);
         }
         self.windows += 1;
-        let mut pids = read::read_pid_files(&self.root, &self.config.daemon.hands_off_pid_files)
-            .unwrap_or_default();
+        let read = read::read_pid_files(&self.root, &self.config.daemon.hands_off_pid_files);
+        let bad: BTreeSet<String> = read.bad.iter().map(|e| e.to_string()).collect();
+        for line in bad.difference(&self.bad_pid_files) {
+            tracing::warn!("hands-off pid file skipped, the others still count: {line}");
+        }
+        self.bad_pid_files = bad;
+        let mut pids = read.pids;
         pids.insert(Pid(std::process::id() as i32));
         self.config.rules.hands_off_pids = pids;
         let busy = self.config.daemon.busy_thread_percent;
@@ -642,21 +665,69 @@ impl Daemon {
         all
     }
 
-    /// SIGHUP and `ctl reload`: the new config replaces the running one only if valid.
-    fn reload(&mut self) -> Result<String, String> {
-        let text = std::fs::read_to_string(&self.path).map_err(|e| {
-            let line = format!(
-                "reload rejected, keeping the running config: {}: {e}",
-                self.path.display()
-            );
-            tracing::warn!("{line}");
-            line
-        })?;
+    /// SIGHUP and `ctl reload` (`answer`): starts reading and parsing the file on a thread
+    /// of its own; a reload already under way answers this one too.
+    fn start_reload(&mut self, answer: Option<Pending>) {
+        if let Some(r) = &mut self.reloading {
+            r.waiting.extend(answer);
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (path, old) = (self.path.clone(), self.config.clone());
+        let spawned = std::thread::Builder::new()
+            .name("reload".into())
+            .spawn(move || {
+                let parsed = read::read_config_text(&path)
+                    .map_err(|e| format!("reload rejected, keeping the running config: {e}"))
+                    .and_then(|text| Config::reload(old, &text).map_err(|(_, line)| line));
+                let _ = tx.send(parsed);
+            });
+        let waiting: Vec<Pending> = answer.into_iter().collect();
+        match spawned {
+            Ok(_) => {
+                self.reloading = Some(Reloading {
+                    result: rx,
+                    waiting,
+                })
+            }
+            Err(e) => {
+                let line = format!("reload rejected, keeping the running config: {e}");
+                tracing::warn!("{line}");
+                for p in waiting {
+                    p.answer(Err(line.clone()));
+                }
+            }
+        }
+    }
+
+    /// Takes the result of the reload under way when it is ready, and answers the `ctl
+    /// reload`s that wait for it.
+    fn finish_reload(&mut self) {
+        let Some(r) = &self.reloading else {
+            return;
+        };
+        let parsed = match r.result.try_recv() {
+            Ok(parsed) => parsed,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                Err("reload rejected, keeping the running config: the reload failed".into())
+            }
+        };
+        let waiting = self.reloading.take().map(|r| r.waiting).unwrap_or_default();
+        let answer = self.reload(parsed);
+        for p in waiting {
+            p.answer(answer.clone());
+        }
+    }
+
+    /// The new config replaces the running one only if valid (`parsed` is the reload
+    /// thread's result).
+    fn reload(&mut self, parsed: Result<Config, String>) -> Result<String, String> {
         let (socket, metrics) = (
             self.config.daemon.control_socket.clone(),
             self.config.daemon.metrics,
         );
-        match Config::reload(self.config.clone(), &text) {
+        match parsed {
             Ok(new) => {
                 if new.daemon.control_socket != socket || new.daemon.metrics != metrics {
                     tracing::info!("control_socket and metrics changes take effect at restart");
@@ -674,8 +745,7 @@ impl Daemon {
                 tracing::info!("{line}");
                 Ok(line)
             }
-            Err((old, line)) => {
-                self.config = old;
+            Err(line) => {
                 tracing::warn!("{line}");
                 Err(line)
             }
@@ -712,6 +782,11 @@ impl Daemon {
 
     /// Carries out a `ctl` change and answers it.
     fn carry_out(&mut self, p: Pending, inbox: &Inbox) {
+        if matches!(p.command, Command::Reload) {
+            // Answered when the reload thread is done (see `finish_reload`).
+            self.start_reload(Some(p));
+            return;
+        }
         let not_managed = |pid: Pid| Err(format!("process {pid} is not managed"));
         let result = match p.command {
             Command::Pause(pid) => match self.managed.get_mut(&pid) {
@@ -750,7 +825,7 @@ impl Daemon {
                 }
                 None => not_managed(pid),
             },
-            Command::Reload => self.reload(),
+            Command::Reload => Err("reload is answered by its thread".into()),
             Command::Threads => {
                 inbox.publish_threads(self.threads_view());
                 Ok(String::new())

@@ -30,7 +30,7 @@ use crate::rule::{
 };
 use regex::Regex;
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -196,6 +196,42 @@ fn line_of(text: &str, at: usize) -> usize {
     text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1
 }
 
+/// The lines of offsets asked for in increasing order, as [`line_of`] gives them, counting
+/// each byte of the text once over all the calls (not once per call): the rules' lines in
+/// time linear in the file, however many rules it has.
+struct LineCounter<'t> {
+    text: &'t str,
+    /// The last offset asked for, and its line.
+    at: usize,
+    line: usize,
+    /// Bytes counted so far (what makes the cost linear; the tests check it).
+    scanned: usize,
+}
+
+impl<'t> LineCounter<'t> {
+    fn new(text: &'t str) -> LineCounter<'t> {
+        LineCounter {
+            text,
+            at: 0,
+            line: 1,
+            scanned: 0,
+        }
+    }
+
+    /// The line of byte `at`: counted on from the last offset when `at` is not before it.
+    fn line_of(&mut self, at: usize) -> usize {
+        if at < self.at {
+            self.at = 0;
+            self.line = 1;
+        }
+        let more = self.text.get(self.at..at).unwrap_or("");
+        self.line += more.bytes().filter(|&b| b == b'\n').count();
+        self.scanned += more.len();
+        self.at = at;
+        self.line
+    }
+}
+
 /// One table of the file: where it is, so errors about its keys can give their lines.
 struct Place<'t> {
     file: &'t str,
@@ -256,13 +292,11 @@ impl Config {
         let mut starts: Vec<usize> = raw.rule.iter().map(|r| r.span().start).collect();
         starts.extend(raw.daemon.as_ref().map(|d| d.span().start));
         starts.sort_unstable();
+        // The next table's start by binary search: a linear search per rule made parsing
+        // quadratic in the number of rules.
         let region = |start: usize| {
-            let end = starts
-                .iter()
-                .copied()
-                .find(|&s| s > start)
-                .unwrap_or(text.len());
-            start..end
+            let next = starts.partition_point(|&s| s <= start);
+            start..starts.get(next).copied().unwrap_or(text.len())
         };
         let place = |start: usize, what: String| Place {
             file,
@@ -282,6 +316,11 @@ impl Config {
         };
 
         let mut rules: Vec<Rule> = Vec::new();
+        // Each rule's name and line, and the first catch-all's name: looked up, not
+        // searched for, so each rule costs the same however many came before it.
+        let mut named: HashMap<String, Option<usize>> = HashMap::new();
+        let mut catch_all: Option<String> = None;
+        let mut lines = LineCounter::new(text);
         for (i, table) in raw.rule.iter().enumerate() {
             let what = match table.get_ref().get("name").and_then(|n| n.as_str()) {
                 Some(name) => format!("rule {name:?}"),
@@ -289,24 +328,27 @@ impl Config {
             };
             let p = place(table.span().start, what);
             let r = RawRule::deserialize(table.get_ref().clone()).map_err(|e| p.serde_err(&e))?;
-            if let Some(first) = rules.iter().find(|x| x.name == r.name) {
-                let at = first.line.map_or(String::new(), |l| format!(" (line {l})"));
+            if let Some(first) = named.get(&r.name) {
+                let at = first.map_or(String::new(), |l| format!(" (line {l})"));
                 return Err(p.err(
                     "name",
                     format!("a rule named {:?} already exists{at}", r.name),
                 ));
             }
-            if let Some(all) = rules.iter().find(|x| x.conditions.is_catch_all()) {
+            if let Some(all) = &catch_all {
                 return Err(p.err(
                     "",
                     format!(
-                        "can never match: rule {:?} before it has no conditions and matches every process",
-                        all.name
+                        "can never match: rule {all:?} before it has no conditions and matches every process"
                     ),
                 ));
             }
             let mut rule = validate_rule(r, &p)?;
-            rule.line = Some(line_of(text, table.span().start));
+            rule.line = Some(lines.line_of(table.span().start));
+            named.insert(rule.name.clone(), rule.line);
+            if rule.conditions.is_catch_all() {
+                catch_all = Some(rule.name.clone());
+            }
             rules.push(rule);
         }
         Ok(Config {

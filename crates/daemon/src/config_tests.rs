@@ -191,3 +191,61 @@ fn config_summary_names_rules_and_settings() {
         "b.toml: 2 rules (a, b), cpus 0-7, banned config 0 only, manage, metrics 127.0.0.1:9464"
     );
 }
+
+/// A config of `n` rules, each with a condition, the last one named `last_name`.
+fn many_rules(n: usize, last_name: &str) -> String {
+    let mut text = String::from("[daemon]\nobserve = true\n");
+    for i in 0..n {
+        let name = if i + 1 == n {
+            last_name.to_string()
+        } else {
+            format!("r{i}")
+        };
+        text.push_str(&format!(
+            "\n[[rule]]\nname = \"{name}\"\nmin_threads = {}\npolicy = \"tumbler\"\n",
+            i + 1
+        ));
+    }
+    text
+}
+
+// See: issue 39, item 4: 40,000 rules took 80 s, each rule searching all before it.
+#[test]
+fn config_forty_thousand_rules_each_rule_at_its_line_and_duplicates_named() {
+    let n = 40_000;
+    let c = Config::parse("t.toml", &many_rules(n, "last")).unwrap();
+    assert_eq!(c.rules.rules.len(), n);
+    // Two header lines, then 5 lines per rule (blank, header, three keys).
+    for (i, r) in c.rules.rules.iter().enumerate().step_by(997) {
+        assert_eq!(r.line, Some(4 + 5 * i), "{}", r.name);
+    }
+    assert_eq!(c.rules.rules[n - 1].line, Some(4 + 5 * (n - 1)));
+    // The last rule repeating the first's name is found, and names where the first is.
+    let e = Config::parse("t.toml", &many_rules(n, "r0")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "t.toml:{}: rule \"r0\": name: a rule named \"r0\" already exists (line 4)",
+            4 + 5 * (n - 1) + 1
+        )
+    );
+}
+
+#[test]
+fn line_counter_counts_each_byte_once_and_agrees_with_line_of() {
+    let text = many_rules(500, "last");
+    let offsets: Vec<usize> = text.match_indices("[[rule]]").map(|(at, _)| at).collect();
+    let mut lines = LineCounter::new(&text);
+    for &at in &offsets {
+        assert_eq!(lines.line_of(at), line_of(&text, at));
+    }
+    // Linear: all the rules' lines together cost one pass over the text, not one per rule.
+    assert!(
+        lines.scanned <= text.len(),
+        "{} > {}",
+        lines.scanned,
+        text.len()
+    );
+    // An offset before the last one starts again from the top and is still right.
+    assert_eq!(lines.line_of(offsets[0]), line_of(&text, offsets[0]));
+}

@@ -82,6 +82,10 @@ pub enum ReadError {
         /// What was wrong, one line.
         why: String,
     },
+    /// A file someone else may write was refused unread (a symlink, a FIFO or device, too
+    /// large); the error names the file.
+    #[error("reading {0}")]
+    Refused(#[from] threadbalance_linux::untrusted::UntrustedError),
 }
 
 /// Folds a message that may span lines (a regex or TOML error with a caret diagram) into

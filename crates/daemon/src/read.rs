@@ -10,6 +10,12 @@
 //!   └─ etc/passwd, pid files                                           read_users, read_pid_files
 //! ```
 //!
+//! The daemon runs as root, and some of these files may be written by others: the pid files
+//! (a service's own user writes its pid file) and the config file. Those are read through
+//! [`threadbalance_linux::untrusted::read_untrusted`] only: never through a symlink, never
+//! blocking on a FIFO, regular files only, at most [`MAX_PID_FILE_BYTES`] or
+//! [`MAX_CONFIG_BYTES`]. One bad pid file is reported on its own and the others still count.
+//!
 //! A process or thread that vanishes while being read is an outcome, not an error: it is
 //! left out (`Ok(None)`). A file that is there but makes no sense is a [`ReadError`] naming
 //! the file and the line.
@@ -34,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use threadbalance_linux::parse::parse_stat;
+use threadbalance_linux::untrusted::{UntrustedError, read_untrusted};
 use threadbalance_model::{CpuSet, Nanos, Pid, Tid};
 
 /// `ESRCH`: the task behind a `/proc` file has exited.
@@ -77,13 +84,38 @@ fn under(root: &Root, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
 }
 
+/// The largest pid file read: a pid is a few bytes; anything near this is not a pid file.
+pub const MAX_PID_FILE_BYTES: u64 = 4096;
+
+/// The largest config file read (a config of 40,000 rules is about 3 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
 /// Reads and validates the config file at `path`. An unreadable file is a one-line
 /// [`ConfigError`] too, so the caller has one kind of rejection to print.
 pub fn read_config(path: &Path) -> Result<Config, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
+    let text = read_config_text(path)?;
     Config::parse(&file, &text)
+}
+
+/// The config file's text, read as a file others may write is
+/// ([`threadbalance_linux::untrusted`]): not through a symlink in its last component, not
+/// a FIFO or device, at most [`MAX_CONFIG_BYTES`]. A refusal is a one-line
+/// [`ConfigError`] naming the file.
+pub fn read_config_text(path: &Path) -> Result<String, ConfigError> {
+    let file = path.display().to_string();
+    let text = read_untrusted(path, MAX_CONFIG_BYTES).map_err(|e| {
+        let why = match &e {
+            UntrustedError::Io { source, .. } => source.to_string(),
+            UntrustedError::Symlink { .. } => "is a symbolic link; not following it".into(),
+            UntrustedError::NotRegular { kind, .. } => format!("is a {kind}, not a regular file"),
+            UntrustedError::TooLarge { cap, .. } => format!("larger than {cap} bytes"),
+            UntrustedError::NotText { .. } => "not UTF-8 text".into(),
+        };
+        ConfigError::new(&file, None, "", format!("cannot read: {why}"))
+    })?;
+    String::from_utf8(text)
+        .map_err(|_| ConfigError::new(&file, None, "", "cannot read: not UTF-8 text"))
 }
 
 /// The processes under `proc/`, lowest pid first.
@@ -183,23 +215,45 @@ pub fn read_users(root: &Root) -> Result<Users, ReadError> {
         .unwrap_or_default())
 }
 
+/// What the hands-off pid files gave.
+#[derive(Debug, Default)]
+pub struct PidFiles {
+    /// The pids of the files that hold one.
+    pub pids: BTreeSet<Pid>,
+    /// The files that exist but could not be used, one error each naming the file (the
+    /// caller logs them; the other files' pids count all the same).
+    pub bad: Vec<ReadError>,
+}
+
 /// The pids in the hands-off pid files (host paths, read under the root). A missing file is
-/// a program not running and gives no pid; a file that holds no pid is an error.
-pub fn read_pid_files(root: &Root, files: &[PathBuf]) -> Result<BTreeSet<Pid>, ReadError> {
-    let mut pids = BTreeSet::new();
+/// a program not running and gives no pid. Each file is read on its own, as a file others
+/// may write ([`read_untrusted`], at most [`MAX_PID_FILE_BYTES`]): one that is a symlink, a
+/// FIFO, a device, too large, or that holds no pid is listed in [`PidFiles::bad`] and
+/// never keeps the others' pids out.
+pub fn read_pid_files(root: &Root, files: &[PathBuf]) -> PidFiles {
+    let mut out = PidFiles::default();
     for file in files {
         let path = under(root, file);
-        if let Some(text) = text_opt(&path)? {
-            let first = text.lines().next().unwrap_or("").trim();
-            let pid = first
-                .parse::<i32>()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| parse_err(&path, format!("{first:?} is not a pid")))?;
-            pids.insert(Pid(pid));
+        let bytes = match read_untrusted(&path, MAX_PID_FILE_BYTES) {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                out.bad.push(ReadError::Refused(e));
+                continue;
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let first = text.lines().next().unwrap_or("").trim();
+        match first.parse::<i32>().ok().filter(|p| *p > 0) {
+            Some(pid) => {
+                out.pids.insert(Pid(pid));
+            }
+            None => out
+                .bad
+                .push(parse_err(&path, format!("{first:?} is not a pid"))),
         }
     }
-    Ok(pids)
+    out
 }
 
 /// What the kernel isolates: `proc/cmdline`'s `isolcpus=` and `nohz_full=`, and

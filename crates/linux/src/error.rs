@@ -50,6 +50,14 @@ pub enum LinuxError {
         #[source]
         source: ModelError,
     },
+    /// A file someone else may write was refused (a symlink, not a regular file, too
+    /// large) or could not be read.
+    #[error("{0}")]
+    Untrusted(#[from] crate::untrusted::UntrustedError),
+    /// A directory the tool writes in is not private to it (see
+    /// [`crate::untrusted::check_private_dir`]).
+    #[error("{0}")]
+    Dir(#[from] crate::untrusted::DirError),
     /// A host fact (clock ticks per second, page size) could not be obtained.
     #[error("host fact {name} unavailable: {why}")]
     HostFact {

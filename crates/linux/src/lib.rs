@@ -8,6 +8,7 @@
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   ledger   journal records, replay rules     what to put back, after any stop
 //!   state    journals and locks on disk      StateDir, Journal, SystemWorld
+//!   untrusted files others may write         read_untrusted (no links, no FIFOs, capped), private dirs
 //!   permit   may we manage it? (no writes)    refusal, may_set_affinity
 //!   signal   every catchable fatal signal    a flag the control loop reads
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
@@ -52,6 +53,7 @@ pub mod schedbpf;
 pub mod signal;
 pub mod slice;
 pub mod state;
+pub mod untrusted;
 
 pub use actuate::{Actuator, affinity_of, set_affinity};
 pub use adapter::LinuxAdapter;

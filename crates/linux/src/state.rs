@@ -7,6 +7,15 @@
 //!    lock.<pid>.<start time>   flock'd while an instance manages that process
 //! ```
 //!
+//! The directory is the tool's own: [`StateDir::create`] refuses one that is not a
+//! directory owned by the effective uid, or that group or others may write in (the check
+//! the control socket's directory gets, [`crate::untrusted::check_private_dir`]), and so
+//! does [`StateDir::restore_stale`]. Even so, nothing in it is opened through a symlink:
+//! journals and locks are created with `O_CREAT | O_EXCL | O_NOFOLLOW`, an existing one is
+//! opened with `O_NOFOLLOW | O_NONBLOCK` and checked with `fstat` (a regular file, ours),
+//! and a journal is read with a size cap ([`MAX_JOURNAL_BYTES`]). A journal owned by
+//! another user is never replayed.
+//!
 //! Liveness is the lock, not the pid: the kernel drops a `flock` when its holder dies,
 //! however it dies, and a reused pid cannot hold a lock it never took. So a journal whose
 //! lock can be taken is stale — its owner is dead — and [`StateDir::restore_stale`] replays
@@ -17,14 +26,19 @@ use crate::LinuxError;
 use crate::actuate::{affinity_of, set_affinity};
 use crate::ledger::{Ledger, Record, RestoreReport, World, replay};
 use crate::read::{Root, read_start_time};
+use crate::untrusted::{self, UntrustedError, effective_uid};
 use nix::fcntl::{Flock, FlockArg};
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use threadbalance_model::{CpuSet, Pid, Tid};
+
+/// The most bytes of a journal that are read back: far more than compaction lets one grow
+/// to (one line per thread changed), so a larger file is not ours.
+pub const MAX_JOURNAL_BYTES: u64 = 64 << 20;
 
 /// The directory of journals and locks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,13 +77,12 @@ impl StateDir {
         &self.path
     }
 
-    /// Creates the directory (mode 0700) if it does not exist.
+    /// Creates the directory (mode 0700) if it does not exist, and refuses it unless it is
+    /// a directory (not a symlink) owned by the effective uid that group and others cannot
+    /// write in ([`LinuxError::Dir`]).
     pub fn create(&self) -> Result<(), LinuxError> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.path)
-            .map_err(|e| LinuxError::io(&self.path, e))
+        untrusted::create_private_dir(&self.path, effective_uid())?;
+        Ok(())
     }
 
     /// Opens a fresh journal for this process, locked, with its header (the magic line
@@ -79,7 +92,13 @@ impl StateDir {
         let me = Pid(std::process::id() as i32);
         let start = read_start_time(root, me, Tid(me.0))?.unwrap_or(0);
         let path = self.path.join(format!("journal.{}.{start}", me.0));
-        let file = open_journal_file(&path).map_err(|e| LinuxError::io(&path, e))?;
+        let file = match open_journal_file(&path) {
+            Ok(f) => f,
+            // Left by an earlier instance of this very process (same pid and start time):
+            // taken over below if nobody holds it, as long as it is a file of ours.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => owned_existing(&path, true)?,
+            Err(e) => return Err(untrusted::opened(&path, e).into()),
+        };
         let file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| LinuxError::io(&path, io::Error::from(e)))?;
         let _ = file.set_len(0);
@@ -108,15 +127,7 @@ impl StateDir {
     ) -> Result<Result<ProcessLock, Busy>, LinuxError> {
         self.create()?;
         let path = self.path.join(format!("lock.{}.{start}", pid.0));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| LinuxError::io(&path, e))?;
+        let file = open_lock_file(&path)?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             // A stale lock file removed by `restore_stale` between our open and our lock:
             // the lock we hold is on a file nobody else will open. Take a fresh one.
@@ -130,9 +141,8 @@ impl StateDir {
                 Ok(Ok(ProcessLock { _file: f, path }))
             }
             Err((mut f, nix::errno::Errno::EWOULDBLOCK)) => {
-                let mut text = String::new();
-                let _ = f.read_to_string(&mut text);
-                let holder = text.trim().parse().ok().map(Pid);
+                let text = untrusted::read_capped(&mut f, &path, 32).unwrap_or_default();
+                let holder = String::from_utf8_lossy(&text).trim().parse().ok().map(Pid);
                 Ok(Err(Busy { pid, holder }))
             }
             Err((_, e)) => Err(LinuxError::io(&path, io::Error::from(e))),
@@ -146,6 +156,10 @@ impl StateDir {
     pub fn restore_stale(&self, root: &Root) -> Result<(RestoreReport, usize), LinuxError> {
         let mut report = RestoreReport::default();
         let mut count = 0;
+        match std::fs::symlink_metadata(&self.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((report, 0)),
+            _ => untrusted::check_private_dir(&self.path, effective_uid())?,
+        }
         let entries = match std::fs::read_dir(&self.path) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((report, 0)),
@@ -182,11 +196,23 @@ impl StateDir {
     /// Replays the journal at `path` if its owner has died, and removes it when every
     /// mask was handled; `None` when it belongs to a live instance or had nothing in it.
     fn restore_one(&self, path: &Path, root: &Root) -> Result<Option<RestoreReport>, LinuxError> {
-        let file = match OpenOptions::new().read(true).write(true).open(path) {
+        let file = match open_existing(path) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(LinuxError::io(path, e)),
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.into()),
         };
+        let meta = file.metadata().map_err(|e| LinuxError::io(path, e))?;
+        if meta.uid() != effective_uid() {
+            // Not written by this user's instances: never replayed, left where it is.
+            return Err(LinuxError::parse(
+                path,
+                format!(
+                    "owned by uid {}, not by our effective uid {}; ignored",
+                    meta.uid(),
+                    effective_uid()
+                ),
+            ));
+        }
         let Ok(mut file) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
             return Ok(None); // its owner lives
         };
@@ -195,9 +221,10 @@ impl StateDir {
             // the old, unlinked file, not a dead instance's journal.
             return Ok(None);
         }
-        let mut text = String::new();
-        file.read_to_string(&mut text)
-            .map_err(|e| LinuxError::io(path, e))?;
+        let bytes = untrusted::read_capped(&mut file, path, MAX_JOURNAL_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|_| UntrustedError::NotText {
+            path: path.to_path_buf(),
+        })?;
         if !text.contains('\n') {
             // Killed before its header was written whole: nothing was changed yet.
             std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
@@ -232,7 +259,7 @@ impl StateDir {
             if !is_lock {
                 continue;
             }
-            if let Ok(f) = File::open(e.path()) {
+            if let Ok(f) = open_existing(&e.path()) {
                 if let Ok(held) = Flock::lock(f, FlockArg::LockExclusiveNonblock) {
                     let _ = std::fs::remove_file(e.path());
                     drop(held);
@@ -307,6 +334,7 @@ impl Journal {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = self.path.with_file_name(format!("compact.{name}"));
+        let _ = std::fs::remove_file(&tmp);
         let file = open_journal_file(&tmp)?;
         let mut file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| io::Error::from(e))?;
@@ -464,15 +492,74 @@ fn read_small(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     }
 }
 
-/// Opens (creating it, mode 0600, close-on-exec) a journal file for reading and appending.
+/// Creates a journal file (mode 0600, close-on-exec) for reading and appending: a new
+/// file only (`O_EXCL`), never through a symlink.
 fn open_journal_file(path: &Path) -> io::Result<File> {
     OpenOptions::new()
-        .create(true)
+        .create_new(true)
         .append(true)
         .read(true)
         .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
         .open(path)
+}
+
+/// Opens an existing journal or lock for reading and writing: not through a symlink,
+/// without blocking, and only a regular file (checked on the open file).
+fn open_existing(path: &Path) -> Result<File, UntrustedError> {
+    open_existing_as(path, false)
+}
+
+/// [`open_existing`], with `O_APPEND` when `append` (a journal taken over).
+fn open_existing_as(path: &Path, append: bool) -> Result<File, UntrustedError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .append(append)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| untrusted::opened(path, e))?;
+    let meta = file.metadata().map_err(|source| UntrustedError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !meta.file_type().is_file() {
+        return Err(UntrustedError::NotRegular {
+            path: path.to_path_buf(),
+            kind: untrusted::kind_of(&meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// The lock file at `path`: created new (`O_EXCL | O_NOFOLLOW`, mode 0600), or, when one
+/// is there, opened as [`open_existing`] does and taken only if it is ours.
+fn open_lock_file(path: &Path) -> Result<File, LinuxError> {
+    let created = OpenOptions::new()
+        .create_new(true)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path);
+    match created {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => owned_existing(path, false),
+        Err(e) => Err(untrusted::opened(path, e).into()),
+    }
+}
+
+/// [`open_existing_as`], and only a file owned by our effective uid.
+fn owned_existing(path: &Path, append: bool) -> Result<File, LinuxError> {
+    let f = open_existing_as(path, append)?;
+    let meta = f.metadata().map_err(|e| LinuxError::io(path, e))?;
+    if meta.uid() != effective_uid() {
+        return Err(LinuxError::parse(
+            path,
+            format!("owned by uid {}, not by us; not using it", meta.uid()),
+        ));
+    }
+    Ok(f)
 }
 
 #[cfg(test)]
@@ -491,6 +578,101 @@ mod tests {
         );
         assert_eq!(StateDir::default_path(false, None), None);
         assert_eq!(StateDir::default_path(false, Some(OsStr::new(""))), None);
+    }
+
+    /// A directory under `parent` owned by `nobody` (uid 65534), mode 0700: another user's.
+    /// The tests run as root, which may give a directory away.
+    fn nobodys_dir(parent: &Path) -> PathBuf {
+        let dir = parent.join("nobodys");
+        std::fs::create_dir(&dir).unwrap();
+        let nobody = Some(nix::unistd::Uid::from_raw(65534));
+        nix::unistd::chown(&dir, nobody, None).unwrap();
+        dir
+    }
+
+    // See: issue 39, item 2.
+    #[test]
+    fn create_world_writable_or_foreign_dir_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = StateDir::new(&open).create().unwrap_err();
+        assert!(e.to_string().contains("lets others write in it"), "{e}");
+        assert!(StateDir::new(&open).lock_process(Pid(77), 5).is_err());
+        let theirs = nobodys_dir(tmp.path());
+        let e = StateDir::new(&theirs).create().unwrap_err();
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        assert!(
+            StateDir::new(&theirs)
+                .open_journal(&Root::system())
+                .is_err()
+        );
+        // A symlink to a directory of ours is not followed either.
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(tmp.path(), &link).unwrap();
+        assert!(StateDir::new(&link).create().is_err());
+        assert!(StateDir::new(tmp.path().join("fresh")).create().is_ok());
+    }
+
+    // See: issue 39, item 2: a forged journal in a directory another user can write.
+    #[test]
+    fn restore_stale_foreign_dir_refused_and_foreign_journal_ignored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let forged = format!("{}\nset 999999999 999999999 1 0 0\n", crate::ledger::MAGIC);
+        let theirs = nobodys_dir(tmp.path());
+        std::fs::write(theirs.join("journal.999999999.1"), &forged).unwrap();
+        let e = StateDir::new(&theirs)
+            .restore_stale(&Root::system())
+            .unwrap_err();
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        assert!(theirs.join("journal.999999999.1").exists());
+        // In our own directory, a journal another user owns is not replayed (a replay
+        // would count the thread it names as vanished) and is left where it is.
+        let ours = tmp.path().join("ours");
+        StateDir::new(&ours).create().unwrap();
+        let journal = ours.join("journal.999999999.1");
+        std::fs::write(&journal, &forged).unwrap();
+        let nobody = Some(nix::unistd::Uid::from_raw(65534));
+        nix::unistd::chown(&journal, nobody, None).unwrap();
+        let (report, count) = StateDir::new(&ours).restore_stale(&Root::system()).unwrap();
+        assert_eq!((count, report.vanished), (0, 0), "{report:?}");
+        assert_eq!(report.unreadable.len(), 1, "{report:?}");
+        assert!(
+            report.unreadable[0].contains("owned by uid 65534"),
+            "{report:?}"
+        );
+        assert!(journal.exists());
+    }
+
+    // See: issue 39, item 2: a symlink race on a lock or journal path.
+    #[test]
+    fn lock_and_journal_symlink_at_path_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::new(tmp.path().join("state"));
+        state.create().unwrap();
+        let target = tmp.path().join("root-only");
+        std::fs::write(&target, "secret\n").unwrap();
+        std::os::unix::fs::symlink(&target, state.path().join("lock.77.5")).unwrap();
+        let e = state.lock_process(Pid(77), 5).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let me = std::process::id() as i32;
+        let start = read_start_time(&Root::system(), Pid(me), Tid(me))
+            .unwrap()
+            .unwrap();
+        let journal = state.path().join(format!("journal.{me}.{start}"));
+        std::os::unix::fs::symlink(&target, &journal).unwrap();
+        let e = state.open_journal(&Root::system()).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
+        // A FIFO among the journals is reported, and does not hold up the restore.
+        std::fs::remove_file(&journal).unwrap();
+        let fifo = state.path().join("journal.999999996.1");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (report, _) = state.restore_stale(&Root::system()).unwrap();
+        assert_eq!(report.unreadable.len(), 1, "{report:?}");
+        assert!(report.unreadable[0].contains("FIFO"), "{report:?}");
     }
 
     #[test]

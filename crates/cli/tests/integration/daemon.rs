@@ -345,6 +345,51 @@ fn daemon_sighup_with_a_bad_file_keeps_the_running_config() {
     assert_eq!(worker_masks(pid, "spmd"), before);
 }
 
+// See: issue 39, item 4: a FIFO at the config's path hung the reload, and SIGTERM with it.
+#[test]
+fn daemon_config_replaced_by_a_fifo_reload_rejected_and_signals_still_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    // A rule matching no process: nothing is managed, nothing to put back.
+    let path = config(dir.path(), 3_600_197, "off");
+    let d = Daemon::start(&path, &[], socket(dir.path()));
+    d.wait_line("started:");
+    std::fs::remove_file(&path).unwrap();
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    signal(d.pid(), libc::SIGHUP);
+    let line = d.wait_line("reload rejected, keeping the running config");
+    assert!(line.contains("FIFO"), "{line}");
+    let out = d.ctl(&["reload"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("FIFO"));
+    let status = String::from_utf8_lossy(&d.ctl(&["status"]).stdout).into_owned();
+    assert!(status.contains("test-spmd"), "{status}");
+    assert_eq!(d.stop(), 0);
+}
+
+// See: issue 39, item 2: a state directory others can write is refused at start.
+#[test]
+fn daemon_state_dir_others_can_write_exits_2_with_one_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), 3_600_198, "off");
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = Command::new(bin())
+        .arg("daemon")
+        .arg("--config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("state directory") && err.contains("lets others write in it"),
+        "{err}"
+    );
+}
+
 #[test]
 fn daemon_oneshot_places_once_and_exits() {
     let dir = tempfile::tempdir().unwrap();

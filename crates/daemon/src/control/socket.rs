@@ -25,7 +25,7 @@ use super::{Control, MAX_REQUEST_BYTES, Request, Response, answer};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use std::fs;
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -271,27 +271,16 @@ impl Drop for ServerThread {
 }
 
 /// Creates the socket's directory 0700, or checks that an existing one is a directory of
-/// ours that others cannot write in.
+/// ours that others cannot write in: the check every directory the daemon writes in gets
+/// ([`threadbalance_linux::untrusted::create_private_dir`]; the state directory too).
 fn prepare_dir(dir: &Path, own_uid: u32) -> Result<(), SocketError> {
-    match fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == ErrorKind::NotFound => fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(dir)
-            .map_err(io_err(dir)),
-        Err(e) => Err(io_err(dir)(e)),
-        Ok(meta) if !meta.is_dir() => Err(SocketError::DirNotDir(dir.to_path_buf())),
-        Ok(meta) if meta.uid() != own_uid => Err(SocketError::DirOwner {
-            path: dir.to_path_buf(),
-            owner: meta.uid(),
-            own: own_uid,
-        }),
-        Ok(meta) if meta.mode() & 0o022 != 0 => Err(SocketError::DirWritable {
-            path: dir.to_path_buf(),
-            mode: meta.mode() & 0o7777,
-        }),
-        Ok(_) => Ok(()),
-    }
+    use threadbalance_linux::untrusted::{DirError, create_private_dir};
+    create_private_dir(dir, own_uid).map_err(|e| match e {
+        DirError::NotDir(path) => SocketError::DirNotDir(path),
+        DirError::Owner { path, owner, own } => SocketError::DirOwner { path, owner, own },
+        DirError::Writable { path, mode } => SocketError::DirWritable { path, mode },
+        DirError::Io { path, source } => SocketError::Io { path, source },
+    })
 }
 
 /// Removes a stale socket at `path`; refuses a live one or anything that is not a socket.

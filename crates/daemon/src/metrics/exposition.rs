@@ -1,9 +1,24 @@
 //! The metrics endpoint: a small HTTP/1.1 responder on its own thread that answers
 //! `GET /metrics` with [`Metrics::encode`], loopback only unless the config says otherwise.
 //!
-//! A scrape is one short request from a known client (Prometheus), so one connection at a
-//! time, `Connection: close`, and a deadline per connection are enough; no HTTP library is
-//! needed. What it answers:
+//! A scrape is one short request, `Connection: close`, so no HTTP library is needed; but
+//! any local user can connect, and a connection that sends nothing must not hold up the
+//! scrape behind it. So each connection is served on a thread of its own, with limits:
+//!
+//! ```text
+//!   accept ──► live connections < MAX_CONNECTIONS (32)? ── no ──► 503, closed at once
+//!                 │ yes
+//!                 ▼
+//!   its own thread: the request head within HEAD_DEADLINE (2 s) and at most 8 KiB,
+//!                   the whole exchange within DEADLINE (10 s), then closed
+//! ```
+//!
+//! Idle connections cost their sender a socket each and are dropped after 2 s; to keep a
+//! scrape out, one would have to hold 32 of them open, renewed every 2 s, all the time,
+//! and even then the scrape's retry gets in when one slot frees. Threads rather than an
+//! event loop because a scrape is rare and the bound on threads is small; a library
+//! server would add a dependency for the same limits. Stopping the endpoint shuts every
+//! open connection and joins its thread. What it answers:
 //!
 //! | request | answer |
 //! |---|---|
@@ -13,6 +28,7 @@
 //! | another path | `404` |
 //! | another method | `405` |
 //! | not HTTP, or a head over 8 KiB | `400` |
+//! | a connection over [`MetricsServer::MAX_CONNECTIONS`] | `503` |
 //!
 //! ```text
 //!   127.0.0.1:9464 ◄── GET /metrics ── Prometheus (the node's, or the cluster's through
@@ -71,11 +87,16 @@ pub struct MetricsServer {
     listener: TcpListener,
     addr: SocketAddr,
     deadline: Duration,
+    head_deadline: Duration,
 }
 
 impl MetricsServer {
     /// The time one connection has to send its request and read the answer.
     pub const DEADLINE: Duration = Duration::from_secs(10);
+    /// The time one connection has to send its request head.
+    pub const HEAD_DEADLINE: Duration = Duration::from_secs(2);
+    /// The most connections served at once; more are answered `503` and closed.
+    pub const MAX_CONNECTIONS: usize = 32;
     /// The longest request head read.
     pub const MAX_HEAD_BYTES: usize = 8192;
 
@@ -91,7 +112,16 @@ impl MetricsServer {
             listener,
             addr,
             deadline: Self::DEADLINE,
+            head_deadline: Self::HEAD_DEADLINE,
         })
+    }
+
+    /// The same server with other deadlines: `head` to send the request head, `whole`
+    /// for the whole exchange (tests use short ones).
+    pub fn with_deadlines(mut self, head: Duration, whole: Duration) -> MetricsServer {
+        self.head_deadline = head.min(whole);
+        self.deadline = whole;
+        self
     }
 
     /// The address it listens on.
@@ -104,33 +134,101 @@ impl MetricsServer {
     pub fn spawn(
         self,
         metrics: Arc<Metrics>,
-        log: impl Fn(&io::Error) + Send + 'static,
+        log: impl Fn(&io::Error) + Send + Sync + 'static,
     ) -> Result<ExpositionThread, ExpositionError> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let addr = self.addr;
+        let log: Log = Arc::new(log);
         let handle = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn(move || {
-                loop {
-                    let conn = self.listener.accept();
-                    if flag.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let result = conn.and_then(|(stream, _)| {
-                        serve(&stream, &metrics, Instant::now() + self.deadline)
-                    });
-                    if let Err(e) = result {
-                        log(&e);
-                    }
-                }
-            })
+            .spawn(move || self.accept_loop(&flag, &metrics, &log))
             .map_err(|source| ExpositionError::Io { addr, source })?;
         Ok(ExpositionThread {
             stop,
             addr,
             handle: Some(handle),
         })
+    }
+}
+
+/// The connections being served: each one's thread, and a handle on its socket to shut it
+/// when the endpoint stops.
+type Connections = Vec<(JoinHandle<()>, TcpStream)>;
+
+/// Where the errors of single connections go, shared by their threads.
+type Log = Arc<dyn Fn(&io::Error) + Send + Sync>;
+
+impl MetricsServer {
+    /// Accepts until `stop`, each connection on its own thread (see the module docs);
+    /// then shuts and joins those still open.
+    fn accept_loop(self, stop: &AtomicBool, metrics: &Arc<Metrics>, log: &Log) {
+        let mut live: Connections = Vec::new();
+        loop {
+            let conn = self.listener.accept();
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let stream = match conn {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    log(&e);
+                    continue;
+                }
+            };
+            // Threads that are done are joined, so `live` counts open connections only.
+            let (done, open): (Connections, Connections) =
+                live.into_iter().partition(|(h, _)| h.is_finished());
+            for (h, _) in done {
+                let _ = h.join();
+            }
+            live = open;
+            if live.len() >= Self::MAX_CONNECTIONS {
+                refuse_busy(&stream);
+                continue;
+            }
+            let Ok(handle_on_socket) = stream.try_clone() else {
+                continue;
+            };
+            let now = Instant::now();
+            let deadlines = (now + self.head_deadline, now + self.deadline);
+            let (metrics, conn_log) = (Arc::clone(metrics), Arc::clone(log));
+            let spawned = std::thread::Builder::new()
+                .name("metrics-conn".into())
+                .spawn(move || {
+                    if let Err(e) = serve(&stream, &metrics, deadlines) {
+                        conn_log(&e);
+                    }
+                    // Closed now, though the accept loop still holds a handle on it.
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                });
+            match spawned {
+                Ok(h) => live.push((h, handle_on_socket)),
+                Err(e) => log(&e),
+            }
+        }
+        for (h, stream) in live {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            let _ = h.join();
+        }
+    }
+}
+
+/// Answers `503` to a connection over the limit without reading from it, and closes it.
+fn refuse_busy(stream: &TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+    let text = "too many connections\n";
+    let out = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    );
+    let mut w = stream;
+    let _ = w.write_all(out.as_bytes());
+    // What the client already sent is dropped unread without waiting for more (unread
+    // data at close would make the kernel reset the connection, answer and all).
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    if stream.set_nonblocking(true).is_ok() {
+        let _ = (&mut w).read(&mut [0u8; 8192]);
     }
 }
 
@@ -148,7 +246,7 @@ impl ExpositionThread {
         self.addr
     }
 
-    /// Stops serving (after the scrape in progress, if any).
+    /// Stops serving: open connections are shut and their threads joined.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -214,9 +312,14 @@ fn read_head(stream: &TcpStream, deadline: Instant) -> io::Result<Option<String>
     }
 }
 
-/// Answers one connection.
-fn serve(stream: &TcpStream, metrics: &Metrics, deadline: Instant) -> io::Result<()> {
-    let head = read_head(stream, deadline)?;
+/// Answers one connection: its head must come by the first deadline, the whole exchange
+/// be done by the second.
+fn serve(
+    stream: &TcpStream,
+    metrics: &Metrics,
+    (head_deadline, deadline): (Instant, Instant),
+) -> io::Result<()> {
+    let head = read_head(stream, head_deadline.min(deadline))?;
     let (status, body) = match head.as_deref().map(route) {
         None => ("400 Bad Request", Body::Text("bad request\n")),
         Some(r) => r,
@@ -329,6 +432,74 @@ mod tests {
         assert_eq!(Exposure::of(&parse("")), Exposure::Loopback);
         let remote = parse("[daemon]\nmetrics = \"0.0.0.0:9464\"\nmetrics_remote = true\n");
         assert_eq!(Exposure::of(&remote), Exposure::Remote);
+    }
+
+    /// One GET of /metrics; the answer's text, or the error when none came within `limit`.
+    fn scrape(addr: SocketAddr, limit: Duration) -> io::Result<String> {
+        let mut s = TcpStream::connect_timeout(&addr, limit)?;
+        s.set_read_timeout(Some(limit))?;
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)?;
+        Ok(text)
+    }
+
+    fn loopback() -> MetricsServer {
+        MetricsServer::bind("127.0.0.1:0".parse().unwrap(), Exposure::Loopback).unwrap()
+    }
+
+    // See: issue 39, item 3: 3 idle connections kept a scrape unanswered for 20 s.
+    #[test]
+    fn spawn_three_idle_connections_do_not_hold_up_a_scrape() {
+        let server = loopback().spawn(Arc::new(Metrics::new()), |_| {}).unwrap();
+        let addr = server.local_addr();
+        let idle: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // Served one at a time, this scrape waited for each idle one's 10 s deadline.
+        let answer = scrape(addr, Duration::from_secs(3)).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        drop(idle);
+        server.stop();
+    }
+
+    #[test]
+    fn spawn_connections_over_the_limit_get_503_and_idle_ones_are_closed() {
+        let server = loopback()
+            .with_deadlines(Duration::from_secs(2), Duration::from_secs(3))
+            .spawn(Arc::new(Metrics::new()), |_| {})
+            .unwrap();
+        let addr = server.local_addr();
+        let mut idle: Vec<TcpStream> = (0..MetricsServer::MAX_CONNECTIONS)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        // Accepted after all of those (accept takes them in order): over the limit, and
+        // answered without waiting for a request.
+        let mut over = TcpStream::connect(addr).unwrap();
+        over.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut answer = String::new();
+        over.read_to_string(&mut answer).unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 503 Service Unavailable"),
+            "{answer}"
+        );
+        // An idle connection is closed by the server at its head deadline (2 s).
+        idle[0]
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(idle[0].read(&mut buf).unwrap(), 0);
+        // And with the idle ones gone, scrapes are answered again (a bounded retry: the
+        // server joins the threads of closed connections as it accepts the next).
+        let served = (0..50).any(|_| {
+            let ok = scrape(addr, Duration::from_secs(3))
+                .is_ok_and(|a| a.starts_with("HTTP/1.1 200 OK"));
+            if !ok {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            ok
+        });
+        assert!(served);
+        drop(idle);
+        server.stop();
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod live;
 mod metrics_scrape;
 mod packaging;
 mod proc_fixtures;
+mod untrusted_files;
 
 /// The repository's root, where `fixtures/` and `packaging/` are.
 pub fn repo(rel: &str) -> std::path::PathBuf {
