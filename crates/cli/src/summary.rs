@@ -72,8 +72,9 @@ pub struct Summary {
     /// inheritance by their having migrated there): never ours, left as they are, and not
     /// among the masks counted in `restore_total`.
     pub program_born_pinned: u64,
-    /// Of the masks we changed, those found narrowed by the thread's cgroup cpuset: ours
-    /// all the same (never counted in `program_chose`), kept managed and put back.
+    /// Threads whose mask we found narrowed by their cgroup cpuset (during the run or at
+    /// the end): ours all the same, never counted in `program_chose`; kept managed, and
+    /// put back if still there at the end.
     pub cpuset_narrowed: u64,
     /// One line per mask not put back, with the reason.
     pub left: Vec<String>,

@@ -700,6 +700,13 @@ impl Actuator {
             self.ledger.threads.remove(k);
             self.decided.remove(k);
         }
+        // Threads born pinned that have gone are no longer left anywhere.
+        let pinned: Vec<ThreadKey> = self.born_pinned.iter().copied().collect();
+        for k in pinned {
+            if self.same_thread(k, known) == Some(false) {
+                self.born_pinned.remove(&k);
+            }
+        }
         let sliced: Vec<ThreadKey> = self.sliced.iter().copied().collect();
         for k in sliced {
             if self.same_thread(k, known) == Some(false) {
