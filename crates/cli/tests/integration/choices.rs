@@ -1,7 +1,7 @@
 //! Live: the program's own choices win over ours. See: issue 39, items 5 and 6.
 //!
 //! The target is this test binary run as a helper process (below): four threads of uneven
-//! duty, which `tumbler` regroups between the two cores at `--level core`. The first
+//! duty, which `tumbler` (or `speed`) moves between the two cores at `--level core`. The first
 //! thread that has been on both single CPUs pins itself back to the one it had first: a
 //! mask threadbalance set on it once, not the last one. After threadbalance stops, that
 //! thread must still be on it, and the summary must count it as the program's choice.
@@ -62,6 +62,18 @@ fn helper_process_pinning_a_thread_to_an_earlier_mask() {
 
 #[test]
 fn live_attach_thread_pinning_itself_to_an_earlier_mask_of_ours_keeps_it_and_is_counted() {
+    pinning_to_an_earlier_mask_under("tumbler");
+}
+
+#[test]
+fn live_attach_speed_thread_pinning_itself_to_an_earlier_mask_of_ours_keeps_it() {
+    pinning_to_an_earlier_mask_under("speed");
+}
+
+/// Attaches `policy` at `--level core` to the helper until one of its threads pins itself
+/// to an earlier mask of ours, stops it, and checks that thread kept its mask, every
+/// other thread got its own back, and the summary counted the program's choice.
+fn pinning_to_an_earlier_mask_under(policy: &str) {
     let all = online();
     assert!(all.contains('-'), "this test needs two CPUs, have {all}");
     let mut helper = Command::new(std::env::current_exe().unwrap())
@@ -107,7 +119,7 @@ fn live_attach_thread_pinning_itself_to_an_earlier_mask_of_ours_keeps_it_and_is_
         "--pid",
         &pid,
         "--policy",
-        "tumbler",
+        policy,
         "--level",
         "core",
         "--json",
