@@ -64,7 +64,18 @@ pub struct Summary {
     /// `left`, and the exit status is 1.
     pub unrestored: u64,
     /// Threads that chose a mask of their own after we moved them: left as they are.
+    /// A mask is ours only when it is the last we set on that thread (`origin` in
+    /// `threadbalance-linux`), so a program that pins a thread to a mask we set on it
+    /// earlier is counted here, not in `restored`.
     pub program_chose: u64,
+    /// Threads born pinned by their program to a CPU one of our threads held (told from
+    /// inheritance by their having migrated there): never ours, left as they are, and not
+    /// among the masks counted in `restore_total`.
+    pub program_born_pinned: u64,
+    /// Threads whose mask we found narrowed by their cgroup cpuset (during the run or at
+    /// the end): ours all the same, never counted in `program_chose`; kept managed, and
+    /// put back if still there at the end.
+    pub cpuset_narrowed: u64,
     /// One line per mask not put back, with the reason.
     pub left: Vec<String>,
     /// Threads that ran in short time slices of ours while `speed` rotated them (see
@@ -171,6 +182,8 @@ impl Summary {
             restore_vanished: 0,
             unrestored: 0,
             program_chose: 0,
+            program_born_pinned: 0,
+            cpuset_narrowed: 0,
             left: Vec::new(),
             slices_set: 0,
             slices_restored: 0,
@@ -243,6 +256,8 @@ impl Summary {
             self.restored + self.restore_already + self.restore_vanished + r.kept.len() as u64;
         self.unrestored = r.failures().count() as u64;
         self.program_chose = (r.kept.len() as u64).saturating_sub(self.unrestored);
+        self.program_born_pinned = r.born_pinned.len() as u64;
+        self.cpuset_narrowed = r.narrowed.len() as u64;
         self.left = crate::recover::kept_lines(r);
     }
 
@@ -371,11 +386,16 @@ impl Summary {
                 }
             );
         }
-        if self.program_chose > 0 || self.unrestored > 0 {
+        if self.program_chose > 0 || self.program_born_pinned > 0 || self.unrestored > 0 {
+            let born = match self.program_born_pinned {
+                0 => String::new(),
+                n => format!(" ({n} pinned as they started)"),
+            };
             let _ = writeln!(
                 s,
-                "   {:>12}    left as their program set them, {} NOT restored",
-                self.program_chose, self.unrestored
+                "   {:>12}    left as their program set them{born}, {} NOT restored",
+                self.program_chose + self.program_born_pinned,
+                self.unrestored
             );
             for line in &self.left {
                 let _ = writeln!(s, "     {line}");
@@ -483,6 +503,13 @@ impl Summary {
         if !others.is_empty() {
             let _ = write!(text, " ({})", others.join(", "));
         }
+        if self.cpuset_narrowed > 0 {
+            let _ = write!(
+                text,
+                "; {} found narrowed by their cpuset, ours all the same",
+                self.cpuset_narrowed
+            );
+        }
         text
     }
 }
@@ -584,6 +611,50 @@ mod tests {
         // All put back: no parenthesis.
         s.set_restored(&restore_report(4, 0, 0));
         assert!(s.to_text().contains("restored 4 of 4\n"), "{}", s.to_text());
+    }
+
+    #[test]
+    fn summary_program_choices_are_counted_apart_from_what_was_restored() {
+        // See: issue 39. 3 masks put back, one of them found narrowed by its cpuset; one
+        // thread pinned itself after we moved it, one was born pinned.
+        use threadbalance_linux::ledger::Kept;
+        use threadbalance_model::{CpuId, CpuSet, Pid, ThreadKey, Tid};
+        let k = |tid| ThreadKey {
+            pid: Pid(5),
+            tid: Tid(tid),
+            start_time: 1,
+        };
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new(
+            PolicyKind::Tumbler,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
+        let mut r = restore_report(3, 0, 0);
+        r.kept = vec![(k(7), Kept::ProgramChoice(CpuSet::single(CpuId(1))))];
+        r.narrowed = vec![k(6)];
+        r.born_pinned = vec![k(8)];
+        s.set_restored(&r);
+        assert_eq!((s.restored, s.restore_total), (3, 4));
+        assert_eq!((s.program_chose, s.program_born_pinned), (1, 1));
+        assert_eq!(s.cpuset_narrowed, 1);
+        let text = s.to_text();
+        assert!(
+            text.contains("restored 3 of 4 (1 left (below)); 1 found narrowed by their cpuset"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "2    left as their program set them (1 pinned as they started), 0 NOT restored"
+            ),
+            "{text}"
+        );
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["program_born_pinned"], 1);
+        assert_eq!(v["cpuset_narrowed"], 1);
     }
 
     #[test]

@@ -4,12 +4,14 @@
 //!  Move { thread: (pid, tid, start_time), to } ─► stat start time still the same? ── no ─► Vanished
 //!                                                   │ yes
 //!       current = sched_getaffinity(tid)
-//!       moved before, and current is neither its original nor a mask of ours?
+//!       moved before, and current is neither its original nor the LAST mask we set on
+//!       it, nor that mask narrowed by its cpuset (crate::origin)?
 //!           ─► the program chose it: hands off from now on (Denied), never restored over
 //!       first touch: original = current (or the processes' mask, if inherited; below)
 //!       want = cpus(to) ∩ original ── empty ─► Denied      want == current ─► Unchanged
 //!       journal "set pid tid start original want" ── cannot write ─► Denied, nothing changed
-//!       sched_setaffinity(tid, want) ── ESRCH ─► Vanished  EPERM/EINVAL ─► Denied
+//!       sched_setaffinity(tid, want) ── ESRCH ─► Vanished  EPERM/EINVAL ─► Denied, and
+//!           journal "unset pid tid start": the mask before is still the last one ours
 //!       start time re-checked: if the tid changed hands meanwhile, the stranger is given
 //!       its creator's mask (ledger::set_checked) ─► Vanished
 //! ```
@@ -28,8 +30,14 @@
 //! mask from the start (so later moves may use every CPU the program allowed), and
 //! [`Actuator::restore_all`] widens it back at the end even if no move ever named it. The
 //! kernel does not say which thread created a thread, so a program that pins a new thread
-//! itself to exactly a mask we hold on another of its threads is taken for inheritance:
-//! that is the one case this rule gets wrong.
+//! itself to exactly a mask we hold on another of its threads is taken for inheritance,
+//! unless that mask is a single CPU the thread had to migrate to: then its program pinned
+//! it as it started, and it is left as it is (see [`crate::origin`]).
+//!
+//! **Reading before writing.** The mask is read (`sched_getaffinity`) right before each
+//! write and judged against the last mask we set, so a choice the program made since our
+//! last write is never written over. A program that sets its mask between that read and
+//! the write (microseconds) is written over once; the next move sees our mask, not its.
 //!
 //! **Reused tids.** The start time is checked before and after each write. What remains
 //! is the window between the check and the system call (a few microseconds): the thread
@@ -42,6 +50,7 @@
 //! it can hold the mask, and the raw system calls with a larger buffer beyond that.
 
 use crate::ledger::{Kept, Ledger, Record, RestoreReport, World, replay, set_checked};
+use crate::origin::Whose;
 use crate::read::Root;
 use crate::read::alive::AliveCheck;
 use crate::state::{Journal, SystemWorld};
@@ -175,6 +184,12 @@ impl World for Checked<'_> {
     fn parent(&mut self, pid: Pid) -> Option<Pid> {
         self.world.parent(pid)
     }
+    fn cpuset(&mut self, pid: Pid, tid: Tid) -> Option<CpuSet> {
+        self.world.cpuset(pid, tid)
+    }
+    fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
+        self.world.migrations(pid, tid)
+    }
 }
 
 /// Applies plans with `sched_setaffinity`, writing each change to the ledger (and the
@@ -202,6 +217,11 @@ pub struct Actuator {
     sliced: std::collections::BTreeSet<ThreadKey>,
     /// Threads whose program set a slice of its own over ours: hands off.
     slice_decided: std::collections::BTreeSet<ThreadKey>,
+    /// Threads born pinned by their program to a CPU one of ours held (see
+    /// [`crate::origin`]): never ours.
+    born_pinned: std::collections::BTreeSet<ThreadKey>,
+    /// Threads whose mask we found narrowed by their cpuset, and kept managing.
+    narrowed: std::collections::BTreeSet<ThreadKey>,
 }
 
 /// What became of the time slices plans asked for.
@@ -233,6 +253,8 @@ impl Actuator {
             slice_counts: SliceCounts::default(),
             sliced: std::collections::BTreeSet::new(),
             slice_decided: std::collections::BTreeSet::new(),
+            born_pinned: std::collections::BTreeSet::new(),
+            narrowed: std::collections::BTreeSet::new(),
         }
     }
 
@@ -303,6 +325,13 @@ impl Actuator {
             if let Some(parent) = self.world.parent(key.pid) {
                 inherited = self.ledger.holds(parent, current);
             }
+        }
+        if inherited
+            && crate::origin::pinned_itself(current, self.world.migrations(key.pid, key.tid))
+        {
+            // A single CPU it had to migrate to: the program pinned it, not its creator.
+            self.born_pinned.insert(key);
+            return current.clone();
         }
         if inherited { base } else { current.clone() }
     }
@@ -523,11 +552,19 @@ impl Actuator {
             .cloned();
         let original = match &entry {
             Some(e) => {
-                if current != e.original && !e.masks.contains(&current) {
-                    // Neither its original nor a mask of ours: the program chose it.
-                    self.decided.insert(key, current);
-                    let _ = self.note(&Record::Release(key));
-                    return MoveOutcome::Denied;
+                let world = &mut self.world;
+                match e.judge(&current, false, || world.cpuset(key.pid, key.tid)) {
+                    Whose::Program => {
+                        // Neither its original nor the last mask we set, nor that mask
+                        // narrowed by its cpuset: the program chose it.
+                        self.decided.insert(key, current);
+                        let _ = self.note(&Record::Release(key));
+                        return MoveOutcome::Denied;
+                    }
+                    Whose::Cpuset => {
+                        self.narrowed.insert(key);
+                    }
+                    Whose::Original | Whose::Ours => {}
                 }
                 e.original.clone()
             }
@@ -555,6 +592,7 @@ impl Actuator {
             }
             return MoveOutcome::Unchanged;
         }
+        let again = self.ledger.set_on(&key, &want);
         let set = Record::Set {
             key,
             original: original.clone(),
@@ -573,7 +611,14 @@ impl Actuator {
         match set_checked(&mut world, key, &want) {
             Ok(true) => {}
             Ok(false) => return MoveOutcome::Vanished,
-            Err(e) => return outcome_of(&e),
+            Err(e) => {
+                // Not set: what was there before is still ours (or the original), and the
+                // mask we announced must not count as the last one we set.
+                if !again {
+                    let _ = self.note(&Record::Unset(key));
+                }
+                return outcome_of(&e);
+            }
         }
         if mv.to == Target::Original {
             let _ = self.note(&Record::Release(key));
@@ -602,8 +647,22 @@ impl Actuator {
     pub fn restore_all(&mut self) -> RestoreReport {
         let mut report = replay(&self.ledger, &mut self.world);
         for (key, mask) in std::mem::take(&mut self.decided) {
-            report.kept.push((key, Kept::ProgramChoice(mask)));
+            // Its mask now, if it still has the start time we know (the program may have
+            // changed it again since it decided).
+            let now = match self.world.start_time(key.pid, key.tid) {
+                Some(s) if s == key.start_time => affinity_of(key.tid).ok(),
+                _ => None,
+            };
+            report
+                .kept
+                .push((key, Kept::ProgramChoice(now.unwrap_or(mask))));
         }
+        report.born_pinned.extend(self.born_pinned.iter().copied());
+        report.born_pinned.sort();
+        report.born_pinned.dedup();
+        report.narrowed.extend(self.narrowed.iter().copied());
+        report.narrowed.sort();
+        report.narrowed.dedup();
         report.kept.sort_by_key(|(k, _)| *k);
         report.kept.dedup_by_key(|(k, _)| *k);
         self.slice_counts.restored += u64::from(report.slices_restored);
@@ -640,6 +699,13 @@ impl Actuator {
         for k in &gone {
             self.ledger.threads.remove(k);
             self.decided.remove(k);
+        }
+        // Threads born pinned that have gone are no longer left anywhere.
+        let pinned: Vec<ThreadKey> = self.born_pinned.iter().copied().collect();
+        for k in pinned {
+            if self.same_thread(k, known) == Some(false) {
+                self.born_pinned.remove(&k);
+            }
         }
         let sliced: Vec<ThreadKey> = self.sliced.iter().copied().collect();
         for k in sliced {

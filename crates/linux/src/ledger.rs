@@ -9,6 +9,7 @@
 //!    since 987650                   management began (clock ticks since boot)
 //!    process 5000 912345 0-7        a managed process, its start time, its mask then
 //!    set 5000 5003 912399 0-7 0-3   thread, start time, original mask, mask about to be set
+//!    unset 5000 5003 912399         the set announced last on it did not happen (refused)
 //!    release 5000 5003 912399       put back, or the program chose its own mask: hands off
 //!    applied 0-3                    a mask we set (kept when a journal is compacted)
 //!    slice 5000 5003 912399 0 0 500000   thread, start time, original slice (ns, 0 the
@@ -19,8 +20,10 @@
 //! Replaying (`replay`) restores a thread only when all of these hold:
 //!
 //! 1. its tid still has the journaled start time (the tid was not reused);
-//! 2. its mask is one of the masks we set on it (anything else is the program's own choice,
-//!    or the original already, and is left alone);
+//! 2. its mask is the last mask we set on it, or that mask narrowed by the thread's cpuset
+//!    (anything else is the program's own choice, or the original already, and is left
+//!    alone; see [`crate::origin`]). When the journal ends right after a `set`, that set
+//!    may not have reached the thread, and the mask set before it counts as ours too;
 //! 3. no `release` record follows.
 //!
 //! Threads and processes born of managed threads after `since` start with the mask of
@@ -31,7 +34,8 @@
 //! (`Actuator::adopt_born`), so one whose creator moved on since is still restored. A
 //! program that pins such a thread itself to exactly a mask we hold on another of its
 //! threads cannot be told from inheritance (the kernel does not say which thread created
-//! which), and is widened too: the one case these rules get wrong.
+//! which), and is widened too, unless it is a single CPU the thread had to migrate to
+//! (see [`crate::origin`]): a thread that inherited a single CPU never migrated.
 //!
 //! A slice (see [`crate::slice`]) is put back when its thread still has the journaled
 //! start time and runs with a slice we set on it, and no `unslice` follows. Threads born
@@ -40,6 +44,7 @@
 //! The rules are pure over a [`World`] (start times, masks, thread and child lists), so
 //! they are tested here against a fake one; `state::SystemWorld` is the real one.
 
+use crate::origin::Whose;
 use crate::slice::Slice;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -79,6 +84,9 @@ pub enum Record {
         /// The mask about to be set.
         mask: CpuSet,
     },
+    /// The set announced last on the thread did not happen (the kernel refused it): the
+    /// mask set before it, or the original, is still in place.
+    Unset(ThreadKey),
     /// The thread is not ours to restore any more (put back, or the program decided).
     Release(ThreadKey),
     /// A mask we set on some thread (what a compacted journal keeps of released ones).
@@ -118,6 +126,9 @@ impl Record {
                 "set {} {} {} {original} {mask}",
                 key.pid.0, key.tid.0, key.start_time
             ),
+            Record::Unset(key) => {
+                writeln!(s, "unset {} {} {}", key.pid.0, key.tid.0, key.start_time)
+            }
             Record::Release(key) => {
                 writeln!(s, "release {} {} {}", key.pid.0, key.tid.0, key.start_time)
             }
@@ -176,6 +187,7 @@ impl Record {
                 original: mask(4)?,
                 mask: mask(5)?,
             }),
+            ("unset", 4) => Some(Record::Unset(key(1)?)),
             ("release", 4) => Some(Record::Release(key(1)?)),
             ("applied", 2) => Some(Record::Applied(mask(1)?)),
             ("boot", 2) => Some(Record::Boot(w[1].to_string())),
@@ -202,10 +214,24 @@ impl Record {
 pub struct Entry {
     /// Its mask before we first touched it.
     pub original: CpuSet,
-    /// Every mask we set (or were about to set) on it, the latest last.
+    /// Every mask we set (or were about to set) on it, the latest last. Only the latest
+    /// is ours now (see [`crate::origin`]); the others are kept for the inheritance rules.
     pub masks: Vec<CpuSet>,
     /// Not ours to restore any more.
     pub released: bool,
+}
+
+impl Entry {
+    /// Whose `current` is, for a thread with this entry; `in_flight`: the journal ended
+    /// right after announcing its last set; `cpuset` asked only when needed.
+    pub fn judge(
+        &self,
+        current: &CpuSet,
+        in_flight: bool,
+        cpuset: impl FnOnce() -> Option<CpuSet>,
+    ) -> crate::origin::Whose {
+        crate::origin::judge(&self.original, &self.masks, in_flight, current, cpuset)
+    }
 }
 
 /// Everything a journal says, folded.
@@ -226,6 +252,9 @@ pub struct Ledger {
     /// Threads whose slice we changed and have not put back: the original, and every
     /// slice we set (or were about to set) on it.
     pub slices: BTreeMap<ThreadKey, (Slice, Vec<u64>)>,
+    /// The thread of the journal's last record, when that record is a `set`: the instance
+    /// may have died before the mask reached the thread. Only [`Ledger::parse`] sets it.
+    pub in_flight: Option<ThreadKey>,
 }
 
 impl Ledger {
@@ -252,6 +281,14 @@ impl Ledger {
                 e.masks.push(mask.clone());
                 if !self.applied.contains(mask) {
                     self.applied.push(mask.clone());
+                }
+            }
+            Record::Unset(key) => {
+                if let Some(e) = self.threads.get_mut(key) {
+                    e.masks.pop();
+                    if e.masks.is_empty() {
+                        self.threads.remove(key);
+                    }
                 }
             }
             Record::Release(key) => {
@@ -299,6 +336,10 @@ impl Ledger {
             };
             if let Some(r) = Record::parse_line(line) {
                 ledger.apply(&r);
+                ledger.in_flight = match r {
+                    Record::Set { key, .. } => Some(key),
+                    _ => None,
+                };
             }
         }
         Ok(ledger)
@@ -324,9 +365,6 @@ impl Ledger {
                 base: base.clone(),
             });
         }
-        for mask in &self.applied {
-            out.push(Record::Applied(mask.clone()));
-        }
         for (key, e) in self.threads.iter().filter(|(_, e)| !e.released) {
             for mask in &e.masks {
                 out.push(Record::Set {
@@ -335,6 +373,11 @@ impl Ledger {
                     mask: mask.clone(),
                 });
             }
+        }
+        // After the sets (each set adds its mask to `applied`): a compacted journal never
+        // ends with a `set`, which would read as one still in flight.
+        for mask in &self.applied {
+            out.push(Record::Applied(mask.clone()));
         }
         for (key, (original, ours)) in &self.slices {
             for &ns in ours {
@@ -393,11 +436,11 @@ impl Ledger {
             .filter_map(|(_, e)| e.masks.last())
     }
 
-    /// Whether `mask` was set by us on thread `key` (any time).
+    /// Whether `mask` is the last mask we set on thread `key`.
     pub fn set_on(&self, key: &ThreadKey, mask: &CpuSet) -> bool {
         self.threads
             .get(key)
-            .is_some_and(|e| e.masks.contains(mask))
+            .is_some_and(|e| e.masks.last() == Some(mask))
     }
 }
 
@@ -417,6 +460,18 @@ pub trait World {
     fn process_of(&mut self, tid: Tid) -> Option<Pid>;
     /// The parent of process `pid`.
     fn parent(&mut self, pid: Pid) -> Option<Pid>;
+    /// The CPUs the cpuset of thread `tid` of `pid` allows; `None` when unknown (see
+    /// [`crate::origin`]).
+    fn cpuset(&mut self, pid: Pid, tid: Tid) -> Option<CpuSet> {
+        let _ = (pid, tid);
+        None
+    }
+    /// How many times thread `tid` of `pid` moved to another CPU since it started;
+    /// `None` when unknown.
+    fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
+        let _ = (pid, tid);
+        None
+    }
     /// The slice thread `tid` runs with, ns, and its reset-on-fork flag (see
     /// [`crate::slice`]). Unsupported unless the world has slices.
     fn slice(&mut self, tid: Tid) -> io::Result<Slice> {
@@ -454,6 +509,12 @@ pub struct RestoreReport {
     pub unreadable: Vec<String>,
     /// Time slices put back.
     pub slices_restored: u32,
+    /// Threads whose mask was found narrowed by their cpuset (ours all the same: kept
+    /// managed, and put back); the live actuator adds those it found during the run.
+    pub narrowed: Vec<ThreadKey>,
+    /// Threads born pinned by their program to a CPU one of ours held, left as they are
+    /// (see [`crate::origin`]); not among the masks we changed.
+    pub born_pinned: Vec<ThreadKey>,
 }
 
 impl RestoreReport {
@@ -473,6 +534,8 @@ impl RestoreReport {
         self.kept.extend(other.kept);
         self.unreadable.extend(other.unreadable);
         self.slices_restored += other.slices_restored;
+        self.narrowed.extend(other.narrowed);
+        self.born_pinned.extend(other.born_pinned);
     }
 }
 
@@ -516,15 +579,27 @@ pub fn replay<W: World + ?Sized>(ledger: &Ledger, w: &mut W) -> RestoreReport {
             report.vanished += 1;
             continue;
         }
-        match w.affinity(key.tid) {
-            Ok(cur) if cur == e.original => report.already += 1,
-            Ok(cur) if e.masks.contains(&cur) => match set_checked(w, *key, &e.original) {
-                Ok(true) => report.restored += 1,
+        let cur = match w.affinity(key.tid) {
+            Ok(cur) => cur,
+            Err(err) => {
+                gone_or_failed(&mut report, *key, &err);
+                continue;
+            }
+        };
+        let in_flight = ledger.in_flight == Some(*key);
+        match e.judge(&cur, in_flight, || w.cpuset(key.pid, key.tid)) {
+            Whose::Original => report.already += 1,
+            whose @ (Whose::Ours | Whose::Cpuset) => match set_checked(w, *key, &e.original) {
+                Ok(true) => {
+                    report.restored += 1;
+                    if whose == Whose::Cpuset {
+                        report.narrowed.push(*key);
+                    }
+                }
                 Ok(false) => report.vanished += 1,
                 Err(err) => gone_or_failed(&mut report, *key, &err),
             },
-            Ok(cur) => report.kept.push((*key, Kept::ProgramChoice(cur))),
-            Err(err) => gone_or_failed(&mut report, *key, &err),
+            Whose::Program => report.kept.push((*key, Kept::ProgramChoice(cur))),
         }
     }
     replay_inherited(ledger, w, &mut report);
@@ -628,6 +703,10 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
             };
             let ours = held.contains(&cur);
             if !ours || cur == base {
+                continue;
+            }
+            if crate::origin::pinned_itself(&cur, w.migrations(pid, tid)) {
+                report.born_pinned.push(key);
                 continue;
             }
             match set_checked(w, key, &base) {

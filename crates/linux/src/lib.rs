@@ -7,6 +7,7 @@
 //!   sampler  the hot path                          pread on kept fds, Snapshot reuse
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   ledger   journal records, replay rules     what to put back, after any stop
+//!   origin   whose mask is it?                 ours (the last set), the cpuset's, the program's
 //!   state    journals and locks on disk      StateDir, Journal, SystemWorld
 //!   untrusted files others may write         read_untrusted (no links, no FIFOs, capped), private dirs
 //!   permit   may we manage it? (no writes)    refusal, may_set_affinity
@@ -42,6 +43,7 @@ mod error;
 pub mod futex;
 pub mod host;
 pub mod ledger;
+pub mod origin;
 pub mod parse;
 pub mod permit;
 pub mod read;

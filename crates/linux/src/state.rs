@@ -407,6 +407,12 @@ impl World for SystemWorld {
     fn set_affinity(&mut self, tid: Tid, mask: &CpuSet) -> io::Result<()> {
         set_affinity(tid, mask)
     }
+    fn cpuset(&mut self, pid: Pid, tid: Tid) -> Option<CpuSet> {
+        crate::origin::read_cpuset(&self.root, pid, tid)
+    }
+    fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
+        crate::origin::read_migrations(&self.root, pid, tid)
+    }
     fn slice(&mut self, tid: Tid) -> io::Result<crate::slice::Slice> {
         crate::slice::attr_of(tid).map(|a| a.as_slice(None))
     }

@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod bench;
+mod choices;
 mod cliux;
 mod compare;
 mod daemon;

@@ -17,6 +17,10 @@ struct Fake {
     writes: u32,
     /// tid → its slice (ns as the kernel reports it) and reset-on-fork flag
     slices: BTreeMap<i32, Slice>,
+    /// tid → the CPUs its cpuset allows (unknown when absent)
+    cpusets: BTreeMap<i32, CpuSet>,
+    /// tid → how many times it moved to another CPU (unknown when absent)
+    migrations: BTreeMap<i32, u64>,
 }
 
 impl Fake {
@@ -78,6 +82,12 @@ impl World for Fake {
     }
     fn parent(&mut self, pid: Pid) -> Option<Pid> {
         self.parent.get(&pid.0).map(|&p| Pid(p))
+    }
+    fn cpuset(&mut self, _pid: Pid, tid: Tid) -> Option<CpuSet> {
+        self.cpusets.get(&tid.0).cloned()
+    }
+    fn migrations(&mut self, _pid: Pid, tid: Tid) -> Option<u64> {
+        self.migrations.get(&tid.0).copied()
     }
     fn slice(&mut self, tid: Tid) -> io::Result<Slice> {
         self.slices
@@ -146,6 +156,7 @@ fn record_every_kind_round_trips_through_its_line() {
         },
         set(5, 6, 10, "0-7", "0-3"),
         Record::Release(key(5, 6, 10)),
+        Record::Unset(key(5, 6, 10)),
         Record::Applied(m("2")),
         Record::Boot("5b2a-77".into()),
     ] {
@@ -181,7 +192,7 @@ fn replay_thread_still_on_our_mask_gets_its_original_back() {
 }
 
 #[test]
-fn replay_any_earlier_mask_of_ours_counts_as_ours() {
+fn replay_killed_between_journaling_a_set_and_making_it_keeps_the_mask_before_ours() {
     // Killed after journaling the move to 4-7 but before making it: the thread still has
     // 0-3, the mask of the move before. It is still ours.
     let mut w = Fake::default();
@@ -190,6 +201,95 @@ fn replay_any_earlier_mask_of_ours_counts_as_ours() {
     let r = replay(&l, &mut w);
     assert_eq!(w.mask(6), "0-7");
     assert_eq!(r.restored, 1);
+}
+
+#[test]
+fn replay_mask_equal_to_an_earlier_but_not_last_mask_is_the_programs() {
+    // See: issue 39, item 5. We set {1}, then {0}, and went on (another record follows,
+    // so the set of {0} was made). The thread now shows {1}: a mask we set once, but not
+    // the last one. The program pinned it there: it keeps it.
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "1");
+    w.add(5, 7, 10, "1");
+    let l = ledger(&[
+        set(5, 6, 10, "0-1", "1"),
+        set(5, 6, 10, "0-1", "0"),
+        set(5, 7, 10, "0-1", "1"),
+    ]);
+    let r = replay(&l, &mut w);
+    assert_eq!(w.mask(6), "1");
+    assert_eq!(r.kept, vec![(key(5, 6, 10), Kept::ProgramChoice(m("1")))]);
+    // Thread 7 is on the last mask we set on it: ours, put back.
+    assert_eq!((w.mask(7).as_str(), r.restored), ("0-1", 1));
+}
+
+#[test]
+fn replay_refused_set_is_unset_and_the_mask_before_stays_ours() {
+    // {0} was set; {1} was announced and refused (`unset`); more records followed. The
+    // thread is on {0}, which is again the last mask we set.
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "0");
+    let l = ledger(&[
+        set(5, 6, 10, "0-1", "0"),
+        set(5, 6, 10, "0-1", "1"),
+        Record::Unset(key(5, 6, 10)),
+        Record::Applied(m("1")),
+    ]);
+    assert_eq!(l.threads[&key(5, 6, 10)].masks, vec![m("0")]);
+    let r = replay(&l, &mut w);
+    assert_eq!((w.mask(6).as_str(), r.restored), ("0-1", 1));
+}
+
+#[test]
+fn ledger_unset_of_the_only_set_forgets_the_thread() {
+    let l = ledger(&[set(5, 6, 10, "0-1", "0"), Record::Unset(key(5, 6, 10))]);
+    assert!(l.threads.is_empty());
+}
+
+#[test]
+fn replay_mask_narrowed_by_the_cpuset_is_ours_and_gets_the_original() {
+    // See: issue 39, item 6. We set {0}; the thread's cpuset shrank to {1}, so the kernel
+    // shows {1} ({0} ∩ {1} is empty: the whole cpuset). Not the program's: put back.
+    let mut w = Fake::default();
+    w.add(5, 6, 10, "1");
+    w.cpusets.insert(6, m("1"));
+    // And a thread we set on {0-1} of a machine 0-3, its cpuset now {1-3}: {1}.
+    w.add(5, 7, 10, "1");
+    w.cpusets.insert(7, m("1-3"));
+    let l = ledger(&[set(5, 6, 10, "0-1", "0"), set(5, 7, 10, "0-3", "0-1")]);
+    let r = replay(&l, &mut w);
+    assert_eq!((w.mask(6), w.mask(7)), ("0-1".into(), "0-3".into()));
+    assert_eq!(r.restored, 2);
+    assert!(r.kept.is_empty(), "{:?}", r.kept);
+    assert_eq!(r.narrowed, vec![key(5, 6, 10), key(5, 7, 10)]);
+}
+
+#[test]
+fn replay_thread_born_pinned_to_a_cpu_it_migrated_to_is_left_alone() {
+    // See: issue 39, item 5. Thread 6 is ours on {1}. Thread 7, born after management
+    // began, is on {1} too, but it moved CPU once: a thread that inherited {1} was born on
+    // CPU 1 and could never have moved. Its program pinned it. Thread 8, also on {1}, never
+    // moved: inherited, widened.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-1");
+    w.add(5, 6, 10, "1");
+    w.add(5, 7, 40, "1");
+    w.migrations.insert(7, 1);
+    w.add(5, 8, 40, "1");
+    w.migrations.insert(8, 0);
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-1"),
+        },
+        set(5, 6, 10, "0-1", "1"),
+    ]);
+    let r = replay(&l, &mut w);
+    assert_eq!(w.mask(7), "1");
+    assert_eq!(r.born_pinned, vec![key(5, 7, 40)]);
+    assert_eq!((w.mask(6), w.mask(8)), ("0-1".into(), "0-1".into()));
 }
 
 #[test]
@@ -382,7 +482,9 @@ fn ledger_to_records_rebuilds_it_without_released_threads() {
     let mut expected = l.clone();
     expected.threads.remove(&key(5, 7, 11));
     assert_eq!(again, expected);
-    // Both masks of thread 6 survive, in order: either may be the one it has if we die.
+    // Both masks of thread 6 survive, in order: the last is the one that is ours; the
+    // earlier ones are kept for the inheritance rules. None reads as in flight.
+    assert_eq!(again.in_flight, None);
     assert_eq!(
         again.threads[&key(5, 6, 10)].masks,
         vec![m("4-7"), m("0-3")]

@@ -188,3 +188,141 @@ fn live_host_inherited_thread_is_restored_after_its_creator_moved_on() {
     }
     h.stop();
 }
+
+#[test]
+fn live_actuator_thread_pinning_itself_to_an_earlier_mask_of_ours_is_left_alone() {
+    // See: issue 39, item 5. We move the thread to CPU 1, then to CPU 0; the program then
+    // pins it to CPU 1 itself: a mask we set once, not the last one. Its choice wins, now
+    // and after we stop.
+    let topo = read_topology(&Root::system()).unwrap();
+    assert!(topo.cpus().len() >= 2, "this test needs two CPUs");
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let before = allowed(key.pid, key.tid);
+    let mut act = Actuator::new(Root::system());
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(1)))).done, 1);
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+    threadbalance_linux::set_affinity(key.tid, &CpuSet::single(CpuId(1))).unwrap();
+    let r = act.apply(&topo, &mv(key, Target::Cpu(CpuId(0))));
+    let during = allowed(key.pid, key.tid);
+    let report = act.restore_all();
+    let after = allowed(key.pid, key.tid);
+    threadbalance_linux::set_affinity(key.tid, &before).unwrap();
+    h.stop();
+    assert_eq!((r.done, r.denied), (0, 1), "{r:?}");
+    assert_eq!(during, CpuSet::single(CpuId(1)));
+    assert_eq!(after, CpuSet::single(CpuId(1)), "{report:?}");
+    assert_eq!(
+        report.kept,
+        vec![(key, Kept::ProgramChoice(CpuSet::single(CpuId(1))))]
+    );
+    assert_eq!(report.restored, 0);
+}
+
+#[test]
+fn live_host_thread_born_pinning_itself_to_a_cpu_one_of_ours_holds_is_left_alone() {
+    // See: issue 39, item 5. One sleeping thread is on CPU 1, every other thread (the
+    // creator among them) on CPU 0. A thread born of the creator inherits {0} and pins
+    // itself to {1} as it starts (a pool pinning its workers): {1} is a mask we hold, but
+    // the thread had to migrate to it, so its program chose it. It keeps it after we
+    // restore.
+    let mut h = Helper::start();
+    let online = read_topology(&Root::system()).unwrap().online().clone();
+    assert!(online.len() >= 2, "this test needs two CPUs");
+    let (mut host, keys) = host_of(&h);
+    // The helper's threads were started by the thread that reads its commands (libtest's
+    // thread for the helper test), so the youngest is a sleeper, never the creator.
+    let a = keys.iter().copied().max_by_key(|k| k.tid).unwrap();
+    for &k in &keys {
+        let cpu = if k == a { CpuId(1) } else { CpuId(0) };
+        assert_eq!(host.apply(&mv(k, Target::Cpu(cpu))).done, 1);
+    }
+    let line = h.ask("spawn-pinned 1", "pinned");
+    let tid = Tid(line.rsplit(' ').next().unwrap().parse().unwrap());
+    let mut snap = Snapshot::default();
+    host.sample(&mut snap).unwrap();
+    assert!(snap.threads.iter().any(|t| t.key.tid == tid));
+    let r = host.restore_all();
+    let after = allowed(h.pid(), tid);
+    let widened: Vec<bool> = keys
+        .iter()
+        .map(|k| allowed(k.pid, k.tid) == online)
+        .collect();
+    h.stop();
+    assert_eq!(after, CpuSet::single(CpuId(1)), "{r:?}");
+    assert_eq!(r.born_pinned.len(), 1, "{r:?}");
+    assert_eq!(r.born_pinned[0].tid, tid);
+    assert!(widened.iter().all(|&w| w), "{widened:?}");
+}
+
+/// A cgroup-v1 cpuset (a child of the root one) holding one thread; the thread goes back
+/// to the root cpuset and the cpuset is removed when dropped.
+struct Cpuset {
+    dir: std::path::PathBuf,
+    tid: Tid,
+}
+
+impl Cpuset {
+    const ROOT: &str = "/sys/fs/cgroup/cpuset";
+
+    fn new(name: &str, cpus: &str, tid: Tid) -> Cpuset {
+        let dir = std::path::Path::new(Self::ROOT).join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir(&dir).expect("a cgroup-v1 cpuset hierarchy (this test needs root)");
+        let mems = std::fs::read_to_string(format!("{}/cpuset.mems", Self::ROOT)).unwrap();
+        std::fs::write(dir.join("cpuset.mems"), mems.trim()).unwrap();
+        let set = Cpuset { dir, tid };
+        set.set_cpus(cpus);
+        std::fs::write(set.dir.join("tasks"), tid.0.to_string()).unwrap();
+        set
+    }
+
+    fn set_cpus(&self, cpus: &str) {
+        std::fs::write(self.dir.join("cpuset.cpus"), cpus).unwrap();
+    }
+}
+
+impl Drop for Cpuset {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("{}/tasks", Self::ROOT), self.tid.0.to_string());
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn live_actuator_mask_narrowed_by_the_cpuset_is_never_taken_for_the_programs() {
+    // See: issue 39, item 6. We set {0}; the thread's cpuset narrows to {1} (the kernel
+    // shows {1}); the next move must not take that for the program's choice. When the
+    // cpuset widens again the kernel gives back {0}, ours, which we put back at the end.
+    let topo = read_topology(&Root::system()).unwrap();
+    let online = topo.online().clone();
+    assert!(online.len() >= 2, "this test needs two CPUs");
+    let h = Helper::start();
+    let key = helper_thread(&h);
+    let all = online.to_string();
+    let set = Cpuset::new("tb-choice", &all, key.tid);
+    let before = allowed(key.pid, key.tid);
+    let mut act = Actuator::new(Root::system());
+    assert_eq!(act.apply(&topo, &mv(key, Target::Cpu(CpuId(0)))).done, 1);
+    set.set_cpus("1");
+    let narrowed = allowed(key.pid, key.tid);
+    // {0} ∩ {1} is empty: the kernel refuses, and the thread stays ours.
+    act.apply(&topo, &mv(key, Target::Cpu(CpuId(0))));
+    let decided = act.decided().count();
+    set.set_cpus(&all);
+    let widened = allowed(key.pid, key.tid);
+    let report = act.restore_all();
+    let after = allowed(key.pid, key.tid);
+    threadbalance_linux::set_affinity(key.tid, &before).unwrap();
+    drop(set);
+    h.stop();
+    assert_eq!(narrowed, CpuSet::single(CpuId(1)));
+    assert_eq!(decided, 0, "the cpuset's doing was taken for the program's");
+    assert_eq!(
+        widened,
+        CpuSet::single(CpuId(0)),
+        "the kernel kept our mask"
+    );
+    assert_eq!(after, before, "{report:?}");
+    assert!(report.kept.is_empty(), "{report:?}");
+    assert_eq!(report.narrowed, vec![key], "{report:?}");
+}
