@@ -448,8 +448,7 @@ mod tests {
         );
         let ticks = charged.policy_ticks as f64;
         assert!(
-            charged.tool_cpu_s <= ticks * 505e-6
-                && charged.tool_cpu_s >= (ticks - 1.0) * 500e-6,
+            charged.tool_cpu_s <= ticks * 505e-6 && charged.tool_cpu_s >= (ticks - 1.0) * 500e-6,
             "{} s for {ticks} ticks",
             charged.tool_cpu_s
         );
