@@ -113,7 +113,7 @@ pub struct RunOptions {
     /// [`TickCost::per_move`], as the live loop does when given one. `None` (the default):
     /// ticks are held to 0.8 % and moves are not charged.
     pub cpu_budget: Option<f64>,
-    /// What the tool's own thread takes from the simulated machine ([`tool`]): at each
+    /// What the tool's own thread takes from the simulated machine (`run/tool.rs`): at each
     /// tick of `run_policy` (not under `none`, where no tool runs) a thread of the
     /// machine runs for [`TickCost::of`] the program's threads plus
     /// [`TickCost::per_move`] for each move done, competing for a CPU as any thread does.
