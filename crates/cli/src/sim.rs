@@ -89,6 +89,15 @@ pub struct SimArgs {
     /// turns 6 cores or more over), moves not charged].
     #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
     cpu_budget: Option<f64>,
+    /// The tool's own CPU time on the simulated machine: a thread of the machine that runs
+    /// at each tick for what the tick and its moves cost, taking that time from the
+    /// program's threads on its CPU. "measured": what `bench --cost` measured (19.8 µs +
+    /// 0.298 µs a thread a tick, 46 µs a move), or with --tick-cost its tick (and its
+    /// PER_MOVE_US, when not 0); "free": the tool costs the machine nothing (every table
+    /// made before it was charged); or FIXED_US,PER_THREAD_US,PER_MOVE_US. Never under
+    /// `none`, where no tool runs.
+    #[arg(long, value_name = "measured|free|F,P,M", default_value = "measured", value_parser = tool_cpu)]
+    tool_cpu: ToolCpu,
     /// How the policies read threads' run time and run-queue wait: exact (at each read, as
     /// a `--features bpf` build run as root reads them from its counters) or proc (as
     /// `/proc/<pid>/task/<tid>/schedstat` gives them: a running thread's run time only up
@@ -111,6 +120,48 @@ pub struct SimArgs {
 
 fn tick_cost(s: &str) -> std::result::Result<TickCost, String> {
     s.parse()
+}
+
+/// What the tool's own thread costs the simulated machine (`--tool-cpu`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ToolCpu {
+    /// `bench --cost`'s figures, or the tick given by `--tick-cost`.
+    Measured,
+    /// Nothing.
+    Free,
+    /// These costs.
+    Given(TickCost),
+}
+
+impl ToolCpu {
+    /// The cost charged at each tick, given the pacing's tick cost (`--tick-cost`).
+    fn charged(self, tick: Option<TickCost>) -> Option<TickCost> {
+        let measured = threadbalance_sim::MEASURED;
+        match (self, tick) {
+            (ToolCpu::Free, _) => None,
+            (ToolCpu::Given(c), _) => Some(c),
+            (ToolCpu::Measured, None) => Some(measured),
+            (ToolCpu::Measured, Some(t)) => Some(TickCost {
+                per_move: if t.per_move.0 > 0 {
+                    t.per_move
+                } else {
+                    measured.per_move
+                },
+                ..t
+            }),
+        }
+    }
+}
+
+fn tool_cpu(s: &str) -> std::result::Result<ToolCpu, String> {
+    match s {
+        "measured" => Ok(ToolCpu::Measured),
+        "free" => Ok(ToolCpu::Free),
+        _ if s.contains(',') => s.parse().map(ToolCpu::Given),
+        _ => Err(format!(
+            "tool CPU {s:?}: expected measured, free or FIXED_US,PER_THREAD_US,PER_MOVE_US"
+        )),
+    }
 }
 
 /// Where the simulated policies' run time and wait come from (`--counters`).
@@ -153,9 +204,9 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         ));
     }
     if let Some(suite) = &a.suite {
-        if a.tick_cost.is_some() {
+        if a.tick_cost.is_some() || a.tool_cpu != ToolCpu::Measured {
             return Err(input_error(
-                "--tick-cost: the suite runs with free ticks, as calibrated; leave it out",
+                "--tick-cost, --tool-cpu: the suite runs with free ticks and a tool that costs nothing, as calibrated; leave them out",
             ));
         }
         if a.phases.is_some() {
@@ -219,6 +270,7 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     opts.linux.baseline = baseline.unwrap_or_default();
     opts.tick_cost = a.tick_cost;
     opts.cpu_budget = a.cpu_budget;
+    opts.tool_cpu = a.tool_cpu.charged(a.tick_cost);
     opts.linux.schedstat_at_ticks = a.counters == Counters::Proc;
     if let Some(hz) = a.hz {
         opts.linux.hz = hz;
@@ -247,6 +299,16 @@ pub fn run(a: &SimArgs) -> Result<u8> {
                 );
                 o.insert("moves_charged".into(), opts.cpu_budget.is_some().into());
             }
+            o.insert(
+                "tool_cpu_us".into(),
+                opts.tool_cpu.map_or(serde_json::Value::Null, |c| {
+                    serde_json::json!({
+                        "fixed": c.fixed.0 as f64 / 1e3,
+                        "per_thread": c.per_thread_ns / 1e3,
+                        "per_move": c.per_move.0 as f64 / 1e3,
+                    })
+                }),
+            );
         }
         let json = crate::schema::stamp(v);
         outln!("{}", serde_json::to_string_pretty(&json)?);
@@ -269,6 +331,15 @@ pub fn run(a: &SimArgs) -> Result<u8> {
                     c.per_move.0 as f64 / 1e3
                 ),
             }
+        }
+        match opts.tool_cpu {
+            Some(c) => outln!(
+                "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu)",
+                c.fixed.0 as f64 / 1e3,
+                c.per_thread_ns / 1e3,
+                c.per_move.0 as f64 / 1e3
+            ),
+            None => outln!("the tool's own CPU time is not charged (--tool-cpu free)"),
         }
         if a.counters == Counters::Proc || a.hz.is_some() {
             outln!(

@@ -462,7 +462,9 @@ impl Host for LinuxAdapter {
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
-        if self.dry_run || plan.moves.is_empty() {
+        // Slices alone are applied too: the round that stops a rotation gives the threads
+        // back the kernel's slice and may move nothing.
+        if self.dry_run || (plan.moves.is_empty() && plan.slices.is_empty()) {
             return ApplyReport::default();
         }
         let before = own_cpu();

@@ -92,7 +92,9 @@ impl Engine {
         let appeared = self.window.threads.iter().filter(|t| t.appeared).count();
         let plan = policy.decide(topo, &self.window);
         host.watch_budget(policy.watch_budget());
-        let applied = if plan.moves.is_empty() {
+        // A plan of slices alone is applied too: a policy that stops rotating gives its
+        // threads back the kernel's slice in a round without moves.
+        let applied = if plan.moves.is_empty() && plan.slices.is_empty() {
             ApplyReport::default()
         } else {
             host.apply(&plan)
@@ -122,5 +124,86 @@ impl Engine {
     /// Totals since the engine was made.
     pub fn totals(&self) -> &EngineTotals {
         &self.totals
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::{Nanos, Pid, SliceChange, ThreadKey, Tid, testutil::topo};
+
+    /// A host that records the plans it was asked to apply.
+    #[derive(Default)]
+    struct Recorder {
+        applied: Vec<Plan>,
+    }
+
+    impl Host for Recorder {
+        type Error = std::convert::Infallible;
+
+        fn now(&self) -> Nanos {
+            Nanos::ZERO
+        }
+
+        fn sample(&mut self, into: &mut Snapshot) -> Result<(), Self::Error> {
+            into.clear();
+            Ok(())
+        }
+
+        fn apply(&mut self, plan: &Plan) -> ApplyReport {
+            self.applied.push(plan.clone());
+            ApplyReport::default()
+        }
+    }
+
+    /// A policy whose plans change slices and move nothing: the first gives a thread
+    /// 0.5 ms, the second gives it back its own, the third does nothing.
+    struct SlicesOnly {
+        round: u32,
+    }
+
+    impl Policy for SlicesOnly {
+        fn name(&self) -> &'static str {
+            "slices-only"
+        }
+
+        fn decide(&mut self, _topo: &Topology, _window: &Window) -> Plan {
+            self.round += 1;
+            let thread = ThreadKey {
+                pid: Pid(1),
+                tid: Tid(1),
+                start_time: 1,
+            };
+            let mut plan = Plan::wait(Nanos::from_millis(1));
+            match self.round {
+                1 => plan.slices.push(SliceChange {
+                    thread,
+                    slice: Some(Nanos::from_micros(500)),
+                }),
+                2 => plan.slices.push(SliceChange {
+                    thread,
+                    slice: None,
+                }),
+                _ => {}
+            }
+            plan
+        }
+    }
+
+    #[test]
+    fn engine_plan_of_slices_alone_reaches_the_host() {
+        // See: issue 38, item 5. The slice given and the one given back both reach the
+        // host; a plan with neither moves nor slices does not.
+        let (mut host, mut engine) = (Recorder::default(), Engine::new());
+        let mut policy = SlicesOnly { round: 0 };
+        let t = topo(1, 1, 2, 1);
+        for _ in 0..3 {
+            let Ok(report) = engine.tick(&mut host, &t, &mut policy);
+            assert_eq!(report.moves, 0);
+        }
+        let slices: Vec<_> = host.applied.iter().map(|p| p.slices.clone()).collect();
+        assert_eq!(slices.len(), 2, "{slices:?}");
+        assert_eq!(slices[0][0].slice, Some(Nanos::from_micros(500)));
+        assert_eq!(slices[1][0].slice, None);
     }
 }

@@ -202,7 +202,10 @@ mod tests {
         let m = machine("package:2 core:2 pu:1", None).unwrap();
         let w = workload("ep-barrier:phase_ms=5,work_ms=60", Some(3), None).unwrap();
         let s = Settings::new(Level::Package);
-        let opts = RunOptions::new(3);
+        let mut opts = RunOptions::new(3);
+        // About the instances' logic: `run_per_app` runs no tool thread, so neither does
+        // the single instance it is compared with.
+        opts.tool_cpu = None;
         let one = crate::run_policy(&m, &w, "tumbler", &s, &opts).unwrap();
         let per = run_per_app(&m, &w, "tumbler", &s, &opts).unwrap();
         assert_eq!(one.runtime_s, per.runtime_s);

@@ -62,7 +62,7 @@ pub use error::SimError;
 pub use host::{SimHost, run_policy};
 pub use machine::{Costs, MACHINES, Machine, machine};
 pub use report::{Comparison, RunResult};
-pub use run::{RunOptions, Sim, TickCost, TimelinePoint};
+pub use run::{MEASURED, RunOptions, Sim, TickCost, TimelinePoint};
 pub use scheduler::{Baseline, Linux};
 pub use suite::suite_papers;
 pub use verdict::{Claim, Counts, Effect, Kind, SuiteReport, Verdict, verdict};

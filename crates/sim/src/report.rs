@@ -59,6 +59,9 @@ pub struct RunResult {
     pub cross_socket_migrations: u64,
     /// Policy ticks taken.
     pub policy_ticks: u64,
+    /// CPU seconds the tool's own thread ran on the machine (`RunOptions::tool_cpu`; 0
+    /// when free, and under `none`). Its migrations are not in `migrations`.
+    pub tool_cpu_s: f64,
     /// Events handled.
     pub events: u64,
     /// CPU seconds each thread received, in thread order.
@@ -85,8 +88,10 @@ impl RunResult {
     ) -> RunResult {
         let end = sim.now.max(Nanos(1));
         let finished = sim.live == 0;
-        let app_runtime_s = sim
-            .apps
+        // The tool's own thread and its application (`RunOptions::tool_cpu`) come after the
+        // programs' and are not measured with them; the CPUs' busy time includes it.
+        let (programs, apps) = (sim.program_threads(), sim.program_apps());
+        let app_runtime_s = sim.apps[..apps]
             .iter()
             .map(|a| (a.name.clone(), a.finished_at.unwrap_or(end).as_secs_f64()))
             .collect();
@@ -108,7 +113,7 @@ impl RunResult {
             .fold((0, 0), |(h, x), l| (h + l.handoffs, x + l.cross));
         let (mut lock, mut sync, mut life, mut wait) =
             (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, Nanos::ZERO);
-        for th in &sim.th {
+        for th in &sim.th[..programs] {
             if th.st == St::New {
                 continue;
             }
@@ -119,6 +124,7 @@ impl RunResult {
             wait += th.wait;
         }
         let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let tool_migrations: u64 = sim.th[programs..].iter().map(|t| t.migrations).sum();
         RunResult {
             policy: policy.to_string(),
             seed,
@@ -134,13 +140,13 @@ impl RunResult {
             remote_access_frac: frac(sim.stats.mem_remote, sim.stats.mem_total),
             run_wait_frac: frac(wait.0 as f64, life.0 as f64),
             page_migrations: sim.stats.page_migrations,
-            migrations: sim.stats.migrations,
+            migrations: sim.stats.migrations - tool_migrations,
             cross_socket_migrations: sim.stats.cross_migrations,
             policy_ticks: ticks,
+            tool_cpu_s: sim.tool_cpu().1.as_secs_f64(),
             events: sim.stats.events,
             // A thread still running at the horizon has an open segment: count it.
-            thread_cpu_s: sim
-                .th
+            thread_cpu_s: sim.th[..programs]
                 .iter()
                 .map(|t| {
                     let open = if t.st == St::Running {
@@ -151,7 +157,7 @@ impl RunResult {
                     (t.run + open).as_secs_f64()
                 })
                 .collect(),
-            thread_migrations: sim.th.iter().map(|t| t.migrations).collect(),
+            thread_migrations: sim.th[..programs].iter().map(|t| t.migrations).collect(),
             timeline: sim.timeline.clone(),
             policy_summary,
             phases: sim
@@ -292,6 +298,16 @@ impl Comparison {
                     "policy_summary": r.policy_summary,
                     "events": r.events,
                 })
+            })
+            .zip(&self.results)
+            .map(|(mut v, r)| {
+                // Only where the tool's thread ran, so that runs without it read as before.
+                if r.tool_cpu_s > 0.0
+                    && let Some(o) = v.as_object_mut()
+                {
+                    o.insert("tool_cpu_s".into(), round(r.tool_cpu_s).into());
+                }
+                v
             })
             .collect();
         json!({

@@ -75,6 +75,10 @@ impl Ctx {
         let mut out = Vec::new();
         for &seed in &self.seeds {
             let mut opts = RunOptions::new(seed);
+            // The papers' claims are reproduced as calibrated: the policies' logic against
+            // the papers' effects, with free ticks and a tool that costs the machine
+            // nothing (`sim --suite` refuses `--tick-cost` for the same reason).
+            opts.tool_cpu = None;
             opts.linux.baseline = self.baseline();
             if let Some(h) = horizon {
                 opts.horizon = h;

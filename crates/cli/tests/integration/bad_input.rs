@@ -93,3 +93,9 @@ fn bad_input_unknown_sim_baseline_exits_2_for_a_run_and_the_suite() {
         "unknown baseline",
     );
 }
+
+#[test]
+fn bad_input_sim_tool_cpu_neither_a_mode_nor_costs_exits_2() {
+    assert_rejected(&["sim", "--tool-cpu", "cheap"], "tool CPU \"cheap\"");
+    assert_rejected(&["sim", "--tool-cpu", "1,x"], "tick cost \"1,x\"");
+}

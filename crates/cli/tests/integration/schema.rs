@@ -115,6 +115,12 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
     };
     let free = paced(&[]);
     assert_eq!(free["tick_cost_us"]["per_move"].as_f64(), Some(46.0));
+    // The tool's thread is charged the tick given, by default (`--tool-cpu measured`).
+    assert_eq!(free["tool_cpu_us"]["fixed"].as_f64(), Some(20.0));
+    assert_eq!(
+        paced(&["--tool-cpu", "free"])["tool_cpu_us"],
+        serde_json::Value::Null
+    );
     assert_eq!(
         (
             free["cpu_budget_pct"].as_f64(),

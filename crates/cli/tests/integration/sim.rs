@@ -95,6 +95,10 @@ fn sim_refuses_a_tick_rate_no_kernel_has_and_model_flags_with_the_suite() {
             &["sim", "--suite", "papers", "--phases", "x.csv"][..],
             "--phases",
         ),
+        (
+            &["sim", "--suite", "papers", "--tool-cpu", "free"][..],
+            "--tool-cpu",
+        ),
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -334,3 +334,41 @@ fn adapter_takes_a_policys_watching_budget_but_never_lowers_it_or_overrides_the_
     assert_eq!(host.cpu_budget(), (0.05, true));
     assert_eq!(host.watch_budget_max(), 0.05);
 }
+
+#[test]
+fn adapter_plan_of_slices_alone_is_applied() {
+    // See: issue 38, item 5. A round that stops a rotation may give the threads back the
+    // kernel's slice and move nothing: the adapter must apply such a plan. On a kernel
+    // or a process that cannot set slices the change is counted skipped; either way it
+    // is counted, and no mask changes.
+    use threadbalance_model::{SliceChange, Snapshot};
+    use threadbalance_policy::Host;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let topo = usable_topology();
+    let mut workers = Workers::new();
+    let tid = workers.start(None);
+    let before = masks();
+    let mut host = attach_own(&topo, false);
+    let mut snap = Snapshot::default();
+    host.sample(&mut snap).unwrap();
+    let key = snap.threads.iter().find(|s| s.key.tid == tid).unwrap().key;
+    let slices_only = |slice| Plan {
+        slices: vec![SliceChange { thread: key, slice }],
+        ..Plan::default()
+    };
+    let report = host.apply(&slices_only(Some(Nanos::from_micros(500))));
+    assert_eq!(report.done + report.unchanged + report.denied, 0);
+    let given = host.slice_counts();
+    assert_eq!(given.set + given.skipped, 1, "{given:?}");
+    host.apply(&slices_only(None));
+    let back = host.slice_counts();
+    assert_eq!(back.restored, given.set, "{back:?}");
+    let restored = host.restore_all();
+    assert_eq!(restored.failures().count(), 0);
+    workers.stop();
+    let after = masks();
+    assert_eq!(after.get(&tid), None, "the worker has exited");
+    for (t, mask) in &after {
+        assert_eq!(Some(mask), before.get(t), "thread {t}");
+    }
+}

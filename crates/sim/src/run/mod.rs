@@ -25,6 +25,9 @@
 
 mod ops;
 mod segment;
+mod tool;
+
+pub use tool::MEASURED;
 
 pub(crate) use crate::state::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, Programs, QueueState, St, Stats, Thread,
@@ -110,6 +113,13 @@ pub struct RunOptions {
     /// [`TickCost::per_move`], as the live loop does when given one. `None` (the default):
     /// ticks are held to 0.8 % and moves are not charged.
     pub cpu_budget: Option<f64>,
+    /// What the tool's own thread takes from the simulated machine (`run/tool.rs`): at each
+    /// tick of `run_policy` (not under `none`, where no tool runs) a thread of the
+    /// machine runs for [`TickCost::of`] the program's threads plus
+    /// [`TickCost::per_move`] for each move done, competing for a CPU as any thread does.
+    /// Default: [`MEASURED`], what `bench --cost` measured. `None`: the tool costs the
+    /// machine nothing (as every simulated table was made before issue 38).
+    pub tool_cpu: Option<TickCost>,
     /// Log when each thread reached each barrier (`RunResult::phases`; see
     /// [`crate::phases`]). Off by default.
     pub phases: bool,
@@ -180,6 +190,7 @@ impl RunOptions {
             flat_handoffs: false,
             tick_cost: None,
             cpu_budget: None,
+            tool_cpu: Some(MEASURED),
             phases: false,
         }
     }
@@ -261,6 +272,7 @@ impl Sim {
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,
             phases: opts.phases.then(crate::phases::PhaseLog::default),
+            tool: None,
         };
         sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
         let all = sim.topo.online().clone();
@@ -554,7 +566,8 @@ impl Sim {
         use threadbalance_model::{Sample, ThreadState};
         into.clear();
         let now = self.now;
-        for th in &self.th {
+        // The tool's own thread is not the program's: the policy never sees it.
+        for th in &self.th[..self.program_threads()] {
             if matches!(th.st, St::New | St::Done) {
                 continue;
             }
@@ -654,11 +667,17 @@ impl Sim {
 
     /// Iterations each thread has completed, in thread order.
     pub fn iterations(&self) -> Vec<u64> {
-        self.th.iter().map(|t| t.iter).collect()
+        self.th[..self.program_threads()]
+            .iter()
+            .map(|t| t.iter)
+            .collect()
     }
 
     /// Every thread's CPU time so far (completed segments), in thread order.
     pub fn thread_run(&self) -> Vec<Nanos> {
-        self.th.iter().map(|t| t.run).collect()
+        self.th[..self.program_threads()]
+            .iter()
+            .map(|t| t.run)
+            .collect()
     }
 }

@@ -20,6 +20,9 @@ impl Sim {
     }
 
     fn advance_program(&mut self, c: CpuIdx, t: ThreadIdx) {
+        if self.is_tool(t) {
+            return self.tool_step(c, t);
+        }
         loop {
             let prog = self.th[t].prog;
             if let Some((start, end)) = self.th[t].ticket_loop

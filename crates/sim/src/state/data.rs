@@ -233,6 +233,19 @@ pub(crate) struct Prog {
     pub puts: Vec<super::QueueIdx>,
 }
 
+/// The tool's own thread (`RunOptions::tool_cpu`): a thread of the machine that the policy
+/// does not see, woken at each tick to run for what the tick and its moves cost.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolThread {
+    /// Its place in `Sim::th` (the last one) and its application (the last one).
+    pub thread: super::ThreadIdx,
+    pub app: super::AppIdx,
+    /// CPU time charged and not yet run.
+    pub owed: Nanos,
+    /// CPU time charged over the run.
+    pub charged: Nanos,
+}
+
 /// Counters only a simulator can see.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Stats {

@@ -41,6 +41,7 @@ pub use baseline::Baseline;
 pub use data::TimelinePoint;
 pub(crate) use data::{
     Act, AppState, BarrierState, CpuState, LockState, Prog, QueueState, St, Stats, Thread,
+    ToolThread,
 };
 pub(crate) use hw::{Hw, build_hw};
 pub(crate) use idx::{AppIdx, BarrierIdx, CpuIdx, LockIdx, ProgIdx, QueueIdx, ThreadIdx};
@@ -113,6 +114,9 @@ pub struct Sim {
     pub(crate) flat_handoffs: bool,
     /// When each thread reached each barrier (`RunOptions::phases`; `None`: not logged).
     pub(crate) phases: Option<crate::phases::PhaseLog>,
+    /// The tool's own thread, when its CPU time is taken from the machine
+    /// (`RunOptions::tool_cpu`); `None`: the tool costs the machine nothing.
+    pub(crate) tool: Option<ToolThread>,
 }
 
 #[cfg(test)]

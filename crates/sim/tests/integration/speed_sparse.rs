@@ -227,6 +227,16 @@ fn speed_sparse_sees_long_phases_of_threads_that_sleep_and_lends_them() {
 /// 100 ms of work (2000 ms each), run time and wait read as `schedstat` keeps them, HZ
 /// 1000, ticks costing `fit` (seed 1).
 fn slow_proc_rounds(spec: &str, threads: usize, fit: &str) -> Comparison {
+    slow_proc_rounds_with(spec, threads, fit, |_| {})
+}
+
+/// As [`slow_proc_rounds`], the run options then set by `set`.
+fn slow_proc_rounds_with(
+    spec: &str,
+    threads: usize,
+    fit: &str,
+    set: impl Fn(&mut RunOptions),
+) -> Comparison {
     let w = workload(
         "ep-barrier:phase_ms=100,wait=block,work_ms=2000",
         Some(threads),
@@ -237,6 +247,7 @@ fn slow_proc_rounds(spec: &str, threads: usize, fit: &str) -> Comparison {
     opts.tick_cost = Some(fit.parse().unwrap());
     opts.linux.schedstat_at_ticks = true;
     opts.linux.hz = 1000;
+    set(&mut opts);
     on(spec, &w, &["none", "speed"], &opts)
 }
 
@@ -249,7 +260,11 @@ fn speed_sparse_looks_at_the_pace_before_pinning_many_threads_with_rounds_longer
     // Linux's 77.8 %. Told the pace at its second tick, `speed` lends them before a round
     // has rotated anything, reads one window at that pace (100 ms of work a phase against
     // 169 ms rounds) and keeps them lent: Linux's own run, to the microsecond.
-    let c = slow_proc_rounds("package:1 core:256 pu:1", 320, "24.2,4.148");
+    // Linux's run to the microsecond holds with a tool that costs the machine nothing
+    // (issue 38): its own thread would take its ticks' time from the program.
+    let c = slow_proc_rounds_with("package:1 core:256 pu:1", 320, "24.2,4.148", |o| {
+        o.tool_cpu = None;
+    });
     let (none, speed) = (&c.results[0], &c.results[1]);
     assert!(none.finished && speed.finished);
     assert_eq!(sparse(speed), (1, true), "{}", c.to_table());
@@ -329,6 +344,9 @@ fn speed_sparse_fine_phases_lent_before_their_shares_settle_come_back() {
             let w = workload("omp-stencil:work_ms=300", Some(n), None).unwrap();
             let mut opts = RunOptions::new(seed);
             opts.tick_cost = Some("19.8,0.298".parse().unwrap());
+            // Within 2 % of pinning with a tool that costs the machine nothing: with its
+            // own CPU charged (issue 38) 20 threads miss it on seed 2.
+            opts.tool_cpu = None;
             let c = on_sixteen(&w, &["speed", "pbind"], &opts);
             let (speed, pbind) = (&c.results[0], &c.results[1]);
             assert!(speed.finished && pbind.finished);
