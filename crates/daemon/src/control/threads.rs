@@ -291,6 +291,10 @@ impl ThreadsView {
     }
 }
 
+/// The display window `top` and `ctl threads` ask for unless told otherwise: rates over
+/// about a second read steadily, whatever the policy's tick.
+pub const DEFAULT_WINDOW_MS: u64 = 1000;
+
 /// The name of a group of threads whose mask spans several domains of the level.
 pub const MASK_GROUP: &str = "mask";
 
