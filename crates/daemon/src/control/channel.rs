@@ -21,9 +21,10 @@
 //! ([`Inbox::threads_watched`]), and a request that finds the view older than [`FRESH`]
 //! (the first one) asks the loop for it and waits. Rates need two snapshots a display
 //! window apart ([`threadbalance_model::DisplayWindow`]), so a view without a window yet
-//! (`window_ms` 0) while processes are managed is waited on until the loop publishes one
-//! with a window (at most the window asked for and a second, within the answer's
-//! deadline): the first answer has rates, not "0 threads, window 0 ms". A loop that does not answer
+//! (`window_ms` 0), or with one shorter than ¾ of the window asked for, while processes
+//! are managed is waited on until the loop publishes a full one (at most the window asked
+//! for and a second, within the answer's deadline): the first answer has rates, not
+//! "0 threads, window 0 ms". A loop that does not answer
 //! in time, or has stopped, gives the client an error line and nothing is left waiting.
 //!
 //! ```
@@ -267,13 +268,15 @@ impl Control for ChannelControl {
             // client gets the last view there is.
             let _ = self.ask(Command::Threads);
         }
-        // No window yet while something is managed: wait for the loop's first one.
+        // No window of about the span yet while something is managed: wait for one (the
+        // loop's second refresh, half a window later, has one only half as long).
         let deadline = asked
             + (Duration::from_millis(window_ms) + Duration::from_secs(1)).min(self.answer_within);
         loop {
             let view = lock(&self.threads).view.clone();
             let managed = lock(&self.snapshot).status.managed_processes;
-            if view.window_ms > 0 || managed == 0 || Instant::now() >= deadline {
+            let measured = view.window_ms > 0 && view.window_ms >= window_ms / 4 * 3;
+            if measured || managed == 0 || Instant::now() >= deadline {
                 return view;
             }
             std::thread::sleep(THREADS_POLL);
@@ -338,7 +341,13 @@ mod tests {
             // The loop has kept its first snapshot: no window yet.
             inbox.publish_threads(ThreadsView::default());
             p.answer(Ok(String::new()));
-            std::thread::sleep(Duration::from_millis(300));
+            // Half a window later: a window too short to show yet.
+            std::thread::sleep(Duration::from_millis(250));
+            inbox.publish_threads(ThreadsView {
+                window_ms: 250,
+                ..ThreadsView::default()
+            });
+            std::thread::sleep(Duration::from_millis(250));
             inbox.publish_threads(later);
         });
         assert_eq!(control.threads(500), measured);
