@@ -493,6 +493,7 @@ fn ctl_json(d: &Daemon, args: &[&str]) -> (serde_json::Value, Option<i32>) {
     assert_eq!(text.lines().count(), 1, "ctl --json {args:?}: {text:?}");
     let value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("ctl --json {args:?} is not JSON ({e}): {text}"));
+    crate::support::assert_schema(&value, "control_response");
     (value, out.status.code())
 }
 
