@@ -370,7 +370,8 @@ mod tests {
         // Each bin holds 10 ticks, half of them at 100 %: 50 %, not a comb of 0 and 100.
         assert!(util.iter().all(|p| (p.1 - 50.0).abs() < 1e-6), "{util:?}");
         // 10 moves per 50 ms bin = 200 per second (the bins with a guard tick: 9).
-        let moves = &panels[1].series[0].points;
+        // Panels: package 0, package 1, moves.
+        let moves = &panels[2].series[0].points;
         assert!((moves[0].1 - 200.0).abs() < 1e-6, "{:?}", moves[0]);
         assert_eq!(
             t.marks,
