@@ -5,6 +5,9 @@
 //!           ◄─ the answer rendered for a person, exit 0 (answered) or 1 (refused)
 //! ```
 //!
+//! `--json` prints the daemon's answer as it came over the socket (one line of JSON, the
+//! `control_response` shape of the schema) instead of the table, for every subcommand.
+//!
 //! Exit status: 0 when the daemon answered and did what was asked, 1 when it refused (a
 //! process it does not manage, a bad config on reload) or could not be reached, 2 for a
 //! bad argument.
@@ -15,7 +18,8 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 use threadbalance_daemon::config::DEFAULT_CONTROL_SOCKET;
-use threadbalance_daemon::control::Request;
+use threadbalance_daemon::control::threads::DEFAULT_WINDOW_MS;
+use threadbalance_daemon::control::{MAX_WINDOW_MS, Request};
 use threadbalance_model::Pid;
 
 /// How long `ctl` waits for an answer.
@@ -27,6 +31,10 @@ pub struct CtlArgs {
     /// The daemon's control socket [default: /run/threadbalance/control.sock].
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// Print the daemon's answer as one line of JSON (as the socket gives it) instead of
+    /// a table.
+    #[arg(long, global = true)]
+    pub json: bool,
     /// What to ask.
     #[command(subcommand)]
     pub request: CtlRequest,
@@ -38,10 +46,18 @@ pub enum CtlRequest {
     /// The daemon's state: pid, uptime, config, processes managed.
     Status,
     /// The processes it manages, with their rule and policy.
-    List,
-    /// Every managed thread by domain: utilization, speed, lock time, moves (what `top`
-    /// shows).
-    Threads,
+    List {
+        /// Also the processes a rule almost matched, and why each is not managed.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Every managed thread by where it may run: utilization, speed, lock time, moves over
+    /// the display window (what `top` shows); the first answer waits for one window.
+    Threads {
+        /// The window the rates are over, in milliseconds (1-60000).
+        #[arg(long, value_name = "MS", default_value_t = DEFAULT_WINDOW_MS)]
+        window_ms: u64,
+    },
     /// Stop moving a process's threads (they stay where they are).
     Pause {
         /// The process.
@@ -68,12 +84,24 @@ fn pid(p: i32) -> Result<Pid> {
     Ok(Pid(p))
 }
 
+/// A display window given on the command line, checked.
+pub fn window(ms: u64) -> Result<u64> {
+    if !(1..=MAX_WINDOW_MS).contains(&ms) {
+        return Err(input_error(format!(
+            "--window-ms {ms}: must be within 1-{MAX_WINDOW_MS}"
+        )));
+    }
+    Ok(ms)
+}
+
 /// `threadbalance ctl`.
 pub fn run(args: &CtlArgs) -> Result<u8> {
     let request = match args.request {
         CtlRequest::Status => Request::Status,
-        CtlRequest::List => Request::List,
-        CtlRequest::Threads => Request::Threads,
+        CtlRequest::List { all } => Request::List { all },
+        CtlRequest::Threads { window_ms } => Request::Threads {
+            window_ms: window(window_ms)?,
+        },
         CtlRequest::Pause { pid: p } => Request::Pause { pid: pid(p)? },
         CtlRequest::Resume { pid: p } => Request::Resume { pid: pid(p)? },
         CtlRequest::Release { pid: p } => Request::Release { pid: pid(p)? },
@@ -85,7 +113,9 @@ pub fn run(args: &CtlArgs) -> Result<u8> {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
     let response = threadbalance_daemon::control::socket::request(&path, &request, TIMEOUT)?;
     let (text, code) = response.render();
-    if code == 0 {
+    if args.json {
+        out!("{}\n", response.to_line());
+    } else if code == 0 {
         out!("{text}");
     } else {
         err!("threadbalance: {text}");

@@ -38,16 +38,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use threadbalance_daemon::control::channel::{Command, Inbox, Pending, Snapshot};
 use threadbalance_daemon::control::socket::ControlServer;
-use threadbalance_daemon::control::{ProcessEntry, Status};
+use threadbalance_daemon::control::{Candidate, ProcessEntry, Status};
 use threadbalance_daemon::metrics::Metrics;
 use threadbalance_daemon::metrics::exposition::{Exposure, MetricsServer};
 use threadbalance_daemon::process::{ProcessReading, Users, facts_between};
+use threadbalance_daemon::rule::near_miss;
 use threadbalance_daemon::{Config, Decision, HandsOff, log, read};
 use threadbalance_linux::Root;
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runshare::SharedCounters;
 use threadbalance_linux::state::StateDir;
-use threadbalance_model::{CpuSet, Level, Nanos, Pid, Topology};
+use threadbalance_model::{CpuSet, DisplayWindow, Level, Nanos, Pid, Topology};
 
 /// Options of `threadbalance daemon`.
 #[derive(Debug, Args)]
@@ -76,6 +77,13 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(4);
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
 /// Competitors are looked for every this many windows.
 const COMPETITORS_EVERY: u64 = 30;
+/// A process a rule almost matched is explained in the log at most once this often. The
+/// match runs every `sample_ms` (a second by default): once a window would be 3,600 lines
+/// an hour for one compressor that keeps missing by the same amount, and the reason
+/// rarely changes within minutes; once per process alone would hide that it is still
+/// missing an hour later. Ten minutes is at most six lines an hour for each such process,
+/// and `ctl list --all` shows the current reason at any time.
+const EXPLAIN_EVERY: Duration = Duration::from_secs(600);
 
 /// A reload under way: the config file read and parsed on a thread of its own, so that a
 /// slow file (or a large one) never holds up the loop, its signals or `ctl`.
@@ -111,6 +119,12 @@ struct Daemon {
     readings: BTreeMap<Pid, ProcessReading>,
     /// The processes of the last window that no rule matched.
     no_rule: BTreeSet<Pid>,
+    /// The processes of the last window a rule almost matched, and why it did not.
+    candidates: Vec<Candidate>,
+    /// When each almost-matched process (pid, start time) was last explained in the log.
+    explained: BTreeMap<(Pid, u64), Instant>,
+    /// The snapshots each group's display window keeps while somebody watches `threads`.
+    display: BTreeMap<u64, DisplayWindow>,
     last_sample: Instant,
     warned: BTreeSet<String>,
     /// The pid files found unusable last window, so each is logged when it turns bad.
@@ -164,6 +178,9 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         refused: BTreeSet::new(),
         readings: BTreeMap::new(),
         no_rule: BTreeSet::new(),
+        candidates: Vec::new(),
+        explained: BTreeMap::new(),
+        display: BTreeMap::new(),
         last_sample: Instant::now(),
         warned: BTreeSet::new(),
         bad_pid_files: BTreeSet::new(),
@@ -328,6 +345,7 @@ impl Daemon {
     /// The loop; returns the signal that stopped it.
     fn serve(&mut self, inbox: &Inbox) -> Result<i32> {
         let mut next_sample = Instant::now();
+        let mut next_display = Instant::now();
         loop {
             if let Some(sig) = signals::take() {
                 if sig == libc::SIGHUP {
@@ -340,11 +358,13 @@ impl Daemon {
             if Instant::now() >= next_sample {
                 self.window();
                 self.publish(inbox);
-                if inbox.threads_watched() {
-                    inbox.publish_threads(self.threads_view());
-                }
                 next_sample =
                     Instant::now() + Duration::from_nanos(self.config.daemon.sample_interval.0);
+            }
+            if !inbox.threads_watched() {
+                self.display.clear();
+            } else if Instant::now() >= next_display {
+                next_display = self.publish_threads(inbox);
             }
             let now = threadbalance_linux::host::monotonic_now();
             let mut gone = Vec::new();
@@ -364,7 +384,12 @@ impl Daemon {
             self.publish(inbox);
             let wake = self.next_wake(next_sample);
             if let Some(p) = inbox.wait(wake.min(SIGNAL_POLL)) {
-                self.carry_out(p, inbox);
+                if p.command == Command::Threads {
+                    next_display = self.publish_threads(inbox);
+                    p.answer(Ok(String::new()));
+                } else {
+                    self.carry_out(p, inbox);
+                }
             }
         }
     }
@@ -413,6 +438,7 @@ impl Daemon {
         let mut readings = BTreeMap::new();
         let mut matched = Vec::new();
         let mut no_rule = BTreeSet::new();
+        let mut candidates = Vec::new();
         for (pid, _) in comms {
             let reading = match read::read_process(&self.root, pid, self.ticks_per_sec) {
                 Ok(Some(r)) => r,
@@ -427,6 +453,17 @@ impl Daemon {
             let decision = threadbalance_daemon::match_process(&self.config.rules, &facts);
             if matches!(decision, Decision::HandsOff(HandsOff::NoRule)) {
                 no_rule.insert(pid);
+                if let Some(miss) = near_miss(&self.config.rules, &facts, busy) {
+                    candidates.push((
+                        reading.start_time,
+                        Candidate {
+                            pid: pid.0,
+                            comm: reading.comm.clone(),
+                            rule: miss.rule.name.clone(),
+                            why: miss.why,
+                        },
+                    ));
+                }
             }
             if let Decision::Manage { rule, placement } = decision {
                 if !self.released.contains(&(pid, reading.start_time)) {
@@ -446,7 +483,38 @@ impl Daemon {
         }
         self.readings = readings;
         self.no_rule = no_rule;
+        self.explain(candidates);
         matched
+    }
+
+    /// Logs why each process a rule almost matched is not managed (at most once per
+    /// [`EXPLAIN_EVERY`] for each), and keeps them for `ctl list --all`.
+    fn explain(&mut self, candidates: Vec<(u64, Candidate)>) {
+        let alive: BTreeSet<(Pid, u64)> = self
+            .readings
+            .iter()
+            .map(|(pid, r)| (*pid, r.start_time))
+            .collect();
+        self.explained.retain(|k, _| alive.contains(k));
+        self.candidates.clear();
+        for (start, c) in candidates {
+            let key = (Pid(c.pid), start);
+            if self
+                .explained
+                .get(&key)
+                .is_none_or(|at| at.elapsed() >= EXPLAIN_EVERY)
+            {
+                tracing::info!(
+                    "pid {} ({}) not managed: rule {:?} almost matched: {}",
+                    c.pid,
+                    c.comm,
+                    c.rule,
+                    c.why
+                );
+                self.explained.insert(key, Instant::now());
+            }
+            self.candidates.push(c);
+        }
     }
 
     /// The level a rule without one balances at: the machine's widest with more than one
@@ -777,7 +845,11 @@ impl Daemon {
             managed_threads: processes.iter().map(|p| p.threads).sum(),
             paused_processes: processes.iter().filter(|p| p.paused).count() as u64,
         };
-        inbox.publish(Snapshot { status, processes });
+        inbox.publish(Snapshot {
+            status,
+            processes,
+            candidates: self.candidates.clone(),
+        });
     }
 
     /// Carries out a `ctl` change and answers it.
@@ -827,7 +899,7 @@ impl Daemon {
             },
             Command::Reload => Err("reload is answered by its thread".into()),
             Command::Threads => {
-                inbox.publish_threads(self.threads_view());
+                self.publish_threads(inbox);
                 Ok(String::new())
             }
         };

@@ -1,16 +1,24 @@
-//! `threadbalance top`: a live terminal view of managed threads, grouped by the domains of
-//! the level in use, with each thread's utilization, speed, lock time and moves, and each
-//! domain's utilization.
+//! `threadbalance top`: a live terminal view of managed threads, grouped by where they may
+//! run (the domain of the level in use that holds their mask, or their mask when it spans
+//! several), with each thread's utilization, speed, lock time and moves, and each group's
+//! utilization.
+//!
+//! The rates are over a display window of about a second (`--window-ms`), whatever the
+//! policy's tick: `speed` ticks every few milliseconds, and a thread's rate over one tick
+//! reads 98 % in one frame and 0 % in the next. Both sources keep the cumulative samples
+//! of each refresh and show the rates between the one about a window ago and now
+//! ([`threadbalance_model::DisplayWindow`]).
 //!
 //! Two sources feed the same view ([`view::Screen`] over a
 //! [`ThreadsView`]):
 //!
 //! ```text
-//!  threadbalance top [--socket PATH]       every second: `threads` over the daemon's control
-//!                                          socket ─► ThreadsView ─► draw
+//!  threadbalance top [--socket PATH]       every second: `threads` (window_ms) over the
+//!                                          daemon's control socket ─► ThreadsView ─► draw
 //!  threadbalance top --pid PID [settings]  manages PID itself with attach's loop
-//!                                          (threadbalance_manage + LinuxAdapter); after a tick,
-//!                                          at most twice a second: window + moves ─► draw;
+//!                                          (threadbalance_manage + LinuxAdapter); every half
+//!                                          window (at most twice a second): the tick's
+//!                                          snapshot kept ─► display window + moves ─► draw;
 //!                                          q, SIGTERM, SIGINT, or PID's exit ─► restore every
 //!                                          mask it changed ─► leave the screen ─► one line
 //! ```
@@ -38,7 +46,7 @@ use std::io::{IsTerminal, Stdout};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use threadbalance_daemon::config::DEFAULT_CONTROL_SOCKET;
-use threadbalance_daemon::control::threads::ThreadsView;
+use threadbalance_daemon::control::threads::{DEFAULT_WINDOW_MS, ThreadsView};
 use threadbalance_daemon::control::{Reply, Request};
 use view::Screen;
 
@@ -59,6 +67,10 @@ pub struct TopArgs {
     /// With `--pid`: policy, level, interval, CPU list, dry run, seed, as in `attach`.
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// The window the rates are over, in milliseconds (1-60000), whatever the policy's
+    /// tick.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_WINDOW_MS)]
+    pub window_ms: u64,
     /// With `--pid`: directory of journals and locks (as in `attach`).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -83,6 +95,7 @@ pub fn run(args: &TopArgs) -> Result<u8> {
     if args.pid.is_none() && args.state_dir.is_some() {
         return Err(input_error("--state-dir needs --pid"));
     }
+    crate::ctl::window(args.window_ms)?;
     let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if !args.once && !terminal {
         return Err(input_error(
@@ -105,11 +118,14 @@ fn settings_given(s: &SettingsArgs) -> bool {
         || s.dry_run
 }
 
-/// Asks the daemon at `path` for its threads.
-fn ask(path: &std::path::Path) -> Result<ThreadsView, String> {
-    let response =
-        threadbalance_daemon::control::socket::request(path, &Request::Threads, ASK_TIMEOUT)
-            .map_err(|e| e.to_string())?;
+/// Asks the daemon at `path` for its threads, with rates over `window_ms`.
+fn ask(path: &std::path::Path, window_ms: u64) -> Result<ThreadsView, String> {
+    let response = threadbalance_daemon::control::socket::request(
+        path,
+        &Request::Threads { window_ms },
+        ASK_TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
     match response.reply {
         Reply::Threads(view) => Ok(view),
         Reply::Error { message } => Err(message),
@@ -137,7 +153,7 @@ fn watch_daemon(args: &TopArgs, color: bool) -> Result<u8> {
         .socket
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
-    let first = ask(&path).map_err(|e| anyhow::anyhow!("top: {e}"))?;
+    let first = ask(&path, args.window_ms).map_err(|e| anyhow::anyhow!("top: {e}"))?;
     let mut screen = Screen {
         title: daemon_title(&path, &first),
         view: first,
@@ -155,7 +171,7 @@ fn watch_daemon(args: &TopArgs, color: bool) -> Result<u8> {
     while !ui.quit && crate::signals::take().is_none() {
         if Instant::now() >= next {
             if !ui.screen.paused {
-                match ask(&path) {
+                match ask(&path, args.window_ms) {
                     Ok(v) => {
                         ui.screen.title = daemon_title(&path, &v);
                         ui.screen.view = v;

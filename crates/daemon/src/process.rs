@@ -41,6 +41,9 @@ pub struct ProcessFacts {
     /// Its CPU use over the window, in percent of one core (user plus system time from
     /// `/proc/<pid>/stat`, over the window's length).
     pub cpu_percent: f64,
+    /// The CPU use of its busiest thread over the window, in percent of one core (what a
+    /// `min_busy_threads` near miss reports against `busy_thread_percent`).
+    pub busiest_percent: f64,
     /// Whether it is a kernel thread (`PF_KTHREAD` in `stat`).
     pub kernel_thread: bool,
 }
@@ -59,6 +62,7 @@ impl ProcessFacts {
             threads: 1,
             busy_threads: 0,
             cpu_percent: 0.0,
+            busiest_percent: 0.0,
             kernel_thread: false,
         }
     }
@@ -138,16 +142,13 @@ pub fn facts_between(
         }
         to.0.saturating_sub(from.0) as f64 / elapsed.0 as f64 * 100.0
     };
-    let busy = after
+    let used: Vec<f64> = after
         .threads
         .iter()
-        .filter(|&(tid, &now)| {
-            before
-                .threads
-                .get(tid)
-                .is_some_and(|&then| percent(then, now) >= busy_thread_percent)
-        })
-        .count();
+        .filter_map(|(tid, &now)| before.threads.get(tid).map(|&then| percent(then, now)))
+        .collect();
+    let busy = used.iter().filter(|&&p| p >= busy_thread_percent).count();
+    let busiest = used.iter().copied().fold(0.0, f64::max);
     ProcessFacts {
         pid: after.pid,
         comm: after.comm.clone(),
@@ -158,6 +159,7 @@ pub fn facts_between(
         threads: u32::try_from(after.threads.len()).unwrap_or(u32::MAX),
         busy_threads: u32::try_from(busy).unwrap_or(u32::MAX),
         cpu_percent: percent(before.cpu_time, after.cpu_time),
+        busiest_percent: busiest,
         kernel_thread: after.kernel_thread,
     }
 }

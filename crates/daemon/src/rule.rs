@@ -352,6 +352,123 @@ pub fn match_process<'r>(rules: &'r Rules, facts: &ProcessFacts) -> Decision<'r>
     }
 }
 
+/// A rule that almost matched a process no rule manages, and why it did not: what the
+/// daemon logs and `ctl list --all` shows.
+#[derive(Debug, Clone)]
+pub struct NearMiss<'r> {
+    /// The rule.
+    pub rule: &'r Rule,
+    /// The conditions that failed, with the numbers, joined by "; ".
+    pub why: String,
+}
+
+/// The share of a numeric condition a process must reach to count as almost matched: half.
+/// Lower, and every idle process on the machine would be a "candidate" of a rule with only
+/// thresholds (the packaged `min_busy_threads = 2` is not met by an idle shell with 0 busy
+/// threads, and saying so for each of hundreds of processes tells nothing); higher, and a
+/// compressor whose threads each use 18 % of a core against a 50 % threshold would not be
+/// explained.
+pub const NEAR: f64 = 0.5;
+
+/// The first managing rule that `facts` almost matched, when no rule matched: every
+/// condition on names, command line, cgroup and user holds, and each threshold that failed
+/// was reached at least [`NEAR`] of the way. For `min_busy_threads` the way is measured in
+/// CPU: the process's CPU use against the busy threads asked for times
+/// `busy_thread_percent` (threads that share a core's worth of work between them are
+/// close, whatever each one's share). `None` for a process a rule matches, one left alone
+/// on purpose (kernel thread, listed), or one far from every rule. Pure.
+///
+/// ```
+/// use threadbalance_daemon::{Config, ProcessFacts, rule::near_miss};
+/// let config = Config::parse("t.toml", r#"
+///     [[rule]]
+///     name = "busy"
+///     min_busy_threads = 2
+///     policy = "speed"
+/// "#).unwrap();
+/// // pbzip2 on a loaded machine: four threads at 18 % each.
+/// let mut facts = ProcessFacts::example("pbzip2");
+/// (facts.threads, facts.cpu_percent, facts.busiest_percent) = (4, 72.0, 18.0);
+/// let miss = near_miss(&config.rules, &facts, 50.0).unwrap();
+/// assert_eq!(miss.why, "0 busy threads (using 50 % of a core or more; its busiest used 18 %), \
+///                       the rule needs 2 (4 threads using 72 % of a core in all)");
+/// ```
+pub fn near_miss<'r>(
+    rules: &'r Rules,
+    facts: &ProcessFacts,
+    busy_thread_percent: f64,
+) -> Option<NearMiss<'r>> {
+    if !matches!(
+        match_process(rules, facts),
+        Decision::HandsOff(HandsOff::NoRule)
+    ) {
+        return None;
+    }
+    rules.rules.iter().find_map(|rule| {
+        if !matches!(rule.action, Action::Manage(_)) {
+            return None;
+        }
+        let why = rule.conditions.shortfall(facts, busy_thread_percent)?;
+        Some(NearMiss { rule, why })
+    })
+}
+
+impl Conditions {
+    /// Why a process that these conditions do not match is close to them (see
+    /// [`near_miss`]); `None` when it is not close, or when they match.
+    fn shortfall(&self, facts: &ProcessFacts, busy_thread_percent: f64) -> Option<String> {
+        let only_thresholds = Conditions {
+            min_threads: None,
+            min_busy_threads: None,
+            min_cpu_percent: None,
+            ..self.clone()
+        };
+        if !only_thresholds.hold_for(facts) {
+            return None;
+        }
+        let mut why = Vec::new();
+        if let Some(min) = self.min_threads.filter(|&m| facts.threads < m) {
+            if f64::from(facts.threads) < NEAR * f64::from(min) {
+                return None;
+            }
+            why.push(format!("{} threads, the rule needs {min}", facts.threads));
+        }
+        if let Some(min) = self.min_busy_threads.filter(|&m| facts.busy_threads < m) {
+            if facts.cpu_percent < NEAR * f64::from(min) * busy_thread_percent {
+                return None;
+            }
+            let plural = if facts.busy_threads == 1 { "" } else { "s" };
+            let mut line = format!(
+                "{} busy thread{plural} (using {busy_thread_percent:.0} % of a core or more; \
+                 its busiest used {:.0} %), the rule needs {min} ({} thread{} using {:.0} % of \
+                 a core in all)",
+                facts.busy_threads,
+                facts.busiest_percent,
+                facts.threads,
+                if facts.threads == 1 { "" } else { "s" },
+                facts.cpu_percent
+            );
+            if facts.threads == 1 {
+                line.push_str(
+                    "; a rule counts the threads of one process, and forked workers are \
+                     processes of one thread each",
+                );
+            }
+            why.push(line);
+        }
+        if let Some(min) = self.min_cpu_percent.filter(|&m| facts.cpu_percent < m) {
+            if facts.cpu_percent < NEAR * min {
+                return None;
+            }
+            why.push(format!(
+                "{:.0} % of a core, the rule needs {min:.0} %",
+                facts.cpu_percent
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+}
+
 #[cfg(test)]
 #[path = "rule_tests.rs"]
 mod tests;

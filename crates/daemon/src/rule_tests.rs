@@ -241,3 +241,78 @@ fn decision_display_is_one_log_line_per_outcome() {
         assert_eq!(match_process(&rules, &f).to_string(), want);
     }
 }
+
+// See: issue 40, item 5: the daemon says why it does not manage what a rule almost matched.
+#[test]
+fn near_miss_packaged_rule_explains_pbzip2_and_stress_ng() {
+    let rules = Config::parse(
+        "t.toml",
+        "[[rule]]\nname = \"busy\"\nmin_busy_threads = 2\npolicy = \"speed\"\n",
+    )
+    .unwrap()
+    .rules;
+    // pbzip2 on a loaded machine: 6 threads at 18 % each, none busy at 50 %.
+    let pbzip2 = facts("pbzip2", |f| {
+        (f.threads, f.busy_threads, f.cpu_percent, f.busiest_percent) = (6, 0, 108.0, 18.0)
+    });
+    let miss = near_miss(&rules, &pbzip2, 50.0).unwrap();
+    assert_eq!(miss.rule.name, "busy");
+    assert_eq!(
+        miss.why,
+        "0 busy threads (using 50 % of a core or more; its busiest used 18 %), the rule needs 2 \
+         (6 threads using 108 % of a core in all)"
+    );
+    // A stress-ng worker: one thread at 100 %, a process of its own.
+    let worker = facts("stress-ng-cpu", |f| {
+        (f.threads, f.busy_threads, f.cpu_percent, f.busiest_percent) = (1, 1, 100.0, 100.0)
+    });
+    let why = near_miss(&rules, &worker, 50.0).unwrap().why;
+    assert!(why.starts_with("1 busy thread (using 50 %"), "{why}");
+    assert!(
+        why.ends_with("forked workers are processes of one thread each"),
+        "{why}"
+    );
+}
+
+#[test]
+fn near_miss_far_matched_or_left_alone_on_purpose_is_none() {
+    let rules = server();
+    // An idle shell: far from every threshold.
+    assert!(near_miss(&rules, &facts("bash", |_| {}), 50.0).is_none());
+    // Just under half of 2 busy threads' worth (0.5 × 2 × 50 % = 50 %).
+    let under = facts("x", |f| (f.threads, f.cpu_percent) = (4, 49.0));
+    assert!(near_miss(&rules, &under, 50.0).is_none());
+    let at = facts("x", |f| (f.threads, f.cpu_percent) = (4, 50.0));
+    assert_eq!(near_miss(&rules, &at, 50.0).unwrap().rule.name, "busy");
+    // Managed: no miss. A database is left alone on purpose, and sshd is listed.
+    let managed = facts("x", |f| f.busy_threads = 2);
+    assert!(near_miss(&rules, &managed, 50.0).is_none());
+    let pg = facts("postgres", |f| (f.threads, f.cpu_percent) = (4, 90.0));
+    assert!(near_miss(&rules, &pg, 50.0).is_none());
+    let sshd = facts("sshd", |f| (f.threads, f.cpu_percent) = (4, 90.0));
+    assert!(near_miss(&rules, &sshd, 50.0).is_none());
+}
+
+#[test]
+fn near_miss_other_conditions_must_hold_and_each_failure_is_named() {
+    let rules = server();
+    // make -j at 100 % of a core: "builds" needs 150 %; its cmdline holds, so it is the
+    // near miss (it comes before "busy").
+    let make = facts("make", |f| {
+        (f.cmdline, f.threads, f.cpu_percent) = ("make -j8".into(), 1, 100.0)
+    });
+    let miss = near_miss(&rules, &make, 50.0).unwrap();
+    assert_eq!(miss.rule.name, "builds");
+    assert_eq!(miss.why, "100 % of a core, the rule needs 150 %");
+    // The batch rule needs its cgroup and user: 3 threads in another cgroup are not close
+    // to it (min_threads 4), and with no CPU use not close to "busy" either.
+    let elsewhere = facts("job", |f| (f.user, f.threads) = (Some("batch".into()), 3));
+    assert!(near_miss(&rules, &elsewhere, 50.0).is_none());
+    let batch = facts("job", |f| {
+        (f.user, f.cgroup, f.threads) = (Some("batch".into()), Some("/batch.slice/a".into()), 3)
+    });
+    assert_eq!(
+        near_miss(&rules, &batch, 50.0).unwrap().why,
+        "3 threads, the rule needs 4"
+    );
+}

@@ -87,6 +87,11 @@ impl Ticker {
         self.engine.window()
     }
 
+    /// The snapshot of the last tick (see [`Engine::latest`]).
+    pub fn latest(&self) -> &threadbalance_model::Snapshot {
+        self.engine.latest()
+    }
+
     /// Ticks if due at `now`: samples, decides, applies, and sets the next due time to
     /// what the policy asked (at least [`MIN_TICK`] later). `Ok(None)` when not due.
     pub fn tick_if_due<H: Host>(

@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 mod cpuset;
+mod display;
 mod error;
 mod id;
 pub mod pace;
@@ -35,6 +36,7 @@ mod window;
 pub mod testutil;
 
 pub use cpuset::CpuSet;
+pub use display::DisplayWindow;
 pub use error::ModelError;
 pub use id::{CoreId, CpuId, LlcId, Nanos, NodeId, PackageId, Pid, Tid};
 pub use plan::{ApplyReport, Move, MoveOutcome, Plan, Reason, SliceChange, Target};

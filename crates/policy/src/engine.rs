@@ -121,6 +121,13 @@ impl Engine {
         &self.window
     }
 
+    /// The latest snapshot (cumulative counters as sampled at the last tick): what a
+    /// display keeps to show rates over a longer span than a tick
+    /// ([`threadbalance_model::DisplayWindow`]).
+    pub fn latest(&self) -> &Snapshot {
+        &self.prev
+    }
+
     /// Totals since the engine was made.
     pub fn totals(&self) -> &EngineTotals {
         &self.totals

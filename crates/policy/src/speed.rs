@@ -973,6 +973,7 @@ impl Policy for Speed {
         self.check_few(managing, &mut moves);
         let wanted = self.observe_signals(w);
         self.fine_now = self.fine_now_from_signals();
+        let mut guard_note = None;
         if !self.started {
             self.started = true;
             self.next_round = now + self.interval;
@@ -989,7 +990,17 @@ impl Policy for Speed {
                 self.guard = Some(Guard::new(now, measure));
             }
         } else {
+            let events = |g: &Guard| (g.handbacks, g.resumes);
+            let before = self.guard.as_ref().map(events);
             self.guard_step(now, &mut moves);
+            // A hand-back or a resumption is said in the plan's note (`run --verbose`
+            // prints it, `run --report` marks it).
+            guard_note = self
+                .guard
+                .as_ref()
+                .filter(|g| Some(events(g)) != before)
+                .and_then(|g| g.last.as_ref())
+                .map(|last| format!("guard: {last}"));
             // Rounds due within half an interval run now: fewer ticks, longer windows.
             let due = now + Nanos(self.interval.0 / 2);
             if self.next_round <= due {
@@ -1043,7 +1054,7 @@ impl Policy for Speed {
             slices,
             moves,
             next_in: next.saturating_sub(now).max(floor),
-            note: None,
+            note: guard_note,
         }
     }
 

@@ -391,15 +391,11 @@ impl SuiteReport {
                 });
             }
             let effects: Vec<&str> = numbered.iter().map(|e| e.what.as_str()).collect();
-            let short: String = c.claim.chars().take(70).collect();
+            // The whole claim: the plot wraps the key at word boundaries.
             key.push(format!(
-                "{}: {short}{} [{}; {}]{}",
+                "{}: {} [{}; {}]{}",
                 n + 1,
-                if c.claim.chars().count() > 70 {
-                    "…"
-                } else {
-                    ""
-                },
+                c.claim,
                 c.verdict.label(),
                 c.baseline,
                 if effects.is_empty() {

@@ -55,6 +55,11 @@ impl Group {
         self.ticker.next()
     }
 
+    /// The snapshot of its last tick (cumulative counters of all its members' threads).
+    pub fn latest(&self) -> &threadbalance_model::Snapshot {
+        self.ticker.latest()
+    }
+
     /// The last window its engine measured (the threads of all its members).
     pub fn window(&self) -> &Window {
         self.ticker.window()

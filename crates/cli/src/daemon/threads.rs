@@ -1,32 +1,72 @@
 //! The daemon's answer to `threads` (what `threadbalance top` shows): every managed
-//! thread's last window (its group's), grouped by the domains of the machine's default level (the
-//! level of the `domain_utilization_ratio` metric), published once a window.
+//! thread's rates over the display window asked for (about a second; see
+//! [`DisplayWindow`]), grouped by where it may run at the machine's default level (the
+//! level of the `domain_utilization_ratio` metric).
+//!
+//! ```text
+//!  while watched, every half display window: each group's latest snapshot ─► its
+//!  DisplayWindow ─► window over ~window_ms ─► ThreadsView ─► published
+//! ```
+//!
+//! The snapshots are the groups' own (the policy samples anyway); nothing is read for the
+//! display but each thread's name and mask, and nothing is kept while nobody watches.
 
 use super::Daemon;
 use crate::top::gather;
+use std::time::{Duration, Instant};
+use threadbalance_daemon::control::channel::Inbox;
 use threadbalance_daemon::control::threads::ThreadsView;
+use threadbalance_model::{DisplayWindow, Nanos, Window};
 
 impl Daemon {
-    /// The managed threads of every process, by domain.
+    /// Keeps each group's latest snapshot for a display window of `window_ms`, and
+    /// forgets the groups that are gone.
+    fn refresh_display(&mut self, window_ms: u64) {
+        let span = Nanos::from_millis(window_ms);
+        let groups = &self.groups.by_id;
+        self.display.retain(|id, _| groups.contains_key(id));
+        for (id, g) in groups {
+            let d = self
+                .display
+                .entry(*id)
+                .or_insert_with(|| DisplayWindow::new(span));
+            if d.span() != span {
+                *d = DisplayWindow::new(span);
+            }
+            d.push(g.latest().clone());
+        }
+    }
+
+    /// Refreshes the display windows and publishes the view; returns when to do it next
+    /// (every half window, so a base about one window old is always kept).
+    pub(super) fn publish_threads(&mut self, inbox: &Inbox) -> Instant {
+        let window_ms = inbox.threads_window_ms();
+        self.refresh_display(window_ms);
+        inbox.publish_threads(self.threads_view());
+        Instant::now() + Duration::from_millis((window_ms / 2).max(50))
+    }
+
+    /// The managed threads of every process, by where they may run.
     pub(super) fn threads_view(&self) -> ThreadsView {
-        let groups: Vec<(&threadbalance_model::Window, gather::MoveCounts)> = self
+        let groups: Vec<(Window, gather::MoveCounts)> = self
             .groups
             .by_id
-            .values()
-            .map(|g| {
+            .iter()
+            .filter_map(|(id, g)| {
+                let window = self.display.get(id)?.window()?;
                 let mut moved = gather::MoveCounts::default();
                 for pid in &g.members {
                     if let Some(m) = self.managed.get(pid) {
                         moved.absorb(&m.moved);
                     }
                 }
-                (g.window(), moved)
+                Some((window, moved))
             })
             .collect();
         gather::view_of(
             &self.machine,
             self.machine.default_level(),
-            groups.iter().map(|(w, moved)| (*w, moved)),
+            groups.iter().map(|(w, moved)| (w, moved)),
         )
     }
 }

@@ -4,7 +4,9 @@
 //! ```text
 //!  checks as attach (policy, level, pid, permission, lock; journals of dead instances
 //!  replayed) ─► take the terminal ─► threadbalance_manage::manage(TopShell) {
-//!      tick: sample, decide, apply (moves counted per thread) ─► view, drawn (≤ 2/s)
+//!      tick: sample (every half display window, the snapshot kept), decide, apply
+//!            (moves counted per thread) ─► a snapshot kept: view over the display
+//!            window, drawn (≤ 2/s)
 //!      wait_until(deadline): the adapter's wait in slices of 100 ms, keys read between
 //!      q / SIGTERM / SIGINT ─► stop    PID exits ─► stop
 //!  } ─► restore every mask changed ─► give the terminal back ─► one line: what was restored
@@ -23,11 +25,20 @@ use anyhow::Result;
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 use threadbalance_manage::{Ended, LoopError, LoopHost, OnSignal};
-use threadbalance_model::{ApplyReport, Level, Nanos, Pid, Plan, Snapshot, Topology, Window};
+use threadbalance_model::{
+    ApplyReport, DisplayWindow, Level, Nanos, Pid, Plan, Snapshot, Topology, Window,
+};
 use threadbalance_policy::Host;
 
 /// The fastest the display follows the ticks.
 const DRAW_EVERY: Duration = Duration::from_millis(500);
+
+/// How often a snapshot is kept for a display window of `window_ms`: every half window
+/// (so one about a window old is always kept), but no faster than 20 a second and no
+/// slower than [`DRAW_EVERY`].
+fn keep_every(window_ms: u64) -> Nanos {
+    Nanos::from_millis((window_ms / 2).clamp(50, DRAW_EVERY.as_millis() as u64))
+}
 
 /// What the loop's parts share: the terminal, the moves, and a signal seen while waiting.
 struct Shared {
@@ -35,23 +46,51 @@ struct Shared {
     moves: MoveCounts,
     signal: Option<i32>,
     drawn: Option<Instant>,
+    /// The snapshots kept for the display window.
+    display: DisplayWindow,
+    /// How often a snapshot is kept.
+    keep_every: Nanos,
+    /// A snapshot was kept since the last draw.
+    kept: bool,
     title: String,
     topo: Topology,
     level: Level,
 }
 
 impl Shared {
-    /// After a tick: the view of `window`, drawn unless the display is frozen or was drawn
-    /// less than [`DRAW_EVERY`] ago.
+    /// Keeps `snapshot` for the display window when one is due.
+    fn keep(&mut self, snapshot: &Snapshot) {
+        let due = self
+            .display
+            .latest_at()
+            .is_none_or(|at| snapshot.at.saturating_sub(at) >= self.keep_every);
+        if due {
+            self.display.push(snapshot.clone());
+            self.kept = true;
+        }
+    }
+
+    /// After a tick: the view over the display window, drawn when a snapshot was kept
+    /// since the last draw, unless the display is frozen or was drawn less than
+    /// [`DRAW_EVERY`] ago.
     fn after_tick(&mut self, window: &Window, vanished: bool) {
         if vanished {
             self.moves.keep_only(window);
         }
-        if self.ui.screen.paused || self.drawn.is_some_and(|t| t.elapsed() < DRAW_EVERY) {
+        if !self.kept
+            || self.ui.screen.paused
+            || self.drawn.is_some_and(|t| t.elapsed() < DRAW_EVERY)
+        {
             return;
         }
-        let view = view_of(&self.topo, self.level, [(window, &self.moves)]);
-        self.ui.screen.title = format!("{} · window {} ms", self.title, view.window_ms);
+        self.kept = false;
+        let shown = self.display.window().unwrap_or_default();
+        let view = view_of(&self.topo, self.level, [(&shown, &self.moves)]);
+        self.ui.screen.title = if view.window_ms == 0 {
+            format!("{} · measuring the first window", self.title)
+        } else {
+            format!("{} · window {} ms", self.title, view.window_ms)
+        };
         self.ui.screen.view = view;
         self.ui.draw();
         self.drawn = Some(Instant::now());
@@ -96,6 +135,9 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
         moves: MoveCounts::default(),
         signal: None,
         drawn: None,
+        display: DisplayWindow::new(Nanos::from_millis(args.window_ms)),
+        keep_every: keep_every(args.window_ms),
+        kept: false,
         title,
         topo: p.topo.clone(),
         level: p.level,
@@ -166,7 +208,9 @@ impl Host for TopShell<'_> {
     }
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), Self::Error> {
-        self.host.sample(into)
+        self.host.sample(into)?;
+        self.shared.borrow_mut().keep(into);
+        Ok(())
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

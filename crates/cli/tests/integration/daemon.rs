@@ -530,3 +530,102 @@ fn daemon_killed_then_restarted_replays_the_journals_at_start() {
     assert_eq!(worker_masks(pid, "spmd"), before);
     assert_eq!(again.stop(), 0);
 }
+
+/// The values of `ctl --json ARGS`: one line of JSON on stdout, with its exit code.
+fn ctl_json(d: &Daemon, args: &[&str]) -> (serde_json::Value, Option<i32>) {
+    let out = d.ctl(&[&["--json"], args].concat());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.lines().count(), 1, "ctl --json {args:?}: {text:?}");
+    let value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("ctl --json {args:?} is not JSON ({e}): {text}"));
+    crate::support::assert_schema(&value, "control_response");
+    (value, out.status.code())
+}
+
+// See: issue 40, item 5: the first `ctl threads` has rates over a window, `ctl --json`
+// answers every subcommand as JSON, and what a rule almost matched is explained.
+#[test]
+fn daemon_explains_near_misses_ctl_threads_waits_for_a_window_and_ctl_speaks_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tag, near_tag) = (3_600_111, 3_600_112);
+    let path = dir.path().join("threadbalance.toml");
+    // The near workload (a main thread and three workers: 4 threads) meets half of
+    // min_threads = 8: almost matched, not managed.
+    let near = format!(
+        "\n[[rule]]\nname = \"test-near\"\ncmdline = \"workload spmd --work-ms {near_tag}$\"\nmin_threads = 8\npolicy = \"speed\"\n"
+    );
+    std::fs::write(&path, config_text(dir.path(), tag, "127.0.0.1:0") + &near).unwrap();
+    let (a, n) = (tagged(tag), tagged(near_tag));
+    let d = Daemon::start(&path, &[], socket(dir.path()));
+    d.wait_listed(&[(a.pid, "test-spmd")]);
+
+    // The first `threads` waits for a window of about the second asked for.
+    let out = d.ctl(&["threads"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let window: u64 = text
+        .lines()
+        .next()
+        .and_then(|l| l.split("window ").nth(1))
+        .and_then(|r| r.strip_suffix(" ms"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no window in {text}"));
+    assert!(window >= 750, "{text}");
+    assert!(text.contains(&format!("\n  {} ", a.pid)), "{text}");
+
+    // The near miss: one info line, and `list --all` says why.
+    let line = d.wait_line(&format!("pid {} (threadbalance) not managed", n.pid));
+    assert!(
+        line.ends_with("rule \"test-near\" almost matched: 4 threads, the rule needs 8"),
+        "{line}"
+    );
+    let all = d.ctl(&["list", "--all"]);
+    let all = String::from_utf8_lossy(&all.stdout).into_owned();
+    assert!(all.contains("not managed ("), "{all}");
+    assert!(
+        all.lines().any(
+            |l| l.starts_with(&n.pid.to_string()) && l.ends_with("4 threads, the rule needs 8")
+        ),
+        "{all}"
+    );
+
+    // `--json` for every subcommand.
+    let (v, code) = ctl_json(&d, &["status"]);
+    assert_eq!(
+        (v["response"].as_str(), code),
+        (Some("status"), Some(0)),
+        "{v}"
+    );
+    let (v, _) = ctl_json(&d, &["list"]);
+    assert!(
+        v["processes"].is_array() && v.get("candidates").is_none(),
+        "{v}"
+    );
+    let (v, _) = ctl_json(&d, &["list", "--all"]);
+    assert!(
+        v["candidates"].as_array().is_some_and(|c| !c.is_empty()),
+        "{v}"
+    );
+    let (v, _) = ctl_json(&d, &["threads", "--window-ms", "500"]);
+    assert!(
+        v["threads"].is_array() && v["window_ms"].as_u64().is_some(),
+        "{v}"
+    );
+    let pid = a.pid.to_string();
+    for (args, response, code) in [
+        (vec!["pause", pid.as_str()], "done", 0),
+        (vec!["resume", pid.as_str()], "done", 0),
+        (vec!["resume", pid.as_str()], "error", 1),
+        (vec!["reload"], "done", 0),
+        (vec!["release", pid.as_str()], "done", 0),
+    ] {
+        let (v, got) = ctl_json(&d, &args);
+        assert_eq!(
+            (v["response"].as_str(), got),
+            (Some(response), Some(code)),
+            "{args:?}: {v}"
+        );
+    }
+    assert_eq!(d.stop(), 0);
+    assert_eq!(worker_masks(a.pid, "spmd"), a.before);
+}

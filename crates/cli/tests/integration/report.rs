@@ -98,3 +98,59 @@ fn run_report_to_an_unwritable_path_is_refused_before_the_command_starts() {
     assert!(err.contains("--report"), "{err}");
     assert!(!marker.exists(), "the command ran");
 }
+
+// See: issue 40, item 4: `--report x.png` wrote SVG into x.png.
+#[test]
+fn run_report_other_extension_is_refused_before_the_command_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let report = dir.path().join("run.pdf");
+    let out = run(&[
+        "run",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("must end in .svg or .png"), "{err}");
+    assert!(!marker.exists(), "the command ran");
+    assert!(!report.exists(), "a file was made");
+}
+
+#[test]
+fn run_report_png_writes_a_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.png");
+    let exe = bin();
+    let out = run(&[
+        "run",
+        "--policy",
+        "tumbler",
+        "--interval",
+        "20",
+        "--report",
+        path.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "2",
+        "--work-ms",
+        "200",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    let p = Pixmap::decode_png(&bytes).unwrap();
+    assert_eq!(p.width(), WIDTH);
+    assert!(series_pixels(&p, (0, 0, WIDTH, p.height())) > 100, "drawn");
+}

@@ -6,7 +6,8 @@
 //!   control thread                         the daemon's loop
 //!   ChannelControl::status/list ◄─ Mutex ─ Inbox::publish(Snapshot)   (each window)
 //!   ChannelControl::threads     ◄─ Mutex ─ Inbox::publish_threads(ThreadsView)
-//!        (view older than 5 s) ── Threads ──► built now, then each window while watched
+//!        (view older than 5 s) ── Threads ──► snapshots kept from now; published each
+//!        (no window yet: waits for one)         half display window while watched
 //!   ChannelControl::pause(pid) ── Pending ──► Inbox::wait(timeout)    (instead of sleep)
 //!        waits ≤ answer_within  ◄─ answer ──  pending.answer(Ok("paused 4242 (ffmpeg)"))
 //! ```
@@ -18,7 +19,12 @@
 //! thread's name and mask, so the loop builds it only while somebody watches: a
 //! `threads` request within the last [`WATCHED`] makes the loop publish it every window
 //! ([`Inbox::threads_watched`]), and a request that finds the view older than [`FRESH`]
-//! (the first one) asks the loop for it and waits, so even the first answer is current. A loop that does not answer
+//! (the first one) asks the loop for it and waits. Rates need two snapshots a display
+//! window apart ([`threadbalance_model::DisplayWindow`]), so a view without a window yet
+//! (`window_ms` 0), or with one shorter than ¾ of the window asked for, while processes
+//! are managed is waited on until the loop publishes a full one (at most the window asked
+//! for and a second, within the answer's deadline): the first answer has rates, not
+//! "0 threads, window 0 ms". A loop that does not answer
 //! in time, or has stopped, gives the client an error line and nothing is left waiting.
 //!
 //! ```
@@ -36,8 +42,9 @@
 //! the_loop.join().unwrap();
 //! ```
 
+use super::threads::DEFAULT_WINDOW_MS;
 use super::threads::ThreadsView;
-use super::{Control, ProcessEntry, Status};
+use super::{Candidate, Control, ProcessEntry, Status};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -50,6 +57,8 @@ pub struct Snapshot {
     pub status: Status,
     /// The answer to `list`.
     pub processes: Vec<ProcessEntry>,
+    /// The processes a rule almost matched, and why each is not managed (`list --all`).
+    pub candidates: Vec<Candidate>,
 }
 
 impl Default for Status {
@@ -85,6 +94,8 @@ pub enum Command {
 
 /// A view published longer ago than this is rebuilt when a client asks for it.
 pub const FRESH: Duration = Duration::from_secs(5);
+/// How often a `threads` request waiting for its first window looks again.
+const THREADS_POLL: Duration = Duration::from_millis(20);
 /// After a `threads` request, the loop publishes the view every window for this long.
 pub const WATCHED: Duration = Duration::from_secs(10);
 
@@ -94,6 +105,8 @@ struct Watched {
     view: ThreadsView,
     published: Option<Instant>,
     asked: Option<Instant>,
+    /// The display window last asked for, in ms (0: none yet).
+    window_ms: u64,
 }
 
 /// A command waiting for the loop, with the way back to the client.
@@ -178,6 +191,14 @@ impl Inbox {
             .is_some_and(|at| at.elapsed() <= WATCHED)
     }
 
+    /// The display window the last `threads` request asked for, in milliseconds.
+    pub fn threads_window_ms(&self) -> u64 {
+        match lock(&self.threads).window_ms {
+            0 => DEFAULT_WINDOW_MS,
+            ms => ms,
+        }
+    }
+
     /// The next command if one is waiting.
     pub fn try_next(&self) -> Option<Pending> {
         self.commands.try_recv().ok()
@@ -225,18 +246,41 @@ impl Control for ChannelControl {
     fn reload(&self) -> Result<String, String> {
         self.ask(Command::Reload)
     }
-    fn threads(&self) -> ThreadsView {
+    fn candidates(&self) -> Vec<Candidate> {
+        lock(&self.snapshot).candidates.clone()
+    }
+    fn threads(&self, window_ms: u64) -> ThreadsView {
+        let asked = Instant::now();
         let stale = {
             let mut w = lock(&self.threads);
-            w.asked = Some(Instant::now());
-            w.published.is_none_or(|at| at.elapsed() > FRESH)
+            w.asked = Some(asked);
+            let before = if w.window_ms == 0 {
+                DEFAULT_WINDOW_MS
+            } else {
+                w.window_ms
+            };
+            let changed = before != window_ms;
+            w.window_ms = window_ms;
+            changed || w.published.is_none_or(|at| at.elapsed() > FRESH)
         };
         if stale {
             // Built by the loop between two windows; if it does not answer in time, the
             // client gets the last view there is.
             let _ = self.ask(Command::Threads);
         }
-        lock(&self.threads).view.clone()
+        // No window of about the span yet while something is managed: wait for one (the
+        // loop's second refresh, half a window later, has one only half as long).
+        let deadline = asked
+            + (Duration::from_millis(window_ms) + Duration::from_secs(1)).min(self.answer_within);
+        loop {
+            let view = lock(&self.threads).view.clone();
+            let managed = lock(&self.snapshot).status.managed_processes;
+            let measured = view.window_ms > 0 && view.window_ms >= window_ms / 4 * 3;
+            if measured || managed == 0 || Instant::now() >= deadline {
+                return view;
+            }
+            std::thread::sleep(THREADS_POLL);
+        }
     }
 }
 
@@ -274,7 +318,40 @@ mod tests {
         };
         inbox.publish_threads(view.clone());
         inbox.publish(s);
-        assert_eq!(control.threads(), view);
+        assert_eq!(control.threads(1000), view);
+    }
+
+    #[test]
+    fn threads_first_request_waits_for_a_window_while_processes_are_managed() {
+        // See: issue 40, item 5 ("0 threads, window 0 ms" on the first call).
+        let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(4));
+        let mut s = Snapshot::default();
+        s.status.managed_processes = 1;
+        inbox.publish(s);
+        let measured = ThreadsView {
+            level: "core".into(),
+            window_ms: 500,
+            ..ThreadsView::default()
+        };
+        let later = measured.clone();
+        let the_loop = std::thread::spawn(move || {
+            let p = inbox.wait(Duration::from_secs(4)).unwrap();
+            assert_eq!(p.command, Command::Threads);
+            assert_eq!(inbox.threads_window_ms(), 500);
+            // The loop has kept its first snapshot: no window yet.
+            inbox.publish_threads(ThreadsView::default());
+            p.answer(Ok(String::new()));
+            // Half a window later: a window too short to show yet.
+            std::thread::sleep(Duration::from_millis(250));
+            inbox.publish_threads(ThreadsView {
+                window_ms: 250,
+                ..ThreadsView::default()
+            });
+            std::thread::sleep(Duration::from_millis(250));
+            inbox.publish_threads(later);
+        });
+        assert_eq!(control.threads(500), measured);
+        the_loop.join().unwrap();
     }
 
     #[test]
@@ -296,7 +373,7 @@ mod tests {
             p.answer(Ok(String::new()));
             inbox
         });
-        assert_eq!(control.threads(), view);
+        assert_eq!(control.threads(1000), view);
         let inbox = the_loop.join().unwrap();
         // Now watched: the loop publishes every window. A fresh view is answered without
         // asking the loop (nobody would answer here: a wait would take the 10 s).
@@ -306,7 +383,7 @@ mod tests {
             ..view
         };
         inbox.publish_threads(newer.clone());
-        assert_eq!(control.threads(), newer);
+        assert_eq!(control.threads(1000), newer);
         assert!(inbox.try_next().is_none());
     }
 

@@ -15,12 +15,12 @@
 //! | request | fields | what the daemon does | answer |
 //! |---|---|---|---|
 //! | `status` | | nothing | `status` |
-//! | `list` | | nothing | `list`: the managed processes, each with its group |
+//! | `list` | `all` (optional, false) | nothing | `list`: the managed processes, each with its group; with `all`, also `candidates`: processes a rule almost matched, with why each is not managed |
 //! | `pause` | `pid` | stops moving the process's threads, leaves them where they are | `done` |
 //! | `resume` | `pid` | manages a paused process again | `done` |
 //! | `release` | `pid` | restores the process's masks and leaves it alone from now on | `done` |
 //! | `reload` | | re-reads the config (a bad one is refused, the old one kept) | `done` |
-//! | `threads` | | nothing | `threads`: every managed thread by domain ([`threads`]) |
+//! | `threads` | `window_ms` (optional, 1000; 1-60000) | nothing | `threads`: every managed thread by where it may run, rates over about `window_ms` ([`threads`]) |
 //!
 //! Anything else gets one `error` line and changes nothing: text over
 //! [`MAX_REQUEST_BYTES`], bytes that are not UTF-8, text that is not JSON, JSON that is not
@@ -46,6 +46,9 @@ use serde_json::Value;
 use threadbalance_model::Pid;
 use threads::ThreadsView;
 
+/// The longest display window `threads` accepts, in milliseconds.
+pub const MAX_WINDOW_MS: u64 = 60_000;
+
 /// The protocol's version: requests must carry it, responses carry it.
 pub const PROTOCOL_VERSION: u64 = 1;
 
@@ -58,8 +61,12 @@ pub const MAX_REQUEST_BYTES: usize = 4096;
 pub enum Request {
     /// The daemon's state in one answer.
     Status,
-    /// The processes it manages.
-    List,
+    /// The processes it manages; with `all`, also those a rule almost matched and why
+    /// they are not managed.
+    List {
+        /// Whether to add the candidates that are not managed.
+        all: bool,
+    },
     /// Stop moving a process's threads, and leave them where they are.
     Pause {
         /// The process.
@@ -77,9 +84,13 @@ pub enum Request {
     },
     /// Re-read the config; a bad one is refused and the running one kept.
     Reload,
-    /// Every managed thread with its rates over the last window, grouped by domain
-    /// (`threadbalance top`). Valid at any time; before the first window it is empty.
-    Threads,
+    /// Every managed thread with its rates over about `window_ms`, grouped by where it may
+    /// run (`threadbalance top`). The first request waits for one window.
+    Threads {
+        /// The display window asked for, in milliseconds
+        /// ([`threads::DEFAULT_WINDOW_MS`] when the request has none).
+        window_ms: u64,
+    },
 }
 
 /// The request as it travels, without the version (checked before).
@@ -89,12 +100,24 @@ enum WireRequest {
     // Empty struct variants rather than unit ones: serde lets a unit variant of an
     // internally tagged enum ignore extra fields, and `deny_unknown_fields` must hold.
     Status {},
-    List {},
-    Pause { pid: i64 },
-    Resume { pid: i64 },
-    Release { pid: i64 },
+    List {
+        #[serde(default)]
+        all: bool,
+    },
+    Pause {
+        pid: i64,
+    },
+    Resume {
+        pid: i64,
+    },
+    Release {
+        pid: i64,
+    },
     Reload {},
-    Threads {},
+    Threads {
+        #[serde(default)]
+        window_ms: Option<i64>,
+    },
 }
 
 impl Request {
@@ -107,18 +130,21 @@ impl Request {
     ///            r#"{"version":1,"request":"release","pid":7}"#);
     /// ```
     pub fn to_line(&self) -> String {
-        let (name, pid) = match *self {
+        let (name, field) = match *self {
             Request::Status => ("status", None),
-            Request::List => ("list", None),
-            Request::Pause { pid } => ("pause", Some(pid)),
-            Request::Resume { pid } => ("resume", Some(pid)),
-            Request::Release { pid } => ("release", Some(pid)),
+            Request::List { all: false } => ("list", None),
+            Request::List { all: true } => ("list", Some(r#""all":true"#.to_string())),
+            Request::Pause { pid } => ("pause", Some(format!(r#""pid":{pid}"#))),
+            Request::Resume { pid } => ("resume", Some(format!(r#""pid":{pid}"#))),
+            Request::Release { pid } => ("release", Some(format!(r#""pid":{pid}"#))),
             Request::Reload => ("reload", None),
-            Request::Threads => ("threads", None),
+            Request::Threads { window_ms } => {
+                ("threads", Some(format!(r#""window_ms":{window_ms}"#)))
+            }
         };
-        match pid {
-            Some(pid) => {
-                format!(r#"{{"version":{PROTOCOL_VERSION},"request":"{name}","pid":{pid}}}"#)
+        match field {
+            Some(field) => {
+                format!(r#"{{"version":{PROTOCOL_VERSION},"request":"{name}",{field}}}"#)
             }
             None => format!(r#"{{"version":{PROTOCOL_VERSION},"request":"{name}"}}"#),
         }
@@ -156,6 +182,9 @@ pub enum RequestError {
     /// The pid was 0, negative or beyond what a pid can be.
     #[error("bad request: pid {0} is not a process id (1 or more)")]
     Pid(i64),
+    /// The display window was outside 1-60000 ms.
+    #[error("bad request: window_ms {0} is not within 1-{MAX_WINDOW_MS}")]
+    Window(i64),
 }
 
 /// Turns one request line (without its newline) into a [`Request`], or says in one line
@@ -186,12 +215,18 @@ pub fn parse_request(line: &[u8]) -> Result<Request, RequestError> {
     };
     Ok(match wire {
         WireRequest::Status {} => Request::Status,
-        WireRequest::List {} => Request::List,
+        WireRequest::List { all } => Request::List { all },
         WireRequest::Pause { pid: p } => Request::Pause { pid: pid(p)? },
         WireRequest::Resume { pid: p } => Request::Resume { pid: pid(p)? },
         WireRequest::Release { pid: p } => Request::Release { pid: pid(p)? },
         WireRequest::Reload {} => Request::Reload,
-        WireRequest::Threads {} => Request::Threads,
+        WireRequest::Threads { window_ms } => Request::Threads {
+            window_ms: match window_ms {
+                None => threads::DEFAULT_WINDOW_MS,
+                Some(ms) if (1..=MAX_WINDOW_MS as i64).contains(&ms) => ms as u64,
+                Some(ms) => return Err(RequestError::Window(ms)),
+            },
+        },
     })
 }
 
@@ -253,6 +288,20 @@ pub struct ProcessEntry {
     pub group: u64,
 }
 
+/// A process a rule almost matched, and why it is not managed (`ctl list --all`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Its pid.
+    pub pid: i32,
+    /// Its name.
+    pub comm: String,
+    /// The rule it came closest to.
+    pub rule: String,
+    /// Why that rule did not match it, one line with the numbers
+    /// ([`crate::rule::near_miss`]).
+    pub why: String,
+}
+
 /// An answer, as it travels: `{"version":1,"response":…, …}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
@@ -273,6 +322,10 @@ pub enum Reply {
     List {
         /// The managed processes.
         processes: Vec<ProcessEntry>,
+        /// With `all`: the processes a rule almost matched, and why each is not managed
+        /// (absent otherwise).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        candidates: Option<Vec<Candidate>>,
     },
     /// The answer to `threads`.
     Threads(ThreadsView),
@@ -311,7 +364,7 @@ impl Response {
     /// use threadbalance_daemon::control::{ProcessEntry, Reply, Response};
     /// let list = Response::new(Reply::List { processes: vec![ProcessEntry {
     ///     pid: 4242, comm: "ffmpeg".into(), rule: "busy".into(), policy: "speed".into(),
-    ///     threads: 3, paused: true, group: 2 }] });
+    ///     threads: 3, paused: true, group: 2 }], candidates: None });
     /// assert_eq!(list.render(), ("PID      COMM             RULE             POLICY           THREADS  STATE    GROUP\n\
     ///                             4242     ffmpeg           busy             speed            3        paused   2\n".into(), 0));
     /// assert_eq!(Response::error("4 is not managed").render(), ("error: 4 is not managed\n".into(), 1));
@@ -338,7 +391,10 @@ impl Response {
                     0,
                 )
             }
-            Reply::List { processes } => {
+            Reply::List {
+                processes,
+                candidates,
+            } => {
                 let mut out = format!(
                     "{:<8} {:<16} {:<16} {:<16} {:<8} {:<8} GROUP\n",
                     "PID", "COMM", "RULE", "POLICY", "THREADS", "STATE"
@@ -354,6 +410,24 @@ impl Response {
                         p.threads,
                         p.group
                     ));
+                }
+                if let Some(candidates) = candidates {
+                    out.push_str(&format!(
+                        "\nnot managed ({}):\n{:<8} {:<16} {:<16} WHY\n",
+                        candidates.len(),
+                        "PID",
+                        "COMM",
+                        "RULE"
+                    ));
+                    for c in candidates {
+                        out.push_str(&format!(
+                            "{:<8} {:<16} {:<16} {}\n",
+                            c.pid,
+                            one_line(&c.comm),
+                            c.rule,
+                            one_line(&c.why)
+                        ));
+                    }
                 }
                 (out, 0)
             }
@@ -381,6 +455,11 @@ pub trait Control: Send + Sync {
     fn status(&self) -> Status;
     /// The managed processes.
     fn list(&self) -> Vec<ProcessEntry>;
+    /// The processes a rule almost matched, with why each is not managed (none unless the
+    /// daemon explains).
+    fn candidates(&self) -> Vec<Candidate> {
+        Vec::new()
+    }
     /// Stop moving `pid`'s threads.
     fn pause(&self, pid: Pid) -> Result<String, String>;
     /// Manage a paused `pid` again.
@@ -389,8 +468,8 @@ pub trait Control: Send + Sync {
     fn release(&self, pid: Pid) -> Result<String, String>;
     /// Re-read the config (validate first; keep the running one if the new one is bad).
     fn reload(&self) -> Result<String, String>;
-    /// The managed threads, by domain, as of the last window.
-    fn threads(&self) -> ThreadsView;
+    /// The managed threads, by where they may run, with rates over about `window_ms`.
+    fn threads(&self, window_ms: u64) -> ThreadsView;
 }
 
 /// Answers one request through `control`.
@@ -403,14 +482,15 @@ pub fn dispatch(control: &dyn Control, request: Request) -> Response {
     };
     match request {
         Request::Status => Response::new(Reply::Status(control.status())),
-        Request::List => Response::new(Reply::List {
+        Request::List { all } => Response::new(Reply::List {
             processes: control.list(),
+            candidates: all.then(|| control.candidates()),
         }),
         Request::Pause { pid } => done(control.pause(pid)),
         Request::Resume { pid } => done(control.resume(pid)),
         Request::Release { pid } => done(control.release(pid)),
         Request::Reload => done(control.reload()),
-        Request::Threads => Response::new(Reply::Threads(control.threads())),
+        Request::Threads { window_ms } => Response::new(Reply::Threads(control.threads(window_ms))),
     }
 }
 

@@ -53,7 +53,7 @@ impl Control for Fake {
     fn reload(&self) -> Result<String, String> {
         self.record("reload".into())
     }
-    fn threads(&self) -> threads::ThreadsView {
+    fn threads(&self, _window_ms: u64) -> threads::ThreadsView {
         self.calls.lock().unwrap().push("threads".into());
         threads::ThreadsView {
             level: "core".into(),
@@ -67,12 +67,14 @@ impl Control for Fake {
 fn parse_request_every_request_round_trips() {
     for r in [
         Request::Status,
-        Request::List,
+        Request::List { all: false },
+        Request::List { all: true },
         Request::Pause { pid: Pid(1) },
         Request::Resume { pid: Pid(i32::MAX) },
         Request::Release { pid: Pid(4242) },
         Request::Reload,
-        Request::Threads,
+        Request::Threads { window_ms: 1000 },
+        Request::Threads { window_ms: 250 },
     ] {
         assert_eq!(
             parse_request(r.to_line().as_bytes()),
@@ -137,7 +139,7 @@ fn parse_request_each_malformed_line_is_one_named_error() {
         ),
         (
             br#"{"version":1,"request":"threads","pid":4}"#,
-            "bad request: unknown field `pid`, there are no fields",
+            "bad request: unknown field `pid`, expected `window_ms`",
         ),
         (
             br#"{"version":1,"request":"pause","pid":4,"force":true}"#,
@@ -182,16 +184,70 @@ fn answer_bad_line_calls_nothing_and_says_error() {
 }
 
 #[test]
+fn parse_request_threads_window_defaults_and_bounds() {
+    // See: issue 40, item 4: the display window is the client's to choose.
+    let threads = |text: &str| parse_request(text.as_bytes());
+    assert_eq!(
+        threads(r#"{"version":1,"request":"threads"}"#),
+        Ok(Request::Threads { window_ms: 1000 })
+    );
+    assert_eq!(
+        threads(r#"{"version":1,"request":"threads","window_ms":60000}"#),
+        Ok(Request::Threads { window_ms: 60000 })
+    );
+    assert_eq!(
+        threads(r#"{"version":1,"request":"threads","window_ms":0}"#)
+            .unwrap_err()
+            .to_string(),
+        "bad request: window_ms 0 is not within 1-60000"
+    );
+    assert_eq!(
+        threads(r#"{"version":1,"request":"list","all":true}"#),
+        Ok(Request::List { all: true })
+    );
+}
+
+#[test]
+fn render_list_all_names_each_candidate_and_why() {
+    let r = Response::new(Reply::List {
+        processes: vec![],
+        candidates: Some(vec![Candidate {
+            pid: 77,
+            comm: "pbzip2".into(),
+            rule: "busy".into(),
+            why: "2 of 4 threads busy (50 %+), needs 3".into(),
+        }]),
+    });
+    let (text, code) = r.render();
+    assert_eq!(code, 0);
+    assert!(
+        text.ends_with(
+            "not managed (1):\nPID      COMM             RULE             WHY\n\
+             77       pbzip2           busy             2 of 4 threads busy (50 %+), needs 3\n"
+        ),
+        "{text}"
+    );
+    // Without `all`, no candidates travel.
+    let plain = Response::new(Reply::List {
+        processes: vec![],
+        candidates: None,
+    });
+    assert!(!plain.to_line().contains("candidates"));
+}
+
+#[test]
 fn answer_each_request_reaches_its_method() {
     let fake = Fake::default();
     for r in [
         Request::Status,
-        Request::List,
+        Request::List { all: false },
+        Request::List { all: true },
         Request::Pause { pid: Pid(7) },
         Request::Resume { pid: Pid(8) },
         Request::Release { pid: Pid(9) },
         Request::Reload,
-        Request::Threads,
+        Request::Threads { window_ms: 1000 },
+        Request::Threads { window_ms: 250 },
     ] {
         answer(&fake, r.to_line().as_bytes());
     }
@@ -200,10 +256,12 @@ fn answer_each_request_reaches_its_method() {
         [
             "status",
             "list",
+            "list",
             "pause 7",
             "resume 8",
             "release 9",
             "reload",
+            "threads",
             "threads"
         ]
     );
@@ -301,7 +359,7 @@ proptest! {
                 prop_assert_eq!(i64::from(p.0), pid);
             }
             Ok(other) => {
-                let known = matches!(other, Request::Status | Request::Reload | Request::List | Request::Resume { .. } | Request::Threads);
+                let known = matches!(other, Request::Status | Request::Reload | Request::List { .. } | Request::Resume { .. } | Request::Threads { .. });
                 prop_assert!(known, "unexpected {:?}", other);
             }
             Err(e) => prop_assert!(!e.to_string().contains('\n')),

@@ -1,8 +1,9 @@
-//! The `threads` answer: every managed thread with its rates over the last window, grouped
-//! by domain, as `threadbalance top` shows them.
+//! The `threads` answer: every managed thread with its rates over the display window
+//! (about a second, [`threadbalance_model::DisplayWindow`], whatever the policy's tick),
+//! grouped by where it may run, as `threadbalance top` shows them.
 //!
 //! A shell (the daemon, or `top` managing a process itself) reads what the policy loop
-//! measured ([`ThreadRates`](threadbalance_model::ThreadRates) of each managed thread's last window) and what only `/proc`
+//! measured ([`ThreadRates`](threadbalance_model::ThreadRates) of each managed thread over the display window) and what only `/proc`
 //! knows (each thread's name and mask), counts the moves it made, and hands those to
 //! [`ThreadsView::build`], which does no I/O:
 //!
@@ -21,7 +22,12 @@
 //! | `moves` | moves carried out on the thread since it was first managed | count |
 //! | `cpu` | the CPU it last ran on | `stat` field 39 |
 //! | `mask` | the CPUs it may run on now | `sched_getaffinity`, kernel list form |
-//! | domain `util` | the summed `util` of the managed threads last seen in the domain over its CPU count (1.0: every CPU busy with managed threads) | fraction |
+//! | domain `util` | the summed `util` of the managed threads whose mask lies in the domain over its CPU count (1.0: every CPU busy with managed threads) | fraction |
+//!
+//! Threads are grouped by their mask, not by the CPU they last ran on (which changes from
+//! one millisecond to the next under `speed`): a mask within one domain of the level puts
+//! the thread under that domain; a mask over several domains puts it under a `mask`
+//! group of its own, listed after the level's domains.
 //!
 //! ```
 //! use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
@@ -30,12 +36,12 @@
 //! let mut t = ThreadInput::example(4242, 4243, 2);
 //! t.util = 0.5;
 //! let v = ThreadsView::build(&topo, Level::Package, 1000, vec![t]);
-//! // CPU 2 is in package 1 (CPUs 2-3): 0.5 busy over 2 CPUs = 0.25.
+//! // Its mask, CPU 2, is in package 1 (CPUs 2-3): 0.5 busy over 2 CPUs = 0.25.
 //! assert_eq!((v.threads[0].domain, v.domains[1].util), (Some(1), 0.25));
 //! ```
 
 use serde::{Deserialize, Serialize};
-use threadbalance_model::{CpuId, Level, Topology};
+use threadbalance_model::{CpuId, CpuSet, Level, Topology};
 
 /// What the shell knows about one managed thread, before grouping.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,14 +67,14 @@ pub struct ThreadInput {
 }
 
 impl ThreadInput {
-    /// A thread of `pid` named "worker", allowed everywhere, idle on CPU `cpu`: for
-    /// examples and tests.
+    /// A thread of `pid` named "worker", pinned to CPU `cpu` and idle there: for examples
+    /// and tests.
     pub fn example(pid: i32, tid: i32, cpu: u32) -> ThreadInput {
         ThreadInput {
             pid,
             tid,
             comm: "worker".into(),
-            mask: "0-3".into(),
+            mask: cpu.to_string(),
             cpu: CpuId(cpu),
             util: 0.0,
             speed: 0.0,
@@ -87,7 +93,7 @@ pub struct DomainRow {
     pub cpus: String,
     /// Busy managed-thread time over its CPU time (fraction).
     pub util: f64,
-    /// Managed threads last seen on it.
+    /// Managed threads whose mask lies in it.
     pub threads: u32,
 }
 
@@ -112,8 +118,8 @@ pub struct ThreadRow {
     pub lock: Option<f64>,
     /// Moves carried out on it.
     pub moves: u64,
-    /// Index into [`ThreadsView::domains`] of the domain of its last CPU (`None`: a CPU
-    /// outside the topology).
+    /// Index into [`ThreadsView::domains`] of the group its mask puts it in (`None`: a
+    /// mask unknown or outside the topology).
     pub domain: Option<usize>,
 }
 
@@ -122,17 +128,23 @@ pub struct ThreadRow {
 pub struct ThreadsView {
     /// The level whose domains group the threads (`package`, `core`, …).
     pub level: String,
-    /// The window the rates are over, in milliseconds (the longest among the processes).
+    /// The window the rates are over, in milliseconds (the longest among the processes);
+    /// 0 while the first window is being measured.
     pub window_ms: u64,
-    /// The domains of the level, in index order.
+    /// The domains of the level, in index order, then one `mask` group per mask that
+    /// spans several of them.
     pub domains: Vec<DomainRow>,
     /// The threads, by domain (unknown last), then pid, then tid.
     pub threads: Vec<ThreadRow>,
 }
 
 impl ThreadsView {
-    /// Groups `threads` by the domain of their last CPU at `level` of `topo`, and sums
-    /// each domain's utilization. Pure.
+    /// Groups `threads` by where they may run: a thread whose mask lies within one domain
+    /// at `level` of `topo` goes under that domain; threads whose mask spans several
+    /// domains go under one extra group per mask (named `mask`, after the level's
+    /// domains); a thread whose mask is unknown or reaches outside the topology goes
+    /// nowhere ("elsewhere"). Each group's utilization is its threads' summed `util` over
+    /// its CPU count. Pure.
     pub fn build(
         topo: &Topology,
         level: Level,
@@ -149,10 +161,32 @@ impl ThreadsView {
                 threads: 0,
             })
             .collect();
+        let mut sizes: Vec<usize> = topo.domains(level).iter().map(|d| d.cpus.len()).collect();
         let mut rows: Vec<ThreadRow> = threads
             .into_iter()
             .map(|t| {
-                let domain = topo.domain_of(t.cpu, level);
+                let domain = group_of(topo, level, &t.mask).map(|g| match g {
+                    Group::Domain(i) => i,
+                    Group::Mask(set) => {
+                        let text = set.to_string();
+                        match domains
+                            .iter()
+                            .position(|d| d.name == MASK_GROUP && d.cpus == text)
+                        {
+                            Some(i) => i,
+                            None => {
+                                domains.push(DomainRow {
+                                    name: MASK_GROUP.to_string(),
+                                    cpus: text,
+                                    util: 0.0,
+                                    threads: 0,
+                                });
+                                sizes.push(set.len());
+                                domains.len() - 1
+                            }
+                        }
+                    }
+                });
                 if let Some(d) = domain.and_then(|i| domains.get_mut(i)) {
                     d.util += t.util;
                     d.threads += 1;
@@ -171,8 +205,8 @@ impl ThreadsView {
                 }
             })
             .collect();
-        for (d, info) in domains.iter_mut().zip(topo.domains(level)) {
-            d.util /= info.cpus.len().max(1) as f64;
+        for (d, size) in domains.iter_mut().zip(sizes) {
+            d.util /= size.max(1) as f64;
         }
         rows.sort_by_key(|r| (r.domain.unwrap_or(usize::MAX), r.pid, r.tid));
         ThreadsView {
@@ -203,7 +237,7 @@ impl ThreadsView {
     ///      core0    CPUs 0        util   0%  0 threads\n\
     ///      core1    CPUs 1        util  50%  1 threads\n\
     ///      \x20 PID      TID      COMM             MASK         CPU   UTIL  SPEED  LOCK  MOVES\n\
-    ///      \x20 7        8        worker           0-3            1    50%    50%     –      2\n");
+    ///      \x20 7        8        worker           1              1    50%    50%     –      2\n");
     /// ```
     pub fn to_text(&self) -> String {
         let mut out = format!("level {}, window {} ms\n", self.level, self.window_ms);
@@ -257,6 +291,39 @@ impl ThreadsView {
     }
 }
 
+/// The display window `top` and `ctl threads` ask for unless told otherwise: rates over
+/// about a second read steadily, whatever the policy's tick.
+pub const DEFAULT_WINDOW_MS: u64 = 1000;
+
+/// The name of a group of threads whose mask spans several domains of the level.
+pub const MASK_GROUP: &str = "mask";
+
+/// Where a thread may run, as the view groups it.
+enum Group {
+    /// Within this domain of the level.
+    Domain(usize),
+    /// Over these CPUs, which span several domains.
+    Mask(CpuSet),
+}
+
+/// The group of a thread whose mask is `mask` (list form): `None` when the mask is empty,
+/// not a CPU list, or names a CPU outside `topo`.
+fn group_of(topo: &Topology, level: Level, mask: &str) -> Option<Group> {
+    let set = CpuSet::parse_list(mask).ok()?;
+    let mut cpus = set.iter();
+    let first = topo.domain_of(cpus.next()?, level)?;
+    let mut one = true;
+    for cpu in cpus {
+        let d = topo.domain_of(cpu, level)?;
+        one &= d == first;
+    }
+    Some(if one {
+        Group::Domain(first)
+    } else {
+        Group::Mask(set)
+    })
+}
+
 /// A fraction as a whole percentage (`0.456` → `46%`).
 pub fn percent(fraction: f64) -> String {
     format!("{:.0}%", fraction * 100.0)
@@ -272,7 +339,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn build_two_packages_groups_by_last_cpu_and_sums_utilization() {
+    fn build_two_packages_groups_by_pinned_mask_and_sums_utilization() {
         let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
         // Package 0 = CPUs 0-1, package 1 = CPUs 2-3.
         let mut a = ThreadInput::example(10, 12, 3);
@@ -295,7 +362,7 @@ mod tests {
             (v.domains[0].name.as_str(), v.domains[0].cpus.as_str()),
             ("package0", "0-1")
         );
-        // Sorted by domain, then pid, then tid; CPU 40 is on no domain and comes last,
+        // Sorted by domain, then pid, then tid; mask 40 is on no domain and comes last,
         // counted nowhere.
         let order: Vec<(i32, Option<usize>)> =
             v.threads.iter().map(|t| (t.tid, t.domain)).collect();
@@ -305,6 +372,44 @@ mod tests {
         );
         assert_eq!(v.threads_of(None).count(), 1);
         assert_eq!(v.threads[0].lock, Some(0.3));
+    }
+
+    #[test]
+    fn build_groups_by_mask_not_by_the_last_cpu() {
+        // See: issue 40, item 4. Package 0 = CPUs 0-1, package 1 = CPUs 2-3.
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        // Last ran on CPU 3, may run on 0-1: package 0.
+        let mut a = ThreadInput::example(1, 2, 3);
+        (a.mask, a.util) = ("0-1".into(), 0.5);
+        // May run anywhere: a group of its own, over its 4 CPUs.
+        let mut b = ThreadInput::example(1, 3, 0);
+        (b.mask, b.util) = ("0-3".into(), 1.0);
+        let mut c = ThreadInput::example(1, 4, 2);
+        (c.mask, c.util) = ("0-3".into(), 1.0);
+        let v = ThreadsView::build(&topo, Level::Package, 1000, vec![a, b, c]);
+        let order: Vec<(i32, Option<usize>)> =
+            v.threads.iter().map(|t| (t.tid, t.domain)).collect();
+        assert_eq!(order, [(2, Some(0)), (3, Some(2)), (4, Some(2))]);
+        // Package 0: 0.5 over 2 CPUs; package 1: nothing; mask 0-3: 2.0 over 4 CPUs.
+        let groups: Vec<(&str, &str, f64, u32)> = v
+            .domains
+            .iter()
+            .map(|d| (d.name.as_str(), d.cpus.as_str(), d.util, d.threads))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("package0", "0-1", 0.25, 1),
+                ("package1", "2-3", 0.0, 0),
+                ("mask", "0-3", 0.5, 2)
+            ]
+        );
+        assert!(
+            v.to_text()
+                .contains("mask     CPUs 0-3      util  50%  2 threads\n"),
+            "{}",
+            v.to_text()
+        );
     }
 
     #[test]
@@ -318,7 +423,7 @@ mod tests {
         );
         assert!(
             text.ends_with(
-                "  1        2        worker           0-3            9     0%     0%     –      0\n"
+                "  1        2        worker           9              9     0%     0%     –      0\n"
             ),
             "{text}"
         );

@@ -80,7 +80,7 @@ impl Control for FakeDaemon {
         self.calls.lock().unwrap().push("reload".into());
         Err("reload rejected, keeping the running config: t.toml:2: rule \"x\": nope".into())
     }
-    fn threads(&self) -> ThreadsView {
+    fn threads(&self, _window_ms: u64) -> ThreadsView {
         self.calls.lock().unwrap().push("threads".into());
         let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
         let mut t = ThreadInput::example(100, 101, 2);
@@ -150,7 +150,10 @@ fn control_socket_every_request_answered_through_client() {
             message: "paused 100 (ffmpeg)".into()
         }
     );
-    let Reply::List { processes } = request(&path, &Request::List, T).unwrap().reply else {
+    let Reply::List { processes, .. } = request(&path, &Request::List { all: false }, T)
+        .unwrap()
+        .reply
+    else {
         panic!()
     };
     assert!(processes[0].paused);
@@ -164,7 +167,10 @@ fn control_socket_every_request_answered_through_client() {
     request(&path, &Request::Resume { pid: Pid(100) }, T).unwrap();
     let r = request(&path, &Request::Reload, T).unwrap();
     assert!(matches!(r.reply, Reply::Error { message } if message.starts_with("reload rejected")));
-    let Reply::Threads(view) = request(&path, &Request::Threads, T).unwrap().reply else {
+    let Reply::Threads(view) = request(&path, &Request::Threads { window_ms: 1000 }, T)
+        .unwrap()
+        .reply
+    else {
         panic!()
     };
     // Thread 101 last ran on CPU 2, in package 1 (CPUs 2-3): 0.8 / 2 CPUs = 0.4.

@@ -58,15 +58,23 @@ fn plot_comparison_png_has_lines_in_each_panel_and_legends() {
     assert_eq!(p.height(), 36 + PANEL_HEIGHT * panels);
     for k in 0..panels {
         let top = 36 + PANEL_HEIGHT * k;
-        // Plot area: right of the y labels, left of the legend (upper right).
+        // One colour per meaning: sockets 0 and 1 in the utilization panels, the two
+        // policies (two other colours) in the migration and remote-access panels.
+        let colours = if k < 2 { [0, 1] } else { [2, 3] };
+        // Plot area: right of the y labels, left of the legend column.
         let area = (70, top + 24, WIDTH - 220, top + PANEL_HEIGHT - 40);
-        let drawn = count(&p, area, rgb(0)) + count(&p, area, rgb(1));
+        let drawn = count(&p, area, rgb(colours[0])) + count(&p, area, rgb(colours[1]));
         assert!(drawn > 50, "panel {k}: {drawn} series pixels");
-        // The legend: filled markers of both series in the upper right corner.
-        let legend = (WIDTH - 220, top, WIDTH, top + 110);
-        for s in 0..2 {
+        // The legend: filled markers of both series in the column right of the panel,
+        // outside the plot area.
+        let legend = (WIDTH - 190, top, WIDTH, top + 110);
+        for s in colours {
             let n = count(&p, legend, rgb(s));
             assert!(n >= 100, "panel {k}: legend marker {s}: {n} pixels");
+        }
+        let other = if k < 2 { [2, 3] } else { [0, 1] };
+        for s in other {
+            assert_eq!(count(&p, legend, rgb(s)), 0, "panel {k}: colour {s}");
         }
     }
 }
@@ -87,14 +95,14 @@ fn plot_suite_png_has_points_by_verdict_and_a_legend() {
     let svg = report.to_svg();
     assert!(svg.contains("\n1: a [reproduced; linux]"), "key");
     let p = png(&svg);
-    // The legend, upper left of the plot area; the points anywhere else in the chart.
-    let legend = (60, 20, 260, 200);
+    // The legend, a row under the chart (never over the points); the points in the chart.
+    let legend = (0, 640, WIDTH, 666);
     let chart = (0, 0, WIDTH, 640);
     // Three verdicts, three colors (reproduced green, direction only orange, not
     // reproduced red), one point each (a filled circle of radius 5: ~80 px).
     for g in [2, 3, 1] {
-        let n = count(&p, chart, rgb(g)) - count(&p, legend, rgb(g));
-        assert!(n >= 40, "verdict {g}: {n} pixels outside the legend");
+        let n = count(&p, chart, rgb(g));
+        assert!(n >= 40, "verdict {g}: {n} pixels in the chart");
     }
     for g in [2, 3, 1] {
         assert!(count(&p, legend, rgb(g)) >= 40, "legend marker {g}");
