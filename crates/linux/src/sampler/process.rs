@@ -42,6 +42,48 @@ impl Sampler {
         self.scratch.found = found;
     }
 
+    /// Whether the orphanage's children are looked for in this sample (see
+    /// [`Sampler::adopt_orphans_of`]): the first time, every [`super::ORPHANS_EVERY`], and
+    /// when a managed process exited in this sample (its children were orphaned then).
+    pub(super) fn orphans_due(&mut self) -> bool {
+        let now = self.now;
+        let exited = self.procs.iter().any(|p| !p.alive);
+        let Some((_, looked)) = self.orphanage.as_mut() else {
+            return false;
+        };
+        let due = exited || looked.is_none_or(|at| now.saturating_sub(at) >= super::ORPHANS_EVERY);
+        if due {
+            *looked = Some(now);
+        }
+        due
+    }
+
+    /// Lists the children of every thread of the orphanage into `scratch.found`, leaving
+    /// out the targets (the command itself, which may be a zombie by now). A file that
+    /// cannot be read is skipped: the next look tries again.
+    pub(super) fn find_orphans(&mut self) {
+        let Some((pid, _)) = self.orphanage else {
+            return;
+        };
+        let task_dir = self.root.proc_dir(pid).join("task");
+        let Ok(tasks) = std::fs::read_dir(&task_dir) else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read(task.path().join("children")) else {
+                continue;
+            };
+            for w in crate::parse::words(&text) {
+                if let Some(child) = crate::parse::parse_u64(w).and_then(|c| i32::try_from(c).ok())
+                {
+                    if !self.targets.contains(&Pid(child)) {
+                        self.scratch.found.push(Pid(child));
+                    }
+                }
+            }
+        }
+    }
+
     /// Without `children` files: reads every `proc/<pid>/stat` for its parent and adopts the
     /// descendants of managed processes.
     pub(super) fn scan_children(&mut self) -> Result<(), LinuxError> {
@@ -62,11 +104,14 @@ impl Sampler {
             }
         }
         // Adopt until nothing changes: a grandchild may be listed before its parent joins.
+        // The orphanage's children count as managed ones' (see `adopt_orphans_of`).
+        let orphanage = self.orphanage.map(|(pid, _)| pid);
         loop {
             let before = self.procs.len();
             for &(pid, ppid) in &parent_of {
                 let managed = |p: Pid| self.procs.iter().any(|x| x.pid == p);
-                if managed(ppid) && !managed(pid) {
+                let parent = managed(ppid) || Some(ppid) == orphanage;
+                if parent && !managed(pid) && !self.targets.contains(&pid) {
                     self.procs.push(Process::new(&self.root, pid));
                 }
             }
