@@ -594,8 +594,11 @@ impl Sampler {
         self.pid_buf.clear();
         self.pid_buf.extend(self.procs.iter().map(|p| p.pid));
         match c.refresh(&self.pid_buf) {
-            Ok(false) => {}
-            Ok(true) => self.procs.iter_mut().for_each(|p| p.nlink = None),
+            Ok(false) => self.procs.iter_mut().for_each(|p| p.counted = true),
+            Ok(true) => self.procs.iter_mut().for_each(|p| {
+                p.counted = true;
+                p.nlink = None;
+            }),
             Err(e) => {
                 self.counters_stopped = Some(e.to_string());
                 self.counters = None;
@@ -620,7 +623,7 @@ impl Sampler {
             // `refresh_counters` cleared `nlink`): the link count need not be looked at.
             let counted = self.counters.as_ref().is_some_and(|c| c.births().is_some());
             let unchanged = match (&self.procs[i].dir, self.procs[i].nlink) {
-                (Some(_), Some(_)) if counted => true,
+                (Some(_), Some(_)) if counted && self.procs[i].listed_counted => true,
                 (Some(dir), Some(nlink)) => fstat(dir).is_ok_and(|st| st.st_nlink == nlink),
                 _ => false,
             };
@@ -647,6 +650,7 @@ impl Sampler {
         let pid = self.procs[i].pid;
         let mut tids = std::mem::take(&mut self.procs[i].tids);
         tids.clear();
+        self.procs[i].listed_counted = self.procs[i].counted;
         let listed = self.procs[i].list_tids(keep, &mut tids);
         let result = match listed {
             // A live process always lists at least one task (a zombie leader lists itself);

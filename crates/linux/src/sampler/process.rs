@@ -28,6 +28,14 @@ pub(super) struct Process {
     pub(super) nlink: Option<libc::nlink_t>,
     /// Whether it was listed in the last sample (its task directory could be read).
     pub(super) alive: bool,
+    /// Whether the faster run-time source was told of it ([`Sampler::refresh_counters`]),
+    /// so that it counts the threads it creates from then on.
+    pub(super) counted: bool,
+    /// Whether it was counted already when its task directory was last listed: only
+    /// then does "no thread born" from the source say that listing is still whole. A
+    /// process adopted in a sample is told to the source at the next: threads it creates
+    /// meanwhile are not counted, and were never listed (its workers went unseen).
+    pub(super) listed_counted: bool,
 }
 
 impl Sampler {
@@ -150,6 +158,8 @@ impl Process {
             tids: Vec::new(),
             nlink: None,
             alive: true,
+            counted: false,
+            listed_counted: false,
         }
     }
 
