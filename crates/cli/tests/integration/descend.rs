@@ -92,16 +92,16 @@ fn live_run_manages_an_orphan_of_its_command_and_restores_it() {
     assert_eq!(v["unrestored"], 0, "{v}");
 }
 
-/// Whether process `tb` holds a file of thread `pid` of process `pid` open (the sampler
-/// keeps them open once it has read them).
-fn reads(tb: u32, pid: u32) -> bool {
-    let want = format!("/proc/{pid}/task/{pid}/");
+/// Whether process `tb` holds the `children` file of thread `pid` of process `pid` open:
+/// the sampler opens it at its first read of that thread, and keeps it.
+fn read_children(tb: u32, pid: u32) -> bool {
+    let want = format!("/proc/{pid}/task/{pid}/children");
     std::fs::read_dir(format!("/proc/{tb}/fd"))
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .any(|l| l.to_string_lossy().starts_with(&want))
+        .any(|l| l.to_string_lossy() == want)
 }
 
 #[test]
@@ -133,8 +133,9 @@ fn live_attach_manages_a_worker_the_shell_starts_later() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The line goes as soon as the shell has been read, well within its `stat`'s second.
-    let read = wait_for(LIMIT, || reads(tb.id(), pid).then_some(()));
+    // The line goes as soon as the shell has been sampled (its `children` listed, empty),
+    // well within the second its `stat` stays fresh.
+    let read = wait_for(LIMIT, || read_children(tb.id(), pid).then_some(()));
     let mut stdin = sh.stdin.take().unwrap();
     let _ = writeln!(stdin, "go");
     drop(stdin);

@@ -409,7 +409,10 @@ fn live_sampler_follows_a_child_started_once_the_shell_was_read() {
     let mut worker = None;
     for _ in 0..500 {
         let listed = std::fs::read_to_string(&children).unwrap_or_default();
-        worker = listed.split_whitespace().next().and_then(|w| w.parse().ok());
+        worker = listed
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok());
         if worker.is_some() && state_of(pid) == Some('S') {
             break;
         }
