@@ -402,3 +402,44 @@ impl Sampler {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread seen before, its `children` last read at 0 ms; `ran`: it ran since.
+    fn tracked(ran: bool) -> Tracked {
+        let mut t = Tracked::new(Pid(1), Tid(1));
+        t.seen = 1;
+        t.ran_unlisted = ran;
+        t
+    }
+
+    #[test]
+    fn children_due_after_a_run_then_idle_not_only_with_a_stale_stat() {
+        // max_age 1 s (speed's `stat` age), floor 50 ms. See: issue 39 item 7: a shell
+        // that forked within its `stat`'s second and then waited was never listed again.
+        let (max_age, floor) = (Nanos::from_secs(1), CHILDREN_FLOOR);
+        let ms = Nanos::from_millis;
+        // (ran since the last read, now, idle now, spawns counted, due)
+        let cases = [
+            (false, ms(2000), true, true, false), // did not run: nothing new to list
+            (true, ms(100), true, false, true),   // ran, now waits: listed
+            (true, ms(20), true, false, false),   // …no sooner than the floor
+            (true, ms(100), false, false, false), // still running: waits for max_age
+            (true, ms(1000), false, false, true), // …reached
+            (true, ms(1), false, true, true),     // a spawn counted: at once
+        ];
+        for (ran, now, idle, spawned, due) in cases {
+            let t = tracked(ran);
+            assert_eq!(
+                children_due(&t, now, idle, spawned, max_age, floor),
+                due,
+                "ran {ran}, now {now:?}, idle {idle}, spawned {spawned}"
+            );
+        }
+        // A thread never read is always listed.
+        let fresh = Tracked::new(Pid(1), Tid(1));
+        assert!(children_due(&fresh, ms(0), true, false, max_age, floor));
+    }
+}
