@@ -43,6 +43,10 @@ pub struct Summary {
     pub wall_s: f64,
     /// Distinct threads seen.
     pub threads_seen: u64,
+    /// Distinct processes whose threads were managed: the command (or the attached
+    /// process) and every descendant seen, orphans re-parented to `run` included; 1 when
+    /// children are not followed (`--no-children`) or the command started none.
+    pub processes_seen: u64,
     /// Most threads alive at once.
     pub threads_peak: usize,
     /// Control ticks taken.
@@ -146,6 +150,9 @@ pub struct Summary {
     weight: f64,
     #[serde(skip)]
     exact_lock: bool,
+    /// The processes counted in `processes_seen`.
+    #[serde(skip)]
+    processes: std::collections::HashSet<threadbalance_model::Pid>,
     /// Tick-by-tick samples for `--report` (`None`: no plot asked for).
     #[serde(skip)]
     pub trace: Option<crate::trace::RunTrace>,
@@ -172,6 +179,7 @@ impl Summary {
             dry_run,
             wall_s: 0.0,
             threads_seen: 0,
+            processes_seen: 0,
             threads_peak: 0,
             ticks: 0,
             moves_decided: 0,
@@ -212,6 +220,7 @@ impl Summary {
             cv_weighted: 0.0,
             weight: 0.0,
             exact_lock: false,
+            processes: std::collections::HashSet::new(),
             trace: None,
         }
     }
@@ -220,6 +229,13 @@ impl Summary {
     pub fn record(&mut self, topo: &Topology, window: &Window, tick: &TickReport) {
         self.ticks += 1;
         self.threads_seen += tick.appeared as u64;
+        if tick.appeared > 0 {
+            // A process is new only with a thread that is.
+            for t in window.threads.iter().filter(|t| t.appeared) {
+                self.processes.insert(t.key.pid);
+            }
+            self.processes_seen = self.processes.len() as u64;
+        }
         self.threads_peak = self.threads_peak.max(tick.threads);
         self.moves_decided += tick.moves as u64;
         self.applied.add(&tick.applied);
@@ -348,8 +364,16 @@ impl Summary {
         let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
         let _ = writeln!(
             s,
-            "   {:>12}    threads seen (peak {} at once), {} ticks",
-            self.threads_seen, self.threads_peak, self.ticks
+            "   {:>12}    threads seen in {} {} (peak {} at once), {} ticks",
+            self.threads_seen,
+            self.processes_seen,
+            if self.processes_seen == 1 {
+                "process"
+            } else {
+                "processes"
+            },
+            self.threads_peak,
+            self.ticks
         );
         let a = &self.applied;
         if self.dry_run {

@@ -14,6 +14,8 @@
 //!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline, later if over budget)
 //!    LoopHost::forward           ─► kill(target, sig)
 //!    LoopHost::housekeeping      ─► run only: waitpid(orphan, WNOHANG), once a second
+//!                                   (the orphans themselves are sampled and managed as
+//!                                   the command's tree: `Sampler::adopt_orphans_of`)
 //!    LoopHost::restore_all       ─► LinuxHost::restore_all
 //! ```
 //!
@@ -227,6 +229,12 @@ impl LinuxAdapter {
             cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
         let mut host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
+        if follow && matches!(target, Target::Child { .. }) {
+            // `run` is its command's subreaper: the command's orphans hang under it, and are
+            // part of the command's tree all the same.
+            host.sampler_mut()
+                .adopt_orphans_of(Pid(std::process::id() as i32));
+        }
         let run_source = counters.give(&mut host);
         Ok(LinuxAdapter {
             host,

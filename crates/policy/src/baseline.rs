@@ -30,6 +30,16 @@ const SETTLE: Nanos = Nanos::from_millis(10);
 ///
 /// With `--interval` fixed, every look comes at that interval (the user's choice); only
 /// the first rule applies.
+///
+/// **A process's only thread is never placed** ([`placeable`]), whatever the rest of the
+/// window holds: `run -- sh -c 'worker; true'` manages the shell and the worker as one
+/// application, and a window of the shell's thread and the worker's main thread, before
+/// the workers exist, held two threads. `psets` placed the worker's main thread in its own
+/// group, and every worker it then started inherited that one CPU: 87 % of a core for a
+/// program that could use 200 %. So a window starts the baselines once it holds a process
+/// with two threads or more, and only such processes' threads are placed; a
+/// single-threaded process (the shell, `make`, a compiler) is left to Linux, and its
+/// threads are placed once it has started a second one.
 #[derive(Debug, Clone)]
 struct StartUp {
     interval: Nanos,
@@ -46,9 +56,10 @@ impl StartUp {
         }
     }
 
-    /// `Some(wait)` when the window holds one thread or none: place nothing, look again then.
+    /// `Some(wait)` when the window holds no thread that may be placed (one thread, or
+    /// only processes of one thread each): place nothing, look again then.
     fn lone(&mut self, window: &Window) -> Option<Nanos> {
-        if window.threads.len() > 1 {
+        if placeable(&window.threads).any(|p| p) {
             self.lone_wait = Nanos::ZERO;
             return None;
         }
@@ -68,6 +79,19 @@ impl StartUp {
             self.interval
         }
     }
+}
+
+/// For each thread of `threads` (sorted by key, as a window's are), whether it may be
+/// placed by a static baseline: whether its process has another thread in the window. A
+/// process's only thread is left where it is (see [`StartUp`]): a mask set on it now
+/// would be inherited by every thread and process it starts.
+fn placeable(threads: &[ThreadRates]) -> impl Iterator<Item = bool> + '_ {
+    threads.iter().enumerate().map(|(i, t)| {
+        let pid = t.key.pid;
+        let before = i > 0 && threads[i - 1].key.pid == pid;
+        let after = threads.get(i + 1).is_some_and(|n| n.key.pid == pid);
+        before || after
+    })
 }
 
 /// `none`: moves nothing; the engine still samples so the summary can report what Linux did.
@@ -96,7 +120,8 @@ impl Policy for Observe {
 }
 
 /// `psets`: the papers' processor-set baseline (Tumbler §5.2, Shuffling §4). At start
-/// (the first look with more than one thread: see `StartUp`), threads in tid order are
+/// (the first look with a process of more than one thread: see `StartUp`), the threads
+/// of such processes, in tid order, are
 /// cut into one group of consecutive threads per domain — threads
 /// 1–16 to domain 0, 17–32 to domain 1, … — group *i* to domain *i*, and Linux balances
 /// within each domain. Groups are never recomputed; a thread seen later joins the group
@@ -148,8 +173,13 @@ impl Policy for Psets {
         };
         if !self.started {
             self.started = true;
-            let n = window.threads.len();
-            for (i, t) in window.threads.iter().enumerate() {
+            let n = placeable(&window.threads).filter(|&p| p).count();
+            let ready = window
+                .threads
+                .iter()
+                .zip(placeable(&window.threads))
+                .filter_map(|(t, p)| p.then_some(t));
+            for (i, t) in ready.enumerate() {
                 let d = contiguous_group(i, n, k);
                 self.placement.set(t.key, d);
                 moves.push(place(t, d));
@@ -158,8 +188,8 @@ impl Policy for Psets {
             self.counts.clear();
             self.counts.resize(k, 0);
             self.placement.count_per_domain(&mut self.counts);
-            for t in &window.threads {
-                if self.placement.get(&t.key).is_some() {
+            for (t, ok) in window.threads.iter().zip(placeable(&window.threads)) {
+                if !ok || self.placement.get(&t.key).is_some() {
                     continue;
                 }
                 let d = smallest(&self.counts);
@@ -203,7 +233,7 @@ fn smallest(counts: &[usize]) -> usize {
 /// threads share a domain as under [`Psets`] and each stays on one core. With more threads
 /// than cores it wraps around; a thread seen later takes the core with the fewest live
 /// threads, first in that order on ties. A pinned thread is never moved again. It starts
-/// as `psets` does (`StartUp`): not on a program's only thread.
+/// as `psets` does (`StartUp`): never on a process's only thread.
 ///
 /// An earlier version dealt the cores round-robin over the domains, which spreads each
 /// group of consecutive threads (a pipeline stage) over every package: that is a balancing
@@ -269,8 +299,8 @@ impl Policy for Pbind {
         self.counts.clear();
         self.counts.resize(self.cores.len(), 0);
         self.placement.count_per_domain(&mut self.counts);
-        for t in &window.threads {
-            if self.placement.get(&t.key).is_some() {
+        for (t, ok) in window.threads.iter().zip(placeable(&window.threads)) {
+            if !ok || self.placement.get(&t.key).is_some() {
                 continue;
             }
             let slot = smallest(&self.counts);
@@ -465,6 +495,52 @@ mod tests {
         let plan = p.decide(&t, &window_of(50, &two));
         assert_eq!(cpus(&plan), [0, 1]);
         assert_eq!(plan.next_in, Nanos::from_millis(50));
+    }
+
+    #[test]
+    fn psets_process_tree_leaves_single_threaded_processes_alone() {
+        // See: issue 39 item 7. `run -- sh -c 'worker; true'`: the shell (pid 1) and the
+        // worker's main thread (pid 2) before its workers exist. Two threads, but each
+        // alone in its process: grouping the worker's main thread then put every worker it
+        // started on that one core. Nothing is placed; the next look comes 10 ms later.
+        let t = topo(1, 1, 2, 1);
+        let mut p = Psets::new(&Settings::new(Level::Core));
+        let shell = (key(1, 1), 0.0, 0);
+        let plan = p.decide(&t, &window_of(0, &[shell, (key(2, 2), 0.1, 0)]));
+        assert!(plan.moves.is_empty());
+        assert_eq!(plan.next_in, Nanos::from_millis(10));
+        // The worker has started its two workers: its three threads are cut into the two
+        // cores (2 | 3 4); the shell, alone in its process, is left to Linux.
+        let tree = [
+            shell,
+            (key(2, 2), 0.0, 0),
+            (key(2, 3), 1.0, 0),
+            (key(2, 4), 1.0, 0),
+        ];
+        let plan = p.decide(&t, &window_of(10, &tree));
+        let moved: Vec<_> = plan.moves.iter().map(|m| m.thread).collect();
+        assert_eq!(moved, [key(2, 2), key(2, 3), key(2, 4)]);
+        assert_eq!(domains(&plan), [0, 0, 1]);
+        // A second single-threaded child of the shell is left alone too, later as well.
+        let mut more = tree.to_vec();
+        more.push((key(5, 5), 1.0, 1));
+        assert!(p.decide(&t, &window_of(10, &more)).moves.is_empty());
+    }
+
+    #[test]
+    fn pbind_process_tree_pins_no_lone_thread() {
+        // See: issue 39 item 7. The same tree under `pbind`: the shell's and the worker's
+        // only threads are not pinned; once the worker has a second thread, its two are.
+        let t = topo(1, 1, 2, 1);
+        let mut p = Pbind::new(&Settings::new(Level::Core), &t);
+        let shell = (key(1, 1), 0.0, 0);
+        let plan = p.decide(&t, &window_of(0, &[shell, (key(2, 2), 0.1, 0)]));
+        assert!(plan.moves.is_empty());
+        let tree = [shell, (key(2, 2), 0.0, 0), (key(2, 3), 1.0, 0)];
+        let plan = p.decide(&t, &window_of(10, &tree));
+        let moved: Vec<_> = plan.moves.iter().map(|m| m.thread).collect();
+        assert_eq!(moved, [key(2, 2), key(2, 3)]);
+        assert_eq!(cpus(&plan), [0, 1]);
     }
 
     #[test]

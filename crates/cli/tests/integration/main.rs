@@ -12,6 +12,7 @@ mod compare;
 mod daemon;
 mod daemon_bpf;
 mod daemon_groups;
+mod descend;
 mod handoff;
 mod install;
 mod live;

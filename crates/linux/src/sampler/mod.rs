@@ -18,6 +18,11 @@
 //!        open fails with EMFILE/ENFILE ──► left out of this sample, tried again next
 //!    (files stay open for as many threads as RLIMIT_NOFILE allows, less a reserve of
 //!     128; threads beyond that are read by open/read/close on every sample)
+//!      following children: each thread's `children` file, read when the thread first
+//!      shows up, then once it ran and went idle (a shell forks, then waits), at most
+//!      every `stat_max_age` while it keeps running ──► new processes join this pass
+//!      `run` only: the children of `run` itself (orphans of the command re-parented to
+//!      its subreaper), every 100 ms and after a managed process exited
 //!    close the files of tids no longer listed
 //!    every `memory_every`: proc/<pid>/numa_maps ──► Snapshot::memory
 //! ```
@@ -219,7 +224,18 @@ pub struct Sampler {
     /// Another sampler reads the machine's CPU time for the same tick (a daemon group's
     /// first member), so this one leaves it out ([`Sampler::machine_time_elsewhere`]).
     cpu_time_elsewhere: bool,
+    /// The faster source's count of processes started, at the last sample.
+    last_spawns: Option<u64>,
+    /// Whether that count moved at this sample: a managed process started one.
+    spawned: bool,
+    /// The process whose children are adopted too, and when they were last looked for
+    /// ([`Sampler::adopt_orphans_of`]).
+    orphanage: Option<(Pid, Option<Nanos>)>,
 }
+
+/// How often the children of the orphanage ([`Sampler::adopt_orphans_of`]) are looked for,
+/// besides the sample after a managed process exited (its children are orphaned then).
+pub const ORPHANS_EVERY: Nanos = Nanos::from_millis(100);
 
 /// How old the `stat` fields (user and system time) of a thread the faster run-time
 /// source answers for may get (see [`crate::runcount`]).
@@ -291,6 +307,9 @@ impl Sampler {
             cpu_time: None,
             cpu_time_failed: false,
             cpu_time_elsewhere: false,
+            last_spawns: None,
+            spawned: false,
+            orphanage: None,
             cfg,
         })
     }
@@ -304,6 +323,20 @@ impl Sampler {
     /// descendants), in pid order.
     pub fn pids(&self) -> Vec<Pid> {
         self.procs.iter().map(|p| p.pid).collect()
+    }
+
+    /// Also manages, from the next sample on, the children of process `pid` (through
+    /// `proc/<pid>/task/<tid>/children`), when following children: for `run`, which is
+    /// its command's subreaper (`PR_SET_CHILD_SUBREAPER`) and gives its own pid. A process
+    /// the command started whose parent exited (`sh -c '(worker &); …'`) is re-parented
+    /// to `run`, outside the command's tree: it is found here, within
+    /// [`ORPHANS_EVERY`] (at once when a managed process exited), and managed as the rest
+    /// of the tree. Every child of `pid` is adopted, so `pid` must have no children of its
+    /// own but the targets.
+    pub fn adopt_orphans_of(&mut self, pid: Pid) {
+        if self.cfg.follow_children {
+            self.orphanage = Some((pid, None));
+        }
     }
 
     /// The processes managed now, as [`Sampler::pids`] lists them, without allocating.
@@ -491,6 +524,9 @@ impl Sampler {
         }
         self.counted = 0;
         self.refresh_counters();
+        let spawns = self.counters.as_ref().and_then(|c| c.spawns());
+        self.spawned = spawns.is_some() && spawns != self.last_spawns;
+        self.last_spawns = spawns;
         let mut i = 0;
         while i < self.procs.len() {
             self.sample_process(i, into)?;
@@ -498,6 +534,15 @@ impl Sampler {
             // this same pass.
             self.adopt_found();
             i += 1;
+        }
+        if self.cfg.follow_children && self.has_children_files && self.orphans_due() {
+            self.find_orphans();
+            self.adopt_found();
+            while i < self.procs.len() {
+                self.sample_process(i, into)?;
+                self.adopt_found();
+                i += 1;
+            }
         }
         if self.cfg.follow_children && !self.has_children_files {
             self.scan_children()?;
@@ -549,8 +594,11 @@ impl Sampler {
         self.pid_buf.clear();
         self.pid_buf.extend(self.procs.iter().map(|p| p.pid));
         match c.refresh(&self.pid_buf) {
-            Ok(false) => {}
-            Ok(true) => self.procs.iter_mut().for_each(|p| p.nlink = None),
+            Ok(false) => self.procs.iter_mut().for_each(|p| p.counted = true),
+            Ok(true) => self.procs.iter_mut().for_each(|p| {
+                p.counted = true;
+                p.nlink = None;
+            }),
             Err(e) => {
                 self.counters_stopped = Some(e.to_string());
                 self.counters = None;
@@ -575,7 +623,7 @@ impl Sampler {
             // `refresh_counters` cleared `nlink`): the link count need not be looked at.
             let counted = self.counters.as_ref().is_some_and(|c| c.births().is_some());
             let unchanged = match (&self.procs[i].dir, self.procs[i].nlink) {
-                (Some(_), Some(_)) if counted => true,
+                (Some(_), Some(_)) if counted && self.procs[i].listed_counted => true,
                 (Some(dir), Some(nlink)) => fstat(dir).is_ok_and(|st| st.st_nlink == nlink),
                 _ => false,
             };
@@ -602,6 +650,7 @@ impl Sampler {
         let pid = self.procs[i].pid;
         let mut tids = std::mem::take(&mut self.procs[i].tids);
         tids.clear();
+        self.procs[i].listed_counted = self.procs[i].counted;
         let listed = self.procs[i].list_tids(keep, &mut tids);
         let result = match listed {
             // A live process always lists at least one task (a zombie leader lists itself);

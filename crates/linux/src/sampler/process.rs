@@ -28,6 +28,14 @@ pub(super) struct Process {
     pub(super) nlink: Option<libc::nlink_t>,
     /// Whether it was listed in the last sample (its task directory could be read).
     pub(super) alive: bool,
+    /// Whether the faster run-time source was told of it ([`Sampler::refresh_counters`]),
+    /// so that it counts the threads it creates from then on.
+    pub(super) counted: bool,
+    /// Whether it was counted already when its task directory was last listed: only
+    /// then does "no thread born" from the source say that listing is still whole. A
+    /// process adopted in a sample is told to the source at the next: threads it creates
+    /// meanwhile are not counted, and were never listed (its workers went unseen).
+    pub(super) listed_counted: bool,
 }
 
 impl Sampler {
@@ -40,6 +48,48 @@ impl Sampler {
             }
         }
         self.scratch.found = found;
+    }
+
+    /// Whether the orphanage's children are looked for in this sample (see
+    /// [`Sampler::adopt_orphans_of`]): the first time, every [`super::ORPHANS_EVERY`], and
+    /// when a managed process exited in this sample (its children were orphaned then).
+    pub(super) fn orphans_due(&mut self) -> bool {
+        let now = self.now;
+        let exited = self.procs.iter().any(|p| !p.alive);
+        let Some((_, looked)) = self.orphanage.as_mut() else {
+            return false;
+        };
+        let due = exited || looked.is_none_or(|at| now.saturating_sub(at) >= super::ORPHANS_EVERY);
+        if due {
+            *looked = Some(now);
+        }
+        due
+    }
+
+    /// Lists the children of every thread of the orphanage into `scratch.found`, leaving
+    /// out the targets (the command itself, which may be a zombie by now). A file that
+    /// cannot be read is skipped: the next look tries again.
+    pub(super) fn find_orphans(&mut self) {
+        let Some((pid, _)) = self.orphanage else {
+            return;
+        };
+        let task_dir = self.root.proc_dir(pid).join("task");
+        let Ok(tasks) = std::fs::read_dir(&task_dir) else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read(task.path().join("children")) else {
+                continue;
+            };
+            for w in crate::parse::words(&text) {
+                if let Some(child) = crate::parse::parse_u64(w).and_then(|c| i32::try_from(c).ok())
+                {
+                    if !self.targets.contains(&Pid(child)) {
+                        self.scratch.found.push(Pid(child));
+                    }
+                }
+            }
+        }
     }
 
     /// Without `children` files: reads every `proc/<pid>/stat` for its parent and adopts the
@@ -62,11 +112,14 @@ impl Sampler {
             }
         }
         // Adopt until nothing changes: a grandchild may be listed before its parent joins.
+        // The orphanage's children count as managed ones' (see `adopt_orphans_of`).
+        let orphanage = self.orphanage.map(|(pid, _)| pid);
         loop {
             let before = self.procs.len();
             for &(pid, ppid) in &parent_of {
                 let managed = |p: Pid| self.procs.iter().any(|x| x.pid == p);
-                if managed(ppid) && !managed(pid) {
+                let parent = managed(ppid) || Some(ppid) == orphanage;
+                if parent && !managed(pid) && !self.targets.contains(&pid) {
                     self.procs.push(Process::new(&self.root, pid));
                 }
             }
@@ -105,6 +158,8 @@ impl Process {
             tids: Vec::new(),
             nlink: None,
             alive: true,
+            counted: false,
+            listed_counted: false,
         }
     }
 

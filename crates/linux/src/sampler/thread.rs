@@ -33,6 +33,11 @@ pub(super) struct Tracked {
     pub(super) read_at: Nanos,
     /// When a read last showed that it had run (or it was first read).
     pub(super) ran_at: Nanos,
+    /// When its `children` file was last read (following children only).
+    pub(super) children_at: Nanos,
+    /// Whether it ran since its `children` file was last read: only then can it have
+    /// started a process that file does not list yet (following children only).
+    pub(super) ran_unlisted: bool,
 }
 
 impl Tracked {
@@ -54,6 +59,8 @@ impl Tracked {
             keep: false,
             read_at: Nanos::ZERO,
             ran_at: Nanos::ZERO,
+            children_at: Nanos::ZERO,
+            ran_unlisted: false,
         }
     }
 
@@ -139,6 +146,40 @@ fn idle_skip(now: Nanos, t: &Tracked, max_age: Nanos) -> bool {
     let idle_for = now.saturating_sub(t.ran_at);
     let wait = Nanos(idle_for.0 / 2).min(max_age);
     now.saturating_sub(t.read_at) < wait
+}
+
+/// The shortest time between two reads of one thread's `children` file while it runs
+/// and sleeps in turn (a thread that keeps running waits for its `stat`'s age instead): a
+/// pread of a short file, at most 20 a second per thread.
+const CHILDREN_FLOOR: Nanos = Nanos::from_millis(50);
+
+/// Whether thread `t`'s `children` file is read at `now`: at its first read, and then only
+/// once it ran since the last one (a thread that did not run cannot have started a
+/// process), and no sooner than `floor` after it, when one of these holds:
+///
+/// * it is `idle` now, having run: a shell or `make` forks and then waits, and a `stat`
+///   still fresh enough to be carried over must not hide that fork for good (it did: the
+///   shell, idle from then on, was never read again, and its worker never managed);
+/// * the run-time counters counted a process started by a managed one (`spawned`);
+/// * its last read is `max_age` old: a thread that forks and keeps running.
+///
+/// So a busy thread's list is read every `max_age` (as its `stat`: 10 ms by default, 5 s
+/// for a thread the counters answer for), and one that runs and sleeps in turn at most
+/// every `floor` ([`CHILDREN_FLOOR`], or `stat_max_age` when shorter); a process started
+/// by a thread that then sleeps is found within `floor` plus the idle back-off's delay.
+fn children_due(
+    t: &Tracked,
+    now: Nanos,
+    idle: bool,
+    spawned: bool,
+    max_age: Nanos,
+    floor: Nanos,
+) -> bool {
+    if t.seen == 0 {
+        return true;
+    }
+    let age = now.saturating_sub(t.children_at);
+    t.ran_unlisted && (spawned || (age >= floor && (idle || age >= max_age)))
 }
 
 /// Whether `e` says the process or the system has run out of file descriptors.
@@ -318,9 +359,14 @@ impl Sampler {
                 Read::Gone => gone = true,
             }
         }
-        // A thread that started a process has run since; its children list is read along
-        // with its `stat`, so a fast balancer does not list children on every tick.
-        if !gone && !reuse_stat && self.cfg.follow_children && self.has_children_files {
+        // A thread that started a process has run since its children were last listed
+        // (see `children_due`).
+        let follow = self.cfg.follow_children && self.has_children_files;
+        t.ran_unlisted |= follow && !idle;
+        let floor = self.cfg.stat_max_age.min(CHILDREN_FLOOR);
+        if !gone && follow && children_due(t, self.now, idle, self.spawned, max_age, floor) {
+            t.children_at = self.now;
+            t.ran_unlisted = false;
             let f = file("children");
             let read = pread_slot(&mut t.children, &f, &mut scratch.path, &mut scratch.buf)?;
             if let Read::Bytes(n) = read {
@@ -354,5 +400,46 @@ impl Sampler {
         t.last = sample;
         into.threads.push(sample);
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread seen before, its `children` last read at 0 ms; `ran`: it ran since.
+    fn tracked(ran: bool) -> Tracked {
+        let mut t = Tracked::new(Pid(1), Tid(1));
+        t.seen = 1;
+        t.ran_unlisted = ran;
+        t
+    }
+
+    #[test]
+    fn children_due_after_a_run_then_idle_not_only_with_a_stale_stat() {
+        // max_age 1 s (speed's `stat` age), floor 50 ms. See: issue 39 item 7: a shell
+        // that forked within its `stat`'s second and then waited was never listed again.
+        let (max_age, floor) = (Nanos::from_secs(1), CHILDREN_FLOOR);
+        let ms = Nanos::from_millis;
+        // (ran since the last read, now, idle now, spawns counted, due)
+        let cases = [
+            (false, ms(2000), true, true, false), // did not run: nothing new to list
+            (true, ms(100), true, false, true),   // ran, now waits: listed
+            (true, ms(20), true, false, false),   // …no sooner than the floor
+            (true, ms(100), false, false, false), // still running: waits for max_age
+            (true, ms(1000), false, false, true), // …reached
+            (true, ms(1), false, true, true),     // a spawn counted: at once
+        ];
+        for (ran, now, idle, spawned, due) in cases {
+            let t = tracked(ran);
+            assert_eq!(
+                children_due(&t, now, idle, spawned, max_age, floor),
+                due,
+                "ran {ran}, now {now:?}, idle {idle}, spawned {spawned}"
+            );
+        }
+        // A thread never read is always listed.
+        let fresh = Tracked::new(Pid(1), Tid(1));
+        assert!(children_due(&fresh, ms(0), true, false, max_age, floor));
     }
 }

@@ -376,6 +376,67 @@ fn live_sampler_follows_children_of_a_shell() {
     assert_eq!(pids[0], pid);
 }
 
+/// The state letter of process `pid` (`proc/<pid>/stat`'s third field), `None` once gone.
+fn state_of(pid: Pid) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{}/stat", pid.0)).ok()?;
+    text.rsplit_once(") ")?.1.chars().next()
+}
+
+#[test]
+fn live_sampler_follows_a_child_started_once_the_shell_was_read() {
+    // See: issue 39 item 7. A shell read once, which then forks a worker and waits for it:
+    // its `stat` is still fresh (a policy that allows it a second, as `speed` does; the
+    // run-time counters allow 5 s), and its `children` file used to be read only with
+    // `stat`, so the shell, idle from then on, was never listed again and the worker never
+    // managed. The samples are taken at times of our choosing, 100 ms apart.
+    let mut sh = Command::new("sh")
+        .args(["-c", "read line; sleep 30 & wait"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = Pid(sh.id() as i32);
+    let mut cfg = SamplerConfig::new(facts());
+    cfg.follow_children = true;
+    cfg.stat_max_age = Nanos::from_secs(1);
+    let mut s = Sampler::new(Root::system(), &[pid], cfg).unwrap();
+    let mut snap = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut snap).unwrap();
+    let first = s.pids();
+    // Let the shell fork the worker, and wait until it sleeps in `wait`.
+    let mut stdin = sh.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    let children = format!("/proc/{}/task/{}/children", pid.0, pid.0);
+    let mut worker = None;
+    for _ in 0..500 {
+        let listed = std::fs::read_to_string(&children).unwrap_or_default();
+        worker = listed
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok());
+        if worker.is_some() && state_of(pid) == Some('S') {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut pids = Vec::new();
+    for k in 1..=5 {
+        s.sample(Nanos::from_millis(100 * k), &mut snap).unwrap();
+        pids = s.pids();
+    }
+    if let Some(w) = worker {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    drop(stdin);
+    let _ = sh.kill();
+    let _ = sh.wait();
+    assert_eq!(first, [pid], "the shell alone at first");
+    let worker = Pid(worker.expect("the shell started its worker"));
+    assert!(pids.contains(&worker), "worker {worker} in {pids:?}");
+}
+
 #[test]
 fn live_actuator_pins_child_thread_and_restores_it() {
     let topo = read_topology(&Root::system()).unwrap();
