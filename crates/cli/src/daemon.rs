@@ -378,7 +378,7 @@ impl Daemon {
                 return Vec::new();
             }
         };
-        if self.windows % COMPETITORS_EVERY == 0 {
+        if self.windows.is_multiple_of(COMPETITORS_EVERY) {
             self.competitors(&comms);
         }
         self.windows += 1;
@@ -405,19 +405,19 @@ impl Daemon {
             if matches!(decision, Decision::HandsOff(HandsOff::NoRule)) {
                 no_rule.insert(pid);
             }
-            if let Decision::Manage { rule, placement } = decision {
-                if !self.released.contains(&(pid, reading.start_time)) {
-                    let level = placement.level.unwrap_or_else(|| self.default_level());
-                    matched.push((
-                        pid,
-                        reading.comm.clone(),
-                        Assignment {
-                            rule: rule.name.clone(),
-                            policy: placement.policy_name().to_string(),
-                            settings: placement.settings(level),
-                        },
-                    ));
-                }
+            if let Decision::Manage { rule, placement } = decision
+                && !self.released.contains(&(pid, reading.start_time))
+            {
+                let level = placement.level.unwrap_or_else(|| self.default_level());
+                matched.push((
+                    pid,
+                    reading.comm.clone(),
+                    Assignment {
+                        rule: rule.name.clone(),
+                        policy: placement.policy_name().to_string(),
+                        settings: placement.settings(level),
+                    },
+                ));
             }
             readings.insert(pid, reading);
         }

@@ -133,10 +133,10 @@ pub(crate) fn claim(
 /// open per thread.
 pub(crate) fn raise_fd_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-        }
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
 }
 
@@ -349,10 +349,10 @@ fn manage(
         on_signal,
         &mut take,
         &mut |window, tick| {
-            if args.verbose {
-                if let Some(note) = &tick.note {
-                    errln!("threadbalance: {note}");
-                }
+            if args.verbose
+                && let Some(note) = &tick.note
+            {
+                errln!("threadbalance: {note}");
             }
             summary.record(topo, window, tick);
             if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {

@@ -299,10 +299,11 @@ impl Actuator {
             return current.clone();
         }
         let mut inherited = self.ledger.holds(key.pid, current);
-        if !inherited && key.is_leader() {
-            if let Some(parent) = self.world.parent(key.pid) {
-                inherited = self.ledger.holds(parent, current);
-            }
+        if !inherited
+            && key.is_leader()
+            && let Some(parent) = self.world.parent(key.pid)
+        {
+            inherited = self.ledger.holds(parent, current);
         }
         if inherited { base } else { current.clone() }
     }
@@ -609,10 +610,10 @@ impl Actuator {
         self.slice_counts.restored += u64::from(report.slices_restored);
         self.ledger.threads.clear();
         self.ledger.slices.clear();
-        if report.failures().next().is_none() {
-            if let Some(j) = self.journal.take() {
-                j.remove();
-            }
+        if report.failures().next().is_none()
+            && let Some(j) = self.journal.take()
+        {
+            j.remove();
         }
         report
     }
