@@ -121,7 +121,9 @@ pub struct ManageArgs {
     /// Also draw the run to FILE.svg: each domain's utilization over time and the moves.
     #[arg(long, value_name = "FILE.svg")]
     pub report: Option<PathBuf>,
-    /// Print each decision the policy explains, as it happens.
+    /// Print each decision the policy explains, as it happens, and the whole summary at
+    /// the end (threads, move outcomes, utilization per domain, pacing, lock time, the
+    /// policy's account) instead of its first lines.
     #[arg(long, short = 'v')]
     pub verbose: bool,
     /// Hold the tool's whole CPU time, moves included, to PCT % of one core (0.1–100)

@@ -361,6 +361,7 @@ fn manage(
         },
     );
     summary.set_restored(&restored);
+    summary.set_handed_back(host.handed_back());
     summary.set_slices(host.slice_counts());
     summary.set_paced(host.paced());
     summary.set_watch_budget_max(host.watch_budget_max());
@@ -380,7 +381,7 @@ fn manage(
 /// interleave). A file that cannot be written now is reported, and the command's status
 /// is kept.
 fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
-    err!("{}", summary.to_text());
+    err!("{}", summary.to_text(args.verbose));
     crate::trace::write_report(summary, args);
     if let Some(path) = args
         .json

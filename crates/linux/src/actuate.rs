@@ -197,6 +197,9 @@ pub struct Actuator {
     /// The kernel's default slice, ns, read once (`None`: no slices on this kernel).
     default_slice: Option<u64>,
     slice_counts: SliceCounts,
+    /// Masks put back to the thread's original during the run, at the policy's asking
+    /// (`speed`'s guard handing the threads to Linux, a policy that lets a thread go).
+    handed_back: u64,
     /// The live threads given a slice of ours, for `SliceCounts::set` (gone ones are
     /// dropped by `maintain`).
     sliced: std::collections::BTreeSet<ThreadKey>,
@@ -231,6 +234,7 @@ impl Actuator {
             may_slice: crate::permit::we_may_renice_any(&root),
             default_slice: crate::slice::default_ns(),
             slice_counts: SliceCounts::default(),
+            handed_back: 0,
             sliced: std::collections::BTreeSet::new(),
             slice_decided: std::collections::BTreeSet::new(),
         }
@@ -491,6 +495,13 @@ impl Actuator {
         self.slice_counts
     }
 
+    /// Masks put back to their thread's original during the run, at the policy's asking
+    /// (moves to [`Target::Original`] that changed the mask): what the restore at the end
+    /// no longer has to do.
+    pub fn handed_back(&self) -> u64 {
+        self.handed_back
+    }
+
     /// Carries out one move.
     pub fn apply_move(&mut self, topo: &Topology, mv: &Move) -> MoveOutcome {
         self.move_one(topo, mv, &unknown)
@@ -578,6 +589,7 @@ impl Actuator {
         }
         if mv.to == Target::Original {
             let _ = self.note(&Record::Release(key));
+            self.handed_back += 1;
         }
         MoveOutcome::Done
     }
