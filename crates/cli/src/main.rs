@@ -132,7 +132,8 @@ pub struct ManageArgs {
     #[arg(long, value_name = "PCT", value_parser = cpu_budget)]
     pub cpu_budget: Option<f64>,
     /// Directory of journals and locks [default: /run/threadbalance for root,
-    /// $XDG_RUNTIME_DIR/threadbalance otherwise].
+    /// $XDG_RUNTIME_DIR/threadbalance otherwise, or $TMPDIR/threadbalance-UID (private,
+    /// 0700) without XDG_RUNTIME_DIR].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// For tests of crash recovery: panic after this many ticks.

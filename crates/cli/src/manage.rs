@@ -257,7 +257,9 @@ pub(crate) fn open_attached(
     pid: Pid,
     follow_children: bool,
 ) -> Result<(Prepared, ProcessLock, LinuxAdapter)> {
-    let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
+    // Whether the process may be managed at all, and by us, comes first: a missing pid or
+    // another user's process is the reason to give, before anything about settings or the
+    // state directory.
     let root = Root::system();
     let me = Pid(std::process::id() as i32);
     let refusal =
@@ -266,6 +268,23 @@ pub(crate) fn open_attached(
         return Err(input_error(format!("{why}; not managed")));
     }
     threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
+    if let Some(depth) = ancestor_depth(&root, me, pid) {
+        errln!(
+            "threadbalance: warning: process {pid} is {} of this threadbalance: every \
+             process it starts from now on is managed too{}",
+            if depth == 1 {
+                "the shell or program that started this threadbalance (its parent)".to_string()
+            } else {
+                format!("an ancestor ({depth} levels up)")
+            },
+            if follow_children {
+                " (--no-children to manage its own threads only)"
+            } else {
+                ""
+            }
+        );
+    }
+    let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
     signals::install().context("installing signal handlers")?;
     raise_fd_limit();
     let dry_run = args.settings.dry_run;
@@ -284,6 +303,27 @@ pub(crate) fn open_attached(
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     Ok((p, lock, host))
+}
+
+/// How many parents up from `me` the process `pid` is (1: our parent), if it is one of our
+/// ancestors: attaching to it manages the shell we were started from, and everything it
+/// starts afterwards.
+fn ancestor_depth(root: &Root, me: Pid, pid: Pid) -> Option<u32> {
+    let mut at = me;
+    for depth in 1..=64 {
+        let text = std::fs::read_to_string(root.proc_dir(at).join("stat")).ok()?;
+        let parent = threadbalance_linux::parse::parse_stat(&text, 100)
+            .ok()?
+            .ppid;
+        if parent == pid {
+            return Some(depth);
+        }
+        if parent.0 <= 1 {
+            return None;
+        }
+        at = parent;
+    }
+    None
 }
 
 /// Starts `command` confined to the CPUs the policy plans over when `--cpus` narrowed them,

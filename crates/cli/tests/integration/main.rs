@@ -27,3 +27,4 @@ mod support;
 mod thirdparty;
 mod top;
 mod topo;
+mod unprivileged;
