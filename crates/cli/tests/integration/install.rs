@@ -27,13 +27,12 @@ fn target_dir() -> PathBuf {
 fn readme_install_line() -> String {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
-    let line = readme
+    readme
         .lines()
         .map(|l| l.split(" #").next().unwrap_or(l).trim())
         .find(|l| l.starts_with("cargo install"))
         .expect("the README shows a `cargo install` line")
-        .to_string();
-    line
+        .to_string()
 }
 
 #[test]
@@ -130,7 +129,7 @@ fn install_into_a_temp_root_then_a_named_scenario_runs_from_elsewhere() {
     let out = Command::new(cargo)
         .current_dir(&repo)
         .env("CARGO_TARGET_DIR", target_dir())
-        .args(&words[2..])
+        .args(&words[1..])
         .args(["--offline", "--quiet", "--root"])
         .arg(root.path())
         .output()
