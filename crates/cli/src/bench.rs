@@ -365,13 +365,13 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let m = allowed.len();
     let me = own_affinity()?;
     let load_before = load_average();
-    if let Some([one, ..]) = load_before {
-        if one > online as f64 {
-            errln!(
-                "threadbalance: warning: the machine looks busy (load average {one:.2} over {online} CPUs); \
+    if let Some([one, ..]) = load_before
+        && one > online as f64
+    {
+        errln!(
+            "threadbalance: warning: the machine looks busy (load average {one:.2} over {online} CPUs); \
                  other programs will skew these results"
-            );
-        }
+        );
     }
     let mut cells = plan(m, quick);
     let stencil = omp::Stencil::build();

@@ -203,12 +203,12 @@ pub fn check(
     if repeat == 0 {
         return Err(input_error("--repeat must be at least 1"));
     }
-    if let Some(program) = command.first() {
-        if !executable(program) {
-            return Err(input_error(format!(
-                "cannot execute {program:?}: not an executable file here or in PATH"
-            )));
-        }
+    if let Some(program) = command.first()
+        && !executable(program)
+    {
+        return Err(input_error(format!(
+            "cannot execute {program:?}: not an executable file here or in PATH"
+        )));
     }
     let topo = settings.topology(crate::usable::read_usable()?)?;
     for &p in policies {

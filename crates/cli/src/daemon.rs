@@ -141,6 +141,18 @@ struct Daemon {
 
 /// `threadbalance daemon`.
 pub fn run(args: &DaemonArgs) -> Result<u8> {
+    // Said first, as such: without it every later step fails on a permission of its own.
+    // Root, or CAP_SYS_NICE as the packaged unit gives it.
+    let system = Root::system();
+    if !threadbalance_linux::permit::we_are_root(&system)
+        && !threadbalance_linux::permit::we_may_renice_any(&system)
+    {
+        return Err(input_error(
+            "daemon needs root (or CAP_SYS_NICE): it changes every user's threads and keeps \
+             its journal and socket under /run; run it as root, or manage your own program \
+             with `threadbalance run -- CMD` or `threadbalance attach --pid PID`",
+        ));
+    }
     let settings = log::LogSettings::detect(args.log_level.as_deref())
         .map_err(|e| input_error(format!("--log-level: {e}")))?;
     let config = read::read_config(&args.config).map_err(|e| input_error(e.to_string()))?;
@@ -421,7 +433,7 @@ impl Daemon {
                 return Vec::new();
             }
         };
-        if self.windows % COMPETITORS_EVERY == 0 {
+        if self.windows.is_multiple_of(COMPETITORS_EVERY) {
             self.competitors(&comms);
         }
         self.windows += 1;
@@ -465,19 +477,19 @@ impl Daemon {
                     ));
                 }
             }
-            if let Decision::Manage { rule, placement } = decision {
-                if !self.released.contains(&(pid, reading.start_time)) {
-                    let level = placement.level.unwrap_or_else(|| self.default_level());
-                    matched.push((
-                        pid,
-                        reading.comm.clone(),
-                        Assignment {
-                            rule: rule.name.clone(),
-                            policy: placement.policy_name().to_string(),
-                            settings: placement.settings(level),
-                        },
-                    ));
-                }
+            if let Decision::Manage { rule, placement } = decision
+                && !self.released.contains(&(pid, reading.start_time))
+            {
+                let level = placement.level.unwrap_or_else(|| self.default_level());
+                matched.push((
+                    pid,
+                    reading.comm.clone(),
+                    Assignment {
+                        rule: rule.name.clone(),
+                        policy: placement.policy_name().to_string(),
+                        settings: placement.settings(level),
+                    },
+                ));
             }
             readings.insert(pid, reading);
         }

@@ -121,7 +121,9 @@ pub struct ManageArgs {
     /// Also draw the run to FILE.svg: each domain's utilization over time and the moves.
     #[arg(long, value_name = "FILE.svg")]
     pub report: Option<PathBuf>,
-    /// Print each decision the policy explains, as it happens.
+    /// Print each decision the policy explains, as it happens, and the whole summary at
+    /// the end (threads, move outcomes, utilization per domain, pacing, lock time, the
+    /// policy's account) instead of its first lines.
     #[arg(long, short = 'v')]
     pub verbose: bool,
     /// Hold the tool's whole CPU time, moves included, to PCT % of one core (0.1–100)
@@ -130,7 +132,8 @@ pub struct ManageArgs {
     #[arg(long, value_name = "PCT", value_parser = cpu_budget)]
     pub cpu_budget: Option<f64>,
     /// Directory of journals and locks [default: /run/threadbalance for root,
-    /// $XDG_RUNTIME_DIR/threadbalance otherwise].
+    /// $XDG_RUNTIME_DIR/threadbalance otherwise, or $TMPDIR/threadbalance-UID (private,
+    /// 0700) without XDG_RUNTIME_DIR].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// For tests of crash recovery: panic after this many ticks.

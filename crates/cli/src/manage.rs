@@ -133,10 +133,10 @@ pub(crate) fn claim(
 /// open per thread.
 pub(crate) fn raise_fd_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-        }
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
 }
 
@@ -257,7 +257,9 @@ pub(crate) fn open_attached(
     pid: Pid,
     follow_children: bool,
 ) -> Result<(Prepared, ProcessLock, LinuxAdapter)> {
-    let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
+    // Whether the process may be managed at all, and by us, comes first: a missing pid or
+    // another user's process is the reason to give, before anything about settings or the
+    // state directory.
     let root = Root::system();
     let me = Pid(std::process::id() as i32);
     let refusal =
@@ -266,6 +268,23 @@ pub(crate) fn open_attached(
         return Err(input_error(format!("{why}; not managed")));
     }
     threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
+    if let Some(depth) = ancestor_depth(&root, me, pid) {
+        errln!(
+            "threadbalance: warning: process {pid} is {} of this threadbalance: every \
+             process it starts from now on is managed too{}",
+            if depth == 1 {
+                "the shell or program that started this threadbalance (its parent)".to_string()
+            } else {
+                format!("an ancestor ({depth} levels up)")
+            },
+            if follow_children {
+                " (--no-children to manage its own threads only)"
+            } else {
+                ""
+            }
+        );
+    }
+    let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
     signals::install().context("installing signal handlers")?;
     raise_fd_limit();
     let dry_run = args.settings.dry_run;
@@ -284,6 +303,27 @@ pub(crate) fn open_attached(
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     Ok((p, lock, host))
+}
+
+/// How many parents up from `me` the process `pid` is (1: our parent), if it is one of our
+/// ancestors: attaching to it manages the shell we were started from, and everything it
+/// starts afterwards.
+fn ancestor_depth(root: &Root, me: Pid, pid: Pid) -> Option<u32> {
+    let mut at = me;
+    for depth in 1..=64 {
+        let text = std::fs::read_to_string(root.proc_dir(at).join("stat")).ok()?;
+        let parent = threadbalance_linux::parse::parse_stat(&text, 100)
+            .ok()?
+            .ppid;
+        if parent == pid {
+            return Some(depth);
+        }
+        if parent.0 <= 1 {
+            return None;
+        }
+        at = parent;
+    }
+    None
 }
 
 /// Starts `command` confined to the CPUs the policy plans over when `--cpus` narrowed them,
@@ -349,10 +389,10 @@ fn manage(
         on_signal,
         &mut take,
         &mut |window, tick| {
-            if args.verbose {
-                if let Some(note) = &tick.note {
-                    errln!("threadbalance: {note}");
-                }
+            if args.verbose
+                && let Some(note) = &tick.note
+            {
+                errln!("threadbalance: {note}");
             }
             summary.record(topo, window, tick);
             if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
@@ -361,6 +401,7 @@ fn manage(
         },
     );
     summary.set_restored(&restored);
+    summary.set_handed_back(host.handed_back());
     summary.set_slices(host.slice_counts());
     summary.set_paced(host.paced());
     summary.set_watch_budget_max(host.watch_budget_max());
@@ -380,7 +421,7 @@ fn manage(
 /// interleave). A file that cannot be written now is reported, and the command's status
 /// is kept.
 fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
-    err!("{}", summary.to_text());
+    err!("{}", summary.to_text(args.verbose));
     crate::trace::write_report(summary, args);
     if let Some(path) = args
         .json

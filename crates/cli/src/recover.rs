@@ -21,26 +21,70 @@ use threadbalance_linux::state::StateDir;
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
     /// Directory of journals and locks [default: /run/threadbalance for root,
-    /// $XDG_RUNTIME_DIR/threadbalance otherwise].
+    /// $XDG_RUNTIME_DIR/threadbalance otherwise, or $TMPDIR/threadbalance-UID (private,
+    /// 0700) without XDG_RUNTIME_DIR].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
 
-/// The state directory: `dir` when given, else the default for this user.
+/// The state directory: `dir` when given, else the default for this user:
+/// `/run/threadbalance` for root, `$XDG_RUNTIME_DIR/threadbalance`, or, where that is not
+/// set (a `su` shell, cron, a container), `threadbalance-<uid>` under the temporary
+/// directory, private to us (see [`private_dir`]).
 pub fn state_dir(dir: Option<&PathBuf>) -> Result<StateDir> {
     if let Some(d) = dir {
         return Ok(StateDir::new(d));
     }
     let is_root = threadbalance_linux::permit::we_are_root(&Root::system());
     let runtime = std::env::var_os("XDG_RUNTIME_DIR");
-    StateDir::default_path(is_root, runtime.as_deref())
-        .map(StateDir::new)
-        .ok_or_else(|| {
-            input_error(
-                "no state directory for the crash journal: XDG_RUNTIME_DIR is not set; \
-                 pass --state-dir DIR",
-            )
-        })
+    if let Some(path) = StateDir::default_path(is_root, runtime.as_deref()) {
+        return Ok(StateDir::new(path));
+    }
+    let uid = nix::unistd::geteuid().as_raw();
+    let path = std::env::temp_dir().join(format!("threadbalance-{uid}"));
+    private_dir(&path, uid)?;
+    Ok(StateDir::new(path))
+}
+
+/// Creates `path` with mode 0700, or checks that the one already there is a directory
+/// (not a symbolic link) owned by `uid` with mode 0700: in a directory every user may
+/// write, another user could have made it first, to read or plant our journals.
+pub fn private_dir(path: &Path, uid: u32) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let refuse = |why: String| {
+        input_error(format!(
+            "state directory {}: {why}; remove it, or pass --state-dir DIR",
+            path.display()
+        ))
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(input_error(format!(
+                "state directory {}: cannot create it ({e}); pass --state-dir DIR",
+                path.display()
+            )));
+        }
+    }
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| refuse(format!("cannot read what it is ({e})")))?;
+    if !meta.file_type().is_dir() {
+        return Err(refuse("not a directory".into()));
+    }
+    if meta.uid() != uid {
+        return Err(refuse(format!(
+            "it belongs to uid {}, not to us (uid {uid})",
+            meta.uid()
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode != 0o700 {
+        return Err(refuse(format!(
+            "its mode is {mode:04o}, not 0700 (others could read or write it)"
+        )));
+    }
+    Ok(())
 }
 
 /// Replays the journals of dead instances under `state`; prints what was done when there

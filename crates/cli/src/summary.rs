@@ -7,6 +7,23 @@
 //! was measured exactly or the policy decides on it (an estimate nothing reads is noise);
 //! and a policy chosen by default is named as such ("policy tumbler (default)"). The JSON
 //! keeps every field whatever the text leaves out.
+//!
+//! By default the text is short: what ran and how it ended, the moves and what was put
+//! back, the tool's own CPU time, the policy's first line, and any mask left changed;
+//! `-v` adds the rest (threads and ticks, the move outcomes, per-domain utilization and
+//! its spread, pacing, lock time, every line of the policy's account, its last notes).
+//! "Restored" counts every changed mask given back: those handed back during the run at
+//! the policy's asking (`speed`'s guard handing the threads to Linux) and those put back
+//! at the end.
+//!
+//! ```text
+//!  threadbalance summary: policy speed at level core (2 domains) on CPUs 0-1
+//!          1.701 s  wall time (exit 0)
+//!            310    moves made, restored 310 of 310 (306 handed back during the run)
+//!          0.027 s  threadbalance's own CPU time (1.58 % of one core)
+//!    balance interval: 2 ms (…)
+//!    (-v for the rest)
+//! ```
 
 use serde::Serialize;
 use std::fmt::Write;
@@ -64,6 +81,10 @@ pub struct Summary {
     pub restore_already: u64,
     /// Of `restore_total`, threads gone before they could be restored.
     pub restore_vanished: u64,
+    /// Masks put back to the thread's original during the run, at the policy's asking
+    /// (`speed`'s guard handing the threads to Linux); not counted in `restored` or
+    /// `restore_total`, which are the restore at the end.
+    pub handed_back: u64,
     /// Masks that could not be put back at the end (the kernel refused); each is listed in
     /// `left`, and the exit status is 1.
     pub unrestored: u64,
@@ -185,6 +206,7 @@ impl Summary {
             moves_decided: 0,
             applied: ApplyReport::default(),
             restored: 0,
+            handed_back: 0,
             restore_total: 0,
             restore_already: 0,
             restore_vanished: 0,
@@ -277,6 +299,11 @@ impl Summary {
         self.left = crate::recover::kept_lines(r);
     }
 
+    /// Takes how many masks the policy handed back during the run.
+    pub fn set_handed_back(&mut self, n: u64) {
+        self.handed_back = n;
+    }
+
     /// Takes what became of the time slices asked for.
     pub fn set_slices(&mut self, c: threadbalance_linux::actuate::SliceCounts) {
         self.slices_set = c.set;
@@ -344,8 +371,8 @@ impl Summary {
         self.ended = ended;
     }
 
-    /// The human-readable form, for stderr.
-    pub fn to_text(&self) -> String {
+    /// The human-readable form, for stderr: short, or with every detail when `verbose`.
+    pub fn to_text(&self, verbose: bool) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -362,6 +389,7 @@ impl Summary {
             if self.dry_run { ", dry run" } else { "" }
         );
         let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
+        // Always shown: `in 1 process` under `run -- make` says nothing it started was seen.
         let _ = writeln!(
             s,
             "   {:>12}    threads seen in {} {} (peak {} at once), {} ticks",
@@ -382,7 +410,7 @@ impl Summary {
                 "   {:>12}    moves decided, none applied (dry run)",
                 self.moves_decided
             );
-        } else {
+        } else if verbose {
             let _ = writeln!(
                 s,
                 "   {:>12}    moves made ({} decided: {} unchanged, {} vanished, {} denied), {}",
@@ -393,8 +421,15 @@ impl Summary {
                 a.denied,
                 self.restored_text()
             );
+        } else {
+            let _ = writeln!(
+                s,
+                "   {:>12}    moves made, {}",
+                a.done,
+                self.restored_text()
+            );
         }
-        if self.slices_set > 0 || self.slices_skipped > 0 {
+        if verbose && (self.slices_set > 0 || self.slices_skipped > 0) {
             let _ = writeln!(
                 s,
                 "   {:>12}    threads ran in short time slices while rotated, {} given their own back{}",
@@ -425,6 +460,18 @@ impl Summary {
                 let _ = writeln!(s, "     {line}");
             }
         }
+        if !verbose {
+            let _ = writeln!(s, "{}", self.own_cpu_line());
+            if let Some((what, value)) = self.policy_summary.lines().first() {
+                let _ = writeln!(s, "   {what}: {value}");
+            }
+            let _ = writeln!(
+                s,
+                "   (-v for the rest: threads, utilization per {}, pacing, the policy's account)",
+                self.level
+            );
+            return s;
+        }
         let per: Vec<String> = self
             .domain_util
             .iter()
@@ -443,16 +490,7 @@ impl Summary {
             "   {:>12.3}    CV of {} utilization: its spread across the {}s (σ / mean; 0 = evenly loaded)",
             self.domain_util_cv, self.level, self.level
         );
-        let share = if self.tool_cpu_pct_known {
-            format!("{:.2} % of one core", self.tool_cpu_pct)
-        } else {
-            format!("no share of one core: under {MIN_WALL_FOR_PCT} s of management")
-        };
-        let _ = writeln!(
-            s,
-            "   {:>12.3} s  threadbalance's own CPU time ({share})",
-            self.tool_cpu_s
-        );
+        let _ = writeln!(s, "{}", self.own_cpu_line());
         if self.ticks_paced > 0 {
             let _ = writeln!(
                 s,
@@ -508,14 +546,33 @@ impl Summary {
         s
     }
 
+    /// The tool's own CPU time, and its share of one core when management lasted long
+    /// enough for one to mean anything.
+    fn own_cpu_line(&self) -> String {
+        let share = if self.tool_cpu_pct_known {
+            format!("{:.2} % of one core", self.tool_cpu_pct)
+        } else {
+            format!("no share of one core: under {MIN_WALL_FOR_PCT} s of management")
+        };
+        format!(
+            "   {:>12.3} s  threadbalance's own CPU time ({share})",
+            self.tool_cpu_s
+        )
+    }
+
     /// "restored 3 of 4 (1 already back)": how many of the masks changed were put back,
     /// and what became of the others.
     fn restored_text(&self) -> String {
-        let mut text = format!("restored {} of {}", self.restored, self.restore_total);
+        let mut text = format!(
+            "restored {} of {}",
+            self.restored + self.handed_back,
+            self.restore_total + self.handed_back
+        );
         let kept = self
             .restore_total
             .saturating_sub(self.restored + self.restore_already + self.restore_vanished);
         let others: Vec<String> = [
+            (self.handed_back, "handed back during the run"),
             (self.restore_already, "already back"),
             (self.restore_vanished, "gone with their thread"),
             (kept, "left (below)"),
@@ -572,7 +629,7 @@ mod tests {
         );
         assert_eq!(s.tool_cpu_pct, 0.0);
         assert!(!s.tool_cpu_pct_known);
-        let text = s.to_text();
+        let text = s.to_text(false);
         assert!(!text.contains("% of one core"), "{text}");
         assert!(text.contains("no share of one core: under 0.1 s"), "{text}");
     }
@@ -600,7 +657,7 @@ mod tests {
         assert!(s.tool_cpu_pct_known);
         // The share is tool_cpu_s / 1 s, in percent.
         assert!((s.tool_cpu_pct - 100.0 * s.tool_cpu_s).abs() < 1e-9);
-        assert!(s.to_text().contains("% of one core"));
+        assert!(s.to_text(false).contains("% of one core"));
     }
 
     fn restore_report(restored: u32, already: u32, vanished: u32) -> RestoreReport {
@@ -627,14 +684,18 @@ mod tests {
         s.set_restored(&restore_report(3, 1, 2));
         s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert_eq!(s.restore_total, 6);
-        let text = s.to_text();
+        let text = s.to_text(false);
         assert!(
             text.contains("restored 3 of 6 (1 already back, 2 gone with their thread)"),
             "{text}"
         );
         // All put back: no parenthesis.
         s.set_restored(&restore_report(4, 0, 0));
-        assert!(s.to_text().contains("restored 4 of 4\n"), "{}", s.to_text());
+        assert!(
+            s.to_text(false).contains("restored 4 of 4\n"),
+            "{}",
+            s.to_text(false)
+        );
     }
 
     #[test]
@@ -665,7 +726,7 @@ mod tests {
         assert_eq!((s.restored, s.restore_total), (3, 4));
         assert_eq!((s.program_chose, s.program_born_pinned), (1, 1));
         assert_eq!(s.cpuset_narrowed, 1);
-        let text = s.to_text();
+        let text = s.to_text(true);
         assert!(
             text.contains("restored 3 of 4 (1 left (below)); 1 found narrowed by their cpuset"),
             "{text}"
@@ -693,7 +754,11 @@ mod tests {
             Nanos(0),
         );
         given.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(given.to_text().contains("policy tumbler at level core"));
+        assert!(
+            given
+                .to_text(false)
+                .contains("policy tumbler at level core")
+        );
         let mut default = Summary::new(
             PolicyKind::Tumbler,
             true,
@@ -705,7 +770,7 @@ mod tests {
         default.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
         assert!(
             default
-                .to_text()
+                .to_text(false)
                 .contains("policy tumbler (default) at level core")
         );
     }
@@ -721,7 +786,7 @@ mod tests {
             let mut s = Summary::new(policy, false, &topo, Level::Core, false, Nanos(0));
             s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
             assert!(!s.lock_probe.exact);
-            assert_eq!(s.to_text().contains("lock time:"), shown, "{policy}");
+            assert_eq!(s.to_text(true).contains("lock time:"), shown, "{policy}");
             // The JSON keeps it either way.
             assert!(s.lock_time.starts_with("estimate from blocked time"));
         }
@@ -736,7 +801,7 @@ mod tests {
         );
         s.lock_probe.exact = true;
         s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(s.to_text().contains("lock time: exact (futex probe)"));
+        assert!(s.to_text(true).contains("lock time: exact (futex probe)"));
     }
 
     #[test]
@@ -749,7 +814,7 @@ mod tests {
         s.domain_util = vec![0.9, 0.3];
         s.domain_util_mean = 0.6;
         s.domain_util_cv = 0.5;
-        let text = s.to_text();
+        let text = s.to_text(true);
         assert!(
             text.contains(
                 "0.500    CV of core utilization: its spread across the cores (σ / mean; 0 = evenly loaded)"
@@ -760,5 +825,88 @@ mod tests {
             text.contains("mean core utilization  [core0=90.0% core1=30.0%]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn summary_restored_counts_the_masks_handed_back_during_the_run() {
+        // 310 moves, every mask handed back by the policy before the end (speed's guard
+        // giving the threads to Linux): the restore at the end found nothing left to do,
+        // and the summary must not read "restored 0 of 0".
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new(
+            PolicyKind::Speed,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
+        s.applied.done = 310;
+        s.set_handed_back(310);
+        s.set_restored(&restore_report(0, 0, 0));
+        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
+        let text = s.to_text(false);
+        assert!(
+            text.contains(
+                "310    moves made, restored 310 of 310 (310 handed back during the run)"
+            ),
+            "{text}"
+        );
+        // Some handed back, the rest put back at the end.
+        s.set_handed_back(300);
+        s.set_restored(&restore_report(8, 2, 0));
+        let text = s.to_text(true);
+        assert!(
+            text.contains("restored 308 of 310 (300 handed back during the run, 2 already back)"),
+            "{text}"
+        );
+        // The JSON keeps the restore at the end apart.
+        assert_eq!((s.restored, s.restore_total, s.handed_back), (8, 10, 300));
+    }
+
+    #[test]
+    fn summary_short_by_default_the_details_with_verbose() {
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new(
+            PolicyKind::Tumbler,
+            false,
+            &topo,
+            Level::Core,
+            false,
+            Nanos(0),
+        );
+        s.applied.done = 12;
+        s.set_restored(&restore_report(4, 0, 0));
+        s.finish(
+            Nanos::from_secs(2),
+            PolicySummary::Tumbler(Default::default()),
+            "exit 0".into(),
+        );
+        let short = s.to_text(false);
+        let lines: Vec<&str> = short.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 6, "{short}");
+        for want in [
+            "threadbalance summary: policy tumbler at level core",
+            "s  wall time (exit 0)",
+            "12    moves made, restored 4 of 4",
+            "threadbalance's own CPU time (",
+            "regroupings: 0",
+            "-v for the rest",
+        ] {
+            assert!(short.contains(want), "{want:?} in {short}");
+        }
+        for detail in ["threads seen", "CV of core utilization", "last interval"] {
+            assert!(!short.contains(detail), "{detail:?} in {short}");
+        }
+        let long = s.to_text(true);
+        for detail in [
+            "threads seen",
+            "12    moves made (0 decided",
+            "CV of core utilization",
+            "last interval",
+        ] {
+            assert!(long.contains(detail), "{detail:?} in {long}");
+        }
+        assert!(!long.contains("-v for the rest"), "{long}");
     }
 }

@@ -524,15 +524,16 @@ fn validate_daemon(
         })?),
     };
     let metrics_remote = d.metrics_remote.unwrap_or(false);
-    if let Some(addr) = metrics {
-        if !addr.ip().is_loopback() && !metrics_remote {
-            return Err(p.err(
+    if let Some(addr) = metrics
+        && !addr.ip().is_loopback()
+        && !metrics_remote
+    {
+        return Err(p.err(
                 "metrics",
                 format!(
                     "{addr} is not a loopback address; set metrics_remote = true to serve metrics beyond this machine"
                 ),
             ));
-        }
     }
     let control_socket = absolute(
         p,

@@ -212,6 +212,9 @@ pub struct Actuator {
     /// The kernel's default slice, ns, read once (`None`: no slices on this kernel).
     default_slice: Option<u64>,
     slice_counts: SliceCounts,
+    /// Masks put back to the thread's original during the run, at the policy's asking
+    /// (`speed`'s guard handing the threads to Linux, a policy that lets a thread go).
+    handed_back: u64,
     /// The live threads given a slice of ours, for `SliceCounts::set` (gone ones are
     /// dropped by `maintain`).
     sliced: std::collections::BTreeSet<ThreadKey>,
@@ -251,6 +254,7 @@ impl Actuator {
             may_slice: crate::permit::we_may_renice_any(&root),
             default_slice: crate::slice::default_ns(),
             slice_counts: SliceCounts::default(),
+            handed_back: 0,
             sliced: std::collections::BTreeSet::new(),
             slice_decided: std::collections::BTreeSet::new(),
             born_pinned: std::collections::BTreeSet::new(),
@@ -321,10 +325,11 @@ impl Actuator {
             return current.clone();
         }
         let mut inherited = self.ledger.holds(key.pid, current);
-        if !inherited && key.is_leader() {
-            if let Some(parent) = self.world.parent(key.pid) {
-                inherited = self.ledger.holds(parent, current);
-            }
+        if !inherited
+            && key.is_leader()
+            && let Some(parent) = self.world.parent(key.pid)
+        {
+            inherited = self.ledger.holds(parent, current);
         }
         if inherited
             && crate::origin::pinned_itself(current, self.world.migrations(key.pid, key.tid))
@@ -519,6 +524,13 @@ impl Actuator {
         self.slice_counts
     }
 
+    /// Masks put back to their thread's original during the run, at the policy's asking
+    /// (moves to [`Target::Original`] that changed the mask): what the restore at the end
+    /// no longer has to do.
+    pub fn handed_back(&self) -> u64 {
+        self.handed_back
+    }
+
     /// Carries out one move.
     pub fn apply_move(&mut self, topo: &Topology, mv: &Move) -> MoveOutcome {
         self.move_one(topo, mv, &unknown)
@@ -622,6 +634,7 @@ impl Actuator {
         }
         if mv.to == Target::Original {
             let _ = self.note(&Record::Release(key));
+            self.handed_back += 1;
         }
         MoveOutcome::Done
     }
@@ -668,10 +681,10 @@ impl Actuator {
         self.slice_counts.restored += u64::from(report.slices_restored);
         self.ledger.threads.clear();
         self.ledger.slices.clear();
-        if report.failures().next().is_none() {
-            if let Some(j) = self.journal.take() {
-                j.remove();
-            }
+        if report.failures().next().is_none()
+            && let Some(j) = self.journal.take()
+        {
+            j.remove();
         }
         report
     }

@@ -383,6 +383,12 @@ impl LinuxAdapter {
         self.host.actuator().slice_counts()
     }
 
+    /// Masks handed back to their thread's original during the run, at the policy's
+    /// asking (see [`crate::actuate::Actuator::handed_back`]).
+    pub fn handed_back(&self) -> u64 {
+        self.host.actuator().handed_back()
+    }
+
     /// Holds the tool's whole CPU time, moves included, to `share` of one core (an
     /// operator's `--cpu-budget`, checked by [`pace::cpu_budget_from_pct`]) instead of its
     /// ticks alone to [`pace::BUDGET`]. Call before the first tick.

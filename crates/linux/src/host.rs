@@ -125,10 +125,9 @@ impl LinuxHost {
         let me = Pid(std::process::id() as i32);
         if let (Ok(Some(since)), Some(&first)) =
             (read_start_time(&root, me, Tid(me.0)), pids.first())
+            && let Ok(base) = crate::actuate::affinity_of(Tid(first.0))
         {
-            if let Ok(base) = crate::actuate::affinity_of(Tid(first.0)) {
-                actuator.inherit_from(since, base);
-            }
+            actuator.inherit_from(since, base);
         }
         for &pid in pids {
             actuator.manage_process(pid);

@@ -652,10 +652,10 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
     // gone, may carry any mask we ever set.
     let mut held_now: Vec<CpuSet> = Vec::new();
     for m in ledger.threads.values().filter(|e| !e.released) {
-        if let Some(last) = m.masks.last() {
-            if !held_now.contains(last) {
-                held_now.push(last.clone());
-            }
+        if let Some(last) = m.masks.last()
+            && !held_now.contains(last)
+        {
+            held_now.push(last.clone());
         }
     }
     let owner = ledger.owner.map(|(pid, _)| pid);

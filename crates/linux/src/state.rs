@@ -231,13 +231,13 @@ impl StateDir {
             return Ok(None);
         }
         let ledger = Ledger::parse(&text).map_err(|why| LinuxError::parse(path, why))?;
-        if let (Some(then), Some(now)) = (&ledger.boot, boot_id(root)) {
-            if *then != now {
-                // Written before a reboot (a state directory on disk): every thread it
-                // names is gone, and its tids and start times may name new ones.
-                std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
-                return Ok(None);
-            }
+        if let (Some(then), Some(now)) = (&ledger.boot, boot_id(root))
+            && *then != now
+        {
+            // Written before a reboot (a state directory on disk): every thread it
+            // names is gone, and its tids and start times may name new ones.
+            std::fs::remove_file(path).map_err(|e| LinuxError::io(path, e))?;
+            return Ok(None);
         }
         let r = replay(&ledger, &mut SystemWorld::new(root.clone()));
         if r.failures().next().is_none() {
@@ -259,11 +259,11 @@ impl StateDir {
             if !is_lock {
                 continue;
             }
-            if let Ok(f) = open_existing(&e.path()) {
-                if let Ok(held) = Flock::lock(f, FlockArg::LockExclusiveNonblock) {
-                    let _ = std::fs::remove_file(e.path());
-                    drop(held);
-                }
+            if let Ok(f) = open_existing(&e.path())
+                && let Ok(held) = Flock::lock(f, FlockArg::LockExclusiveNonblock)
+            {
+                let _ = std::fs::remove_file(e.path());
+                drop(held);
             }
         }
     }
@@ -464,10 +464,10 @@ impl World for SystemWorld {
                 .into_iter()
                 .flatten();
             for e in procs.flatten() {
-                if let Some(p) = e.file_name().to_str().and_then(|n| n.parse().ok()) {
-                    if self.parent(Pid(p)) == Some(pid) {
-                        out.push(Pid(p));
-                    }
+                if let Some(p) = e.file_name().to_str().and_then(|n| n.parse().ok())
+                    && self.parent(Pid(p)) == Some(pid)
+                {
+                    out.push(Pid(p));
                 }
             }
         }

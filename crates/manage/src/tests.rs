@@ -27,13 +27,13 @@ impl Host for Fake {
     }
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), String> {
         self.samples += 1;
-        if let Some((n, gone)) = self.fail {
-            if n == self.samples {
-                if gone {
-                    self.exit_at = Some(self.clock);
-                }
-                return Err(format!("sample {n} failed"));
+        if let Some((n, gone)) = self.fail
+            && n == self.samples
+        {
+            if gone {
+                self.exit_at = Some(self.clock);
             }
+            return Err(format!("sample {n} failed"));
         }
         into.at = self.clock;
         into.threads.clear();

@@ -456,10 +456,10 @@ mod synthetic {
             if count == 0 {
                 return Err(bad(format!("{name} count is 0")));
             }
-            if let Some(&(prev, _)) = levels.last() {
-                if kind <= prev {
-                    return Err(bad(format!("{name} must come before the levels above it")));
-                }
+            if let Some(&(prev, _)) = levels.last()
+                && kind <= prev
+            {
+                return Err(bad(format!("{name} must come before the levels above it")));
             }
             objects = objects
                 .checked_mul(u64::from(count))

@@ -258,10 +258,10 @@ impl Pbind {
         let domains = topo.domains(settings.level).len();
         let mut per_domain: Vec<Vec<CpuId>> = vec![Vec::new(); domains];
         for core in topo.domains(Level::Core) {
-            if let Some(cpu) = core.cpus.first() {
-                if let Some(d) = topo.domain_of(cpu, settings.level) {
-                    per_domain[d].push(cpu);
-                }
+            if let Some(cpu) = core.cpus.first()
+                && let Some(d) = topo.domain_of(cpu, settings.level)
+            {
+                per_domain[d].push(cpu);
             }
         }
         let cores: Vec<CpuId> = per_domain.into_iter().flatten().collect();

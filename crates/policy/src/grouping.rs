@@ -153,10 +153,11 @@ impl Assignment {
         self.overlap.clear();
         self.overlap.resize(k * k, 0);
         for (&g, &c) in group.iter().zip(current) {
-            if let Some(d) = c {
-                if g < k && d < k {
-                    self.overlap[g * k + d] += 1;
-                }
+            if let Some(d) = c
+                && g < k
+                && d < k
+            {
+                self.overlap[g * k + d] += 1;
             }
         }
         let scale = k as i64 + 1;
@@ -238,10 +239,11 @@ impl Assignment {
     fn greedy(&mut self, k: usize, group: &[usize], current: &[Option<usize>]) {
         self.pairs.clear();
         for (&g, &c) in group.iter().zip(current) {
-            if let Some(d) = c {
-                if g < k && d < k {
-                    self.pairs.push((g, d));
-                }
+            if let Some(d) = c
+                && g < k
+                && d < k
+            {
+                self.pairs.push((g, d));
             }
         }
         self.pairs.sort_unstable();

@@ -167,10 +167,10 @@ impl Host for SimHost<'_> {
             report.count(outcome);
         }
         for s in &plan.slices {
-            if let Ok(t) = self.sim.th.binary_search_by(|t| t.key.cmp(&s.thread)) {
-                if !matches!(self.sim.th[t].st, St::Done | St::New) {
-                    self.sim.th[ThreadIdx::from(t)].slice = s.slice;
-                }
+            if let Ok(t) = self.sim.th.binary_search_by(|t| t.key.cmp(&s.thread))
+                && !matches!(self.sim.th[t].st, St::Done | St::New)
+            {
+                self.sim.th[ThreadIdx::from(t)].slice = s.slice;
             }
         }
         report

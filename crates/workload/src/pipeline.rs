@@ -152,10 +152,10 @@ pub(crate) fn run(o: &PipelineOpts) -> Result<Score, WorkloadError> {
             };
             compute::burn_cpu_ns(link.cost_ns);
             handled += 1;
-            if let Some(tx) = &link.output {
-                if tx.send(item).is_err() {
-                    break;
-                }
+            if let Some(tx) = &link.output
+                && tx.send(item).is_err()
+            {
+                break;
             }
         }
         handled as f64 * link.cost_ns as f64 / 1e9

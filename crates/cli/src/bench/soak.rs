@@ -76,17 +76,18 @@ pub fn program(spec: &ProgramSpec) -> Result<u8> {
                         std::hint::spin_loop();
                     }
                     std::thread::sleep(Duration::from_millis(20));
-                    if let Some((at, c)) = &child {
-                        if !forked && started.elapsed() >= Duration::from_millis(*at) {
-                            forked = true;
-                            // Started from this (maybe pinned) worker: the child inherits its mask.
-                            let _ = Command::new(&exe)
-                                .args(["bench", "--soak-program", &c.arg()])
-                                .stdin(Stdio::null())
-                                .stdout(Stdio::null())
-                                .stderr(Stdio::null())
-                                .spawn();
-                        }
+                    if let Some((at, c)) = &child
+                        && !forked
+                        && started.elapsed() >= Duration::from_millis(*at)
+                    {
+                        forked = true;
+                        // Started from this (maybe pinned) worker: the child inherits its mask.
+                        let _ = Command::new(&exe)
+                            .args(["bench", "--soak-program", &c.arg()])
+                            .stdin(Stdio::null())
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .spawn();
                     }
                 }
             })
@@ -374,10 +375,10 @@ impl Soak {
                 let rest = l.split_once("metrics on http://")?.1;
                 Some(rest.trim_end_matches("/metrics").to_string())
             });
-            if let Some(addr) = addr {
-                if self.log.all.iter().any(|l| l.contains("started:")) {
-                    return Ok((pid, addr));
-                }
+            if let Some(addr) = addr
+                && self.log.all.iter().any(|l| l.contains("started:"))
+            {
+                return Ok((pid, addr));
             }
             if since.elapsed() > LIMIT {
                 bail!(

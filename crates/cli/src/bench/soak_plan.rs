@@ -193,15 +193,15 @@ pub fn classify(line: &str) -> LogLine {
         let rest = line.split_once(" pid ")?.1;
         rest.split_whitespace().next()?.parse::<i32>().ok()
     };
-    if line.contains(": managed by rule ") {
-        if let Some(p) = pid() {
-            return LogLine::Managed(p);
-        }
+    if line.contains(": managed by rule ")
+        && let Some(p) = pid()
+    {
+        return LogLine::Managed(p);
     }
-    if line.contains(") released (") {
-        if let Some(p) = pid() {
-            return LogLine::Released(p);
-        }
+    if line.contains(") released (")
+        && let Some(p) = pid()
+    {
+        return LogLine::Released(p);
     }
     LogLine::Other
 }

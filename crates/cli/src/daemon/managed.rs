@@ -166,10 +166,10 @@ impl Managed {
         // topology, translated to the machine's (`joined::translate`), and the actuator
         // never gives a thread a CPU outside the mask it had.
         let handed = counters.handle();
-        if cfg!(feature = "bpf") {
-            if let Some(source) = &handed.loaded {
-                tracing::info!("{}", source.describe());
-            }
+        if cfg!(feature = "bpf")
+            && let Some(source) = &handed.loaded
+        {
+            tracing::info!("{}", source.describe());
         }
         let host = LinuxAdapter::with_counters(
             machine,
@@ -227,10 +227,10 @@ impl Managed {
     /// Restores every mask changed and removes the journal's directory.
     pub fn release(mut self) -> RestoreReport {
         let report = self.host.restore_all();
-        if report.failures().next().is_none() {
-            if let Some(d) = self.dir.take() {
-                remove_journal_dir(&d);
-            }
+        if report.failures().next().is_none()
+            && let Some(d) = self.dir.take()
+        {
+            remove_journal_dir(&d);
         }
         report
     }
@@ -308,10 +308,10 @@ impl Host for Managed {
         if report.done > 0 {
             // What the moved threads carry now is ours (the domain within their mask).
             for mv in &plan.moves {
-                if let Ok(mask) = threadbalance_linux::affinity_of(mv.thread.tid) {
-                    if !self.ours.contains(&mask) {
-                        self.ours.push(mask);
-                    }
+                if let Ok(mask) = threadbalance_linux::affinity_of(mv.thread.tid)
+                    && !self.ours.contains(&mask)
+                {
+                    self.ours.push(mask);
                 }
             }
         }

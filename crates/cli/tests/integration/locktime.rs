@@ -135,8 +135,10 @@ fn live_shuffling_with_futex_probe_matches_time_inside_lock() {
     let path = dir.path().join("summary.json");
     let bin = bin();
     // 4 × 4 000 × 50 µs = 0.8 s of critical sections serialized on one mutex.
+    // `-v`: the lock-time line is one of the summary's details.
     let out = run(&[
         "run",
+        "-v",
         "--policy",
         "shuffling",
         "--level",
@@ -211,6 +213,7 @@ fn live_futex_probe_not_root_falls_back_with_one_line() {
         .arg(&bin)
         .args([
             "run",
+            "-v",
             "--policy",
             "shuffling",
             "--level",

@@ -29,3 +29,4 @@ mod support;
 mod thirdparty;
 mod top;
 mod topo;
+mod unprivileged;

@@ -13,12 +13,20 @@
 //!   its quick form listed there is run instead, when the command has one. A `> FILE` at
 //!   the end must receive output.
 //! - a command CI runs ([`IN_CI`]): `.ci/run` must still hold the line that runs it.
-//! - `cargo install --path crates/cli …`: the install test runs it (`--locked --root` a
-//!   temporary directory); a `--features F` must be a feature of `crates/cli`.
+//! - a command of the user's own program ([`PLACEHOLDERS`]: `./your-program`, the pid
+//!   4242), or of the daemon, its control socket or a terminal (`daemon`, `ctl`, `top`) or
+//!   of the machine's shared state (`restore`, as root): must parse; the tests of those
+//!   commands run them against programs and daemons of their own.
+//! - `cargo install --locked --path crates/cli …`: the install test runs the README's line
+//!   (with `--offline --root` a temporary directory); `--no-default-features` and a
+//!   `--features F` of `crates/cli` may follow.
 //! - `cargo bench -p CRATE --bench NAME …`: `NAME` must be a bench target of `CRATE` (CI's
 //!   `clippy --all-targets` compiles every one; timings are not a test's business).
 //! - `sudo threadbalance …` and `sudo -u USER threadbalance …`: parsed as above (they need
 //!   root, or another user, and a real program).
+//!
+//! And every line of a code block of `README.md` that starts with `threadbalance ` is one
+//! of these commands: the README shows no command a test does not at least parse.
 
 use crate::support::bin;
 use std::path::{Path, PathBuf};
@@ -62,6 +70,14 @@ const LONG: &[(&str, Option<&[&str]>)] = &[
     ),
 ];
 
+/// Words that stand for the user's own program or its pid: a command holding one is parsed,
+/// not run.
+const PLACEHOLDERS: &[&str] = &["./your-program", "4242"];
+
+/// Subcommands parsed, not run: they need a running daemon, a terminal, or act on the whole
+/// machine's state directory (the daemon, top and crash-recovery tests run them on their own).
+const PARSE_ONLY: &[&str] = &["daemon", "ctl", "top", "restore"];
+
 /// Commands CI runs: the README's command (after any `sudo`) and the line of `.ci/run`
 /// that runs it (the same, or with the flags a script needs).
 const IN_CI: &[(&str, &str)] = &[
@@ -70,12 +86,12 @@ const IN_CI: &[(&str, &str)] = &[
         "cargo test --workspace --locked",
     ),
     (
-        "mount -t tracefs tracefs /sys/kernel/tracing",
-        "mount -t tracefs tracefs /sys/kernel/tracing",
+        "scripts/install-test-deps.sh",
+        "scripts/install-test-deps.sh",
     ),
     (
-        "apt-get install gcc libgomp1",
-        "apt-get install -y -qq gcc libgomp1",
+        "mount -t tracefs tracefs /sys/kernel/tracing",
+        "mount -t tracefs tracefs /sys/kernel/tracing",
     ),
 ];
 
@@ -117,6 +133,22 @@ fn sh_commands(text: &str) -> Vec<String> {
             if !cmd.is_empty() {
                 out.push(cmd.to_string());
             }
+        }
+    }
+    out
+}
+
+/// Every line inside a code block of `text`, whatever its language.
+fn code_lines(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.trim().starts_with("```") {
+            inside = !inside;
+            continue;
+        }
+        if inside {
+            out.push(line.to_string());
         }
     }
     out
@@ -220,7 +252,10 @@ fn run_ok(args: &[String], cwd: &Path, what: &str) {
 #[test]
 fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
     let _alone = crate::support::alone();
+    // What CI runs: `.ci/run`, and the script it calls for the test dependencies.
     let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(ci.contains("\nscripts/install-test-deps.sh\n"), "{ci}");
+    let ci = ci + &std::fs::read_to_string(repo().join("scripts/install-test-deps.sh")).unwrap();
     let cli_toml = std::fs::read_to_string(repo().join("crates/cli/Cargo.toml")).unwrap();
     let commands: Vec<String> = documents()
         .iter()
@@ -233,7 +268,11 @@ fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
         let w = words(cmd);
         if let Some(args) = our_args(&w) {
             let long = LONG.iter().find(|(frag, _)| cmd.contains(frag));
-            let sudo = w[0] == "sudo";
+            let sudo = w[0] == "sudo"
+                || w.iter().any(|x| PLACEHOLDERS.contains(&x.as_str()))
+                || args
+                    .first()
+                    .is_some_and(|a| PARSE_ONLY.contains(&a.as_str()));
             match long {
                 Some((_, quick)) => {
                     let mut parse = vec!["--parse-only".to_string()];
@@ -263,7 +302,14 @@ fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
         }
         let v: Vec<&str> = w.iter().map(String::as_str).collect();
         match v.as_slice() {
-            ["cargo", "install", "--path", "crates/cli", rest @ ..] => {
+            [
+                "cargo",
+                "install",
+                "--locked",
+                "--path",
+                "crates/cli",
+                rest @ ..,
+            ] => {
                 if let ["--features", f] = rest {
                     assert!(
                         cli_toml.contains(&format!("\n{f} = [")),
@@ -271,7 +317,10 @@ fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
                     );
                     assert!(ci.contains(&format!("--features {f}")), "{cmd:?}");
                 } else {
-                    assert!(rest.is_empty(), "{cmd:?}: no rule for {rest:?}");
+                    assert!(
+                        rest.is_empty() || rest == ["--no-default-features"],
+                        "{cmd:?}: no rule for {rest:?}"
+                    );
                 }
             }
             ["cargo", "bench", "-p", krate, "--bench", name, ..] => {
@@ -291,6 +340,22 @@ fn readme_every_shell_command_is_run_by_a_test_or_by_ci() {
         unruled.is_empty(),
         "README commands no test or CI runs (add a rule): {unruled:?}"
     );
+    // Every `threadbalance …` line of a code block of the README is one of the commands
+    // above: shown in a ```sh block, so parsed at least.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let shown = code_lines(&readme);
+    let ours: Vec<&String> = shown
+        .iter()
+        .filter(|l| l.starts_with("threadbalance ") || l.starts_with("$ threadbalance "))
+        .collect();
+    assert!(ours.len() >= 15, "{ours:?}");
+    for line in ours {
+        let bare = strip_comment(line.trim_start_matches("$ "));
+        assert!(
+            commands.iter().any(|c| c == bare),
+            "README shows {line:?} outside a ```sh block: no test parses it"
+        );
+    }
     // The simulator's report was written where the command was run.
     assert!(cwd.path().join("ferret.svg").is_file());
 }

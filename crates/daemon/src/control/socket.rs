@@ -232,10 +232,10 @@ impl ControlServer {
 impl Drop for ControlServer {
     fn drop(&mut self) {
         // Remove the socket only if it is still the one we bound.
-        if let Ok(meta) = fs::symlink_metadata(&self.path) {
-            if (meta.dev(), meta.ino()) == self.inode {
-                let _ = fs::remove_file(&self.path);
-            }
+        if let Ok(meta) = fs::symlink_metadata(&self.path)
+            && (meta.dev(), meta.ino()) == self.inode
+        {
+            let _ = fs::remove_file(&self.path);
         }
     }
 }

@@ -188,10 +188,10 @@ fn free_port() -> u16 {
 fn wait_for(addr: SocketAddr, q: &str, log: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
-        if let Some(r) = query(addr, q) {
-            if let Some(v) = r.first().and_then(|s| s["value"][1].as_str()) {
-                return v.to_string();
-            }
+        if let Some(r) = query(addr, q)
+            && let Some(v) = r.first().and_then(|s| s["value"][1].as_str())
+        {
+            return v.to_string();
         }
         std::thread::sleep(Duration::from_millis(250));
     }

@@ -361,10 +361,10 @@ fn read_llc(cache_dir: &Path, core: Option<&CpuSet>) -> Result<Option<CpuSet>, L
         let Some(level) = int_opt(&index.join("level"))? else {
             continue;
         };
-        if let Some(kind) = read_sys_opt(&index.join("type"))? {
-            if sysfs_value(&kind) == "Instruction" {
-                continue;
-            }
+        if let Some(kind) = read_sys_opt(&index.join("type"))?
+            && sysfs_value(&kind) == "Instruction"
+        {
+            continue;
         }
         let Some(mut shared) = set_opt(&index, &["shared_cpu_map", "shared_cpu_list"])? else {
             continue;

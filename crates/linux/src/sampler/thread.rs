@@ -340,7 +340,9 @@ impl Sampler {
         let mut gone = false;
         // Switch counts change only while a thread runs: one that did not run since the
         // last read, or whose counts are younger than `status_max_age`, keeps them.
-        let turn = (tid.0 as u64).wrapping_add(generation) % stride == 0;
+        let turn = (tid.0 as u64)
+            .wrapping_add(generation)
+            .is_multiple_of(stride);
         let status_due = t.seen == 0
             || (!idle && turn && self.now.saturating_sub(t.status_at) >= self.cfg.status_max_age);
         if self.cfg.read_status && counted.is_none() && !status_due {
@@ -381,10 +383,12 @@ impl Sampler {
         }
         // First read from /proc: the source counts on from these values (with `status`'s
         // switch counts when they were read).
-        if let (None, Some(c)) = (counted, self.counters.as_mut()) {
-            if t.seen == 0 && has_schedstat && !gone {
-                c.seed(tid, &sample);
-            }
+        if let (None, Some(c)) = (counted, self.counters.as_mut())
+            && t.seen == 0
+            && has_schedstat
+            && !gone
+        {
+            c.seed(tid, &sample);
         }
         if !keep {
             t.close_all();

@@ -422,11 +422,11 @@ impl Sparse {
             Pace::Gap(g) => Some(g.0 as f64),
             Pace::Free | Pace::Unknown => None,
         };
-        if let (Some(p), Some(_)) = (self.pace, self.lent_gap) {
-            if self.lent_ticks < LENT_PACE_TICKS {
-                self.lent_ticks += 1;
-                self.lent_pace = Some(self.lent_pace.map_or(p, |l| l.min(p)));
-            }
+        if let (Some(p), Some(_)) = (self.pace, self.lent_gap)
+            && self.lent_ticks < LENT_PACE_TICKS
+        {
+            self.lent_ticks += 1;
+            self.lent_pace = Some(self.lent_pace.map_or(p, |l| l.min(p)));
         }
     }
 }
@@ -585,7 +585,7 @@ impl Speed {
     /// multiple of them (even pinning needs no round).
     fn would_rotate(&self, threads: usize) -> bool {
         let cores = self.queues.len();
-        threads > cores && threads % cores != 0
+        threads > cores && !threads.is_multiple_of(cores)
     }
 
     /// Whether the signals give a phase finer than any round (`fine`'s test without its
@@ -645,22 +645,24 @@ impl Speed {
         self.sparse.looking = false;
         let rotates = self.would_rotate(self.placed.iter().filter(|p| p.lent).count());
         let lend = if w.waits_late { LEND_LATE } else { LEND };
-        if let Some(s) = self.work_phase_ns {
-            if rotates && !self.fine_phase_seen() && gap.0 as f64 > lend * s {
-                let at = now.saturating_sub(self.started_at).as_secs_f64();
-                self.sparse.hand_backs += 1;
-                self.sparse.last = Some(format!(
-                    "lent at {at:.2} s, after a look: rounds every {:.1} ms at the budget, phases of {:.1} ms{}",
-                    gap.0 as f64 / 1e6,
-                    s / 1e6,
-                    if w.waits_late {
-                        ", waits read late"
-                    } else {
-                        ""
-                    }
-                ));
-                return;
-            }
+        if let Some(s) = self.work_phase_ns
+            && rotates
+            && !self.fine_phase_seen()
+            && gap.0 as f64 > lend * s
+        {
+            let at = now.saturating_sub(self.started_at).as_secs_f64();
+            self.sparse.hand_backs += 1;
+            self.sparse.last = Some(format!(
+                "lent at {at:.2} s, after a look: rounds every {:.1} ms at the budget, phases of {:.1} ms{}",
+                gap.0 as f64 / 1e6,
+                s / 1e6,
+                if w.waits_late {
+                    ", waits read late"
+                } else {
+                    ""
+                }
+            ));
+            return;
         }
         self.sparse.active = false;
         self.place_lent_again(managing, moves);

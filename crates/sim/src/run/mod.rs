@@ -464,13 +464,13 @@ impl Sim {
             // Debug builds (the tests) check the model every 64 events, so a lost or doubled
             // thread fails there instead of stalling a run until its horizon.
             #[cfg(debug_assertions)]
-            if self.stats.events % 64 == 0 {
-                if let Err(why) = self.check_invariants() {
-                    panic!(
-                        "after a {kind:?} event for {target} at {} ns: {why}",
-                        self.now
-                    );
-                }
+            if self.stats.events.is_multiple_of(64)
+                && let Err(why) = self.check_invariants()
+            {
+                panic!(
+                    "after a {kind:?} event for {target} at {} ns: {why}",
+                    self.now
+                );
             }
         }
         if self.now < until && self.live > 0 {
