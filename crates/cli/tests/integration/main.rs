@@ -11,6 +11,7 @@ mod compare;
 mod daemon;
 mod daemon_bpf;
 mod daemon_groups;
+mod errors;
 mod handoff;
 mod install;
 mod live;
