@@ -41,7 +41,7 @@ pub fn is_broken_pipe(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::BrokenPipe
 }
 
-/// `print!` to stdout; an error is kept for [`stdout_error`].
+/// `print!` to stdout; an error is kept for `say::stdout_error`.
 macro_rules! out {
     ($($t:tt)*) => {{
         use std::io::Write as _;
@@ -51,7 +51,7 @@ macro_rules! out {
     }};
 }
 
-/// `println!` to stdout; an error is kept for [`stdout_error`].
+/// `println!` to stdout; an error is kept for `say::stdout_error`.
 macro_rules! outln {
     ($($t:tt)*) => {{
         use std::io::Write as _;
