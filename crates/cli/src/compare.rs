@@ -42,8 +42,8 @@ pub struct CompareArgs {
     /// same option), and the level, interval, CPU list, dry run and seed passed to every run.
     #[command(flatten)]
     pub settings: SettingsArgs,
-    /// Runs of each policy.
-    #[arg(long, default_value_t = 5)]
+    /// Runs of each policy (1 to 10 000).
+    #[arg(long, default_value_t = 5, value_parser = options::repeat_runs)]
     pub repeat: usize,
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
@@ -282,7 +282,12 @@ pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Res
     let warmup = args.opts.warmup;
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); policies.len()];
     let mut failed = vec![0; policies.len()];
-    for round in 0..warmup + args.repeat {
+    // Both counts are bounded as the command line is read (`options::MAX_RUNS`); `bench`
+    // and `demo` fill them too, so the sum is checked all the same.
+    let rounds = warmup
+        .checked_add(args.repeat)
+        .ok_or_else(|| input_error("--warmup plus --repeat: too many runs"))?;
+    for round in 0..rounds {
         let warm = round < warmup;
         let (k, of) = if warm {
             (round, warmup)
@@ -481,8 +486,8 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
 /// Options of `demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Runs of each policy.
-    #[arg(long, default_value_t = 5)]
+    /// Runs of each policy (1 to 10 000).
+    #[arg(long, default_value_t = 5, value_parser = options::repeat_runs)]
     pub repeat: usize,
     /// Total compute per thread in ms (the demo's length scales with it).
     #[arg(long, default_value_t = 1000)]

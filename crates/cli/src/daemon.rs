@@ -160,9 +160,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
     let observe = args.observe || config.daemon.observe;
     let root = Root::system();
     let state = StateDir::new(&config.daemon.state_dir);
-    state
-        .create()
-        .map_err(|e| input_error(format!("state directory: {e}")))?;
+    crate::recover::ready_state_dir(&state)?;
     let (report, journals) = crate::recover::restore_tree(&state, &root)?;
     if journals > 0 {
         tracing::warn!(

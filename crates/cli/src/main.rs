@@ -25,7 +25,9 @@
 //! Exit status: `run` exits with the command's status (128 + signal if it was killed);
 //! every command exits 2 on bad input (unknown policy, bad pid, bad spec, a process that is
 //! not a user program or is already managed) having changed nothing, and 1 on any other
-//! failure, a mask that could not be restored among them.
+//! failure, a mask that could not be restored among them. Each error is one line, each
+//! cause said once; stdout is checked at the end: a full disk is an error (exit 1), a
+//! closed pipe (`| head -1`) is not (see [`say`] and `docs/errors.md`).
 
 #[macro_use]
 mod say;
@@ -249,15 +251,98 @@ fn main() -> ExitCode {
             manual::completions(<Cli as clap::CommandFactory>::command(), a.shell)
         }
     };
-    match result {
-        Ok(code) => ExitCode::from(code),
+    let code = match result {
+        Ok(code) => code,
+        // The reader of our stdout went away (`… | head -1`): not a failure of ours.
+        Err(e) if broken_pipe(&e) => 0,
         Err(e) => {
-            errln!("threadbalance: {e:#}");
+            errln!("threadbalance: {}", error_line(&e));
             if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) {
-                ExitCode::from(2)
+                2
             } else {
-                ExitCode::from(1)
+                1
             }
         }
+    };
+    ExitCode::from(checked_stdout(code))
+}
+
+/// The exit status once stdout is flushed: `code`, unless what was printed could not be
+/// written (a full disk, `>/dev/full`: one line, and 1 when `code` said success). A closed
+/// pipe changes nothing (see [`say`]).
+fn checked_stdout(code: u8) -> u8 {
+    match say::stdout_error() {
+        None => code,
+        Some(e) if say::is_broken_pipe(&e) => code,
+        Some(e) => {
+            errln!("threadbalance: writing to stdout: {e}");
+            if code == 0 { 1 } else { code }
+        }
+    }
+}
+
+/// Whether `e` comes from a closed pipe (an export or JSON written to stdout).
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(say::is_broken_pipe)
+}
+
+/// The error and its causes on one line, `what: why: why…`, each cause once: a cause
+/// whose text its context already ends with (a library error that prints its source,
+/// `reading F: Permission denied (os error 13)`, over that io error) is not repeated.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !text.is_empty() && !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_line_a_source_its_context_prints_is_said_once() {
+        // What a library error whose message ends with its source gives under `{:#}`.
+        #[derive(Debug)]
+        struct Reading(std::io::Error);
+        impl std::fmt::Display for Reading {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "reading /x/lock.1: {}", self.0)
+            }
+        }
+        impl std::error::Error for Reading {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let denied = || std::io::Error::from_raw_os_error(13);
+        let e = anyhow::Error::new(Reading(denied())).context("claiming the process");
+        assert_eq!(
+            error_line(&e),
+            "claiming the process: reading /x/lock.1: Permission denied (os error 13)"
+        );
+        // A context that does not repeat its source keeps it.
+        let e = anyhow::Error::new(denied()).context("writing out.json");
+        assert_eq!(
+            error_line(&e),
+            "writing out.json: Permission denied (os error 13)"
+        );
+    }
+
+    #[test]
+    fn broken_pipe_is_found_under_contexts() {
+        let e = anyhow::Error::new(std::io::Error::from_raw_os_error(32)).context("writing");
+        assert!(broken_pipe(&e));
+        let e = anyhow::Error::new(std::io::Error::from_raw_os_error(28)).context("writing");
+        assert!(!broken_pipe(&e));
     }
 }

@@ -80,9 +80,7 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
         None => None,
     };
     let state = recover::state_dir(args.state_dir.as_ref())?;
-    state
-        .create()
-        .map_err(|e| input_error(format!("state directory: {e}")))?;
+    recover::ready_state_dir(&state)?;
     // What instances that died left changed is put back before anything else happens.
     recover::restore_stale(&state)?;
     if kind.is_numa() && threadbalance_linux::read_numa_balancing(&Root::system()) == Some(true) {

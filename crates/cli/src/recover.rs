@@ -87,6 +87,28 @@ pub fn private_dir(path: &Path, uid: u32) -> Result<()> {
     Ok(())
 }
 
+/// Creates `state` if it does not exist and makes sure files can be made in it, by making
+/// and removing one: a path that is not a directory, or one we may not write in, is bad
+/// input (exit 2) found before any command starts, not a lock that cannot be taken once it
+/// runs.
+pub fn ready_state_dir(state: &StateDir) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let bad = |e: String| input_error(format!("state directory {}: {e}", state.path().display()));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(state.path())
+        .map_err(|e| bad(e.to_string()))?;
+    let probe = state.path().join(format!(".probe.{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+        .map_err(|e| bad(format!("cannot create files in it: {e}")))?;
+    std::fs::remove_file(&probe).map_err(|e| bad(format!("cannot remove files in it: {e}")))
+}
+
 /// Replays the journals of dead instances under `state`; prints what was done when there
 /// was anything. Returns whether every mask could be handled.
 pub fn restore_stale(state: &StateDir) -> Result<bool> {
@@ -106,6 +128,17 @@ pub fn restore_stale(state: &StateDir) -> Result<bool> {
 /// `threadbalance restore`.
 pub fn restore(args: &RestoreArgs) -> Result<u8> {
     let state = state_dir(args.state_dir.as_ref())?;
+    // A directory that does not exist holds no journal; anything else that is not a
+    // directory is a wrong path (exit 2).
+    match std::fs::metadata(state.path()) {
+        Ok(m) if !m.is_dir() => {
+            return Err(input_error(format!(
+                "state directory {}: not a directory",
+                state.path().display()
+            )));
+        }
+        _ => {}
+    }
     let (report, journals) = restore_tree(&state, &Root::system())?;
     errln!(
         "threadbalance: {} journal(s) replayed from {}: {}",

@@ -451,15 +451,46 @@ fn file_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
             "a single [rule] table: write each rule as [[rule]]",
         ),
         Some(key) => ConfigError::new(file, line, key, msg),
-        None => ConfigError::new(file, line, "", msg),
+        None => ConfigError::new(file, line, key_on_line(text, line).unwrap_or_default(), msg),
     }
+}
+
+/// Where a value the TOML parser refused is (`u64 value was too large`): the key on the
+/// error's line, within its table as the other errors name it (`daemon: interval_ms`,
+/// `rule #2: interval_ms`), found from the error's span.
+fn key_on_line(text: &str, line: Option<usize>) -> Option<String> {
+    let line = line?;
+    let lines: Vec<&str> = text.lines().take(line).collect();
+    let (key, _) = lines.last()?.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() || key.starts_with('[') {
+        return None;
+    }
+    let header = lines
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('['));
+    let table = match header {
+        Some("[[rule]]") => {
+            let n = lines.iter().filter(|l| l.trim() == "[[rule]]").count();
+            format!("rule #{n}: ")
+        }
+        Some(h) => format!("{}: ", h.trim_matches(|c| c == '[' || c == ']')),
+        None => String::new(),
+    };
+    Some(format!("{table}{key}"))
 }
 
 /// serde's words for the types a key takes, in the config's words.
 fn readable(msg: &str) -> String {
-    msg.replace("expected u32", "expected a whole number ≥ 0")
-        .replace("expected u64", "expected a whole number ≥ 0")
-        .replace("expected f64", "expected a number")
+    msg.replace(
+        "u64 value was too large",
+        "too large (TOML whole numbers go up to 9223372036854775807)",
+    )
+    .replace("expected u32", "expected a whole number ≥ 0")
+    .replace("expected u64", "expected a whole number ≥ 0")
+    .replace("expected f64", "expected a number")
 }
 
 fn cpu_list(p: &Place<'_>, key: &str, text: &str) -> Result<CpuSet, ConfigError> {

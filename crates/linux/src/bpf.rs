@@ -205,21 +205,38 @@ impl FutexProbe {
     }
 }
 
-/// A probe's attached tracepoints, detached all at once when dropped.
+/// A probe's attached tracepoints, detached when dropped without the caller waiting.
 ///
-/// Detaching a BPF program from a tracepoint waits for a grace period (`close` of the perf
-/// event took 76–83 ms each on the 2-core VM, Linux 6.18): one after the other, the
-/// run-time counters' four tracepoints held `run` up for about 0.3 s after its program
-/// had exited, and the futex probe's seven for about 0.5 s more. Each link is closed on a
-/// thread of its own, so the waits overlap (in part: `run -- sleep 0.05` took 0.24–0.26 s
-/// instead of 0.35–0.38 with the counters, 0.54–0.58 s instead of 0.91–0.97 with both
-/// probes); a link whose thread cannot be started is closed where it is.
+/// Detaching a BPF program from a tracepoint waits for a grace period (`close` of the link
+/// took 14–83 ms each on the 2-core VM, Linux 6.18, more when it is busy): one after the
+/// other, the run-time counters' four tracepoints held `run` up for about 0.2–0.3 s after
+/// its program had exited, and the futex probe's seven for about 0.5 s more. Closing them
+/// on threads of their own and joining those overlapped the waits only in part, and a
+/// process that exits without closing them waits all the same: the kernel closes its
+/// files, and so waits for the grace periods, before the parent is told it has exited.
+///
+/// So the last references are handed to a process of their own: [`Drop`] forks a child
+/// that closes every other file it inherited (its stdin, stdout and stderr first, so that
+/// whoever reads our output sees its end; the locks and journals, so that nothing stays
+/// held), then closes the links, one grace period after the other, and exits. Ours are then
+/// not the last references: closing them returns at once and the caller goes on to its
+/// exit. The programs stay attached for those few tenths of a second, counting nothing
+/// (the process they trace has gone). Where no child can be made (`fork` refused), the
+/// links are closed here, each on a thread of its own, waited for.
 #[derive(Default)]
 pub(crate) struct Links(Vec<TracePointLink>);
 
 impl Drop for Links {
     fn drop(&mut self) {
         let links = std::mem::take(&mut self.0);
+        if links.is_empty() {
+            return;
+        }
+        if detach_in_a_child() {
+            // Our references only: returns at once.
+            drop(links);
+            return;
+        }
         std::thread::scope(|scope| {
             for link in links {
                 // On failure the closure, and the link with it, is dropped here.
@@ -228,6 +245,73 @@ impl Drop for Links {
                     .spawn_scoped(scope, move || drop(link));
             }
         });
+    }
+}
+
+/// The BPF links and perf events among this process's open files (`/proc/self/fd`), and
+/// the highest file descriptor open.
+fn bpf_attachment_fds() -> Option<(Vec<i32>, i32)> {
+    let mut links = Vec::new();
+    let mut highest = 2;
+    for entry in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        highest = highest.max(fd);
+        let target = std::fs::read_link(entry.path()).unwrap_or_default();
+        let target = target.to_string_lossy();
+        if matches!(
+            target.as_ref(),
+            "anon_inode:bpf_link" | "anon_inode:bpf-link" | "anon_inode:[perf_event]"
+        ) {
+            links.push(fd);
+        }
+    }
+    Some((links, highest))
+}
+
+/// Forks the child that closes the BPF links for us (see [`Links`]); whether it runs.
+fn detach_in_a_child() -> bool {
+    let Some((links, highest)) = bpf_attachment_fds() else {
+        return false;
+    };
+    if links.is_empty() {
+        return false;
+    }
+    // SAFETY: after `fork` the child calls only async-signal-safe functions (`close`,
+    // `close_range` through `syscall`, `_exit`) and reads `links`, a vector made before
+    // the fork and not changed after it: it allocates nothing, takes no lock, and never
+    // returns into Rust code that could.
+    match unsafe { libc::fork() } {
+        0 => {
+            for fd in 0..=highest {
+                if !links.contains(&fd) {
+                    // SAFETY: closing a descriptor of the child's own table.
+                    unsafe { libc::close(fd) };
+                }
+            }
+            // SAFETY: as above, for any descriptor opened after the list was made.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_close_range,
+                    (highest + 1) as libc::c_uint,
+                    libc::c_uint::MAX,
+                    0 as libc::c_uint,
+                )
+            };
+            for &fd in &links {
+                // SAFETY: the last reference to each link: this waits for the kernel.
+                unsafe { libc::close(fd) };
+            }
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(0) }
+        }
+        pid if pid > 0 => true,
+        _ => false,
     }
 }
 

@@ -89,6 +89,14 @@ pub fn workload(
             descs.push(w.name.clone());
             apps.extend(w.apps);
         }
+        let threads = apps
+            .iter()
+            .try_fold(0usize, |n, a| n.checked_add(a.threads()))
+            .unwrap_or(usize::MAX);
+        workload::check_threads(threads).map_err(|why| SimError::Workload {
+            name: name.to_string(),
+            why,
+        })?;
         return Ok(Workload {
             name: name.to_string(),
             description: format!("{} at once", descs.join(" and ")),

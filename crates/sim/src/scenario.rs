@@ -356,14 +356,31 @@ pub fn embedded_scenario(name: &str) -> Result<Option<Workload>, SimError> {
 }
 
 /// Reads `dir/<name>.toml`, or `name` itself if it is a path to a `.toml` file.
+///
+/// `Ok(None)` when `dir` has no scenario of that name (a built-in or embedded one may
+/// still answer to it). A `.toml` path that does not exist is an error saying so, not an
+/// unknown workload, and so is anything that is not a regular file (a FIFO, a device, a
+/// directory): reading one could block forever or never end, so it is refused before it
+/// is opened.
 pub fn read_scenario(name: &str, dir: &Path) -> Result<Option<Workload>, SimError> {
-    let path = if name.ends_with(".toml") {
+    let named = name.ends_with(".toml");
+    let path = if named {
         Path::new(name).to_path_buf()
     } else {
         dir.join(format!("{name}.toml"))
     };
-    if !path.is_file() {
-        return Ok(None);
+    let refuse = |why: String| SimError::Scenario {
+        path: path.clone(),
+        why,
+    };
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(refuse("not a regular file".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse("no such file".into()));
+        }
+        Err(e) => return Err(refuse(e.to_string())),
     }
     let text = std::fs::read_to_string(&path).map_err(|e| SimError::Scenario {
         path: path.clone(),

@@ -240,9 +240,14 @@ impl App {
 
     /// Checks indices and sizes; called by every constructor.
     pub fn validate(&self) -> Result<(), String> {
-        if self.groups.is_empty() || self.threads() == 0 {
+        let threads = self
+            .groups
+            .iter()
+            .try_fold(0usize, |n, g| n.checked_add(g.threads));
+        if self.groups.is_empty() || threads == Some(0) {
             return Err(format!("application {:?} has no thread", self.name));
         }
+        check_threads(threads.unwrap_or(usize::MAX))?;
         for g in &self.groups {
             if g.ops.is_empty() {
                 return Err(format!("group {:?} has no operation", g.name));
@@ -332,6 +337,29 @@ impl Workload {
     pub fn threads(&self) -> usize {
         self.apps.iter().map(App::threads).sum()
     }
+}
+
+/// The most threads one simulation holds, all applications together: 65 536.
+///
+/// Twice the kernel's default `pid_max` (32 768; a real machine with that default cannot
+/// run more threads at once) and 4 times the roughly 16 000 threads one process reaches
+/// with the default `vm.max_map_count` (see the `workload` crate's `thread_limit`), so no
+/// program the simulator models is refused. Above it the simulator's own state is the
+/// bound: every thread has its slots in the run queues, the samples and the report
+/// from the start (10⁸ threads asked for 7.6 GB at once and aborted), and a run of
+/// seconds of simulated time takes hours. A scenario or `--threads` above it is refused,
+/// one line naming the count, before anything is built.
+pub const MAX_THREADS: usize = 65_536;
+
+/// `Err` naming `threads` when it is above [`MAX_THREADS`].
+pub fn check_threads(threads: usize) -> Result<(), String> {
+    if threads > MAX_THREADS {
+        return Err(format!(
+            "{threads} threads: the simulator holds at most {MAX_THREADS} (all applications \
+             together)"
+        ));
+    }
+    Ok(())
 }
 
 /// Built-in workloads and their parameters (defaults in parentheses).

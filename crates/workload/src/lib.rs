@@ -200,8 +200,87 @@ fn count_cpu_list(list: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
+/// The worker threads `scenario` would start.
+pub fn thread_count(scenario: &Scenario) -> u64 {
+    match scenario {
+        Scenario::Spmd(o) => u64::from(o.threads),
+        Scenario::Locks(o) => u64::from(o.threads),
+        Scenario::Pipeline(o) => o
+            .resolved_stages()
+            .iter()
+            .map(|s| u64::from(s.threads))
+            .sum(),
+        Scenario::Uneven(o) => o.duty.len() as u64,
+    }
+}
+
+/// Room kept for the mappings a run makes besides its threads' (the allocator's arenas,
+/// the channels of a pipeline, the libraries), in [`thread_limit`].
+const SPARE_MAPPINGS: u64 = 1024;
+
+/// The most threads this process can start at once, from what the kernel allows: the
+/// smallest of `kernel.threads-max` (threads on the whole machine), `kernel.pid_max`
+/// (every thread takes a pid) and what `vm.max_map_count` leaves room for. That last one
+/// is the bound met first on most machines (65 530 by default: about 16 000 threads), and
+/// the one that must not be crossed: each thread of this program maps 4 areas (its stack,
+/// the stack's guard page, its signal stack and that one's guard page), and a thread that
+/// cannot map its signal stack does not fail to start, it aborts the whole process
+/// (`failed to set up alternative stack guard page`, exit 134). So the count is checked
+/// against this before the first thread starts; a failure to start one below it (the
+/// user's process limit, memory) is still an error of its own, one line, exit 1.
+///
+/// `maps_in_use` is the mappings the process has now; a value the kernel does not give
+/// is `None` and bounds nothing.
+pub fn thread_limit(
+    threads_max: Option<u64>,
+    pid_max: Option<u64>,
+    max_map_count: Option<u64>,
+    maps_in_use: u64,
+) -> u64 {
+    let by_maps = max_map_count.map(|m| m.saturating_sub(maps_in_use + SPARE_MAPPINGS) / 4);
+    [threads_max, pid_max, by_maps]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
+/// [`thread_limit`] as the running kernel and this process stand now.
+pub fn read_thread_limit() -> u64 {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count());
+    thread_limit(
+        read("/proc/sys/kernel/threads-max"),
+        read("/proc/sys/kernel/pid_max"),
+        read("/proc/sys/vm/max_map_count"),
+        maps as u64,
+    )
+}
+
+/// Refuses a scenario that asks for more threads than the kernel lets this process run
+/// ([`read_thread_limit`]), before any starts.
+fn check_thread_count(scenario: &Scenario) -> Result<(), WorkloadError> {
+    let asked = thread_count(scenario);
+    let limit = read_thread_limit();
+    if asked > limit {
+        return Err(WorkloadError::Invalid {
+            scenario: scenario.name(),
+            why: format!(
+                "{asked} threads: this machine lets the process run at most {limit} at once \
+                 (kernel.threads-max, kernel.pid_max, vm.max_map_count / 4)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Runs a scenario to completion and scores it.
 pub fn run(scenario: &Scenario) -> Result<Score, WorkloadError> {
+    check_thread_count(scenario)?;
     match scenario {
         Scenario::Spmd(o) => spmd::run(o),
         Scenario::Locks(o) => locks::run(o),
@@ -279,7 +358,24 @@ fn us_to_ns(us: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::count_cpu_list;
+    use super::{count_cpu_list, thread_limit};
+
+    #[test]
+    fn thread_limit_is_the_smallest_of_the_kernels_bounds() {
+        // 65 530 mappings, 100 in use, 1 024 kept spare: (65 530 − 1 124) / 4 = 16 101.
+        assert_eq!(
+            thread_limit(Some(192_735), Some(4_194_304), Some(65_530), 100),
+            16_101
+        );
+        assert_eq!(
+            thread_limit(Some(192_735), Some(32_768), Some(1 << 30), 100),
+            32_768
+        );
+        assert_eq!(thread_limit(Some(500), None, None, 0), 500);
+        assert_eq!(thread_limit(None, None, None, 0), u64::MAX);
+        // Mappings already used up: no thread fits.
+        assert_eq!(thread_limit(None, None, Some(1000), 5000), 0);
+    }
 
     #[test]
     fn cpu_list_counts_ranges_and_singles() {

@@ -38,6 +38,13 @@
 //! have evicted its caches: not the move's doing), and the medians make what is left robust
 //! to the rest; moved and control runs alternate, and each pair gives one estimate.
 //!
+//! **What `run` adds to a command.** `true` alone, then `threadbalance run --policy P --
+//! true` for P = none and speed, [`RUN_ADDS_RUNS`] times each, interleaved, wall time from
+//! the start of the process until its exit is reaped: start, the BPF counters loaded and
+//! attached, the command, its exit, the masks restored, the summary. What `run` adds is
+//! each run's wall time minus the median of `true` alone; the table gives its min, median
+//! and max (the aim: at most 20 ms, start and exit included).
+//!
 //! ```text
 //!  worker: pin to CPU a, warm W ─► unit, unit, unit, …  (CPU ns each; "changed since?")
 //!  mover:  every 1 ms: mask → other CPU (moved run)  |  → same CPU (control run)
@@ -124,6 +131,20 @@ pub struct MigrationRow {
     pub extra_cpu_ns: Spread,
 }
 
+/// Runs of each command measured for [`RunAdds`].
+pub const RUN_ADDS_RUNS: usize = 9;
+
+/// What `threadbalance run --policy P -- true` adds to `true`'s wall time.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunAdds {
+    /// The policy.
+    pub policy: String,
+    /// `true` alone, ms (median).
+    pub bare_ms: f64,
+    /// Each run's wall time minus `bare_ms`, ms: min, median and max.
+    pub added_ms: Spread,
+}
+
 /// The cost report, as `--json` writes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CostReport {
@@ -140,6 +161,63 @@ pub struct CostReport {
     /// The tick's cost fitted as `FIXED_US + PER_THREAD_US · T`; absent when the runs gave
     /// fewer than two thread counts with a measured tick.
     pub tick_cost: Option<TickFit>,
+    /// What `run` adds to a command's wall time, one row per policy.
+    pub run_adds: Vec<RunAdds>,
+}
+
+/// The wall time of `program args…`, from its start until its exit is reaped, in ms;
+/// `None` when it could not be started or failed.
+fn wall_ms(program: &Path, args: &[&str]) -> Option<f64> {
+    let t0 = std::time::Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    status.success().then_some(ms)
+}
+
+/// Measures [`RunAdds`] for `policies`, each command run `runs` times, interleaved.
+fn run_adds(exe: &Path, policies: &[&str], runs: usize) -> Result<Vec<RunAdds>> {
+    let bare = which_true()?;
+    let mut alone = Vec::new();
+    let mut managed = vec![Vec::new(); policies.len()];
+    for _ in 0..runs {
+        alone.push(wall_ms(&bare, &[]).context("running `true`")?);
+        for (i, p) in policies.iter().enumerate() {
+            let args = ["run", "--policy", p, "--", "true"];
+            managed[i]
+                .push(wall_ms(exe, &args).with_context(|| {
+                    format!("running `threadbalance run --policy {p} -- true`")
+                })?);
+        }
+    }
+    let bare_ms = Spread::of(&alone).map_or(0.0, |s| s.median);
+    Ok(policies
+        .iter()
+        .zip(managed)
+        .filter_map(|(p, walls)| {
+            let added: Vec<f64> = walls.iter().map(|w| w - bare_ms).collect();
+            Some(RunAdds {
+                policy: (*p).to_string(),
+                bare_ms,
+                added_ms: Spread::of(&added)?,
+            })
+        })
+        .collect())
+}
+
+/// `true` as `run` would find it in `PATH`.
+fn which_true() -> Result<std::path::PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join("true"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| anyhow!("no `true` in PATH"))
 }
 
 /// Least squares of `y = a + b·x` over `points` (x = threads, y = µs per tick) on the
@@ -223,6 +301,8 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
     } else {
         errln!("threadbalance: one CPU only: no migration to measure");
     }
+    errln!("what run adds: `true` alone and under run, {RUN_ADDS_RUNS} times each");
+    let run_adds = run_adds(&exe, &["none", "speed"], RUN_ADDS_RUNS)?;
     let report = CostReport {
         cpus: m,
         load: [load_before, super::load_average()],
@@ -230,6 +310,7 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         migration,
         migration_cpus: pair.iter().copied().collect::<CpuSet>().to_string(),
         tick_cost,
+        run_adds,
     };
     // With `--json -` the JSON alone goes to stdout and the table to stderr.
     match json {
@@ -497,6 +578,23 @@ fn migration_row(
 /// The cost report as two tables.
 pub fn to_table(r: &CostReport) -> String {
     let mut s = String::new();
+    if let Some(first) = r.run_adds.first() {
+        let _ = writeln!(
+            s,
+            "what run adds to a command: `run --policy P -- true` minus `true` alone \
+             ({:.1} ms, median), wall time, {RUN_ADDS_RUNS} runs each",
+            first.bare_ms
+        );
+        for row in &r.run_adds {
+            let a = row.added_ms;
+            let _ = writeln!(
+                s,
+                "{:>8}  {:.1} / {:.1} / {:.1} ms min/med/max",
+                row.policy, a.min, a.median, a.max
+            );
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(
         s,
         "management cost: run --policy speed --level core --interval 2 --no-children over \

@@ -22,7 +22,7 @@ pub enum ProgressMode {
 pub struct CompareOptions {
     /// Runs of each policy before the measured ones, interleaved too, then discarded
     /// (to fill caches and settle the CPU frequency).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = warmup_runs)]
     pub warmup: usize,
     /// Pass the command's stdout and stderr through as it runs (stdout to stderr when JSON
     /// takes stdout); without it they are kept only to show the end of stderr when a run
@@ -53,6 +53,35 @@ pub struct CompareOptions {
     /// Where to read `loadavg` and `stat` for the busy-machine check (tests use fixtures).
     #[arg(long, hide = true, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
+}
+
+/// The most runs of each policy `--repeat` or `--warmup` takes: 10 000.
+///
+/// Each run is a whole run of the command under `threadbalance run`, a few tens of
+/// milliseconds at the least: 10 000 rounds of three policies are hours already, and
+/// every measured run is kept in memory for the statistics. A larger count is a typo
+/// (or `-1` read as 18446744073709551615, which once wrapped to 0 runs); it is refused as
+/// the command line is read, so `warmup + repeat` cannot overflow either.
+pub const MAX_RUNS: usize = 10_000;
+
+/// A count of runs from 0 to [`MAX_RUNS`].
+fn runs(s: &str, least: usize) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (least..=MAX_RUNS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{s:?}: expected a whole number from {least} to {MAX_RUNS}"
+        )),
+    }
+}
+
+/// `--warmup N`: 0 to [`MAX_RUNS`].
+pub fn warmup_runs(s: &str) -> Result<usize, String> {
+    runs(s, 0)
+}
+
+/// `--repeat N`: 1 to [`MAX_RUNS`].
+pub fn repeat_runs(s: &str) -> Result<usize, String> {
+    runs(s, 1)
 }
 
 impl Default for CompareOptions {

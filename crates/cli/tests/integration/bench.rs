@@ -371,6 +371,22 @@ fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["cpus"], m);
+    // What run adds to `true`: a row per policy, min ≤ median ≤ max (timings themselves
+    // are the benchmark's to report, not this test's to hold).
+    assert!(text.contains("what run adds to a command"), "{text}");
+    let adds = v["run_adds"].as_array().unwrap();
+    let policies: Vec<&str> = adds.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(policies, ["none", "speed"]);
+    for r in adds {
+        let a = &r["added_ms"];
+        let (lo, mid, hi) = (
+            a["min"].as_f64().unwrap(),
+            a["median"].as_f64().unwrap(),
+            a["max"].as_f64().unwrap(),
+        );
+        assert!(lo <= mid && mid <= hi, "{r}");
+        assert!(r["bare_ms"].as_f64().unwrap() > 0.0, "{r}");
+    }
     let rows = v["management"].as_array().unwrap();
     let threads: Vec<u64> = rows
         .iter()

@@ -13,6 +13,7 @@ mod daemon;
 mod daemon_bpf;
 mod daemon_groups;
 mod descend;
+mod errors;
 mod handoff;
 mod install;
 mod live;
