@@ -500,6 +500,9 @@ struct Queue {
     /// Its last-level cache: the index of the LLC domain of its lowest CPU at the core
     /// level; at coarser levels each queue is its own (see [`Speed::new`]).
     llc: usize,
+    /// Its physical core at the CPU level, where SMT siblings share one (see "Siblings" in
+    /// the module docs); elsewhere each queue is its own.
+    core: usize,
     /// Threads placed on it.
     load: u32,
 }
@@ -591,6 +594,10 @@ pub struct Speed {
     level: Level,
     fixed: Option<Nanos>,
     queues: Vec<Queue>,
+    /// Whether some queues are SMT siblings of one core (see "Siblings" in the module docs).
+    siblings: bool,
+    /// Threads placed and queues of each physical core ([`Queue::core`]), during a round.
+    core_load: Vec<(u32, u32)>,
     /// Distinct nodes of the queues, for per-node rotation.
     nodes: Vec<NodeId>,
     placed: Vec<Placed>,
@@ -707,15 +714,24 @@ impl Speed {
         if settings.interval.is_some_and(|i| i.0 == 0) {
             return Err(bad("interval must be positive".into()));
         }
-        let level = settings.level;
+        let level = settings.level_for(crate::PolicyKind::Speed, topo);
         // Cores group by LLC only where a domain lies inside one; at the LLC level or above
         // every queue is its own group, and nothing prefers one pair over another.
         let llc_of = |d: &threadbalance_model::Domain| match level {
-            Level::Core => d
+            Level::Core | Level::Cpu => d
                 .cpus
                 .iter()
                 .next()
                 .and_then(|c| topo.domain_of(c, Level::Llc))
+                .unwrap_or(d.index),
+            _ => d.index,
+        };
+        // Queues share a physical core only at the CPU level (SMT siblings).
+        let core_of = |d: &threadbalance_model::Domain| match level {
+            Level::Cpu => d
+                .cpus
+                .first()
+                .and_then(|c| topo.domain_of(c, Level::Core))
                 .unwrap_or(d.index),
             _ => d.index,
         };
@@ -725,9 +741,14 @@ impl Speed {
             .map(|d| Queue {
                 node: d.node,
                 llc: llc_of(d),
+                core: core_of(d),
                 load: 0,
             })
             .collect();
+        let mut cores: Vec<usize> = queues.iter().map(|q| q.core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        let siblings = cores.len() < queues.len();
         let mut nodes: Vec<NodeId> = queues.iter().map(|q| q.node).collect();
         nodes.sort_unstable();
         nodes.dedup();
@@ -737,6 +758,8 @@ impl Speed {
             cfg,
             level,
             queues,
+            siblings,
+            core_load: Vec::new(),
             nodes,
             placed: Vec::new(),
             spare: Vec::new(),
@@ -835,15 +858,28 @@ impl Speed {
     /// (2.065 s against 1.607 on one 16-core node; simulated, ep-barrier, 10 ms yield
     /// phases). Within a node, an even spread over LLCs lets most swaps stay within an
     /// LLC (see `rotate.rs`).
+    ///
+    /// Where queues are SMT siblings (the CPU level on an SMT machine), the emptiest CPU
+    /// of the emptiest physical core comes first: a thread whose sibling runs is slowed
+    /// down (about 1.3× in the simulator), so with 8 threads on 8 cores × 2 every core gets
+    /// one, as the kernel's `select_idle_sibling` gives them, and not CPUs 0–7 (four cores
+    /// doubled up, four idle); with 24, every core gets three.
     fn emptiest(&self) -> usize {
-        let (mut node_load, mut llc_load) = (Vec::new(), Vec::new());
+        let (mut node_load, mut llc_load, mut core_load) = (Vec::new(), Vec::new(), Vec::new());
         self.tally(|q| self.node_ix(q), &mut node_load);
         self.tally(|q| q.llc, &mut llc_load);
+        if self.siblings {
+            self.tally(|q| q.core, &mut core_load);
+        }
         (0..self.queues.len())
             .min_by(|&a, &b| {
                 let (qa, qb) = (&self.queues[a], &self.queues[b]);
                 qa.load
                     .cmp(&qb.load)
+                    .then_with(|| match (core_load.get(qa.core), core_load.get(qb.core)) {
+                        (Some(&ca), Some(&cb)) => per_core_cmp(ca, cb),
+                        _ => std::cmp::Ordering::Equal,
+                    })
                     .then_with(|| {
                         per_core_cmp(node_load[self.node_ix(qa)], node_load[self.node_ix(qb)])
                     })

@@ -79,7 +79,7 @@ impl Ctx {
             if let Some(h) = horizon {
                 opts.horizon = h;
             }
-            let mut settings = Settings::new(m.topo.default_level());
+            let mut settings = Settings::default();
             settings.seed = seed;
             match run_policy(m, w, policy, &settings, &opts) {
                 Ok(r) => out.push(r),
@@ -574,7 +574,7 @@ fn lock_groups(cx: &mut Ctx) {
         .map(|&seed| {
             let mut opts = RunOptions::new(seed);
             opts.flat_handoffs = true;
-            let mut settings = Settings::new(m.topo.default_level());
+            let mut settings = Settings::default();
             settings.seed = seed;
             run_policy(&m, &body, "none", &settings, &opts).ok()
         })
