@@ -152,11 +152,11 @@ macro_rules! policy_kinds {
 policy_kinds! {
     None => "none", "Linux alone: observe and report, move nothing.";
     Psets => "psets", "Processor sets: threads split evenly into one group per domain, once.";
-    Pbind => "pbind", "One thread per core, pinned.";
+    Pbind => "pbind", "One thread per logical CPU, pinned: cores first, then their SMT siblings.";
     Tumbler => "tumbler", "Tumbler: regroups threads by utilization so domains are evenly loaded.";
     Shuffling => "shuffling", "Shuffling: regroups threads by lock time so lock holders share a domain.";
     Handoff => "handoff", "Hand-off graph: partitions who wakes whom so lock hand-offs stay inside a domain.";
-    Speed => "speed", "Speed balancing: rotates threads over unevenly loaded cores.";
+    Speed => "speed", "Speed balancing: rotates threads over unevenly loaded CPUs.";
     NumaFirstFit => "numa-first-fit", "NUMA balancing between nodes, moving the first movable thread (Linux's choice).";
     NumaTm => "numa-tm", "NUMA balancing, moving the thread whose process has the least memory (Total Min).";
     NumaMb => "numa-mb", "NUMA balancing, moving the thread with the most memory on the destination beyond the source (Most Benefit).";

@@ -148,6 +148,24 @@
 //! others reached. That costs 0.6–2 % against global pairs with small working sets (the
 //! trade is measured in the README of the simulator).
 //!
+//! **Siblings.** Speed's own level is the logical CPU ([`crate::PolicyKind::default_level`]):
+//! the kernel's run queue, on one socket or two, with SMT or without. A core's hardware
+//! threads are *siblings*, and a thread whose sibling runs is slowed (the simulator's
+//! `smt_factor`, 1.3 for its generic machine; the shared pipeline on real hardware), which
+//! the CPU shares the rotation reads never show. Where queues are siblings (the CPU level on
+//! an SMT machine; [`Queue::core`]), three rules keep every core as evenly loaded as every
+//! CPU: placement takes the emptiest CPU of the emptiest core ([`Speed::emptiest`]), so 8
+//! threads on 8 cores × 2 get a core each and 24 get three a core (one CPU doubled, its
+//! sibling single); levelling moves from the fullest CPU of the fullest core to the
+//! emptiest CPU of the emptiest core; and a one-move swap that would take a thread off one
+//! core onto a core at least as full (24 threads, every core three: four and two after it,
+//! the two of the emptied core then idle at a blocking barrier while the other core's four
+//! run slowed) is an exchange instead, and where every core holds as many threads as every
+//! other a heavy thread is paired with its sibling's thread first (a move within a core,
+//! whose caches it shares). Where the cores are uneven (17 threads on 16 CPUs: one core of
+//! three) the extra thread rotates over the emptier cores as before. Without SMT every
+//! queue is its own core and none of this applies: the CPU level is the core level.
+//!
 //! **Why the old distributed balancers thrashed at N = 2M.** Each core's balancer judged
 //! "slow" from per-thread speeds over its own span (2–4 ms), and counted only threads that
 //! showed a speed. With 2 ms windows shorter than a slice, and a running thread's run time
@@ -697,7 +715,8 @@ struct Stats {
 }
 
 impl Speed {
-    /// Builds the policy: one queue per domain at `settings.level` (`core` is the paper's),
+    /// Builds the policy: one queue per domain at `settings.level` (by default `cpu`, the
+    /// kernel's run queues; `core` is the paper's),
     /// checking the speed settings.
     pub fn new(settings: &Settings, topo: &Topology) -> Result<Speed, PolicyError> {
         let cfg = settings.speed.clone();
