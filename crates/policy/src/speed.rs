@@ -153,8 +153,8 @@
 //! threads are *siblings*, and a thread whose sibling runs is slowed (the simulator's
 //! `smt_factor`, 1.3 for its generic machine; the shared pipeline on real hardware), which
 //! the CPU shares the rotation reads never show. Where queues are siblings (the CPU level on
-//! an SMT machine; [`Queue::core`]), three rules keep every core as evenly loaded as every
-//! CPU: placement takes the emptiest CPU of the emptiest core ([`Speed::emptiest`]), so 8
+//! an SMT machine; `Queue::core`), three rules keep every core as evenly loaded as every
+//! CPU: placement takes the emptiest CPU of the emptiest core (`Speed::emptiest`), so 8
 //! threads on 8 cores × 2 get a core each and 24 get three a core (one CPU doubled, its
 //! sibling single); levelling moves from the fullest CPU of the fullest core to the
 //! emptiest CPU of the emptiest core; and a one-move swap that would take a thread off one
