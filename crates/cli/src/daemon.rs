@@ -49,6 +49,7 @@ use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runshare::SharedCounters;
 use threadbalance_linux::state::StateDir;
 use threadbalance_model::{CpuSet, DisplayWindow, Level, Nanos, Pid, Topology};
+use threadbalance_policy::PolicyKind;
 
 /// Options of `threadbalance daemon`.
 #[derive(Debug, Args)]
@@ -478,7 +479,9 @@ impl Daemon {
             if let Decision::Manage { rule, placement } = decision
                 && !self.released.contains(&(pid, reading.start_time))
             {
-                let level = placement.level.unwrap_or_else(|| self.default_level());
+                let level = placement
+                    .level
+                    .unwrap_or_else(|| self.default_level(placement.policy_name()));
                 matched.push((
                     pid,
                     reading.comm.clone(),
@@ -527,10 +530,14 @@ impl Daemon {
         }
     }
 
-    /// The level a rule without one balances at: the machine's widest with more than one
-    /// domain.
-    fn default_level(&self) -> Level {
-        self.machine.default_level()
+    /// The level a rule without one balances at: its policy's own
+    /// ([`PolicyKind::default_level`]; the machine's widest level with more than one domain
+    /// for a name that is not a policy kind).
+    fn default_level(&self, policy: &str) -> Level {
+        policy.parse::<PolicyKind>().map_or_else(
+            |_| self.machine.default_level(),
+            |kind| kind.default_level(&self.machine),
+        )
     }
 
     /// Sets each domain's utilization (default level) from the managed threads' last

@@ -58,7 +58,7 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
     let s = &args.settings;
     let (kind, kind_default) = s.one_policy(command)?;
     let topo = s.topology(usable)?;
-    let level = s.level(&topo);
+    let level = s.level(kind, &topo);
     let policy = s.build(kind, &topo)?;
     if let Some(path) = &args.report {
         crate::trace::check_writable(path)?;

@@ -12,7 +12,8 @@
 //!  --policy --level --interval --cpus --dry-run --seed
 //!        │  parsed and checked by clap (ByName, interval_ms, cpu_list)
 //!        ▼
-//!  SettingsArgs ──settings(topo)──► policy::Settings (level resolved on the machine)
+//!  SettingsArgs ──settings()──────► policy::Settings (no --level: each policy's own)
+//!               ──level(kind, topo)► the level `kind` runs at on the machine
 //!               ──topology(topo)──► the machine cut down to --cpus
 //!               ──child_args()────► the same options again, for compare's runs
 //! ```
@@ -46,8 +47,9 @@ pub struct SettingsArgs {
         value_parser = ByName::<PolicyKind>::new()
     )]
     pub policy: Vec<PolicyKind>,
-    /// Level whose domains play the papers' "sockets" [default: the widest level with more
-    /// than one domain].
+    /// Level whose domains play the papers' "sockets" [default: the policy's own: `cpu`
+    /// for speed, `node` for the numa-* policies, the widest level with more than one
+    /// domain for the others].
     #[arg(long, value_parser = ByName::<Level>::new())]
     pub level: Option<Level>,
     /// Fixed decision interval in milliseconds, at least 1 (overrides the policy's own
@@ -104,17 +106,21 @@ impl SettingsArgs {
         }
     }
 
-    /// The level given, or the machine's default.
-    pub fn level(&self, topo: &Topology) -> Level {
-        self.level.unwrap_or_else(|| topo.default_level())
+    /// The level `kind` runs at on `topo`: the one given, or the policy's own
+    /// ([`PolicyKind::default_level`]).
+    pub fn level(&self, kind: PolicyKind, topo: &Topology) -> Level {
+        self.settings().level_for(kind, topo)
     }
 
-    /// The policy settings on `topo`: the level resolved on it, the interval, the seed.
-    pub fn settings(&self, topo: &Topology) -> Settings {
-        let mut settings = Settings::new(self.level(topo));
-        settings.interval = self.interval.map(Nanos::from_millis);
-        settings.seed = self.seed;
-        settings
+    /// The policy settings: the level given (none: each policy resolves its own when
+    /// built), the interval, the seed.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            level: self.level,
+            interval: self.interval.map(Nanos::from_millis),
+            seed: self.seed,
+            ..Settings::default()
+        }
     }
 
     /// Builds `kind` on `topo`; a setting the policy refuses is an input error, and so is
@@ -126,7 +132,7 @@ impl SettingsArgs {
                  are not known; choose package, node or core",
             ));
         }
-        kind.build(&self.settings(topo), topo)
+        kind.build(&self.settings(), topo)
             .map_err(|e| input_error(e.to_string()))
     }
 
@@ -315,12 +321,32 @@ mod tests {
     fn settings_args_level_aliases_and_settings_resolve_on_the_machine() {
         let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
         let s = parse(&["--level", "socket", "--interval", "20", "--seed", "7"]).unwrap();
-        let settings = s.settings(&topo);
-        assert_eq!(settings.level, Level::Package);
+        let settings = s.settings();
+        assert_eq!(settings.level, Some(Level::Package));
         assert_eq!(settings.interval, Some(Nanos::from_millis(20)));
         assert_eq!(settings.seed, 7);
-        // No level: the machine's widest level with more than one domain.
-        assert_eq!(parse(&[]).unwrap().settings(&topo).level, Level::Package);
+        assert_eq!(s.level(PolicyKind::Speed, &topo), Level::Package);
+        // No level: the machine's widest level with more than one domain for Tumbler.
+        let none = parse(&[]).unwrap();
+        assert_eq!(none.settings().level, None);
+        assert_eq!(none.level(PolicyKind::Tumbler, &topo), Level::Package);
+        let s = parse(&["--level", "cpu"]).unwrap();
+        assert_eq!(s.level, Some(Level::Cpu));
+    }
+
+    #[test]
+    fn settings_args_no_level_gives_each_policy_its_own() {
+        // See: issue 38. Two sockets of 8 cores × 2: a user who names only the policy gets
+        // speed on the logical CPUs, Tumbler on the sockets, NUMA balancing on the nodes.
+        let topo = Topology::synthetic("package:2 core:8 pu:2").unwrap();
+        let s = parse(&["--policy", "speed"]).unwrap();
+        assert_eq!(s.level(PolicyKind::Speed, &topo), Level::Cpu);
+        assert_eq!(s.level(PolicyKind::Tumbler, &topo), Level::Package);
+        assert_eq!(s.level(PolicyKind::Handoff, &topo), Level::Package);
+        assert_eq!(s.level(PolicyKind::NumaTm, &topo), Level::Node);
+        let topo = Topology::synthetic("package:1 core:8 pu:2").unwrap();
+        assert_eq!(s.level(PolicyKind::Speed, &topo), Level::Cpu);
+        assert_eq!(s.level(PolicyKind::Shuffling, &topo), Level::Core);
     }
 
     #[test]

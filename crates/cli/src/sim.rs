@@ -263,7 +263,7 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         threadbalance_sim::machine(&a.machine, local).map_err(|e| input_error(e.to_string()))?;
     let workload = threadbalance_sim::workload(&a.workload, a.threads, Some(&a.scenarios))
         .map_err(|e| input_error(e.to_string()))?;
-    let settings = s.settings(&machine.topo);
+    let settings = s.settings();
     let (policies, _) = s.policies(&[PolicyKind::None, PolicyKind::Tumbler]);
     let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
     let mut opts = RunOptions::new(s.seed);

@@ -1,4 +1,6 @@
-//! `threadbalance topo`: the machine as placement sees it.
+//! `threadbalance topo`: the machine as placement sees it: every level (package, node,
+//! LLC, core, and the logical CPUs, SMT siblings grouped by core), the widest level with
+//! more than one domain, and the level each policy runs at when none is given.
 
 use crate::input_error;
 use anyhow::Result;
@@ -7,6 +9,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use threadbalance_linux::Root;
 use threadbalance_model::{Level, Topology};
+use threadbalance_policy::PolicyKind;
 
 /// Options of `topo`.
 #[derive(Debug, Args)]
@@ -138,10 +141,40 @@ pub fn to_json(t: &Topology) -> serde_json::Value {
         "cpus": cpus,
         "online": t.online().to_string(),
         "default_level": t.default_level(),
+        "default_levels": default_levels(t)
+            .into_iter()
+            .map(|(k, l)| (k.name().to_string(), json!(l)))
+            .collect::<serde_json::Map<_, _>>(),
+        "smt_width": t.smt_width(),
         "levels": levels,
         "nodes": t.nodes(),
         "distances": distances,
     })
+}
+
+/// Each policy with the level it runs at on `t` when none is given.
+fn default_levels(t: &Topology) -> Vec<(PolicyKind, Level)> {
+    PolicyKind::ALL
+        .iter()
+        .map(|&k| (k, k.default_level(t)))
+        .collect()
+}
+
+/// The policies' default levels in one line, policies sharing a level together:
+/// `speed cpu; tumbler, shuffling, … package; numa-first-fit, … node`.
+fn default_levels_line(t: &Topology) -> String {
+    let mut by_level: Vec<(Level, Vec<&str>)> = Vec::new();
+    for (k, l) in default_levels(t) {
+        match by_level.iter_mut().find(|(x, _)| *x == l) {
+            Some((_, names)) => names.push(k.name()),
+            None => by_level.push((l, vec![k.name()])),
+        }
+    }
+    by_level
+        .iter()
+        .map(|(l, names)| format!("{} {l}", names.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The domains of `child` level grouped under the domains of `parent` level: entry `p` lists
@@ -198,6 +231,19 @@ pub fn to_tree(t: &Topology) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", t.describe());
     let _ = writeln!(out, "default level: {}", t.default_level());
+    let _ = writeln!(out, "policies' levels: {}", default_levels_line(t));
+    let smt = t.smt_width();
+    let _ = writeln!(
+        out,
+        "cpu level: {} logical CPUs, {smt} hardware thread{} a core{}",
+        t.domains(Level::Cpu).len(),
+        if smt == 1 { "" } else { "s" },
+        if smt > 1 {
+            " (siblings: core:CPUs below)"
+        } else {
+            ""
+        }
+    );
     let [top, mid, low] = nesting(t);
     let label = |level: Level, i: usize| {
         let d = &t.domains(level)[i];

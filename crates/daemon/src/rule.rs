@@ -190,7 +190,7 @@ pub struct Placement {
     /// The policy (validated against the registry).
     pub policy: PolicyName,
     /// The level whose domains play the papers' "sockets"; `None` leaves the choice to the
-    /// daemon (the widest level with more than one domain, as `run` does).
+    /// daemon (the policy's own, `PolicyKind::default_level`, as `run` does).
     pub level: Option<Level>,
     /// Overrides the policy's own decision interval.
     pub interval: Option<Nanos>,
@@ -222,7 +222,7 @@ impl Placement {
     ///                     short_slices: Some(false) };
     /// let s = p.settings(Level::Node);
     /// assert_eq!((s.level, s.interval, s.seed, s.speed.allow_numa, s.speed.short_slices),
-    ///            (Level::Node, Some(Nanos::from_millis(50)), 7, true, false));
+    ///            (Some(Level::Node), Some(Nanos::from_millis(50)), 7, true, false));
     /// ```
     pub fn settings(&self, level: Level) -> threadbalance_policy::Settings {
         let mut s = threadbalance_policy::Settings::new(self.level.unwrap_or(level));

@@ -205,7 +205,7 @@ fn placement_settings_fills_policy_settings() {
     };
     // The rule names level = "node", so the daemon's choice (package) is not used.
     let s = p.settings(Level::Package);
-    assert_eq!((s.level, s.interval, s.seed), (Level::Node, None, 1));
+    assert_eq!((s.level, s.interval, s.seed), (Some(Level::Node), None, 1));
     let topo = threadbalance_model::Topology::synthetic("package:2 core:4 pu:1").unwrap();
     assert!(threadbalance_policy::build(p.policy_name(), &s, &topo).is_ok());
 }

@@ -57,10 +57,13 @@ pub struct PsetsSummary {
 /// `pbind`: threads pinned one per core.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PbindSummary {
-    /// Threads pinned to a core.
+    /// Threads pinned to a logical CPU.
     pub threads_pinned: u64,
-    /// Cores pinned to, in order.
+    /// Physical cores holding the CPUs pinned to.
     pub cores: u64,
+    /// Logical CPUs pinned to, in order (cores first, then their SMT siblings).
+    #[serde(default)]
+    pub cpus: u64,
 }
 
 /// `tumbler`: regroupings by utilization.
@@ -305,6 +308,7 @@ impl PolicySummary {
             PolicySummary::Pbind(s) => vec![
                 l("threads pinned", s.threads_pinned.to_string()),
                 l("cores", s.cores.to_string()),
+                l("CPUs", s.cpus.to_string()),
             ],
             PolicySummary::Tumbler(s) => vec![
                 l("regroupings", s.regroupings.to_string()),

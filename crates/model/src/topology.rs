@@ -7,8 +7,12 @@
 //!  Level::Node     │  node 0     │  node 1     ││  node 2     │  node 3     │
 //!  Level::Llc      │  llc 0      │  llc 1      ││  llc 2      │  llc 3      │
 //!  Level::Core     │ c0 c1 c2 c3 │ c4 c5 c6 c7 ││ ...                       │
-//!  CPUs (PUs)      │ 0,32 1,33 … │             ││                           │
+//!  Level::Cpu      │ 0,32 1,33 … │             ││                           │
 //! ```
+//!
+//! [`Level::Cpu`] is the narrowest level: one logical CPU (hardware thread, PU) a domain,
+//! the unit the kernel runs queues on. On a machine without SMT its domains are the
+//! cores'; with SMT each core holds several, its *siblings* ([`Topology::siblings`]).
 //!
 //! Domains are numbered densely from 0 at each level in order of their lowest CPU, so a
 //! policy can index them with plain `usize`s. Core, LLC and package ids given to
@@ -56,11 +60,19 @@ pub enum Level {
     Llc,
     /// Physical cores (all hardware threads of a core together).
     Core,
+    /// Logical CPUs (hardware threads): one CPU a domain, the kernel's run queues.
+    Cpu,
 }
 
 impl Level {
     /// All levels, from the widest to the narrowest.
-    pub const ALL: [Level; 4] = [Level::Package, Level::Node, Level::Llc, Level::Core];
+    pub const ALL: [Level; 5] = [
+        Level::Package,
+        Level::Node,
+        Level::Llc,
+        Level::Core,
+        Level::Cpu,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -69,6 +81,7 @@ impl Level {
             Level::Node => "node",
             Level::Llc => "llc",
             Level::Core => "core",
+            Level::Cpu => "cpu",
         }
     }
 
@@ -96,6 +109,10 @@ impl clap::ValueEnum for Level {
             Level::Node => (&["numa"], "NUMA nodes"),
             Level::Llc => (&["l3"], "last-level caches"),
             Level::Core => (&[], "physical cores"),
+            Level::Cpu => (
+                &["pu"],
+                "logical CPUs (hardware threads): the kernel's run queues",
+            ),
         };
         Some(
             clap::builder::PossibleValue::new(self.name())
@@ -113,12 +130,13 @@ impl FromStr for Level {
             "node" | "numa" => Ok(Level::Node),
             "llc" | "l3" => Ok(Level::Llc),
             "core" => Ok(Level::Core),
+            "cpu" | "pu" => Ok(Level::Cpu),
             other => Err(ModelError::Level(other.to_string())),
         }
     }
 }
 
-/// A group of CPUs at one level: one package, one node, one LLC or one core.
+/// A group of CPUs at one level: one package, one node, one LLC, one core or one CPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Domain {
     /// The level it belongs to.
@@ -144,9 +162,9 @@ pub struct Topology {
     node_pos: Vec<u32>,
     /// Row-major `nodes.len()²` distances, in `nodes` order.
     distance: Vec<u32>,
-    domains: [Vec<Domain>; 4],
+    domains: [Vec<Domain>; 5],
     /// For each level, the domain index of each CPU, in `cpus` order.
-    of_cpu: [Vec<u32>; 4],
+    of_cpu: [Vec<u32>; 5],
     online: CpuSet,
     /// Whether the LLCs come from cache information (sysfs `cache/`, or a synthetic
     /// spec); without it [`Level::Llc`] holds each package whole, and nothing should be
@@ -261,6 +279,7 @@ impl Topology {
             Level::Node => u32::from(c.node.0),
             Level::Llc => c.llc.0,
             Level::Core => c.core.0,
+            Level::Cpu => c.id.0,
         }
     }
 
@@ -334,6 +353,9 @@ impl Topology {
     /// earlier in [`Level::ALL`] on a tie; `Core` if every level has one. On most machines
     /// that is the first level of [`Level::ALL`] with more than one domain; where a node
     /// holds several packages (POWER, where Linux makes each core a package) it is the node.
+    /// It is the default of the policies that group threads into "sockets" (Tumbler,
+    /// Shuffling, hand-off); each policy's own default is `PolicyKind::default_level` in
+    /// the policy crate.
     pub fn default_level(&self) -> Level {
         Level::ALL
             .into_iter()
@@ -372,6 +394,27 @@ impl Topology {
     /// Whether the LLCs come from cache information; see [`Topology::without_cache_info`].
     pub fn has_cache_info(&self) -> bool {
         self.caches
+    }
+
+    /// The CPUs of `cpu`'s core other than `cpu` (its SMT siblings), in id order; empty
+    /// without SMT or for a CPU that is not online.
+    ///
+    /// ```
+    /// use threadbalance_model::{CpuId, Topology};
+    /// let t = Topology::synthetic("package:1 core:4 pu:2").unwrap();
+    /// assert_eq!(t.siblings(CpuId(5)), [CpuId(4)]);
+    /// assert!(Topology::synthetic("core:4").unwrap().siblings(CpuId(1)).is_empty());
+    /// ```
+    pub fn siblings(&self, cpu: CpuId) -> Vec<CpuId> {
+        self.domain_of(cpu, Level::Core)
+            .map(|core| {
+                self.domains(Level::Core)[core]
+                    .cpus
+                    .iter()
+                    .filter(|&c| c != cpu)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The number of hardware threads of each core (SMT width) of the first core.
@@ -685,10 +728,42 @@ mod tests {
     }
 
     #[test]
+    fn level_cpu_on_smt_machine_has_one_domain_per_logical_cpu() {
+        // 2 packages × 4 cores × 2 PUs: 8 cores, 16 CPUs; CPU 5 is the second PU of core 2.
+        let t = Topology::synthetic("package:2 core:4 pu:2").unwrap();
+        let cpus = t.domains(Level::Cpu);
+        assert_eq!(cpus.len(), 16);
+        assert!(cpus.iter().all(|d| d.cpus.len() == 1));
+        assert_eq!(cpus[5].cpus.to_string(), "5");
+        assert_eq!(t.domain_of(CpuId(5), Level::Cpu), Some(5));
+        assert_eq!(t.domain_of(CpuId(5), Level::Core), Some(2));
+        assert_eq!(cpus[9].package, PackageId(1));
+        assert_eq!(t.siblings(CpuId(5)), [CpuId(4)]);
+        assert_eq!(t.siblings(CpuId(16)), []);
+        // Adding the level leaves the widest level the default.
+        assert_eq!(t.default_level(), Level::Package);
+        // Without SMT the CPU level's domains are the cores'.
+        let t = Topology::synthetic("package:1 core:4 pu:1").unwrap();
+        let cores: Vec<_> = t.domains(Level::Core).iter().map(|d| &d.cpus).collect();
+        let cpus: Vec<_> = t.domains(Level::Cpu).iter().map(|d| &d.cpus).collect();
+        assert_eq!(cores, cpus);
+        assert!(t.siblings(CpuId(1)).is_empty());
+    }
+
+    #[test]
+    fn default_level_of_one_smt_core_is_the_cpu() {
+        // One core of two hardware threads: the CPU is the only level with two domains.
+        let t = Topology::synthetic("package:1 core:1 pu:2").unwrap();
+        assert_eq!(t.default_level(), Level::Cpu);
+    }
+
+    #[test]
     fn level_names_parse() {
         for l in Level::ALL {
             assert_eq!(l.name().parse::<Level>().unwrap(), l);
         }
         assert!("rack".parse::<Level>().is_err());
+        assert_eq!("pu".parse::<Level>().unwrap(), Level::Cpu);
+        assert_eq!(Level::Cpu.to_string(), "cpu");
     }
 }

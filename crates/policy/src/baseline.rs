@@ -1,7 +1,7 @@
 //! The papers' baselines: `none` (Linux decides; we observe), `psets` and `pbind`.
 
-use crate::grouping::{Placement, contiguous_group};
-use crate::{Policy, Settings};
+use crate::grouping::Placement;
+use crate::{Policy, PolicyKind, Settings};
 use threadbalance_model::{
     CpuId, Level, Move, Nanos, PbindSummary, Plan, PolicySummary, PsetsSummary, Reason, Target,
     ThreadRates, Topology, Window,
@@ -124,14 +124,21 @@ impl Policy for Observe {
 /// of such processes, in tid order, are
 /// cut into one group of consecutive threads per domain — threads
 /// 1–16 to domain 0, 17–32 to domain 1, … — group *i* to domain *i*, and Linux balances
-/// within each domain. Groups are never recomputed; a thread seen later joins the group
-/// with the fewest live threads (ties to the lowest domain), once.
+/// within each domain. Groups are sized by the domains' logical CPUs (hardware threads
+/// included): each domain's share of the threads is its share of the CPUs, the remainder
+/// going to the domains with the largest fractions, the lowest first; equal domains get
+/// groups whose sizes differ by at most one, the larger first. Groups are never
+/// recomputed; a thread seen later joins the group with the fewest live threads per CPU
+/// (ties to the lowest domain), once.
 #[derive(Debug, Clone)]
 pub struct Psets {
-    level: Level,
+    /// The level set, `None` for the policy's own ([`PolicyKind::default_level`]).
+    level: Option<Level>,
     start: StartUp,
     placement: Placement,
     counts: Vec<usize>,
+    /// Logical CPUs of each domain.
+    cpus: Vec<usize>,
     started: bool,
     placed: u64,
 }
@@ -145,6 +152,7 @@ impl Psets {
             start: StartUp::new(settings),
             placement: Placement::new(),
             counts: Vec::new(),
+            cpus: Vec::new(),
             started: false,
             placed: 0,
         }
@@ -163,8 +171,13 @@ impl Policy for Psets {
         {
             return Plan::wait(wait);
         }
-        let level = self.level;
-        let k = topo.domains(level).len();
+        let level = self
+            .level
+            .unwrap_or_else(|| PolicyKind::Psets.default_level(topo));
+        self.cpus.clear();
+        self.cpus
+            .extend(topo.domains(level).iter().map(|d| d.cpus.len()));
+        let k = self.cpus.len();
         let mut moves = Vec::new();
         let place = |t: &ThreadRates, d: usize| Move {
             thread: t.key,
@@ -179,8 +192,12 @@ impl Policy for Psets {
                 .iter()
                 .zip(placeable(&window.threads))
                 .filter_map(|(t, p)| p.then_some(t));
-            for (i, t) in ready.enumerate() {
-                let d = contiguous_group(i, n, k);
+            let sizes = shares(n, &self.cpus);
+            let groups = sizes
+                .iter()
+                .enumerate()
+                .flat_map(|(d, &size)| std::iter::repeat_n(d, size));
+            for (t, d) in ready.zip(groups) {
                 self.placement.set(t.key, d);
                 moves.push(place(t, d));
             }
@@ -192,7 +209,7 @@ impl Policy for Psets {
                 if !ok || self.placement.get(&t.key).is_some() {
                     continue;
                 }
-                let d = smallest(&self.counts);
+                let d = fewest_per_cpu(&self.counts, &self.cpus);
                 self.counts[d] += 1;
                 self.placement.set(t.key, d);
                 moves.push(place(t, d));
@@ -214,6 +231,38 @@ impl Policy for Psets {
     }
 }
 
+/// `n` threads shared out over domains of `cpus` logical CPUs each, in proportion: each
+/// domain gets the whole part of its quota `n · cpus / total`, and the threads left over go
+/// one each to the domains with the largest remainders, the lowest index on ties. Domains
+/// of equal size get `⌈n/k⌉` for the first `n mod k` and `⌊n/k⌋` for the rest.
+fn shares(n: usize, cpus: &[usize]) -> Vec<usize> {
+    let total: usize = cpus.iter().sum();
+    if total == 0 {
+        return vec![0; cpus.len()];
+    }
+    let mut sizes: Vec<usize> = cpus.iter().map(|&c| n * c / total).collect();
+    let left = n - sizes.iter().sum::<usize>();
+    let mut order: Vec<usize> = (0..cpus.len()).collect();
+    // Remainders compared exactly: (n·c mod total) for each domain.
+    order.sort_by_key(|&d| (std::cmp::Reverse(n * cpus[d] % total), d));
+    for &d in order.iter().take(left) {
+        sizes[d] += 1;
+    }
+    sizes
+}
+
+/// The domain with the fewest threads per logical CPU (`counts[d] / cpus[d]`, compared
+/// exactly), the lowest on ties; 0 when empty.
+fn fewest_per_cpu(counts: &[usize], cpus: &[usize]) -> usize {
+    let mut best = 0;
+    for d in 1..counts.len().min(cpus.len()) {
+        if counts[d] * cpus[best] < counts[best] * cpus[d] {
+            best = d;
+        }
+    }
+    best
+}
+
 /// The index of the smallest count, the lowest on ties; 0 when empty.
 fn smallest(counts: &[usize]) -> usize {
     let mut best = 0;
@@ -225,58 +274,74 @@ fn smallest(counts: &[usize]) -> usize {
     best
 }
 
-/// `pbind`: the papers' one-thread-per-core binding (`pbind(1)`, Tumbler §5.2, Shuffling
-/// §4): "we bind 64 threads to 64 cores, one thread per core. The difference between
-/// PSets and PBind is that thread migrations are allowed within the groups with PSets."
-/// Thread *i*, in tid order, is pinned to the first CPU of core *i*, cores taken domain by
-/// domain at the level (the cores of domain 0, then those of domain 1, …), so consecutive
-/// threads share a domain as under [`Psets`] and each stays on one core. With more threads
-/// than cores it wraps around; a thread seen later takes the core with the fewest live
-/// threads, first in that order on ties. A pinned thread is never moved again. It starts
-/// as `psets` does (`StartUp`): never on a process's only thread.
+/// `pbind`: the papers' one-thread-per-processor binding (`pbind(1)`, Tumbler §5.2,
+/// Shuffling §4): "we bind 64 threads to 64 cores, one thread per core. The difference
+/// between PSets and PBind is that thread migrations are allowed within the groups with
+/// PSets." `pbind(1)` binds to processor ids, which are logical CPUs: thread *i*, in tid
+/// order, is pinned to the *i*-th logical CPU of an order that takes **cores first, then
+/// their siblings**: the first hardware thread of every core, domain by domain at the level
+/// (the cores of domain 0, then those of domain 1, …), then the second hardware thread of
+/// every core in the same order, and so on. Consecutive threads share a domain as under
+/// [`Psets`], each stays on one CPU, and no two share a core before every core has one.
+/// With more threads than CPUs it wraps around; a thread seen later takes the CPU with the
+/// fewest live threads, first in that order on ties. A pinned thread is never moved again.
+/// It starts as `psets` does (`StartUp`): never on a process's only thread.
 ///
-/// An earlier version dealt the cores round-robin over the domains, which spreads each
-/// group of consecutive threads (a pipeline stage) over every package: that is a balancing
-/// placement of its own, and it is not the papers' baseline, which they describe as PSets
-/// without migrations and which they found to increase "the severity of load imbalance
-/// across CPUs" (Tumbler §5.2).
+/// ```text
+///  package:1 core:4 pu:2   cores 0:{0,1} 1:{2,3} 2:{4,5} 3:{6,7}
+///  threads 0 1 2 3 4 5 6 7 8 …
+///  CPUs    0 2 4 6 1 3 5 7 0 …
+/// ```
+///
+/// An earlier version pinned only to the first hardware thread of each core: on 8 cores × 2,
+/// 16 threads ran two to a CPU with half the CPUs idle (49 % of the fair share where Linux
+/// gives 75 %, simulated), a strawman. One earlier still dealt the cores round-robin over
+/// the domains, which spreads each group of consecutive threads (a pipeline stage) over
+/// every package: that is a balancing placement of its own, and it is not the papers'
+/// baseline, which they describe as PSets without migrations and which they found to
+/// increase "the severity of load imbalance across CPUs" (Tumbler §5.2).
 #[derive(Debug, Clone)]
 pub struct Pbind {
     start: StartUp,
-    /// First CPU of each core, domain by domain.
-    cores: Vec<CpuId>,
-    /// Slot (index into `cores`) of each pinned thread.
+    /// The logical CPUs in the order threads are pinned to them.
+    cpus: Vec<CpuId>,
+    /// Physical cores among them.
+    cores: usize,
+    /// Slot (index into `cpus`) of each pinned thread.
     placement: Placement,
     counts: Vec<usize>,
     pinned: u64,
 }
 
 impl Pbind {
-    /// Spreads over the domains at `settings.level` of `topo`, looking for new threads every
-    /// `settings.interval` (100 ms by default).
+    /// Orders the logical CPUs of `topo`, cores first, then their siblings, domain by
+    /// domain at the level of `settings` (the policy's own by default); looks for new
+    /// threads every `settings.interval` (100 ms by default).
     pub fn new(settings: &Settings, topo: &Topology) -> Pbind {
-        let domains = topo.domains(settings.level).len();
-        let mut per_domain: Vec<Vec<CpuId>> = vec![Vec::new(); domains];
+        let level = settings.level_for(PolicyKind::Pbind, topo);
+        // (rank of the CPU within its core, domain at the level, CPU id) for each CPU.
+        let mut ranked: Vec<(usize, usize, CpuId)> = Vec::with_capacity(topo.cpus().len());
         for core in topo.domains(Level::Core) {
-            if let Some(cpu) = core.cpus.first()
-                && let Some(d) = topo.domain_of(cpu, settings.level)
-            {
-                per_domain[d].push(cpu);
+            for (rank, cpu) in core.cpus.iter().enumerate() {
+                if let Some(d) = topo.domain_of(cpu, level) {
+                    ranked.push((rank, d, cpu));
+                }
             }
         }
-        let cores: Vec<CpuId> = per_domain.into_iter().flatten().collect();
+        ranked.sort_unstable();
         Pbind {
             start: StartUp::new(settings),
-            cores,
+            cpus: ranked.into_iter().map(|(_, _, cpu)| cpu).collect(),
+            cores: topo.domains(Level::Core).len(),
             placement: Placement::new(),
             counts: Vec::new(),
             pinned: 0,
         }
     }
 
-    /// The first CPU of each core in the order threads are pinned to them.
-    pub fn core_order(&self) -> &[CpuId] {
-        &self.cores
+    /// The logical CPUs in the order threads are pinned to them.
+    pub fn cpu_order(&self) -> &[CpuId] {
+        &self.cpus
     }
 }
 
@@ -288,7 +353,7 @@ impl Policy for Pbind {
     fn decide(&mut self, _topo: &Topology, window: &Window) -> Plan {
         self.placement.retain_alive(&window.threads);
         let mut moves = Vec::new();
-        if self.cores.is_empty() {
+        if self.cpus.is_empty() {
             return Plan::wait(self.start.interval);
         }
         if self.pinned == 0
@@ -297,7 +362,7 @@ impl Policy for Pbind {
             return Plan::wait(wait);
         }
         self.counts.clear();
-        self.counts.resize(self.cores.len(), 0);
+        self.counts.resize(self.cpus.len(), 0);
         self.placement.count_per_domain(&mut self.counts);
         for (t, ok) in window.threads.iter().zip(placeable(&window.threads)) {
             if !ok || self.placement.get(&t.key).is_some() {
@@ -308,7 +373,7 @@ impl Policy for Pbind {
             self.placement.set(t.key, slot);
             moves.push(Move {
                 thread: t.key,
-                to: Target::Cpu(self.cores[slot]),
+                to: Target::Cpu(self.cpus[slot]),
                 why: Reason::Pin,
             });
         }
@@ -324,7 +389,8 @@ impl Policy for Pbind {
     fn summary(&self) -> PolicySummary {
         PolicySummary::Pbind(PbindSummary {
             threads_pinned: self.pinned,
-            cores: self.cores.len() as u64,
+            cores: self.cores as u64,
+            cpus: self.cpus.len() as u64,
         })
     }
 }
@@ -404,22 +470,41 @@ mod tests {
     }
 
     #[test]
-    fn pbind_pins_consecutive_threads_package_by_package_and_wraps() {
+    fn pbind_pins_cores_first_then_siblings_package_by_package_and_wraps() {
         // 2 packages × 2 cores × 2 PUs: cores' first CPUs are 0, 2 (package 0) and 4, 6
-        // (package 1), taken package by package.
+        // (package 1), taken package by package; then their siblings 1, 3 and 5, 7.
         let t = topo(2, 1, 2, 2);
         let mut p = Pbind::new(&Settings::new(Level::Package), &t);
-        assert_eq!(p.core_order(), [CpuId(0), CpuId(2), CpuId(4), CpuId(6)]);
-        // Six threads: the fifth and sixth wrap to cores 0 and 2.
-        let plan = p.decide(&t, &window(0, &[0.0; 6], &[0; 6]));
-        assert_eq!(cpus(&plan), [0, 2, 4, 6, 0, 2]);
+        let order: Vec<u32> = p.cpu_order().iter().map(|c| c.0).collect();
+        assert_eq!(order, [0, 2, 4, 6, 1, 3, 5, 7]);
+        // Ten threads: the ninth and tenth wrap to CPUs 0 and 2.
+        let plan = p.decide(&t, &window(0, &[0.0; 10], &[0; 10]));
+        assert_eq!(cpus(&plan), [0, 2, 4, 6, 1, 3, 5, 7, 0, 2]);
         assert!(plan.moves.iter().all(|m| m.why == Reason::Pin));
         // Never moved again.
         assert!(
-            p.decide(&t, &window(100, &[1.0; 6], &[1; 6]))
+            p.decide(&t, &window(100, &[1.0; 10], &[1; 10]))
                 .moves
                 .is_empty()
         );
+        assert_eq!(p.summary().lines()[1].1, "4");
+        assert_eq!(p.summary().lines()[2].1, "8");
+    }
+
+    #[test]
+    fn pbind_on_smt_pins_one_thread_per_logical_cpu_cores_first() {
+        // See: issue 38. 4 cores × 2 hardware threads, the policy's own level: threads 0–3
+        // go to the first CPU of cores 0–3 (CPUs 0 2 4 6), threads 4–7 to their siblings
+        // (1 3 5 7). Pinned only to the cores' first CPUs, 8 threads ran two a CPU with
+        // four CPUs idle.
+        let t = Topology::synthetic("package:1 core:4 pu:2").unwrap();
+        let mut p = Pbind::new(&Settings::default(), &t);
+        let plan = p.decide(&t, &window(0, &[0.0; 8], &[0; 8]));
+        assert_eq!(cpus(&plan), [0, 2, 4, 6, 1, 3, 5, 7]);
+        // Four threads: one a core, no two on siblings.
+        let mut p = Pbind::new(&Settings::default(), &t);
+        let plan = p.decide(&t, &window(0, &[0.0; 4], &[0; 4]));
+        assert_eq!(cpus(&plan), [0, 2, 4, 6]);
     }
 
     #[test]
@@ -541,6 +626,34 @@ mod tests {
         let moved: Vec<_> = plan.moves.iter().map(|m| m.thread).collect();
         assert_eq!(moved, [key(2, 2), key(2, 3)]);
         assert_eq!(cpus(&plan), [0, 1]);
+    }
+
+    #[test]
+    fn psets_sizes_groups_by_the_domains_cpus() {
+        // See: issue 38. Two packages of 4 cores, cut to CPUs 0-5 (`--cpus`): package 0
+        // keeps 4 CPUs, package 1 two. Six threads split 4 | 2 (by CPUs), not 3 | 3.
+        let t = Topology::synthetic("package:2 core:4 pu:1")
+            .unwrap()
+            .restricted_to(&threadbalance_model::CpuSet::parse_list("0-5").unwrap())
+            .unwrap();
+        let mut p = Psets::new(&Settings::new(Level::Package));
+        let six: Vec<_> = (1..=6).map(|i| (key(1, i), 0.5, 0)).collect();
+        assert_eq!(
+            domains(&p.decide(&t, &window_of(0, &six))),
+            [0, 0, 0, 0, 1, 1]
+        );
+        // A seventh thread: 4 threads on 4 CPUs against 2 on 2, a tie → package 0; an
+        // eighth: 5/4 against 2/2 → package 1.
+        let mut more = six.clone();
+        more.push((key(1, 7), 0.5, 0));
+        assert_eq!(domains(&p.decide(&t, &window_of(100, &more))), [0]);
+        more.push((key(1, 8), 0.5, 0));
+        assert_eq!(domains(&p.decide(&t, &window_of(100, &more))), [1]);
+        // Shares: the remainder goes to the largest fractions, the lowest first.
+        assert_eq!(shares(7, &[4, 2]), [5, 2]);
+        assert_eq!(shares(6, &[2, 2, 2, 2]), [2, 2, 1, 1]);
+        assert_eq!(shares(3, &[1, 2]), [1, 2]);
+        assert_eq!(shares(0, &[]), Vec::<usize>::new());
     }
 
     #[test]

@@ -69,7 +69,7 @@
 use crate::grouping::{Assignment, Placement, equal_size};
 use crate::handoff_partition::{Graph, cut, partition};
 use crate::rng::Rng;
-use crate::{Policy, Settings};
+use crate::{Policy, PolicyKind, Settings};
 use threadbalance_model::{
     HandoffSummary, Level, Move, Nanos, Plan, PolicySummary, Reason, Target, Topology, Window,
 };
@@ -116,7 +116,8 @@ pub struct HandoffStats {
 /// The `handoff` policy.
 #[derive(Debug, Clone)]
 pub struct Handoff {
-    level: Level,
+    /// The level set, `None` for the policy's own ([`PolicyKind::default_level`]).
+    level: Option<Level>,
     interval: Nanos,
     rng: Rng,
     placement: Placement,
@@ -243,9 +244,12 @@ impl Policy for Handoff {
     }
 
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
+        let level = self
+            .level
+            .unwrap_or_else(|| PolicyKind::Handoff.default_level(topo));
         self.placement.retain_alive(&window.threads);
         let dt = window.duration();
-        let k = topo.domains(self.level).len();
+        let k = topo.domains(level).len();
         if dt == Nanos::ZERO || !window.wakes_measured || window.threads.is_empty() || k < 2 {
             return Plan::wait(self.interval);
         }
@@ -255,7 +259,7 @@ impl Policy for Handoff {
         let current: Vec<Option<usize>> = window
             .threads
             .iter()
-            .map(|t| self.placement.current(t, topo, self.level))
+            .map(|t| self.placement.current(t, topo, level))
             .collect();
         // The current placement's cut, counting a thread of unknown domain as apart.
         let now: Vec<usize> = current.iter().map(|c| c.unwrap_or(usize::MAX)).collect();
@@ -302,10 +306,7 @@ impl Policy for Handoff {
             if !placed || current[a] != Some(d) {
                 moves.push(Move {
                     thread: t.key,
-                    to: Target::Domain {
-                        level: self.level,
-                        index: d,
-                    },
+                    to: Target::Domain { level, index: d },
                     why: Reason::HandOff {
                         group: d,
                         cut: frac,

@@ -34,8 +34,10 @@ pub enum PolicyError {
 /// Settings every policy may read; each policy checks the ones it uses when built.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// The level whose domains play the papers' "sockets".
-    pub level: Level,
+    /// The level whose domains play the papers' "sockets"; `None` (what a user who names
+    /// no level gets) for each policy's own, [`PolicyKind::default_level`], resolved when
+    /// the policy is built ([`Settings::level_for`]).
+    pub level: Option<Level>,
     /// Overrides the policy's own interval (Tumbler's table, Shuffling's 500 ms, speed's
     /// adaptive interval). `None` keeps the policy's choice.
     pub interval: Option<Nanos>,
@@ -54,11 +56,11 @@ pub struct Settings {
     pub speed: crate::speed::SpeedSettings,
 }
 
-impl Settings {
-    /// The papers' defaults at `level`: Shuffling's 5 % lock-time threshold, seed 1.
-    pub fn new(level: Level) -> Settings {
+impl Default for Settings {
+    /// The papers' defaults at each policy's own level ([`PolicyKind::default_level`]).
+    fn default() -> Settings {
         Settings {
-            level,
+            level: None,
             interval: None,
             seed: 1,
             lock_threshold: 0.05,
@@ -66,6 +68,40 @@ impl Settings {
             shuffle_interval: Nanos::from_millis(500),
             numa: crate::numa_select::NumaSettings::default(),
             speed: crate::speed::SpeedSettings::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// The papers' defaults at `level`: Shuffling's 5 % lock-time threshold, seed 1.
+    pub fn new(level: Level) -> Settings {
+        Settings {
+            level: Some(level),
+            ..Settings::default()
+        }
+    }
+
+    /// The level `kind` runs at on `topo`: the one set, or the policy's own default.
+    ///
+    /// ```
+    /// use threadbalance_model::{Level, Topology};
+    /// use threadbalance_policy::{PolicyKind, Settings};
+    /// let topo = Topology::synthetic("package:2 core:8 pu:2").unwrap();
+    /// let unset = Settings::default();
+    /// assert_eq!(unset.level_for(PolicyKind::Speed, &topo), Level::Cpu);
+    /// assert_eq!(unset.level_for(PolicyKind::Tumbler, &topo), Level::Package);
+    /// let set = Settings::new(Level::Core);
+    /// assert_eq!(set.level_for(PolicyKind::Speed, &topo), Level::Core);
+    /// ```
+    pub fn level_for(&self, kind: PolicyKind, topo: &Topology) -> Level {
+        self.level.unwrap_or_else(|| kind.default_level(topo))
+    }
+
+    /// These settings with the level `kind` runs at on `topo` filled in.
+    pub fn resolved(&self, kind: PolicyKind, topo: &Topology) -> Settings {
+        Settings {
+            level: Some(self.level_for(kind, topo)),
+            ..self.clone()
         }
     }
 }
@@ -116,11 +152,11 @@ macro_rules! policy_kinds {
 policy_kinds! {
     None => "none", "Linux alone: observe and report, move nothing.";
     Psets => "psets", "Processor sets: threads split evenly into one group per domain, once.";
-    Pbind => "pbind", "One thread per core, pinned.";
+    Pbind => "pbind", "One thread per logical CPU, pinned: cores first, then their SMT siblings.";
     Tumbler => "tumbler", "Tumbler: regroups threads by utilization so domains are evenly loaded.";
     Shuffling => "shuffling", "Shuffling: regroups threads by lock time so lock holders share a domain.";
     Handoff => "handoff", "Hand-off graph: partitions who wakes whom so lock hand-offs stay inside a domain.";
-    Speed => "speed", "Speed balancing: rotates threads over unevenly loaded cores.";
+    Speed => "speed", "Speed balancing: rotates threads over unevenly loaded CPUs.";
     NumaFirstFit => "numa-first-fit", "NUMA balancing between nodes, moving the first movable thread (Linux's choice).";
     NumaTm => "numa-tm", "NUMA balancing, moving the thread whose process has the least memory (Total Min).";
     NumaMb => "numa-mb", "NUMA balancing, moving the thread with the most memory on the destination beyond the source (Most Benefit).";
@@ -140,6 +176,45 @@ impl PolicyKind {
         self.name().starts_with("numa-")
     }
 
+    /// The level the policy runs at when none is set (`--level` left out), on `topo`:
+    ///
+    /// | policy | default level | why |
+    /// |---|---|---|
+    /// | `speed` | [`Level::Cpu`] | it balances the kernel's run queues: one a logical CPU, sockets and SMT included |
+    /// | `tumbler`, `shuffling`, `handoff`, `psets`, `pbind`, `none` | [`Topology::default_level`] | the papers' "socket": the widest level with more than one domain |
+    /// | `numa-*` | [`Level::Node`] | they balance between NUMA nodes |
+    ///
+    /// `pbind` pins to logical CPUs whatever the level; the level only orders them (the
+    /// CPUs of one domain, then the next). `none` moves nothing; its level is the one its
+    /// report's per-domain utilization is given at.
+    ///
+    /// ```
+    /// use threadbalance_model::{Level, Topology};
+    /// use threadbalance_policy::PolicyKind;
+    /// let smt = Topology::synthetic("package:1 core:8 pu:2").unwrap();
+    /// assert_eq!(PolicyKind::Speed.default_level(&smt), Level::Cpu);
+    /// assert_eq!(PolicyKind::Tumbler.default_level(&smt), Level::Core);
+    /// assert_eq!(PolicyKind::NumaTm.default_level(&smt), Level::Node);
+    /// ```
+    pub fn default_level(self, topo: &Topology) -> Level {
+        match self {
+            PolicyKind::Speed => Level::Cpu,
+            PolicyKind::None
+            | PolicyKind::Psets
+            | PolicyKind::Pbind
+            | PolicyKind::Tumbler
+            | PolicyKind::Shuffling
+            | PolicyKind::Handoff => topo.default_level(),
+            PolicyKind::NumaFirstFit
+            | PolicyKind::NumaTm
+            | PolicyKind::NumaMb
+            | PolicyKind::NumaBce
+            | PolicyKind::NumaExclBase
+            | PolicyKind::NumaExcl
+            | PolicyKind::NumaMbPlus => Level::Node,
+        }
+    }
+
     /// Whether it decides on lock time, or on wake edges (`handoff`), which the same probe
     /// measures (for the others an estimated lock time says nothing).
     pub fn reads_lock_time(self) -> bool {
@@ -151,12 +226,14 @@ impl PolicyKind {
         names().join(", ")
     }
 
-    /// Builds the policy, checking its settings against the machine.
+    /// Builds the policy, checking its settings against the machine; an unset level is
+    /// the policy's own ([`PolicyKind::default_level`]).
     pub fn build(
         self,
         settings: &Settings,
         topo: &Topology,
     ) -> Result<Box<dyn Policy>, PolicyError> {
+        let settings = &settings.resolved(self, topo);
         match self {
             PolicyKind::None => Ok(Box::new(crate::baseline::Observe::new(settings))),
             PolicyKind::Psets => {
@@ -237,12 +314,13 @@ pub fn build(
     // Calibration reference only (the design measured on a real 16-core machine): built by
     // name for the simulator's tests, not a `PolicyKind` and not offered on the command line.
     if name == "speed-v1" {
-        return Ok(Box::new(crate::speed_v1::SpeedV1::new(settings, topo)?));
+        let settings = settings.resolved(PolicyKind::Speed, topo);
+        return Ok(Box::new(crate::speed_v1::SpeedV1::new(&settings, topo)?));
     }
     // `speed` with the kernel's own slices: the reference its short slices are measured
     // against (see "Short slices" in `speed`'s module docs).
     if name == "speed-long-slices" {
-        let mut s = settings.clone();
+        let mut s = settings.resolved(PolicyKind::Speed, topo);
         s.speed.short_slices = false;
         return Ok(Box::new(crate::speed::Speed::new(&s, topo)?));
     }

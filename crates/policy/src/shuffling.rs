@@ -90,7 +90,7 @@
 //! ```
 
 use crate::grouping::{IDLE_METRIC, Placement, Regroup, Scheme};
-use crate::{Policy, Settings};
+use crate::{Policy, PolicyKind, Settings};
 use threadbalance_model::{
     Level, LockTimeSource, Move, Nanos, Plan, PolicySummary, Reason, ShufflingSummary, Target,
     ThreadKey, ThreadState, Topology, Window,
@@ -158,7 +158,8 @@ pub struct ShufflingStats {
 /// The Shuffling policy. Keeps its buffers between decisions.
 #[derive(Debug, Clone)]
 pub struct Shuffling {
-    level: Level,
+    /// The level set, `None` for the policy's own ([`PolicyKind::default_level`]).
+    level: Option<Level>,
     threshold: f64,
     sample: Nanos,
     shuffle: Nanos,
@@ -302,6 +303,9 @@ impl Policy for Shuffling {
     }
 
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
+        let level = self
+            .level
+            .unwrap_or_else(|| PolicyKind::Shuffling.default_level(topo));
         self.placement.retain_alive(&window.threads);
         let dt = window.duration();
         let first = self.sample.min(self.shuffle.saturating_sub(self.since));
@@ -343,13 +347,12 @@ impl Policy for Shuffling {
         self.stats.shuffles += 1;
         let moved = self.regroup.run(
             topo,
-            self.level,
+            level,
             &window.threads,
             &self.metric,
             Scheme::Contiguous,
             &mut self.placement,
         );
-        let level = self.level;
         let metric = &self.metric;
         let moves: Vec<Move> = moved
             .iter()

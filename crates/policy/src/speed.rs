@@ -148,6 +148,24 @@
 //! others reached. That costs 0.6–2 % against global pairs with small working sets (the
 //! trade is measured in the README of the simulator).
 //!
+//! **Siblings.** Speed's own level is the logical CPU ([`crate::PolicyKind::default_level`]):
+//! the kernel's run queue, on one socket or two, with SMT or without. A core's hardware
+//! threads are *siblings*, and a thread whose sibling runs is slowed (the simulator's
+//! `smt_factor`, 1.3 for its generic machine; the shared pipeline on real hardware), which
+//! the CPU shares the rotation reads never show. Where queues are siblings (the CPU level on
+//! an SMT machine; `Queue::core`), three rules keep every core as evenly loaded as every
+//! CPU: placement takes the emptiest CPU of the emptiest core (`Speed::emptiest`), so 8
+//! threads on 8 cores × 2 get a core each and 24 get three a core (one CPU doubled, its
+//! sibling single); levelling moves from the fullest CPU of the fullest core to the
+//! emptiest CPU of the emptiest core; and a one-move swap that would take a thread off one
+//! core onto a core at least as full (24 threads, every core three: four and two after it,
+//! the two of the emptied core then idle at a blocking barrier while the other core's four
+//! run slowed) is an exchange instead, and where every core holds as many threads as every
+//! other a heavy thread is paired with its sibling's thread first (a move within a core,
+//! whose caches it shares). Where the cores are uneven (17 threads on 16 CPUs: one core of
+//! three) the extra thread rotates over the emptier cores as before. Without SMT every
+//! queue is its own core and none of this applies: the CPU level is the core level.
+//!
 //! **Why the old distributed balancers thrashed at N = 2M.** Each core's balancer judged
 //! "slow" from per-thread speeds over its own span (2–4 ms), and counted only threads that
 //! showed a speed. With 2 ms windows shorter than a slice, and a running thread's run time
@@ -500,6 +518,9 @@ struct Queue {
     /// Its last-level cache: the index of the LLC domain of its lowest CPU at the core
     /// level; at coarser levels each queue is its own (see [`Speed::new`]).
     llc: usize,
+    /// Its physical core at the CPU level, where SMT siblings share one (see "Siblings" in
+    /// the module docs); elsewhere each queue is its own.
+    core: usize,
     /// Threads placed on it.
     load: u32,
 }
@@ -591,6 +612,10 @@ pub struct Speed {
     level: Level,
     fixed: Option<Nanos>,
     queues: Vec<Queue>,
+    /// Whether some queues are SMT siblings of one core (see "Siblings" in the module docs).
+    siblings: bool,
+    /// Threads placed and queues of each physical core ([`Queue::core`]), during a round.
+    core_load: Vec<(u32, u32)>,
     /// Distinct nodes of the queues, for per-node rotation.
     nodes: Vec<NodeId>,
     placed: Vec<Placed>,
@@ -690,7 +715,8 @@ struct Stats {
 }
 
 impl Speed {
-    /// Builds the policy: one queue per domain at `settings.level` (`core` is the paper's),
+    /// Builds the policy: one queue per domain at `settings.level` (by default `cpu`, the
+    /// kernel's run queues; `core` is the paper's),
     /// checking the speed settings.
     pub fn new(settings: &Settings, topo: &Topology) -> Result<Speed, PolicyError> {
         let cfg = settings.speed.clone();
@@ -707,15 +733,24 @@ impl Speed {
         if settings.interval.is_some_and(|i| i.0 == 0) {
             return Err(bad("interval must be positive".into()));
         }
-        let level = settings.level;
+        let level = settings.level_for(crate::PolicyKind::Speed, topo);
         // Cores group by LLC only where a domain lies inside one; at the LLC level or above
         // every queue is its own group, and nothing prefers one pair over another.
         let llc_of = |d: &threadbalance_model::Domain| match level {
-            Level::Core => d
+            Level::Core | Level::Cpu => d
                 .cpus
                 .iter()
                 .next()
                 .and_then(|c| topo.domain_of(c, Level::Llc))
+                .unwrap_or(d.index),
+            _ => d.index,
+        };
+        // Queues share a physical core only at the CPU level (SMT siblings).
+        let core_of = |d: &threadbalance_model::Domain| match level {
+            Level::Cpu => d
+                .cpus
+                .first()
+                .and_then(|c| topo.domain_of(c, Level::Core))
                 .unwrap_or(d.index),
             _ => d.index,
         };
@@ -725,9 +760,14 @@ impl Speed {
             .map(|d| Queue {
                 node: d.node,
                 llc: llc_of(d),
+                core: core_of(d),
                 load: 0,
             })
             .collect();
+        let mut cores: Vec<usize> = queues.iter().map(|q| q.core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        let siblings = cores.len() < queues.len();
         let mut nodes: Vec<NodeId> = queues.iter().map(|q| q.node).collect();
         nodes.sort_unstable();
         nodes.dedup();
@@ -737,6 +777,8 @@ impl Speed {
             cfg,
             level,
             queues,
+            siblings,
+            core_load: Vec::new(),
             nodes,
             placed: Vec::new(),
             spare: Vec::new(),
@@ -835,15 +877,28 @@ impl Speed {
     /// (2.065 s against 1.607 on one 16-core node; simulated, ep-barrier, 10 ms yield
     /// phases). Within a node, an even spread over LLCs lets most swaps stay within an
     /// LLC (see `rotate.rs`).
+    ///
+    /// Where queues are SMT siblings (the CPU level on an SMT machine), the emptiest CPU
+    /// of the emptiest physical core comes first: a thread whose sibling runs is slowed
+    /// down (about 1.3× in the simulator), so with 8 threads on 8 cores × 2 every core gets
+    /// one, as the kernel's `select_idle_sibling` gives them, and not CPUs 0–7 (four cores
+    /// doubled up, four idle); with 24, every core gets three.
     fn emptiest(&self) -> usize {
-        let (mut node_load, mut llc_load) = (Vec::new(), Vec::new());
+        let (mut node_load, mut llc_load, mut core_load) = (Vec::new(), Vec::new(), Vec::new());
         self.tally(|q| self.node_ix(q), &mut node_load);
         self.tally(|q| q.llc, &mut llc_load);
+        if self.siblings {
+            self.tally(|q| q.core, &mut core_load);
+        }
         (0..self.queues.len())
             .min_by(|&a, &b| {
                 let (qa, qb) = (&self.queues[a], &self.queues[b]);
                 qa.load
                     .cmp(&qb.load)
+                    .then_with(|| match (core_load.get(qa.core), core_load.get(qb.core)) {
+                        (Some(&ca), Some(&cb)) => per_core_cmp(ca, cb),
+                        _ => std::cmp::Ordering::Equal,
+                    })
                     .then_with(|| {
                         per_core_cmp(node_load[self.node_ix(qa)], node_load[self.node_ix(qb)])
                     })

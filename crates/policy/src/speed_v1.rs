@@ -270,7 +270,7 @@ impl SpeedV1 {
         if settings.interval.is_some_and(|i| i.0 == 0) {
             return Err(bad("interval must be positive".into()));
         }
-        let level = settings.level;
+        let level = settings.level_for(crate::PolicyKind::Speed, topo);
         let queues = topo
             .domains(level)
             .iter()

@@ -63,7 +63,7 @@
 //! ```
 
 use crate::grouping::{Placement, Regroup, Scheme};
-use crate::{Policy, Settings};
+use crate::{Policy, PolicyKind, Settings};
 use threadbalance_model::{
     Level, Move, Nanos, Plan, PolicySummary, Reason, Target, Topology, TumblerSummary, Window,
     coefficient_of_variation,
@@ -142,7 +142,8 @@ pub struct TumblerStats {
 /// The Tumbler policy. Keeps its buffers between decisions.
 #[derive(Debug, Clone)]
 pub struct Tumbler {
-    level: Level,
+    /// The level set, `None` for the policy's own ([`PolicyKind::default_level`]).
+    level: Option<Level>,
     fixed: Option<Nanos>,
     placement: Placement,
     regroup: Regroup,
@@ -176,6 +177,9 @@ impl Policy for Tumbler {
     }
 
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
+        let level = self
+            .level
+            .unwrap_or_else(|| PolicyKind::Tumbler.default_level(topo));
         self.placement.retain_alive(&window.threads);
         if window.duration() == Nanos::ZERO || window.threads.is_empty() {
             return Plan::wait(self.fixed.unwrap_or(FIRST_LOOK));
@@ -191,20 +195,19 @@ impl Policy for Tumbler {
             self.stats.skipped += 1;
             return Plan::wait(next_in);
         }
-        if window.domain_load(topo, self.level).cv < BALANCED_DOMAINS_CV {
+        if window.domain_load(topo, level).cv < BALANCED_DOMAINS_CV {
             self.stats.balanced += 1;
             return Plan::wait(next_in);
         }
         self.stats.regroupings += 1;
         let moved = self.regroup.run(
             topo,
-            self.level,
+            level,
             &window.threads,
             &self.utils,
             Scheme::Wave,
             &mut self.placement,
         );
-        let level = self.level;
         let moves: Vec<Move> = moved
             .iter()
             .map(|&(i, d)| Move {

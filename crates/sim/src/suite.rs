@@ -83,8 +83,12 @@ impl Ctx {
             if let Some(h) = horizon {
                 opts.horizon = h;
             }
-            let mut settings = Settings::new(m.topo.default_level());
-            settings.seed = seed;
+            // Each policy at its own level (`PolicyKind::default_level`), as a user who
+            // names only the policy gets it.
+            let settings = Settings {
+                seed,
+                ..Settings::default()
+            };
             match run_policy(m, w, policy, &settings, &opts) {
                 Ok(r) => out.push(r),
                 Err(_) => return None,
@@ -578,8 +582,12 @@ fn lock_groups(cx: &mut Ctx) {
         .map(|&seed| {
             let mut opts = RunOptions::new(seed);
             opts.flat_handoffs = true;
-            let mut settings = Settings::new(m.topo.default_level());
-            settings.seed = seed;
+            // Each policy at its own level (`PolicyKind::default_level`), as a user who
+            // names only the policy gets it.
+            let settings = Settings {
+                seed,
+                ..Settings::default()
+            };
             run_policy(&m, &body, "none", &settings, &opts).ok()
         })
         .collect::<Option<Vec<_>>>()

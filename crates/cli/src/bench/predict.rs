@@ -170,7 +170,7 @@ impl Simulator<'_> {
         let workload = threadbalance_sim::workload::builtin(&spec, Some(cell.threads))
             .map_err(|e| anyhow!("{e}"))?
             .ok_or_else(|| anyhow!("{spec}: not a workload of the simulator"))?;
-        let settings = self.settings.settings(&machine.topo);
+        let settings = self.settings.settings();
         let fair_s = work_s * cell.threads.max(k) as f64 / k as f64;
         let mut out = Vec::with_capacity(cmp.results.len());
         for r in &cmp.results {

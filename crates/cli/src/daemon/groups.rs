@@ -202,7 +202,13 @@ impl Groups {
             .map(|m| Member {
                 pid: m.pid,
                 policy: m.assignment.policy.clone(),
-                level: m.assignment.settings.level,
+                // Assignments carry the level resolved for their policy (`default_level`
+                // in daemon.rs); the machine's widest only for one that would not.
+                level: m
+                    .assignment
+                    .settings
+                    .level
+                    .unwrap_or_else(|| machine.default_level()),
                 cpus: m.cpus.clone(),
                 since: m.since,
             })

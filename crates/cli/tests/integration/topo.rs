@@ -219,3 +219,29 @@ fn topo_shows_only_the_cpus_of_its_cpuset_as_lstopo_does() {
     assert_eq!(v["online"], "0-63");
     assert!(v.get("cpuset").is_none());
 }
+
+#[test]
+fn topo_smt_machine_shows_the_cpu_level_and_each_policys_level() {
+    // See: issue 38. 4 cores × 2 hardware threads: the CPU level (one domain a logical
+    // CPU), its SMT width, and the level each policy runs at without --level.
+    let (code, stdout, stderr) = topo_bounded(&["--synthetic", "package:1 core:4 pu:2"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("\ncpu level: 8 logical CPUs, 2 hardware threads a core"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("speed cpu"), "{stdout}");
+    assert!(
+        stdout.contains("tumbler, shuffling, handoff core"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = topo_bounded(&["--synthetic", "package:1 core:4 pu:2", "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["levels"]["cpu"].as_array().unwrap().len(), 8);
+    assert_eq!(v["levels"]["cpu"][5]["cpus"], "5");
+    assert_eq!(v["smt_width"], 2);
+    assert_eq!(v["default_levels"]["speed"], "cpu");
+    assert_eq!(v["default_levels"]["numa-tm"], "node");
+    assert_eq!(v["default_levels"]["tumbler"], "core");
+}

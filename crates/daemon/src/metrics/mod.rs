@@ -312,6 +312,7 @@ pub fn domain_label(level: Level, index: usize) -> String {
         Level::Node => "node",
         Level::Llc => "llc",
         Level::Core => "core",
+        Level::Cpu => "cpu",
     };
     format!("{name}{index}")
 }

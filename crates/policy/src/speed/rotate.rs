@@ -90,15 +90,39 @@ impl Speed {
     /// and the speeds over the last round of the threads on cores holding as many threads
     /// as the fullest, as the emptiest, and fewer than the fullest (1.0 where nobody wanted
     /// a CPU: nothing held them back). Two passes over the cores.
+    ///
+    /// Where queues are SMT siblings, ties go to the CPU of the fullest physical core (for
+    /// the fullest) and of the emptiest (for the emptiest): a levelling move then also
+    /// evens the cores (see "Siblings" in the module docs).
     fn view(&self, node: Option<NodeId>) -> Option<View> {
         let (mut hi, mut lo, mut cores) = (None::<usize>, None::<usize>, 0);
+        let mut core_load = Vec::new();
+        if self.siblings {
+            self.tally(|q| q.core, &mut core_load);
+        }
+        // Compares queues a and b by their cores' threads per CPU (equal without siblings).
+        let by_core = |a: usize, b: usize| match (
+            core_load.get(self.queues[a].core),
+            core_load.get(self.queues[b].core),
+        ) {
+            (Some(&ca), Some(&cb)) => per_core_cmp(ca, cb),
+            _ => std::cmp::Ordering::Equal,
+        };
         for q in (0..self.queues.len()).filter(|&q| self.in_group(q, node)) {
             let load = self.queues[q].load;
             cores += 1;
-            if hi.is_none_or(|h| load > self.queues[h].load) {
+            if hi.is_none_or(|h| {
+                load.cmp(&self.queues[h].load)
+                    .then_with(|| by_core(q, h))
+                    .is_gt()
+            }) {
                 hi = Some(q);
             }
-            if lo.is_none_or(|l| load < self.queues[l].load) {
+            if lo.is_none_or(|l| {
+                load.cmp(&self.queues[l].load)
+                    .then_with(|| by_core(q, l))
+                    .is_lt()
+            }) {
                 lo = Some(q);
             }
         }
@@ -249,6 +273,19 @@ impl Speed {
         // "One move a swap" in the module docs), for which each heavy core's two threads
         // are noted, and the cores this round's moves change.
         let one_move = hi == 2 && lo == 1 && !self.waits_late;
+        // Threads and CPUs of each physical core, where queues are SMT siblings, and whether
+        // the group's cores hold as many threads per CPU as each other (see "Siblings").
+        let mut core_load = std::mem::take(&mut self.core_load);
+        core_load.clear();
+        let mut cores_even = false;
+        if self.siblings {
+            self.tally(|q| q.core, &mut core_load);
+            let mut group = (0..self.queues.len())
+                .filter(|&q| self.in_group(q, node))
+                .map(|q| core_load[self.queues[q].core]);
+            let first = group.next();
+            cores_even = first.is_some_and(|f| group.all(|c| per_core_cmp(c, f).is_eq()));
+        }
         let mut mates = std::mem::take(&mut self.mates);
         let mut touched = std::mem::take(&mut self.touched);
         mates.clear();
@@ -325,7 +362,19 @@ impl Speed {
             let near = (first_free..light.len()).find(|&j| {
                 !used[j] && self.queues[self.placed[light[j]].queue].llc == llc_x && worth(light[j])
             });
-            let Some(j) = near.or(any) else {
+            // Where every core holds as many threads as every other, x's SMT sibling first:
+            // a move between siblings keeps the cores even and refetches nothing.
+            let core_x = self.queues[self.placed[x].queue].core;
+            let sibling = cores_even
+                .then(|| {
+                    (first_free..light.len()).find(|&j| {
+                        !used[j]
+                            && self.queues[self.placed[light[j]].queue].core == core_x
+                            && worth(light[j])
+                    })
+                })
+                .flatten();
+            let Some(j) = sibling.or(near).or(any) else {
                 break;
             };
             let y = light[j];
@@ -337,7 +386,19 @@ impl Speed {
             self.placed[x].judge = self.placed[x].round_rate;
             self.stats.swaps += 1;
             if one_move {
-                let z = mate_to_move(&mates, &touched, x, qx, qy);
+                // One move takes a thread off x's physical core and onto y's: only where
+                // that does not leave y's core fuller than x's was (siblings, or y's core
+                // the emptier); else a swap, which keeps every core's count.
+                let (cx, cy) = (self.queues[qx].core, self.queues[qy].core);
+                let keeps_cores = match (core_load.get(cx), core_load.get(cy)) {
+                    (Some(&lx), Some(&ly)) => cx == cy || per_core_cmp(ly, lx).is_lt(),
+                    _ => true,
+                };
+                let z = if keeps_cores {
+                    mate_to_move(&mates, &touched, x, qx, qy)
+                } else {
+                    None
+                };
                 touched[qx] = true;
                 touched[qy] = true;
                 if let Some(z) = z {
@@ -345,6 +406,13 @@ impl Speed {
                     self.placed[z].queue = qy;
                     self.queues[qx].load -= 1;
                     self.queues[qy].load += 1;
+                    if cx != cy
+                        && let (Some(lx), Some(ly)) = (core_load.get(cx), core_load.get(cy))
+                    {
+                        let (lx, ly) = (lx.0, ly.0);
+                        core_load[cx].0 = lx - 1;
+                        core_load[cy].0 = ly + 1;
+                    }
                     moves.push(Move {
                         thread: self.placed[z].key,
                         to: self.target(qy),
@@ -369,6 +437,7 @@ impl Speed {
         }
         self.heavy = heavy;
         self.light = light;
+        self.core_load = core_load;
         self.used = used;
         self.mates = mates;
         self.touched = touched;

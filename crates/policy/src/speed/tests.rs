@@ -51,6 +51,12 @@ fn settings(interval_ms: Option<u64>) -> Settings {
     s
 }
 
+fn settings_at(level: Level, interval_ms: Option<u64>) -> Settings {
+    let mut s = Settings::new(level);
+    s.interval = interval_ms.map(Nanos::from_millis);
+    s
+}
+
 fn queue_of(m: &Move) -> usize {
     match m.to {
         Target::Domain { index, .. } => index,
@@ -1289,4 +1295,51 @@ fn speed_asks_for_no_rounds_where_threads_block_between_long_phases() {
     // phase's end does much of the work, and each further round's moves cost refills.
     // Not asked.
     assert_eq!(rounds_budget_after(16, 17, 40).0, None);
+}
+
+/// Threads on each physical core, from the machine's queues at the CPU level.
+fn per_core(m: &Machine, t: &Topology) -> Vec<usize> {
+    let mut n = vec![0; t.domains(Level::Core).len()];
+    for &q in &m.queue {
+        n[t.domain_of(CpuId(q as u32), Level::Core).unwrap()] += 1;
+    }
+    n
+}
+
+#[test]
+fn speed_on_smt_places_threads_on_cores_before_siblings() {
+    // See: issue 38. 4 cores × 2 hardware threads, speed's own level (the logical CPUs).
+    // 10 threads: the two CPUs holding a second thread are on two cores (3 3 2 2), not
+    // siblings (CPUs 0 and 1: 4 2 2 2, core 0's threads all slowed by sharing it).
+    let t = Topology::synthetic("package:1 core:4 pu:2").unwrap();
+    let mut p = Speed::new(&Settings::default(), &t).unwrap();
+    assert_eq!(p.level, Level::Cpu);
+    let mut m = Machine::new(10);
+    m.run(&mut p, &t, 0.0);
+    assert_eq!(per_core(&m, &t), [3, 3, 2, 2]);
+    // 12 threads: three on every core.
+    let mut p = Speed::new(&Settings::default(), &t).unwrap();
+    let mut m = Machine::new(12);
+    m.run(&mut p, &t, 0.0);
+    assert_eq!(per_core(&m, &t), [3, 3, 3, 3]);
+}
+
+#[test]
+fn speed_on_smt_rotation_keeps_every_core_even() {
+    // 12 threads on 4 cores × 2: four CPUs hold two threads, four one, every core three.
+    // The rotation turns the doubled-up CPUs over; a one-move swap onto a CPU of another
+    // core would leave that core four threads and this one two (and the two idle halves
+    // of a core at a blocking barrier), so it swaps between siblings, or exchanges.
+    let t = Topology::synthetic("package:1 core:4 pu:2").unwrap();
+    let mut p = Speed::new(&settings_at(Level::Cpu, Some(2)), &t).unwrap();
+    let mut m = Machine::new(12);
+    m.run(&mut p, &t, 200.0);
+    assert!(p.stats.swaps > 10, "{}", p.stats.swaps);
+    assert_eq!(per_core(&m, &t), [3, 3, 3, 3]);
+    // Every thread got about the same CPU time: 8 CPUs for 12 threads, 2/3 each.
+    let (lo, hi) = m
+        .exec_ms
+        .iter()
+        .fold((f64::MAX, 0.0_f64), |(lo, hi), &e| (lo.min(e), hi.max(e)));
+    assert!(lo > 0.9 * hi, "{lo} {hi}");
 }

@@ -19,5 +19,6 @@ mod speed_llc;
 mod speed_many;
 mod speed_peers;
 mod speed_slices;
+mod speed_smt;
 mod speed_sparse;
 mod speed_v1;
