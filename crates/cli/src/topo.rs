@@ -128,11 +128,11 @@ pub fn to_json(t: &Topology) -> serde_json::Value {
         })
         .collect();
     let mut cpus = serde_json::to_value(t.cpus()).unwrap_or_default();
-    if !t.has_cache_info() {
-        if let Some(cpus) = cpus.as_array_mut() {
-            for c in cpus.iter_mut().filter_map(|c| c.as_object_mut()) {
-                c.insert("llc".to_string(), serde_json::Value::Null);
-            }
+    if !t.has_cache_info()
+        && let Some(cpus) = cpus.as_array_mut()
+    {
+        for c in cpus.iter_mut().filter_map(|c| c.as_object_mut()) {
+            c.insert("llc".to_string(), serde_json::Value::Null);
         }
     }
     json!({

@@ -161,12 +161,11 @@ pub fn read_cpuset(root: &Root, pid: Pid, tid: Tid) -> Option<CpuSet> {
 fn nearest(mount: &Path, rel: &str, file: &str) -> Option<CpuSet> {
     let mut dir = mount.join(rel);
     loop {
-        if let Ok(text) = std::fs::read_to_string(dir.join(file)) {
-            if let Ok(cpus) = CpuSet::parse_list(text.trim()) {
-                if !cpus.is_empty() {
-                    return Some(cpus);
-                }
-            }
+        if let Ok(text) = std::fs::read_to_string(dir.join(file))
+            && let Ok(cpus) = CpuSet::parse_list(text.trim())
+            && !cpus.is_empty()
+        {
+            return Some(cpus);
         }
         if dir == mount || !dir.pop() || !dir.starts_with(mount) {
             return None;

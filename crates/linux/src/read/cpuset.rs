@@ -159,10 +159,10 @@ fn unescape_mount(field: &str) -> String {
 /// The cpuset `proc` is in: the first line of `proc/<p>/cpuset`, else the path of the
 /// `:cpuset:` (v1) or `::` (v2) line of `proc/<p>/cgroup`.
 fn cpuset_name(root: &Root, proc: &str) -> Result<Option<String>, LinuxError> {
-    if let Some(text) = read_sys_opt(&root.join(format!("proc/{proc}/cpuset")))? {
-        if let Some(name) = text.lines().next().filter(|l| !l.is_empty()) {
-            return Ok(Some(name.to_string()));
-        }
+    if let Some(text) = read_sys_opt(&root.join(format!("proc/{proc}/cpuset")))?
+        && let Some(name) = text.lines().next().filter(|l| !l.is_empty())
+    {
+        return Ok(Some(name.to_string()));
     }
     let Some(text) = read_sys_opt(&root.join(format!("proc/{proc}/cgroup")))? else {
         return Ok(None);

@@ -498,10 +498,10 @@ fn distance_columns(
     }
     // Name the first row that does not fit the online nodes.
     for (_, _, path, text) in listed {
-        if let Some(text) = text {
-            if let Err(e) = parse_distance_row(text, nodes.len()) {
-                return Err(LinuxError::parse(path, e.why));
-            }
+        if let Some(text) = text
+            && let Err(e) = parse_distance_row(text, nodes.len())
+        {
+            return Err(LinuxError::parse(path, e.why));
         }
     }
     Ok(nodes.clone())

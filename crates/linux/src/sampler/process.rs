@@ -83,10 +83,9 @@ impl Sampler {
             };
             for w in crate::parse::words(&text) {
                 if let Some(child) = crate::parse::parse_u64(w).and_then(|c| i32::try_from(c).ok())
+                    && !self.targets.contains(&Pid(child))
                 {
-                    if !self.targets.contains(&Pid(child)) {
-                        self.scratch.found.push(Pid(child));
-                    }
+                    self.scratch.found.push(Pid(child));
                 }
             }
         }
