@@ -91,14 +91,15 @@ pub fn private_dir(path: &Path, uid: u32) -> Result<()> {
 /// and removing one: a path that is not a directory, or one we may not write in, is bad
 /// input (exit 2) found before any command starts, not a lock that cannot be taken once it
 /// runs.
+///
+/// The directory must be private to us ([`StateDir::create`]: ours, not writable by group
+/// or others, not a symlink); one that is not is refused here too, with exit 2.
 pub fn ready_state_dir(state: &StateDir) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let bad = |e: String| input_error(format!("state directory {}: {e}", state.path().display()));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(state.path())
-        .map_err(|e| bad(e.to_string()))?;
+    state
+        .create()
+        .map_err(|e| input_error(format!("state directory: {e}")))?;
     let probe = state.path().join(format!(".probe.{}", std::process::id()));
     std::fs::OpenOptions::new()
         .write(true)

@@ -388,21 +388,27 @@ impl Summary {
             self.cpus,
             if self.dry_run { ", dry run" } else { "" }
         );
-        let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
-        // Always shown: `in 1 process` under `run -- make` says nothing it started was seen.
-        let _ = writeln!(
-            s,
-            "   {:>12}    threads seen in {} {} (peak {} at once), {} ticks",
-            self.threads_seen,
-            self.processes_seen,
-            if self.processes_seen == 1 {
-                "process"
-            } else {
-                "processes"
-            },
-            self.threads_peak,
-            self.ticks
-        );
+        let processes = if self.processes_seen == 1 {
+            "process"
+        } else {
+            "processes"
+        };
+        if verbose {
+            let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
+            let _ = writeln!(
+                s,
+                "   {:>12}    threads seen in {} {processes} (peak {} at once), {} ticks",
+                self.threads_seen, self.processes_seen, self.threads_peak, self.ticks
+            );
+        } else {
+            // The process count stays in the short summary: `in 1 process` under
+            // `run -- make` says nothing it started was seen.
+            let _ = writeln!(
+                s,
+                "   {:>12.3} s  wall time ({}), {} threads in {} {processes}",
+                self.wall_s, self.ended, self.threads_seen, self.processes_seen
+            );
+        }
         let a = &self.applied;
         if self.dry_run {
             let _ = writeln!(
@@ -887,7 +893,7 @@ mod tests {
         assert_eq!(lines.len(), 6, "{short}");
         for want in [
             "threadbalance summary: policy tumbler at level core",
-            "s  wall time (exit 0)",
+            "s  wall time (exit 0), 0 threads in 0 processes",
             "12    moves made, restored 4 of 4",
             "threadbalance's own CPU time (",
             "regroupings: 0",

@@ -667,8 +667,9 @@ mod tests {
         for c in &COLORS[..3] {
             assert!(svg.contains(&hex(*c)), "{} missing", hex(*c));
         }
+        // The mark's legend, on two lines in the narrow legend column.
         assert!(
-            svg.contains("guard handed the threads"),
+            svg.contains("guard handed the") && svg.contains("threads back to Linux"),
             "the mark's legend"
         );
     }

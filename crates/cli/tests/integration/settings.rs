@@ -112,12 +112,18 @@ fn live_run_cpus_confines_the_command_and_every_move_to_the_list() {
         "--work-ms",
         "300",
     ]);
-    // Every mask seen while it runs, each thread's, the main one's included.
+    // Every mask seen while it runs, each thread's, the main one's included. The command
+    // is the first child seen: at exit `run` forks a child of its own that closes the BPF
+    // links (with the tool's mask), which is not the command.
     let mut seen = std::collections::BTreeSet::new();
     let limit = Duration::from_secs(60);
     let start = std::time::Instant::now();
+    let mut command = None;
     while tb.try_wait().unwrap().is_none() && start.elapsed() < limit {
-        if let Some(child) = child_of(tb.id()) {
+        if command.is_none() {
+            command = child_of(tb.id());
+        }
+        if let Some(child) = command {
             for (_, _, mask) in masks(child) {
                 seen.insert(mask);
             }
