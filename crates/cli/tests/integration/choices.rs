@@ -15,17 +15,26 @@ use threadbalance_model::{CpuId, CpuSet, Tid};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
-/// The helper process: four threads of duties 1, 1, 0.5 and 0.25 (10 ms periods). Each
-/// watches its own mask; the first that was on one single CPU and is now on another pins
-/// itself back to the first ("pinned <tid> <cpu>"). Lives until its stdin closes.
+/// The helper process: four threads of duties 1, 1, 0.5 and 0.25 (10 ms periods), which
+/// `tumbler` regroups, or, with `THREADBALANCE_PIN_HELPER=rotate`, three always-busy
+/// threads, which `speed` rotates over the two cores all the time (four uneven ones may sit
+/// evenly enough that `speed` leaves them where they are, or hands them back to Linux,
+/// and no thread ever sees both CPUs). Each watches its own mask; the first that was on
+/// one single CPU and is now on another pins itself back to the first ("pinned <tid>
+/// <cpu>"). Lives until its stdin closes.
 #[test]
 #[ignore = "helper process of the choices test; runs only when started by it"]
 fn helper_process_pinning_a_thread_to_an_earlier_mask() {
-    if std::env::var_os("THREADBALANCE_PIN_HELPER").is_none() {
+    let Some(kind) = std::env::var_os("THREADBALANCE_PIN_HELPER") else {
         return;
-    }
+    };
     static PINNED: AtomicBool = AtomicBool::new(false);
-    for duty in [1.0, 1.0, 0.5, 0.25] {
+    let duties: &[f64] = if kind == "rotate" {
+        &[1.0, 1.0, 1.0]
+    } else {
+        &[1.0, 1.0, 0.5, 0.25]
+    };
+    for &duty in duties {
         std::thread::spawn(move || {
             let me = Tid(nix::unistd::gettid().as_raw());
             let mut first: Option<CpuSet> = None;
@@ -83,7 +92,14 @@ fn pinning_to_an_earlier_mask_under(policy: &str) {
             "choices::helper_process_pinning_a_thread_to_an_earlier_mask",
         ])
         .args(["--nocapture", "--test-threads=1"])
-        .env("THREADBALANCE_PIN_HELPER", "1")
+        .env(
+            "THREADBALANCE_PIN_HELPER",
+            if policy == "speed" {
+                "rotate"
+            } else {
+                "uneven"
+            },
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
