@@ -615,6 +615,12 @@ mod tests {
     use super::*;
     use threadbalance_linux::ledger::RestoreReport;
 
+    /// A summary of `kind` at the core level of a one-socket, two-core machine.
+    fn on_two_cores(kind: PolicyKind) -> Summary {
+        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
+        Summary::new(kind, false, &topo, Level::Core, false, Nanos(0))
+    }
+
     #[test]
     fn summary_finish_right_after_start_reports_no_cpu_share() {
         // Attaching to a process that had already exited used to print "70086 % of one
@@ -677,15 +683,7 @@ mod tests {
 
     #[test]
     fn summary_restored_says_n_of_m_and_what_became_of_the_rest() {
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(
-            PolicyKind::Pbind,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
+        let mut s = on_two_cores(PolicyKind::Pbind);
         // 3 put back + 1 already back + 2 gone = 6 masks changed.
         s.set_restored(&restore_report(3, 1, 2));
         s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
@@ -715,15 +713,7 @@ mod tests {
             tid: Tid(tid),
             start_time: 1,
         };
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(
-            PolicyKind::Tumbler,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
+        let mut s = on_two_cores(PolicyKind::Tumbler);
         let mut r = restore_report(3, 0, 0);
         r.kept = vec![(k(7), Kept::ProgramChoice(CpuSet::single(CpuId(1))))];
         r.narrowed = vec![k(6)];
@@ -838,15 +828,7 @@ mod tests {
         // 310 moves, every mask handed back by the policy before the end (speed's guard
         // giving the threads to Linux): the restore at the end found nothing left to do,
         // and the summary must not read "restored 0 of 0".
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(
-            PolicyKind::Speed,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
+        let mut s = on_two_cores(PolicyKind::Speed);
         s.applied.done = 310;
         s.set_handed_back(310);
         s.set_restored(&restore_report(0, 0, 0));
@@ -872,15 +854,7 @@ mod tests {
 
     #[test]
     fn summary_short_by_default_the_details_with_verbose() {
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(
-            PolicyKind::Tumbler,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
+        let mut s = on_two_cores(PolicyKind::Tumbler);
         s.applied.done = 12;
         s.set_restored(&restore_report(4, 0, 0));
         s.finish(
