@@ -278,6 +278,7 @@ fn read_thread(
         state: stat.state,
         lock: None,
         migrations: None,
+        counters: None,
     };
     Ok(Some(ThreadInfo {
         comm,

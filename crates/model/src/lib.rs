@@ -40,7 +40,9 @@ pub use display::DisplayWindow;
 pub use error::ModelError;
 pub use id::{CoreId, CpuId, LlcId, Nanos, NodeId, PackageId, Pid, Tid};
 pub use plan::{ApplyReport, Move, MoveOutcome, Plan, Reason, SliceChange, Target};
-pub use sample::{CpuTime, ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState, WakeEdge};
+pub use sample::{
+    CpuTime, HwCounters, ProcessMemory, Sample, Snapshot, ThreadKey, ThreadState, WakeEdge,
+};
 pub use stats::{coefficient_of_variation, mean};
 pub use summary::{
     GuardMode, GuardSummary, HandoffSummary, LockTimeSource, NumaSummary, PbindSummary,

@@ -92,6 +92,44 @@ pub struct Sample {
     /// Migrations between CPUs, when the host can count them (the simulator; Linux's
     /// `sched` debug file is not read). `None` when not counted.
     pub migrations: Option<u64>,
+    /// Hardware counters (instructions, cycles, last-level-cache misses), when the host reads
+    /// them: `perf_event_open` on Linux where a PMU exists and is allowed, the memory model
+    /// in the simulator. `None` when not measured.
+    pub counters: Option<HwCounters>,
+}
+
+/// Cumulative hardware counters of one thread, each already scaled for multiplexing as
+/// `perf stat` scales it (`value * time_enabled / time_running`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct HwCounters {
+    /// Instructions retired (`PERF_COUNT_HW_INSTRUCTIONS`).
+    pub instructions: u64,
+    /// Core cycles (`PERF_COUNT_HW_CPU_CYCLES`).
+    pub cycles: u64,
+    /// Last-level-cache read misses (`PERF_COUNT_HW_CACHE_LL`, read, miss).
+    pub llc_misses: u64,
+}
+
+impl HwCounters {
+    /// The counts from `earlier` to `self`; a counter that went down counts as nothing.
+    pub fn since(&self, earlier: &HwCounters) -> HwCounters {
+        HwCounters {
+            instructions: self.instructions.saturating_sub(earlier.instructions),
+            cycles: self.cycles.saturating_sub(earlier.cycles),
+            llc_misses: self.llc_misses.saturating_sub(earlier.llc_misses),
+        }
+    }
+
+    /// Instructions per cycle; `None` when no cycle was counted.
+    pub fn ipc(&self) -> Option<f64> {
+        (self.cycles > 0).then(|| self.instructions as f64 / self.cycles as f64)
+    }
+
+    /// Last-level-cache misses per thousand instructions (DINO's memory intensity); `None`
+    /// when no instruction was counted.
+    pub fn mpki(&self) -> Option<f64> {
+        (self.instructions > 0).then(|| self.llc_misses as f64 * 1000.0 / self.instructions as f64)
+    }
 }
 
 /// Memory a process has on each NUMA node (from `/proc/<pid>/numa_maps`).

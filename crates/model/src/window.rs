@@ -73,6 +73,11 @@ pub struct ThreadRates {
     pub state: ThreadState,
     /// Whether it appeared during this window.
     pub appeared: bool,
+    /// Instructions per cycle over the window, when both samples read hardware counters.
+    pub ipc: Option<f64>,
+    /// Last-level-cache misses per thousand instructions over the window, when both samples
+    /// read hardware counters.
+    pub mpki: Option<f64>,
 }
 
 /// Utilization of each domain at one level over a window.
@@ -242,6 +247,7 @@ impl Window {
         let zero = Sample {
             key: cur.key,
             lock: cur.lock.map(|_| Nanos::ZERO),
+            counters: cur.counters.map(|_| crate::HwCounters::default()),
             ..Sample::default()
         };
         let p = prev.unwrap_or(&zero);
@@ -279,6 +285,10 @@ impl Window {
             (Some(a), Some(b)) => (frac(b.saturating_sub(a)), true),
             _ => (blocked, false),
         };
+        let counted = match (p.counters, cur.counters) {
+            (Some(a), Some(b)) => Some(b.since(&a)),
+            _ => None,
+        };
         ThreadRates {
             key: cur.key,
             util,
@@ -296,6 +306,8 @@ impl Window {
             last_cpu: cur.last_cpu,
             state: cur.state,
             appeared: prev.is_none(),
+            ipc: counted.and_then(|c| c.ipc()),
+            mpki: counted.and_then(|c| c.mpki()),
         }
     }
 

@@ -94,6 +94,13 @@ pub trait Policy {
         false
     }
 
+    /// Whether the policy reads hardware counters (`Sample::counters`: instructions, cycles,
+    /// last-level-cache misses): a host opens them only for policies that do, and a live
+    /// host without them refuses such a policy.
+    fn reads_counters(&self) -> bool {
+        false
+    }
+
     /// The share of one core a host that paces its ticks may spend watching (sampling
     /// and deciding) until the next tick, when this policy wants its ticks sooner than the
     /// default budget ([`threadbalance_model::pace::BUDGET`]) allows; asked after each

@@ -143,6 +143,8 @@ mod tests {
                     last_cpu: CpuId(0),
                     state: ThreadState::Running,
                     appeared: false,
+                    ipc: None,
+                    mpki: None,
                 })
                 .collect();
             let win = Window {

@@ -33,6 +33,8 @@ fn window(start_ms: f64, end_ms: f64, threads: &[Rate]) -> Window {
                 last_cpu: CpuId(0),
                 state: ThreadState::Running,
                 appeared: start_ms == end_ms,
+                ipc: None,
+                mpki: None,
             },
         )
         .collect();

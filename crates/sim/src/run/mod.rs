@@ -607,6 +607,7 @@ impl Sim {
                 },
                 lock: Some(lock),
                 migrations: Some(th.migrations),
+                counters: None,
             });
         }
         into.sort_unstable_by_key(|s| s.key);
