@@ -74,7 +74,7 @@ use crate::parse::{
 };
 use std::io;
 use std::path::{Path, PathBuf};
-use threadbalance_model::{CpuSet, Pid, ProcessMemory, Sample, ThreadKey, Tid};
+use threadbalance_model::{CpuId, CpuSet, Nanos, Pid, ProcessMemory, Sample, ThreadKey, Tid};
 
 /// The directory under which `proc/` and `sys/` are found: `/` on a live system, a fixture
 /// tree in tests.
@@ -153,6 +153,20 @@ impl HostFacts {
             page_size: get("PAGE_SIZE", SysconfVar::PAGE_SIZE)?,
         })
     }
+}
+
+/// Each online CPU's busy time so far (`/proc/stat`'s `cpuN` lines: user + nice + system +
+/// irq + softirq), converted from clock ticks. A display divides the difference of two
+/// readings by the time between them: how busy each CPU was, whatever ran on it.
+pub fn read_cpu_busy(root: &Root, facts: HostFacts) -> Result<Vec<(CpuId, Nanos)>, LinuxError> {
+    let path = root.join("proc/stat");
+    let text = std::fs::read(&path).map_err(|e| LinuxError::io(&path, e))?;
+    let per_tick = 1_000_000_000 / facts.ticks_per_sec.max(1);
+    Ok(crate::parse::parse_cpu_busy(&text)
+        .map_err(|e| LinuxError::parse(&path, e))?
+        .into_iter()
+        .map(|(cpu, ticks)| (cpu, Nanos(ticks.saturating_mul(per_tick))))
+        .collect())
 }
 
 /// Whether an I/O error means the thing read has gone: the file does not exist (`ENOENT`) or

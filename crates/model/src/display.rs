@@ -28,14 +28,16 @@
 //! assert_eq!((w.start, w.end), (Nanos::from_millis(500), Nanos::from_millis(1500)));
 //! ```
 
-use crate::{Nanos, Snapshot, Window};
-use std::collections::VecDeque;
+use crate::{CpuId, Nanos, Snapshot, Window};
+use std::collections::{BTreeMap, VecDeque};
 
 /// The snapshots a display keeps, and the span its rates are over.
 #[derive(Debug, Clone, Default)]
 pub struct DisplayWindow {
     span: Nanos,
     kept: VecDeque<Snapshot>,
+    /// Readings of each CPU's busy time (when taken, and per CPU), kept by the same rule.
+    cpus: VecDeque<(Nanos, Vec<(CpuId, Nanos)>)>,
 }
 
 impl DisplayWindow {
@@ -44,6 +46,7 @@ impl DisplayWindow {
         DisplayWindow {
             span: span.max(Nanos::from_millis(1)),
             kept: VecDeque::new(),
+            cpus: VecDeque::new(),
         }
     }
 
@@ -98,15 +101,96 @@ impl DisplayWindow {
         Some(w)
     }
 
-    /// Forgets every snapshot (a display nobody watches keeps nothing).
+    /// Keeps a reading of each CPU's busy time so far, taken at `at` on the snapshots'
+    /// clock (`/proc/stat` on Linux), for [`DisplayWindow::cpu_busy`]. A reading not later
+    /// than the latest is ignored; readings no window needs are dropped.
+    pub fn push_cpu_busy(&mut self, at: Nanos, busy: Vec<(CpuId, Nanos)>) {
+        if self.cpus.back().is_some_and(|(t, _)| at <= *t) {
+            return;
+        }
+        self.cpus.push_back((at, busy));
+        while self
+            .cpus
+            .get(1)
+            .is_some_and(|(t, _)| at.saturating_sub(*t) >= self.base_age())
+        {
+            self.cpus.pop_front();
+        }
+    }
+
+    /// How busy each CPU was over about the span, whatever ran on it: its busy time between
+    /// the base reading (chosen as [`DisplayWindow::window`] chooses its base) and the latest,
+    /// over the time between them, within 0..=1. CPUs missing from either reading are left
+    /// out; empty until two readings are kept.
+    ///
+    /// A display groups threads by where they may run *now*, but a thread's rate covers the
+    /// whole window: a thread a policy moved during it brings time it ran elsewhere, and the
+    /// threads' sum over a one-CPU group can read 130 %. The CPUs' own busy time cannot.
+    pub fn cpu_busy(&self) -> BTreeMap<CpuId, f64> {
+        let Some((now, latest)) = self.cpus.back() else {
+            return BTreeMap::new();
+        };
+        let base = self
+            .cpus
+            .iter()
+            .rev()
+            .skip(1)
+            .find(|(t, _)| now.saturating_sub(*t) >= self.base_age())
+            .or_else(|| self.cpus.front().filter(|(t, _)| t < now));
+        let Some((then, earlier)) = base else {
+            return BTreeMap::new();
+        };
+        let elapsed = now.saturating_sub(*then).0 as f64;
+        let before: BTreeMap<CpuId, Nanos> = earlier.iter().copied().collect();
+        latest
+            .iter()
+            .filter_map(|(cpu, busy)| {
+                let b = before.get(cpu)?;
+                Some((
+                    *cpu,
+                    (busy.saturating_sub(*b).0 as f64 / elapsed).clamp(0.0, 1.0),
+                ))
+            })
+            .collect()
+    }
+
+    /// Forgets every snapshot and reading (a display nobody watches keeps nothing).
     pub fn clear(&mut self) {
         self.kept.clear();
+        self.cpus.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_busy_is_each_cpus_busy_time_over_about_the_span() {
+        let mut d = DisplayWindow::new(Nanos::from_millis(1000));
+        assert!(d.cpu_busy().is_empty());
+        let ms = Nanos::from_millis;
+        d.push_cpu_busy(ms(0), vec![(CpuId(0), ms(0)), (CpuId(1), ms(0))]);
+        assert!(d.cpu_busy().is_empty(), "one reading is no rate");
+        d.push_cpu_busy(ms(500), vec![(CpuId(0), ms(500)), (CpuId(1), ms(100))]);
+        // The first second: the oldest reading is the base.
+        assert_eq!(d.cpu_busy()[&CpuId(1)], 0.2);
+        // A later reading at 1500 ms: the base is the one at 500 ms (at least 750 ms old);
+        // CPU 0 reports more than the time passed (ticks are coarse): held at 1.
+        d.push_cpu_busy(
+            ms(1500),
+            vec![(CpuId(0), ms(1600)), (CpuId(1), ms(600)), (CpuId(2), ms(9))],
+        );
+        let busy = d.cpu_busy();
+        assert_eq!(busy[&CpuId(0)], 1.0);
+        assert_eq!(busy[&CpuId(1)], 0.5);
+        assert!(!busy.contains_key(&CpuId(2)), "CPU 2 was not in the base");
+        // Out of order is ignored; clear forgets.
+        d.push_cpu_busy(ms(1400), vec![(CpuId(0), ms(0))]);
+        assert_eq!(d.cpu_busy()[&CpuId(1)], 0.5);
+        d.clear();
+        assert!(d.cpu_busy().is_empty());
+    }
     use crate::{CpuId, Pid, Sample, ThreadKey, Tid};
 
     fn key(tid: i32) -> ThreadKey {

@@ -35,6 +35,11 @@ impl Daemon {
             }
             d.push(g.latest().clone());
         }
+        if let Some((at, busy)) = gather::cpu_reading() {
+            for d in self.display.values_mut() {
+                d.push_cpu_busy(at, busy.clone());
+            }
+        }
     }
 
     /// Refreshes the display windows and publishes the view; returns when to do it next
@@ -63,10 +68,18 @@ impl Daemon {
                 Some((window, moved))
             })
             .collect();
+        // Every display holds the same readings of the CPUs: the first that has a rate.
+        let busy = self
+            .display
+            .values()
+            .map(|d| d.cpu_busy())
+            .find(|b| !b.is_empty())
+            .unwrap_or_default();
         gather::view_of(
             &self.machine,
             self.machine.default_level(),
             groups.iter().map(|(w, moved)| (w, moved)),
         )
+        .with_cpu_busy(&busy)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
-use threadbalance_model::{Level, Move, ThreadKey, ThreadRates, Topology, Window};
+use threadbalance_model::{CpuId, Level, Move, Nanos, ThreadKey, ThreadRates, Topology, Window};
 
 /// Moves carried out per thread, pruned to the threads still alive.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +62,17 @@ pub fn thread_input(rates: &ThreadRates, moves: u64) -> ThreadInput {
         lock: rates.lock_exact.then_some(rates.lock),
         moves,
     }
+}
+
+/// Each online CPU's busy time so far, for a display's [`threadbalance_model::DisplayWindow::push_cpu_busy`],
+/// stamped on the hosts' monotonic clock; `None` when `/proc/stat` cannot be read (the
+/// display then shows the threads' own sums).
+pub fn cpu_reading() -> Option<(Nanos, Vec<(CpuId, Nanos)>)> {
+    let facts = threadbalance_linux::read::HostFacts::system().ok()?;
+    let busy =
+        threadbalance_linux::read::read_cpu_busy(&threadbalance_linux::read::Root::system(), facts)
+            .ok()?;
+    Some((threadbalance_linux::host::monotonic_now(), busy))
 }
 
 /// The view of the threads of several windows (one per managed process) on `topo` at

@@ -66,6 +66,9 @@ impl Shared {
             .is_none_or(|at| snapshot.at.saturating_sub(at) >= self.keep_every);
         if due {
             self.display.push(snapshot.clone());
+            if let Some((at, busy)) = super::gather::cpu_reading() {
+                self.display.push_cpu_busy(at, busy);
+            }
             self.kept = true;
         }
     }
@@ -85,7 +88,8 @@ impl Shared {
         }
         self.kept = false;
         let shown = self.display.window().unwrap_or_default();
-        let view = view_of(&self.topo, self.level, [(&shown, &self.moves)]);
+        let view = view_of(&self.topo, self.level, [(&shown, &self.moves)])
+            .with_cpu_busy(&self.display.cpu_busy());
         self.ui.screen.title = if view.window_ms == 0 {
             format!("{} · measuring the first window", self.title)
         } else {

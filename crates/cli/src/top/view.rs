@@ -12,7 +12,10 @@
 //!  q quit  p pause  ↑↓ scroll · 3 threads                                       status
 //! ```
 //!
-//! Domains come in index order and each is followed by its threads; threads last seen on a
+//! A domain's line gives how busy its CPUs were over the window (`busy`, from
+//! `/proc/stat`, whatever ran there) when it was read, else the summed `util` of the threads
+//! that may run only there now (which can pass 100 % when a policy moved threads in during
+//! the window). Domains come in index order and each is followed by its threads; threads last seen on a
 //! CPU outside the level's domains come under "elsewhere". Colour is used only when the
 //! screen allows it (`NO_COLOR` unset); without it, the title and header are reversed and
 //! the domain lines bold, so nothing depends on colour.
@@ -93,12 +96,14 @@ pub fn body(view: &ThreadsView) -> Vec<BodyLine> {
     let mut out = Vec::new();
     for (i, d) in view.domains.iter().enumerate() {
         let plural = if d.threads == 1 { "" } else { "s" };
+        // How busy the CPUs were when measured (never above 100 %); else the threads' sum.
+        let (label, load) = d.busy.map_or(("util", d.util), |b| ("busy", b));
         out.push(BodyLine::Domain(format!(
-            "{:<8} CPUs {:<8} util {:>4} {}  {} thread{plural}",
+            "{:<8} CPUs {:<8} {label} {:>4} {}  {} thread{plural}",
             d.name,
             d.cpus,
-            percent(d.util),
-            bar(d.util),
+            percent(load),
+            bar(load),
             d.threads
         )));
         out.extend(

@@ -199,6 +199,106 @@ fn top_pid_shows_the_threads_by_core_and_q_restores_every_mask() {
     drop(w);
 }
 
+/// The UTIL column of each worker row of `screen` (threads named `spmd-*` of `pid`), by
+/// tid.
+fn worker_utils(screen: &str, pid: u32) -> Vec<(String, f64)> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let ours = f.first() == Some(&pid.to_string().as_str())
+                && f.get(2).is_some_and(|c| c.starts_with("spmd-"));
+            let util = f.get(5)?.strip_suffix('%')?.parse::<f64>().ok()?;
+            ours.then(|| (f[1].to_string(), util))
+        })
+        .collect()
+}
+
+/// Issue 40: under `speed`, whose ticks are a few milliseconds apart, `top` shows rates
+/// over about a second, so a steady program reads steady: three busy threads on two CPUs
+/// never read 0 % in one frame and 98 % in the next (what per-tick windows showed), and a
+/// core's line never passes 100 % (its CPUs' busy time, not the sum of threads moved in).
+#[test]
+fn top_under_speed_shows_steady_rates_for_a_steady_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(bin())
+        .args(["workload", "spmd", "--threads", "3", "--work-ms", "3600203"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let w = Started(child);
+    let pid = w.0.id();
+    let before = wait_for(LIMIT, || {
+        let m = worker_masks(pid, "spmd");
+        (m.len() == 3).then_some(m)
+    })
+    .expect("the three workers start");
+    let args: Vec<String> = [
+        "--pid",
+        &pid.to_string(),
+        "--level",
+        "core",
+        "--policy",
+        "speed",
+        "--state-dir",
+        &dir.path().join("state").display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let session = Session::start(dir.path(), &args);
+    session.wait_screen("a full window of the three workers", |s| {
+        s.contains(" · window ") && worker_utils(s, pid).len() == 3
+    });
+    let mut frames = Vec::new();
+    for _ in 0..5 {
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let screen = session.screen();
+        let utils = worker_utils(&screen, pid);
+        assert_eq!(utils.len(), 3, "{screen}");
+        for line in screen.lines().filter(|l| l.starts_with("core")) {
+            let pct = line
+                .split_whitespace()
+                .find_map(|w| w.strip_suffix('%')?.parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("a core line without a load: {line}"));
+            assert!(line.contains(" busy "), "the CPUs' busy time: {line}");
+            assert!(pct <= 100.0, "{line}");
+        }
+        frames.push((screen, utils));
+    }
+    for (screen, utils) in &frames {
+        for (tid, util) in utils {
+            assert!(
+                *util > 0.0,
+                "thread {tid} read 0 % of a busy second:\n{screen}"
+            );
+        }
+    }
+    let tids: Vec<&String> = frames[0].1.iter().map(|(t, _)| t).collect();
+    for tid in tids {
+        let seen: Vec<f64> = frames
+            .iter()
+            .filter_map(|(_, u)| u.iter().find(|(t, _)| t == tid).map(|(_, x)| *x))
+            .collect();
+        let spread = seen.iter().cloned().fold(f64::MIN, f64::max)
+            - seen.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(
+            spread <= 30.0,
+            "thread {tid} read {seen:?} over five frames a second apart"
+        );
+    }
+    session.keys("q");
+    assert_eq!(session.exit_status(), 0, "stderr: {}", session.read("err"));
+    assert_eq!(
+        worker_masks(pid, "spmd"),
+        before,
+        "every mask back as found"
+    );
+    drop(session);
+    drop(w);
+}
+
 #[test]
 fn top_shows_the_daemons_managed_process_and_once_prints_a_frame() {
     let dir = tempfile::tempdir().unwrap();

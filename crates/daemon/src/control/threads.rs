@@ -41,6 +41,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use threadbalance_model::{CpuId, CpuSet, Level, Topology};
 
 /// What the shell knows about one managed thread, before grouping.
@@ -91,8 +92,15 @@ pub struct DomainRow {
     pub name: String,
     /// Its CPUs, in list form.
     pub cpus: String,
-    /// Busy managed-thread time over its CPU time (fraction).
+    /// The summed `util` of the managed threads whose mask lies in it now, over its CPU
+    /// count (fraction). A thread's rate covers the whole window, so one moved in during
+    /// it brings time it ran elsewhere: this can exceed 1.
     pub util: f64,
+    /// How busy its CPUs were over the window, whatever ran on them (from `/proc/stat`;
+    /// [`ThreadsView::with_cpu_busy`]); `None` when not measured. Never above 1: what a
+    /// display shows as the group's load when present.
+    #[serde(default)]
+    pub busy: Option<f64>,
     /// Managed threads whose mask lies in it.
     pub threads: u32,
 }
@@ -158,6 +166,7 @@ impl ThreadsView {
                 name: domain_name(level, d.index),
                 cpus: d.cpus.to_string(),
                 util: 0.0,
+                busy: None,
                 threads: 0,
             })
             .collect();
@@ -179,6 +188,7 @@ impl ThreadsView {
                                     name: MASK_GROUP.to_string(),
                                     cpus: text,
                                     util: 0.0,
+                                    busy: None,
                                     threads: 0,
                                 });
                                 sizes.push(set.len());
@@ -217,6 +227,25 @@ impl ThreadsView {
         }
     }
 
+    /// Sets each group's [`DomainRow::busy`] to the mean of its CPUs' busy fractions
+    /// (`busy`, e.g. [`threadbalance_model::DisplayWindow::cpu_busy`]), for the groups
+    /// all of whose CPUs were read; the others keep `None`. Pure.
+    pub fn with_cpu_busy(mut self, busy: &BTreeMap<CpuId, f64>) -> ThreadsView {
+        if busy.is_empty() {
+            return self;
+        }
+        for d in &mut self.domains {
+            let Ok(cpus) = CpuSet::parse_list(&d.cpus) else {
+                continue;
+            };
+            let read: Option<Vec<f64>> = cpus.iter().map(|c| busy.get(&c).copied()).collect();
+            d.busy = read
+                .filter(|r| !r.is_empty())
+                .map(|r| r.iter().sum::<f64>() / r.len() as f64);
+        }
+        self
+    }
+
     /// The threads of domain `index` (`None`: those on no known domain).
     pub fn threads_of(&self, index: Option<usize>) -> impl Iterator<Item = &ThreadRow> {
         self.threads.iter().filter(move |t| t.domain == index)
@@ -248,10 +277,12 @@ impl ThreadsView {
             .map(|(i, d)| {
                 (
                     format!(
-                        "{:<8} CPUs {:<8} util {:>3.0}%  {} threads",
+                        "{:<8} CPUs {:<8} util {:>3.0}%{}  {} threads",
                         d.name,
                         d.cpus,
                         d.util * 100.0,
+                        d.busy
+                            .map_or(String::new(), |b| format!("  busy {:>3.0}%", b * 100.0)),
                         d.threads
                     ),
                     Some(i),
@@ -337,6 +368,38 @@ pub fn domain_name(level: Level, index: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_cpu_busy_gives_each_group_its_cpus_mean_busy_where_every_cpu_was_read() {
+        let topo = Topology::synthetic("package:1 core:2 pu:1").unwrap();
+        // Two threads on CPU 0 that each ran 65 % of the window: one was moved there
+        // during it, so their sum (130 %) is more than the CPU could run.
+        let mut a = ThreadInput::example(1, 2, 0);
+        let mut b = ThreadInput::example(1, 3, 0);
+        let mut c = ThreadInput::example(1, 4, 0);
+        (a.util, b.util) = (0.65, 0.65);
+        c.mask = "0-1".into();
+        let v = ThreadsView::build(&topo, Level::Core, 1000, vec![a, b, c]);
+        assert!((v.domains[0].util - 1.3).abs() < 1e-9);
+        assert_eq!(v.domains[0].busy, None);
+        let unread = v.clone().with_cpu_busy(&BTreeMap::new());
+        assert_eq!(unread, v);
+        let busy = v.with_cpu_busy(&BTreeMap::from([(CpuId(0), 1.0)]));
+        assert_eq!(busy.domains[0].busy, Some(1.0));
+        assert_eq!(busy.domains[1].busy, None, "CPU 1 was not read");
+        assert_eq!(busy.domains[2].name, MASK_GROUP);
+        assert_eq!(
+            busy.domains[2].busy, None,
+            "a mask group needs every CPU read"
+        );
+        let both = busy.with_cpu_busy(&BTreeMap::from([(CpuId(0), 1.0), (CpuId(1), 0.5)]));
+        assert_eq!(both.domains[2].busy, Some(0.75));
+        assert!(
+            both.to_text().contains("util 130%  busy 100%  2 threads"),
+            "{}",
+            both.to_text()
+        );
+    }
 
     #[test]
     fn build_two_packages_groups_by_pinned_mask_and_sums_utilization() {

@@ -10,7 +10,48 @@
 //! softirq. Kernels before 2.6.11 have no steal column: it then counts as 0.
 
 use super::{ParseError, parse_u64, words};
-use threadbalance_model::CpuTime;
+use threadbalance_model::{CpuId, CpuTime};
+
+/// Parses the `cpuN` lines of `/proc/stat`: each CPU's busy time (user + nice + system +
+/// irq + softirq) in clock ticks, in the order the kernel lists them (online CPUs only).
+/// The total line and the lines after the CPUs are ignored; a `cpuN` line whose busy
+/// columns are not numbers is an error naming it.
+pub fn parse_cpu_busy(text: &[u8]) -> Result<Vec<(CpuId, u64)>, ParseError> {
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n') {
+        let mut w = words(line);
+        let Some(name) = w.next() else { continue };
+        let Some(id) = name.strip_prefix(b"cpu").filter(|id| !id.is_empty()) else {
+            continue;
+        };
+        let Some(id) = parse_u64(id).and_then(|id| u32::try_from(id).ok()) else {
+            continue;
+        };
+        let mut v = [0u64; 7];
+        let mut n = 0;
+        for word in w.take(7) {
+            v[n] = parse_u64(word).ok_or_else(|| {
+                ParseError::new(
+                    "stat",
+                    format!("`cpu{id}` column {} is not a number", n + 1),
+                )
+            })?;
+            n += 1;
+        }
+        if n < 7 {
+            return Err(ParseError::new(
+                "stat",
+                format!("`cpu{id}` line has {n} columns, fewer than 7"),
+            ));
+        }
+        let [user, nice, system, _idle, _iowait, irq, softirq] = v;
+        let busy = [user, nice, system, irq, softirq]
+            .iter()
+            .fold(0u64, |s, &x| s.saturating_add(x));
+        out.push((CpuId(id), busy));
+    }
+    Ok(out)
+}
 
 /// Parses the `cpu` line at the start of `/proc/stat` (what follows it is ignored).
 pub fn parse_cpu_time(text: &[u8]) -> Result<CpuTime, ParseError> {
@@ -44,6 +85,19 @@ pub fn parse_cpu_time(text: &[u8]) -> Result<CpuTime, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_cpu_busy_reads_each_cpu_line_and_skips_the_total_and_the_rest() {
+        let text = b"cpu  9 9 9 9 9 9 9 9 0 0\ncpu0 1 2 3 100 5 6 7 8 0 0\ncpu3 10 0 0 4 0 0 1\nintr 5 6\nctxt 9\n";
+        assert_eq!(
+            parse_cpu_busy(text).unwrap(),
+            vec![(CpuId(0), 1 + 2 + 3 + 6 + 7), (CpuId(3), 11)]
+        );
+        let err = parse_cpu_busy(b"cpu1 1 2 x 4 5 6 7\n").unwrap_err();
+        assert!(err.to_string().contains("`cpu1` column 3"), "{err}");
+        let err = parse_cpu_busy(b"cpu1 1 2 3\n").unwrap_err();
+        assert!(err.to_string().contains("fewer than 7"), "{err}");
+    }
 
     #[test]
     fn parse_cpu_time_sums_busy_columns_and_reads_steal() {
