@@ -25,9 +25,10 @@
 //! ```
 
 use crate::error::ConfigError;
-use crate::rule::{
-    Action, CgroupPattern, Conditions, Placement, PolicyName, Rule, Rules, UserSpec,
-};
+use crate::rule::{Action, CgroupPattern, Conditions, Placement, Rule, Rules, UserSpec};
+// Defined next to the rules that hold a policy name (so that `rule` needs nothing from
+// `config`), and reached from here as they always were.
+pub use crate::rule::{parse_policy, policy_name};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
@@ -161,34 +162,6 @@ impl<'de> Deserialize<'de> for RawUser {
         }
         d.deserialize_any(V)
     }
-}
-
-/// Checks a rule's policy name and returns what a rule holds. The one place that knows
-/// what a valid policy is: today a name from [`threadbalance_policy::names`]; when the
-/// policy crate gains a typed policy enum, this becomes its `FromStr` (and
-/// [`PolicyName`] that type).
-///
-/// ```
-/// use threadbalance_daemon::config::parse_policy;
-/// assert_eq!(parse_policy("speed").unwrap(), "speed");
-/// assert!(parse_policy("fastest").unwrap_err().starts_with("unknown policy \"fastest\""));
-/// ```
-pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
-    let known = threadbalance_policy::names();
-    match known.contains(&name) {
-        true => Ok(name.to_string()),
-        false => Err(format!(
-            "unknown policy {name:?} (known: {})",
-            known.join(", ")
-        )),
-    }
-}
-
-/// The registry name of a validated policy (`"speed"`), for messages, logs and
-/// [`threadbalance_policy::build`]. With [`parse_policy`], the only code that knows what a
-/// [`PolicyName`] is.
-pub fn policy_name(policy: &PolicyName) -> &str {
-    policy
 }
 
 /// The 1-based line holding byte `at` of `text`.

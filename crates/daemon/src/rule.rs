@@ -39,9 +39,37 @@ use threadbalance_model::{Level, Nanos, Pid};
 
 /// The type a rule's policy is held in once validated. Today the name as the policy
 /// registry spells it ([`threadbalance_policy::names`]). Only
-/// [`crate::config::parse_policy`] makes one and only [`crate::config::policy_name`] looks
+/// [`parse_policy`] makes one and only [`policy_name`] looks
 /// inside, so a typed policy enum replaces it by changing those two and this line.
 pub type PolicyName = String;
+
+/// Checks a rule's policy name and returns what a rule holds. The one place that knows
+/// what a valid policy is: today a name from [`threadbalance_policy::names`]; when the
+/// policy crate gains a typed policy enum, this becomes its `FromStr` (and
+/// [`PolicyName`] that type).
+///
+/// ```
+/// use threadbalance_daemon::config::parse_policy;
+/// assert_eq!(parse_policy("speed").unwrap(), "speed");
+/// assert!(parse_policy("fastest").unwrap_err().starts_with("unknown policy \"fastest\""));
+/// ```
+pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
+    let known = threadbalance_policy::names();
+    match known.contains(&name) {
+        true => Ok(name.to_string()),
+        false => Err(format!(
+            "unknown policy {name:?} (known: {})",
+            known.join(", ")
+        )),
+    }
+}
+
+/// The registry name of a validated policy (`"speed"`), for messages, logs and
+/// [`threadbalance_policy::build`]. With [`parse_policy`], the only code that knows what a
+/// [`PolicyName`] is.
+pub fn policy_name(policy: &PolicyName) -> &str {
+    policy
+}
 
 /// A user, by name (`"postgres"`) or by uid (`999`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,7 +235,7 @@ pub struct Placement {
 impl Placement {
     /// The policy's registry name (`"speed"`).
     pub fn policy_name(&self) -> &str {
-        crate::config::policy_name(&self.policy)
+        policy_name(&self.policy)
     }
 
     /// The policy settings this placement gives at `level` (the rule's own level when it
