@@ -174,7 +174,7 @@ pub fn usable_cpus(
     online: &CpuSet,
     settings: &DaemonSettings,
     kernel: &KernelBans,
-) -> Result<CpuSet, String> {
+) -> Result<CpuSet, NoCpuLeft> {
     let wanted = match &settings.cpus {
         Some(cpus) => cpus.intersection(online),
         None => online.clone(),
@@ -182,18 +182,37 @@ pub fn usable_cpus(
     let banned = banned_cpus(settings, kernel);
     let usable = wanted.difference(&banned);
     if usable.is_empty() {
-        return Err(format!(
-            "no CPU left to use: cpus {} (online {online}) less banned {banned} \
-             (config {}, kernel {})",
-            settings
-                .cpus
-                .as_ref()
-                .map_or("all".to_string(), |c| c.to_string()),
-            shown(&settings.banned_cpus),
-            shown(&kernel.all()),
-        ));
+        return Err(NoCpuLeft {
+            cpus: settings.cpus.clone(),
+            online: online.clone(),
+            banned,
+            config: settings.banned_cpus.clone(),
+            kernel: kernel.all(),
+        });
     }
     Ok(usable)
+}
+
+/// No CPU is left to the daemon: what it asked for, less what is banned, and who banned
+/// them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "no CPU left to use: cpus {} (online {online}) less banned {banned} (config {}, kernel {})",
+    cpus.as_ref().map_or("all".to_string(), |c| c.to_string()),
+    shown(config),
+    shown(kernel)
+)]
+pub struct NoCpuLeft {
+    /// The config's `cpus` (`None`: all).
+    pub cpus: Option<CpuSet>,
+    /// The online CPUs.
+    pub online: CpuSet,
+    /// Every banned CPU.
+    pub banned: CpuSet,
+    /// Those the config bans.
+    pub config: CpuSet,
+    /// Those the kernel keeps to itself (`isolcpus=`, `nohz_full=`).
+    pub kernel: CpuSet,
 }
 
 /// A CPU list for a message: `none` when empty.
@@ -281,7 +300,7 @@ mod tests {
         };
         let e = usable_cpus(&set("0-3"), &c.daemon, &kernel).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "no CPU left to use: cpus 2-3 (online 0-3) less banned 2-3 (config none, kernel 2-3)"
         );
     }

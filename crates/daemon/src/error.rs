@@ -1,9 +1,11 @@
-//! The crate's two error types: a config that was rejected, and a file under `/proc` or
-//! `/sys` that could not be read or made no sense.
+//! The crate's error types: a config that was rejected, a file under `/proc` or `/sys`
+//! that could not be read or made no sense, and a reload that kept the running config.
 //!
-//! Both print as **one line** that names the file, then what was wrong, so the daemon can
+//! Each prints as **one line** that names the file, then what was wrong, so the daemon can
 //! log them as they are and the command line can print them and exit with status
-//! [`ConfigError::EXIT_STATUS`].
+//! [`ConfigError::EXIT_STATUS`]. An error that wraps another keeps it as its
+//! [`std::error::Error::source`] and says only its own part; [`Chain`] prints the whole
+//! line where it is printed.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -88,6 +90,52 @@ pub enum ReadError {
     Refused(#[from] threadbalance_linux::untrusted::UntrustedError),
 }
 
+/// Why a reload kept the running config (the file could not be read, or was not a valid
+/// config).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReloadError {
+    /// The file could not be read, or its text was rejected.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The thread that reads the file could not be started.
+    #[error(transparent)]
+    Spawn(std::sync::Arc<std::io::Error>),
+    /// The thread that reads the file ended without a result.
+    #[error("the reload failed")]
+    Lost,
+}
+
+/// An error and its sources on one line, joined by ": " (the form `anyhow` prints with
+/// `{:#}`), each said once: a source whose text the line already ends with (an error
+/// that quotes its source) is not repeated. What the daemon logs and answers.
+///
+/// ```
+/// use threadbalance_daemon::control::Refusal;
+/// use threadbalance_daemon::error::{Chain, ReloadError};
+/// let r = Refusal::Reload(ReloadError::Lost);
+/// assert_eq!(Chain(&r).to_string(), "reload rejected, keeping the running config: the reload failed");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut line = self.0.to_string();
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            let text = s.to_string();
+            if line.is_empty() {
+                line = text;
+            } else if !text.is_empty() && !line.ends_with(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            source = s.source();
+        }
+        f.write_str(&line)
+    }
+}
+
 /// Folds a message that may span lines (a regex or TOML error with a caret diagram) into
 /// one: the diagram is dropped and the remaining lines are joined with "; ".
 pub(crate) fn one_line(text: &str) -> String {
@@ -124,6 +172,16 @@ mod tests {
     fn one_line_regex_diagram_keeps_the_error_line() {
         let text = "regex parse error:\n    (\n    ^\nerror: unclosed group";
         assert_eq!(one_line(text), "unclosed group");
+    }
+
+    #[test]
+    fn chain_a_source_its_error_quotes_is_said_once() {
+        let io = std::io::Error::other("disk gone");
+        let e = ReadError::Io {
+            path: PathBuf::from("/proc/1/stat"),
+            source: io,
+        };
+        assert_eq!(Chain(&e).to_string(), "reading /proc/1/stat: disk gone");
     }
 
     #[test]

@@ -65,15 +65,16 @@ pub mod banned;
 pub mod competitor;
 pub mod config;
 pub mod control;
-mod error;
+pub mod error;
 pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod process;
 pub mod read;
 pub mod rule;
+pub mod serve;
 
 pub use config::{Config, DaemonSettings};
-pub use error::{ConfigError, ReadError};
+pub use error::{ConfigError, ReadError, ReloadError};
 pub use process::ProcessFacts;
 pub use rule::{Decision, HandsOff, Rules, match_process};
