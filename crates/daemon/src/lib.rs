@@ -31,6 +31,8 @@
 //! | [`metrics`] | the Prometheus registry [`metrics::Metrics`] | none |
 //! | [`metrics::exposition`] | `GET /metrics` on a loopback port | the port |
 //! | [`log`] | `tracing` to stderr, one line per event, [`log::log_move`] | stderr |
+//! | [`serve`] | the daemon's loop over a [`serve::DaemonHost`]: windows, groups, `ctl`, reload, hand-back | through the host |
+//! | [`error`] | [`ConfigError`], [`ReadError`], [`ReloadError`], and [`error::Chain`] to print one with its sources | none |
 //!
 //! ```
 //! use threadbalance_daemon::{Config, Decision, ProcessFacts, match_process};
