@@ -217,7 +217,7 @@ struct Place<'t> {
 
 impl Place<'_> {
     /// An error about `key` of this table, on the key's own line when it can be found.
-    fn err(&self, key: &str, why: impl Into<String>) -> ConfigError {
+    fn err(&self, key: &str, why: impl std::fmt::Display) -> ConfigError {
         let region = self.text.get(self.region.clone()).unwrap_or("");
         let line = region
             .lines()
@@ -232,7 +232,7 @@ impl Place<'_> {
             "" => self.what.clone(),
             key => format!("{}: {key}", self.what),
         };
-        ConfigError::new(self.file, Some(line), at, why)
+        ConfigError::new(self.file, Some(line), at, why.to_string())
     }
 
     /// The error of deserializing this table: `unknown field` and `in \`key\`` are
@@ -467,7 +467,7 @@ fn readable(msg: &str) -> String {
 }
 
 fn cpu_list(p: &Place<'_>, key: &str, text: &str) -> Result<CpuSet, ConfigError> {
-    CpuSet::parse_list(text).map_err(|e| p.err(key, e.to_string()))
+    CpuSet::parse_list(text).map_err(|e| p.err(key, e))
 }
 
 fn absolute(p: &Place<'_>, key: &str, path: String) -> Result<PathBuf, ConfigError> {
@@ -660,10 +660,7 @@ fn validate_placement(r: &RawRule, p: &Place<'_>) -> Result<Placement, ConfigErr
     let level = r
         .level
         .as_deref()
-        .map(|l| {
-            l.parse::<Level>()
-                .map_err(|e| p.err("level", e.to_string()))
-        })
+        .map(|l| l.parse::<Level>().map_err(|e| p.err("level", e)))
         .transpose()?;
     if r.interval_ms == Some(0) {
         return Err(p.err("interval_ms", "must be greater than 0"));

@@ -77,17 +77,72 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// The file was read but a line in it made no sense.
-    #[error("parsing {path}: {why}")]
+    #[error("parsing {path}: {}", one_line(&why.to_string()))]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What was wrong, one line.
-        why: String,
+        /// What was wrong.
+        #[source]
+        why: ParseError,
     },
     /// A file someone else may write was refused unread (a symlink, a FIFO or device, too
     /// large); the error names the file.
     #[error("reading {0}")]
     Refused(#[from] threadbalance_linux::untrusted::UntrustedError),
+}
+
+/// Why the text of a file under `/proc` or `/sys` made no sense (each parser's own
+/// words; [`ReadError::Parse`] adds the file).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    /// A `/proc/<pid>/cgroup` line (1-based) that is not `hierarchy-id:controllers:path`.
+    #[error("line {line}: {text:?} is not hierarchy-id:controllers:path")]
+    CgroupLine {
+        /// Its number.
+        line: usize,
+        /// The line.
+        text: String,
+    },
+    /// `/proc/<pid>/status` has no `Uid:` line.
+    #[error("no Uid: line")]
+    NoUid,
+    /// Its `Uid:` line has fewer than two ids (the line after `Uid:`).
+    #[error("Uid:{0} has fewer than two ids")]
+    UidShort(String),
+    /// Its effective uid is not a number.
+    #[error("Uid: {0:?} is not a user id")]
+    NotUid(String),
+    /// `isolcpus=` with a flag not followed by a CPU list.
+    #[error("isolcpus={value}: flag {flag:?} is not followed by a CPU list")]
+    IsolcpusFlag {
+        /// The parameter's value.
+        value: String,
+        /// The flag and what follows it.
+        flag: String,
+    },
+    /// A kernel parameter whose CPU list is not one.
+    #[error("{param}={value}: {source}")]
+    ParamCpus {
+        /// `isolcpus` or `nohz_full`.
+        param: &'static str,
+        /// Its value.
+        value: String,
+        /// Why the list is not one.
+        #[source]
+        source: threadbalance_model::ModelError,
+    },
+    /// A file that should hold a CPU list does not.
+    #[error(transparent)]
+    Cpus(threadbalance_model::ModelError),
+    /// `/proc/sys/kernel/numa_balancing` holds no mode.
+    #[error("{0:?} is not a numa_balancing mode")]
+    NumaBalancing(String),
+    /// A pid file whose first line is not a pid.
+    #[error("{0:?} is not a pid")]
+    NotPid(String),
+    /// A `stat` file the linux crate's parser refused (its words).
+    #[error("{}", .0.why)]
+    Stat(threadbalance_linux::parse::ParseError),
 }
 
 /// Why a reload kept the running config (the file could not be read, or was not a valid

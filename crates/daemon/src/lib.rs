@@ -77,6 +77,6 @@ pub mod rule;
 pub mod serve;
 
 pub use config::{Config, DaemonSettings};
-pub use error::{ConfigError, ReadError, ReloadError};
+pub use error::{ConfigError, ParseError, ReadError, ReloadError};
 pub use process::ProcessFacts;
 pub use rule::{Decision, HandsOff, Rules, match_process};

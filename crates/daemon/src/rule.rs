@@ -51,17 +51,40 @@ pub type PolicyName = String;
 /// ```
 /// use threadbalance_daemon::config::parse_policy;
 /// assert_eq!(parse_policy("speed").unwrap(), "speed");
-/// assert!(parse_policy("fastest").unwrap_err().starts_with("unknown policy \"fastest\""));
+/// assert!(parse_policy("fastest").unwrap_err().to_string().starts_with("unknown policy \"fastest\""));
 /// ```
-pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
+pub fn parse_policy(name: &str) -> Result<PolicyName, UnknownPolicy> {
     let known = threadbalance_policy::names();
     match known.contains(&name) {
         true => Ok(name.to_string()),
-        false => Err(format!(
-            "unknown policy {name:?} (known: {})",
-            known.join(", ")
-        )),
+        false => Err(UnknownPolicy {
+            name: name.to_string(),
+            known,
+        }),
     }
+}
+
+/// A rule's policy that is not one ([`parse_policy`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy {name:?} (known: {})", known.join(", "))]
+pub struct UnknownPolicy {
+    /// The name given.
+    pub name: String,
+    /// The names there are.
+    pub known: Vec<&'static str>,
+}
+
+/// A rule's `cgroup` that is not a pattern ([`CgroupPattern::parse`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CgroupPatternError {
+    /// It does not start with `/`.
+    #[error(
+        "{0:?} is not an absolute cgroup path (as /proc/<pid>/cgroup writes them: \"/system.slice\")"
+    )]
+    NotAbsolute(String),
+    /// Its glob made a regex the regex crate refused (one line of its message).
+    #[error("{}", crate::error::one_line(&.0.to_string()))]
+    Regex(regex::Error),
 }
 
 /// The registry name of a validated policy (`"speed"`), for messages, logs and
@@ -125,11 +148,9 @@ impl CgroupPattern {
 
     /// Reads a pattern: a glob when it holds `*` or `?`, a prefix otherwise. It must be an
     /// absolute cgroup path (start with `/`, as `/proc/<pid>/cgroup` writes them).
-    pub fn parse(text: &str) -> Result<CgroupPattern, String> {
+    pub fn parse(text: &str) -> Result<CgroupPattern, CgroupPatternError> {
         if !text.starts_with('/') {
-            return Err(format!(
-                "{text:?} is not an absolute cgroup path (as /proc/<pid>/cgroup writes them: \"/system.slice\")"
-            ));
+            return Err(CgroupPatternError::NotAbsolute(text.to_string()));
         }
         if !text.contains(['*', '?']) {
             return Ok(CgroupPattern::Prefix(text.to_string()));
@@ -148,7 +169,7 @@ impl CgroupPattern {
             }
         }
         re.push_str("(/.*)?$");
-        let regex = Regex::new(&re).map_err(|e| crate::error::one_line(&e.to_string()))?;
+        let regex = Regex::new(&re).map_err(CgroupPatternError::Regex)?;
         Ok(CgroupPattern::Glob {
             text: text.to_string(),
             regex,
