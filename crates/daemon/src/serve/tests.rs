@@ -70,6 +70,8 @@ struct Plain {
     reload_text: Option<String>,
     /// The reload under way (its result is there at once).
     reloading: Option<Result<Config, ReloadError>>,
+    /// The cgroup cpuset of each process that has one.
+    cpusets: BTreeMap<Pid, CpuSet>,
     /// `list_processes` panics from this time on.
     panic_at: Option<Nanos>,
     machine: Topology,
@@ -81,6 +83,7 @@ impl Plain {
             record: Rc::default(),
             procs: procs.iter().map(|(p, pr)| (Pid(*p), pr.clone())).collect(),
             not_ours: BTreeMap::new(),
+            cpusets: BTreeMap::new(),
             signals: VecDeque::new(),
             commands: VecDeque::new(),
             reload_text: None,
@@ -262,8 +265,8 @@ impl DaemonHost for Plain {
     fn competitors(&mut self, _comms: &[(Pid, String)]) -> Result<Vec<Competitor>, ReadError> {
         Ok(Vec::new())
     }
-    fn cpuset_of(&mut self, _reading: &ProcessReading) -> Option<CpuSet> {
-        None
+    fn cpuset_of(&mut self, reading: &ProcessReading) -> Option<CpuSet> {
+        self.cpusets.get(&reading.pid).cloned()
     }
     fn own_pid(&self) -> Pid {
         Pid(999)
@@ -541,4 +544,57 @@ fn oneshot_places_each_matched_process_once_and_leaves_the_placement() {
     assert_eq!(r.opened, [(Pid(100), false)]);
     assert_eq!(r.kept, [Pid(100)]);
     assert!(r.released.is_empty());
+}
+
+#[test]
+fn window_two_processes_on_the_same_cpus_under_one_policy_are_one_group_until_one_goes() {
+    let mut host = Plain::new(&[
+        (100, Proc::new("ffmpeg", 2, 0.5)),
+        (101, Proc::new("ffmpeg", 2, 0.5)),
+    ]);
+    let release = host.ctl(secs(2), Command::Release(Pid(100)));
+    host.signals.push_back((secs(4), Signal::Stop(15)));
+    let mut d = daemon(host, RULES);
+    d.window();
+    d.publish();
+    let groups: Vec<u64> = record(&d)
+        .published
+        .as_ref()
+        .unwrap()
+        .processes
+        .iter()
+        .map(|p| p.group)
+        .collect();
+    assert_eq!(groups.len(), 2);
+    assert!(groups[0] > 0 && groups[0] == groups[1], "{groups:?}");
+    d.serve();
+    assert!(release.try_recv().unwrap().is_ok());
+    // The one left is balanced alone, by a group of its own.
+    let r = record(&d);
+    let list = &r.published.as_ref().unwrap().processes;
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].pid, 101);
+    assert!(list[0].group > groups[0], "{list:?}");
+}
+
+#[test]
+fn window_process_whose_cpuset_leaves_it_none_of_the_daemons_cpus_is_released() {
+    let mut host = Plain::new(&[(100, Proc::new("ffmpeg", 2, 0.5))]);
+    // The machine's CPUs are 0-3; its cgroup gives it 2-3, then 6-7 (none of ours).
+    host.cpusets
+        .insert(Pid(100), CpuSet::parse_list("2-3").unwrap());
+    let mut d = daemon(host, RULES);
+    d.window();
+    assert_eq!(record(&d).opened.len(), 1);
+    d.host_mut()
+        .cpusets
+        .insert(Pid(100), CpuSet::parse_list("6-7").unwrap());
+    d.host_mut().advance(secs(1));
+    d.window();
+    assert_eq!(record(&d).released, [Pid(100)]);
+    // Still matched by its rule, it is refused from now on (its threads may use none of
+    // the CPUs), not taken on again.
+    d.host_mut().advance(secs(1));
+    d.window();
+    assert_eq!(record(&d).opened.len(), 1);
 }
