@@ -26,6 +26,7 @@
 //! ```
 
 use crate::config::DaemonSettings;
+use crate::error::ParseError;
 use threadbalance_model::CpuSet;
 
 /// What the kernel command line asks to isolate.
@@ -99,25 +100,30 @@ fn kernel_params(text: &str) -> Vec<String> {
 
 /// Parses `isolcpus=`'s value: flags (words) first, each followed by a comma, then a CPU
 /// list, as the kernel's `housekeeping_isolcpus_setup` reads it.
-fn parse_isolcpus(value: &str) -> Result<(Vec<String>, CpuSet), String> {
+fn parse_isolcpus(value: &str) -> Result<(Vec<String>, CpuSet), ParseError> {
     let mut flags = Vec::new();
     let mut rest = value;
     while rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
         let Some((flag, after)) = rest.split_once(',') else {
-            return Err(format!(
-                "isolcpus={value}: flag {rest:?} is not followed by a CPU list"
-            ));
+            return Err(ParseError::IsolcpusFlag {
+                value: value.to_string(),
+                flag: rest.to_string(),
+            });
         };
         flags.push(flag.to_string());
         rest = after;
     }
-    let cpus = CpuSet::parse_list(rest).map_err(|e| format!("isolcpus={value}: {e}"))?;
+    let cpus = CpuSet::parse_list(rest).map_err(|source| ParseError::ParamCpus {
+        param: "isolcpus",
+        value: value.to_string(),
+        source,
+    })?;
     Ok((flags, cpus))
 }
 
 /// Parses `/proc/cmdline` for `isolcpus=` and `nohz_full=`; a value that is not a CPU list
 /// is an error naming the parameter.
-pub fn parse_kernel_cmdline(text: &str) -> Result<CmdlineBans, String> {
+pub fn parse_kernel_cmdline(text: &str) -> Result<CmdlineBans, ParseError> {
     let mut bans = CmdlineBans::default();
     for param in kernel_params(text) {
         if let Some(value) = param.strip_prefix("isolcpus=") {
@@ -125,7 +131,11 @@ pub fn parse_kernel_cmdline(text: &str) -> Result<CmdlineBans, String> {
             bans.isolcpus_flags.extend(flags);
             bans.isolcpus = bans.isolcpus.union(&cpus);
         } else if let Some(value) = param.strip_prefix("nohz_full=") {
-            let cpus = CpuSet::parse_list(value).map_err(|e| format!("nohz_full={value}: {e}"))?;
+            let cpus = CpuSet::parse_list(value).map_err(|source| ParseError::ParamCpus {
+                param: "nohz_full",
+                value: value.to_string(),
+                source,
+            })?;
             bans.nohz_full = bans.nohz_full.union(&cpus);
         }
     }
@@ -141,10 +151,10 @@ pub fn parse_kernel_cmdline(text: &str) -> Result<CmdlineBans, String> {
 /// assert!(parse_sysfs_cpus("(null)\n").unwrap().is_empty());
 /// assert!(parse_sysfs_cpus("\n").unwrap().is_empty());
 /// ```
-pub fn parse_sysfs_cpus(text: &str) -> Result<CpuSet, String> {
+pub fn parse_sysfs_cpus(text: &str) -> Result<CpuSet, ParseError> {
     match text.trim() {
         "(null)" => Ok(CpuSet::new()),
-        list => CpuSet::parse_list(list).map_err(|e| e.to_string()),
+        list => CpuSet::parse_list(list).map_err(ParseError::Cpus),
     }
 }
 
@@ -174,7 +184,7 @@ pub fn usable_cpus(
     online: &CpuSet,
     settings: &DaemonSettings,
     kernel: &KernelBans,
-) -> Result<CpuSet, String> {
+) -> Result<CpuSet, NoCpuLeft> {
     let wanted = match &settings.cpus {
         Some(cpus) => cpus.intersection(online),
         None => online.clone(),
@@ -182,18 +192,37 @@ pub fn usable_cpus(
     let banned = banned_cpus(settings, kernel);
     let usable = wanted.difference(&banned);
     if usable.is_empty() {
-        return Err(format!(
-            "no CPU left to use: cpus {} (online {online}) less banned {banned} \
-             (config {}, kernel {})",
-            settings
-                .cpus
-                .as_ref()
-                .map_or("all".to_string(), |c| c.to_string()),
-            shown(&settings.banned_cpus),
-            shown(&kernel.all()),
-        ));
+        return Err(NoCpuLeft {
+            cpus: settings.cpus.clone(),
+            online: online.clone(),
+            banned,
+            config: settings.banned_cpus.clone(),
+            kernel: kernel.all(),
+        });
     }
     Ok(usable)
+}
+
+/// No CPU is left to the daemon: what it asked for, less what is banned, and who banned
+/// them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "no CPU left to use: cpus {} (online {online}) less banned {banned} (config {}, kernel {})",
+    cpus.as_ref().map_or("all".to_string(), |c| c.to_string()),
+    shown(config),
+    shown(kernel)
+)]
+pub struct NoCpuLeft {
+    /// The config's `cpus` (`None`: all).
+    pub cpus: Option<CpuSet>,
+    /// The online CPUs.
+    pub online: CpuSet,
+    /// Every banned CPU.
+    pub banned: CpuSet,
+    /// Those the config bans.
+    pub config: CpuSet,
+    /// Those the kernel keeps to itself (`isolcpus=`, `nohz_full=`).
+    pub kernel: CpuSet,
 }
 
 /// A CPU list for a message: `none` when empty.
@@ -247,10 +276,14 @@ mod tests {
     #[test]
     fn parse_kernel_cmdline_bad_values_name_the_parameter() {
         assert_eq!(
-            parse_kernel_cmdline("isolcpus=domain").unwrap_err(),
+            parse_kernel_cmdline("isolcpus=domain")
+                .unwrap_err()
+                .to_string(),
             "isolcpus=domain: flag \"domain\" is not followed by a CPU list"
         );
-        let e = parse_kernel_cmdline("nohz_full=5-2").unwrap_err();
+        let e = parse_kernel_cmdline("nohz_full=5-2")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("nohz_full=5-2: bad CPU list"), "{e}");
     }
 
@@ -281,7 +314,7 @@ mod tests {
         };
         let e = usable_cpus(&set("0-3"), &c.daemon, &kernel).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "no CPU left to use: cpus 2-3 (online 0-3) less banned 2-3 (config none, kernel 2-3)"
         );
     }

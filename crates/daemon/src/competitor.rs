@@ -20,6 +20,7 @@
 //! assert!(sched_ext("disabled\n", "").is_none());
 //! ```
 
+use crate::error::ParseError;
 use std::fmt;
 use threadbalance_model::{CpuSet, Pid};
 
@@ -139,11 +140,11 @@ pub fn numad(processes: &[(Pid, String)]) -> Option<Competitor> {
 /// assert!(numa_balancing("1\n").unwrap().is_some());
 /// assert!(numa_balancing("on\n").is_err());
 /// ```
-pub fn numa_balancing(text: &str) -> Result<Option<Competitor>, String> {
+pub fn numa_balancing(text: &str) -> Result<Option<Competitor>, ParseError> {
     let text = text.trim();
     let mode: u32 = text
         .parse()
-        .map_err(|_| format!("{text:?} is not a numa_balancing mode"))?;
+        .map_err(|_| ParseError::NumaBalancing(text.to_string()))?;
     Ok((mode != 0).then_some(Competitor::NumaBalancing { mode }))
 }
 

@@ -25,9 +25,10 @@
 //! ```
 
 use crate::error::ConfigError;
-use crate::rule::{
-    Action, CgroupPattern, Conditions, Placement, PolicyName, Rule, Rules, UserSpec,
-};
+use crate::rule::{Action, CgroupPattern, Conditions, Placement, Rule, Rules, UserSpec};
+// Defined next to the rules that hold a policy name (so that `rule` needs nothing from
+// `config`), and reached from here as they always were.
+pub use crate::rule::{parse_policy, policy_name};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
@@ -163,34 +164,6 @@ impl<'de> Deserialize<'de> for RawUser {
     }
 }
 
-/// Checks a rule's policy name and returns what a rule holds. The one place that knows
-/// what a valid policy is: today a name from [`threadbalance_policy::names`]; when the
-/// policy crate gains a typed policy enum, this becomes its `FromStr` (and
-/// [`PolicyName`] that type).
-///
-/// ```
-/// use threadbalance_daemon::config::parse_policy;
-/// assert_eq!(parse_policy("speed").unwrap(), "speed");
-/// assert!(parse_policy("fastest").unwrap_err().starts_with("unknown policy \"fastest\""));
-/// ```
-pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
-    let known = threadbalance_policy::names();
-    match known.contains(&name) {
-        true => Ok(name.to_string()),
-        false => Err(format!(
-            "unknown policy {name:?} (known: {})",
-            known.join(", ")
-        )),
-    }
-}
-
-/// The registry name of a validated policy (`"speed"`), for messages, logs and
-/// [`threadbalance_policy::build`]. With [`parse_policy`], the only code that knows what a
-/// [`PolicyName`] is.
-pub fn policy_name(policy: &PolicyName) -> &str {
-    policy
-}
-
 /// The 1-based line holding byte `at` of `text`.
 fn line_of(text: &str, at: usize) -> usize {
     text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1
@@ -244,7 +217,7 @@ struct Place<'t> {
 
 impl Place<'_> {
     /// An error about `key` of this table, on the key's own line when it can be found.
-    fn err(&self, key: &str, why: impl Into<String>) -> ConfigError {
+    fn err(&self, key: &str, why: impl std::fmt::Display) -> ConfigError {
         let region = self.text.get(self.region.clone()).unwrap_or("");
         let line = region
             .lines()
@@ -259,7 +232,7 @@ impl Place<'_> {
             "" => self.what.clone(),
             key => format!("{}: {key}", self.what),
         };
-        ConfigError::new(self.file, Some(line), at, why)
+        ConfigError::new(self.file, Some(line), at, why.to_string())
     }
 
     /// The error of deserializing this table: `unknown field` and `in \`key\`` are
@@ -494,7 +467,7 @@ fn readable(msg: &str) -> String {
 }
 
 fn cpu_list(p: &Place<'_>, key: &str, text: &str) -> Result<CpuSet, ConfigError> {
-    CpuSet::parse_list(text).map_err(|e| p.err(key, e.to_string()))
+    CpuSet::parse_list(text).map_err(|e| p.err(key, e))
 }
 
 fn absolute(p: &Place<'_>, key: &str, path: String) -> Result<PathBuf, ConfigError> {
@@ -687,10 +660,7 @@ fn validate_placement(r: &RawRule, p: &Place<'_>) -> Result<Placement, ConfigErr
     let level = r
         .level
         .as_deref()
-        .map(|l| {
-            l.parse::<Level>()
-                .map_err(|e| p.err("level", e.to_string()))
-        })
+        .map(|l| l.parse::<Level>().map_err(|e| p.err("level", e)))
         .transpose()?;
     if r.interval_ms == Some(0) {
         return Err(p.err("interval_ms", "must be greater than 0"));

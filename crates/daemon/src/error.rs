@@ -1,9 +1,11 @@
-//! The crate's two error types: a config that was rejected, and a file under `/proc` or
-//! `/sys` that could not be read or made no sense.
+//! The crate's error types: a config that was rejected, a file under `/proc` or `/sys`
+//! that could not be read or made no sense, and a reload that kept the running config.
 //!
-//! Both print as **one line** that names the file, then what was wrong, so the daemon can
+//! Each prints as **one line** that names the file, then what was wrong, so the daemon can
 //! log them as they are and the command line can print them and exit with status
-//! [`ConfigError::EXIT_STATUS`].
+//! [`ConfigError::EXIT_STATUS`]. An error that wraps another keeps it as its
+//! [`std::error::Error::source`] and says only its own part; [`Chain`] prints the whole
+//! line where it is printed.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -75,17 +77,118 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// The file was read but a line in it made no sense.
-    #[error("parsing {path}: {why}")]
+    #[error("parsing {path}: {}", one_line(&why.to_string()))]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What was wrong, one line.
-        why: String,
+        /// What was wrong.
+        #[source]
+        why: ParseError,
     },
     /// A file someone else may write was refused unread (a symlink, a FIFO or device, too
     /// large); the error names the file.
     #[error("reading {0}")]
     Refused(#[from] threadbalance_linux::untrusted::UntrustedError),
+}
+
+/// Why the text of a file under `/proc` or `/sys` made no sense (each parser's own
+/// words; [`ReadError::Parse`] adds the file).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    /// A `/proc/<pid>/cgroup` line (1-based) that is not `hierarchy-id:controllers:path`.
+    #[error("line {line}: {text:?} is not hierarchy-id:controllers:path")]
+    CgroupLine {
+        /// Its number.
+        line: usize,
+        /// The line.
+        text: String,
+    },
+    /// `/proc/<pid>/status` has no `Uid:` line.
+    #[error("no Uid: line")]
+    NoUid,
+    /// Its `Uid:` line has fewer than two ids (the line after `Uid:`).
+    #[error("Uid:{0} has fewer than two ids")]
+    UidShort(String),
+    /// Its effective uid is not a number.
+    #[error("Uid: {0:?} is not a user id")]
+    NotUid(String),
+    /// `isolcpus=` with a flag not followed by a CPU list.
+    #[error("isolcpus={value}: flag {flag:?} is not followed by a CPU list")]
+    IsolcpusFlag {
+        /// The parameter's value.
+        value: String,
+        /// The flag and what follows it.
+        flag: String,
+    },
+    /// A kernel parameter whose CPU list is not one.
+    #[error("{param}={value}: {source}")]
+    ParamCpus {
+        /// `isolcpus` or `nohz_full`.
+        param: &'static str,
+        /// Its value.
+        value: String,
+        /// Why the list is not one.
+        #[source]
+        source: threadbalance_model::ModelError,
+    },
+    /// A file that should hold a CPU list does not.
+    #[error(transparent)]
+    Cpus(threadbalance_model::ModelError),
+    /// `/proc/sys/kernel/numa_balancing` holds no mode.
+    #[error("{0:?} is not a numa_balancing mode")]
+    NumaBalancing(String),
+    /// A pid file whose first line is not a pid.
+    #[error("{0:?} is not a pid")]
+    NotPid(String),
+    /// A `stat` file the linux crate's parser refused (its words).
+    #[error("{}", .0.why)]
+    Stat(threadbalance_linux::parse::ParseError),
+}
+
+/// Why a reload kept the running config (the file could not be read, or was not a valid
+/// config).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReloadError {
+    /// The file could not be read, or its text was rejected.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The thread that reads the file could not be started.
+    #[error(transparent)]
+    Spawn(std::sync::Arc<std::io::Error>),
+    /// The thread that reads the file ended without a result.
+    #[error("the reload failed")]
+    Lost,
+}
+
+/// An error and its sources on one line, joined by ": " (the form `anyhow` prints with
+/// `{:#}`), each said once: a source whose text the line already ends with (an error
+/// that quotes its source) is not repeated. What the daemon logs and answers.
+///
+/// ```
+/// use threadbalance_daemon::control::Refusal;
+/// use threadbalance_daemon::error::{Chain, ReloadError};
+/// let r = Refusal::Reload(ReloadError::Lost);
+/// assert_eq!(Chain(&r).to_string(), "reload rejected, keeping the running config: the reload failed");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut line = self.0.to_string();
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            let text = s.to_string();
+            if line.is_empty() {
+                line = text;
+            } else if !text.is_empty() && !line.ends_with(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            source = s.source();
+        }
+        f.write_str(&line)
+    }
 }
 
 /// Folds a message that may span lines (a regex or TOML error with a caret diagram) into
@@ -124,6 +227,16 @@ mod tests {
     fn one_line_regex_diagram_keeps_the_error_line() {
         let text = "regex parse error:\n    (\n    ^\nerror: unclosed group";
         assert_eq!(one_line(text), "unclosed group");
+    }
+
+    #[test]
+    fn chain_a_source_its_error_quotes_is_said_once() {
+        let io = std::io::Error::other("disk gone");
+        let e = ReadError::Io {
+            path: PathBuf::from("/proc/1/stat"),
+            source: io,
+        };
+        assert_eq!(Chain(&e).to_string(), "reading /proc/1/stat: disk gone");
     }
 
     #[test]

@@ -31,6 +31,8 @@
 //! | [`metrics`] | the Prometheus registry [`metrics::Metrics`] | none |
 //! | [`metrics::exposition`] | `GET /metrics` on a loopback port | the port |
 //! | [`log`] | `tracing` to stderr, one line per event, [`log::log_move`] | stderr |
+//! | [`serve`] | the daemon's loop over a [`serve::DaemonHost`]: windows, groups, `ctl`, reload, hand-back | through the host |
+//! | [`error`] | [`ConfigError`], [`ReadError`], [`ReloadError`], and [`error::Chain`] to print one with its sources | none |
 //!
 //! ```
 //! use threadbalance_daemon::{Config, Decision, ProcessFacts, match_process};
@@ -65,15 +67,16 @@ pub mod banned;
 pub mod competitor;
 pub mod config;
 pub mod control;
-mod error;
+pub mod error;
 pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod process;
 pub mod read;
 pub mod rule;
+pub mod serve;
 
 pub use config::{Config, DaemonSettings};
-pub use error::{ConfigError, ReadError};
+pub use error::{ConfigError, ParseError, ReadError, ReloadError};
 pub use process::ProcessFacts;
 pub use rule::{Decision, HandsOff, Rules, match_process};

@@ -16,6 +16,7 @@
 //!
 //! The parsers here take the files' text and are pure; only [`crate::read`] opens files.
 
+use crate::error::ParseError;
 use std::collections::BTreeMap;
 use threadbalance_model::{Nanos, Pid, Tid};
 
@@ -206,7 +207,7 @@ impl CgroupPaths {
 /// assert_eq!((hybrid.rule_path(), hybrid.cpuset_v1.as_deref()), (Some("/c"), Some("/b")));
 /// assert!(parse_cgroup("garbage\n").is_err());
 /// ```
-pub fn parse_cgroup(text: &str) -> Result<CgroupPaths, String> {
+pub fn parse_cgroup(text: &str) -> Result<CgroupPaths, ParseError> {
     let (mut v2, mut cpuset) = (None, None);
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() {
@@ -215,10 +216,10 @@ pub fn parse_cgroup(text: &str) -> Result<CgroupPaths, String> {
         let mut parts = line.splitn(3, ':');
         let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
         else {
-            return Err(format!(
-                "line {}: {line:?} is not hierarchy-id:controllers:path",
-                i + 1
-            ));
+            return Err(ParseError::CgroupLine {
+                line: i + 1,
+                text: line.to_string(),
+            });
         };
         if id == "0" && controllers.is_empty() {
             v2 = Some(path.to_string());
@@ -241,18 +242,18 @@ pub fn parse_cgroup(text: &str) -> Result<CgroupPaths, String> {
 /// assert!(parse_uid("Name:\tx\n").is_err());
 /// assert!(parse_uid("Uid:\tme\n").is_err());
 /// ```
-pub fn parse_uid(status: &str) -> Result<u32, String> {
+pub fn parse_uid(status: &str) -> Result<u32, ParseError> {
     let line = status
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))
-        .ok_or("no Uid: line")?;
+        .ok_or(ParseError::NoUid)?;
     let mut ids = line.split_whitespace();
     let effective = ids
         .nth(1)
-        .ok_or_else(|| format!("Uid:{line} has fewer than two ids"))?;
+        .ok_or_else(|| ParseError::UidShort(line.to_string()))?;
     effective
         .parse()
-        .map_err(|_| format!("Uid: {effective:?} is not a user id"))
+        .map_err(|_| ParseError::NotUid(effective.to_string()))
 }
 
 /// Parses `/etc/passwd` (`name:password:uid:…` lines) into user names by uid. Comments,
@@ -362,7 +363,7 @@ mod tests {
     fn parse_cgroup_malformed_second_line_names_it() {
         let e = parse_cgroup("0::/a\n").and(parse_cgroup("1:cpu:/a\nbad line\n"));
         assert_eq!(
-            e.unwrap_err(),
+            e.unwrap_err().to_string(),
             "line 2: \"bad line\" is not hierarchy-id:controllers:path"
         );
     }
@@ -377,7 +378,7 @@ mod tests {
     #[test]
     fn parse_uid_short_line_is_an_error() {
         assert_eq!(
-            parse_uid("Uid:\t1000\n").unwrap_err(),
+            parse_uid("Uid:\t1000\n").unwrap_err().to_string(),
             "Uid:\t1000 has fewer than two ids"
         );
     }

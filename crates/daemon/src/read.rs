@@ -34,7 +34,7 @@ pub use threadbalance_linux::Root;
 use crate::banned::{KernelBans, parse_kernel_cmdline, parse_sysfs_cpus};
 use crate::competitor::{self, Competitor};
 use crate::config::Config;
-use crate::error::{ConfigError, ReadError};
+use crate::error::{ConfigError, ParseError, ReadError};
 use crate::process::{ProcessReading, Users, parse_cgroup, parse_cmdline, parse_passwd, parse_uid};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -58,10 +58,10 @@ fn io_err(path: &Path, source: io::Error) -> ReadError {
     }
 }
 
-fn parse_err(path: &Path, why: impl Into<String>) -> ReadError {
+fn parse_err(path: &Path, why: ParseError) -> ReadError {
     ReadError::Parse {
         path: path.to_path_buf(),
-        why: crate::error::one_line(&why.into()),
+        why,
     }
 }
 
@@ -158,7 +158,8 @@ pub fn read_process(
     let Some(stat_text) = text_opt(&path)? else {
         return Ok(None);
     };
-    let stat = parse_stat(&stat_text, ticks_per_sec).map_err(|e| parse_err(&path, e.why))?;
+    let stat =
+        parse_stat(&stat_text, ticks_per_sec).map_err(|e| parse_err(&path, ParseError::Stat(e)))?;
     let Some(comm) = text_opt(&dir.join("comm"))? else {
         return Ok(None);
     };
@@ -190,7 +191,8 @@ pub fn read_process(
         };
         let path = entry.path().join("stat");
         if let Some(text) = text_opt(&path)? {
-            let t = parse_stat(&text, ticks_per_sec).map_err(|e| parse_err(&path, e.why))?;
+            let t = parse_stat(&text, ticks_per_sec)
+                .map_err(|e| parse_err(&path, ParseError::Stat(e)))?;
             threads.insert(Tid(tid), Nanos(t.utime.0.saturating_add(t.stime.0)));
         }
     }
@@ -250,7 +252,7 @@ pub fn read_pid_files(root: &Root, files: &[PathBuf]) -> PidFiles {
             }
             None => out
                 .bad
-                .push(parse_err(&path, format!("{first:?} is not a pid"))),
+                .push(parse_err(&path, ParseError::NotPid(first.to_string()))),
         }
     }
     out
@@ -344,6 +346,6 @@ pub fn read_cpuset_effective(
         None => Ok(None),
         Some(text) => CpuSet::parse_list(text.trim())
             .map(Some)
-            .map_err(|e| parse_err(&path, e.to_string())),
+            .map_err(|e| parse_err(&path, ParseError::Cpus(e))),
     }
 }

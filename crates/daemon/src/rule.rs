@@ -39,9 +39,60 @@ use threadbalance_model::{Level, Nanos, Pid};
 
 /// The type a rule's policy is held in once validated. Today the name as the policy
 /// registry spells it ([`threadbalance_policy::names`]). Only
-/// [`crate::config::parse_policy`] makes one and only [`crate::config::policy_name`] looks
+/// [`parse_policy`] makes one and only [`policy_name`] looks
 /// inside, so a typed policy enum replaces it by changing those two and this line.
 pub type PolicyName = String;
+
+/// Checks a rule's policy name and returns what a rule holds. The one place that knows
+/// what a valid policy is: today a name from [`threadbalance_policy::names`]; when the
+/// policy crate gains a typed policy enum, this becomes its `FromStr` (and
+/// [`PolicyName`] that type).
+///
+/// ```
+/// use threadbalance_daemon::config::parse_policy;
+/// assert_eq!(parse_policy("speed").unwrap(), "speed");
+/// assert!(parse_policy("fastest").unwrap_err().to_string().starts_with("unknown policy \"fastest\""));
+/// ```
+pub fn parse_policy(name: &str) -> Result<PolicyName, UnknownPolicy> {
+    let known = threadbalance_policy::names();
+    match known.contains(&name) {
+        true => Ok(name.to_string()),
+        false => Err(UnknownPolicy {
+            name: name.to_string(),
+            known,
+        }),
+    }
+}
+
+/// A rule's policy that is not one ([`parse_policy`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy {name:?} (known: {})", known.join(", "))]
+pub struct UnknownPolicy {
+    /// The name given.
+    pub name: String,
+    /// The names there are.
+    pub known: Vec<&'static str>,
+}
+
+/// A rule's `cgroup` that is not a pattern ([`CgroupPattern::parse`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CgroupPatternError {
+    /// It does not start with `/`.
+    #[error(
+        "{0:?} is not an absolute cgroup path (as /proc/<pid>/cgroup writes them: \"/system.slice\")"
+    )]
+    NotAbsolute(String),
+    /// Its glob made a regex the regex crate refused (one line of its message).
+    #[error("{}", crate::error::one_line(&.0.to_string()))]
+    Regex(regex::Error),
+}
+
+/// The registry name of a validated policy (`"speed"`), for messages, logs and
+/// [`threadbalance_policy::build`]. With [`parse_policy`], the only code that knows what a
+/// [`PolicyName`] is.
+pub fn policy_name(policy: &PolicyName) -> &str {
+    policy
+}
 
 /// A user, by name (`"postgres"`) or by uid (`999`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,11 +148,9 @@ impl CgroupPattern {
 
     /// Reads a pattern: a glob when it holds `*` or `?`, a prefix otherwise. It must be an
     /// absolute cgroup path (start with `/`, as `/proc/<pid>/cgroup` writes them).
-    pub fn parse(text: &str) -> Result<CgroupPattern, String> {
+    pub fn parse(text: &str) -> Result<CgroupPattern, CgroupPatternError> {
         if !text.starts_with('/') {
-            return Err(format!(
-                "{text:?} is not an absolute cgroup path (as /proc/<pid>/cgroup writes them: \"/system.slice\")"
-            ));
+            return Err(CgroupPatternError::NotAbsolute(text.to_string()));
         }
         if !text.contains(['*', '?']) {
             return Ok(CgroupPattern::Prefix(text.to_string()));
@@ -120,7 +169,7 @@ impl CgroupPattern {
             }
         }
         re.push_str("(/.*)?$");
-        let regex = Regex::new(&re).map_err(|e| crate::error::one_line(&e.to_string()))?;
+        let regex = Regex::new(&re).map_err(CgroupPatternError::Regex)?;
         Ok(CgroupPattern::Glob {
             text: text.to_string(),
             regex,
@@ -207,7 +256,7 @@ pub struct Placement {
 impl Placement {
     /// The policy's registry name (`"speed"`).
     pub fn policy_name(&self) -> &str {
-        crate::config::policy_name(&self.policy)
+        policy_name(&self.policy)
     }
 
     /// The policy settings this placement gives at `level` (the rule's own level when it

@@ -190,7 +190,9 @@ fn cgroup_pattern_forms_match_at_and_below() {
 
 #[test]
 fn cgroup_pattern_relative_path_is_rejected() {
-    let e = CgroupPattern::parse("system.slice").unwrap_err();
+    let e = CgroupPattern::parse("system.slice")
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("\"system.slice\" is not an absolute cgroup path"),
         "{e}"

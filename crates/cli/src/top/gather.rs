@@ -2,42 +2,9 @@
 //! thread (its name, its mask) next to what the loop measured ([`ThreadRates`]) and the
 //! moves carried out on it. Used by `top --pid` and by the daemon's `threads` answer.
 
-use std::collections::BTreeMap;
+pub use threadbalance_daemon::control::threads::MoveCounts;
 use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
-use threadbalance_model::{CpuId, Level, Move, Nanos, ThreadKey, ThreadRates, Topology, Window};
-
-/// Moves carried out per thread, pruned to the threads still alive.
-#[derive(Debug, Clone, Default)]
-pub struct MoveCounts {
-    counts: BTreeMap<ThreadKey, u64>,
-}
-
-impl MoveCounts {
-    /// Counts each move of a plan that was carried out.
-    pub fn record(&mut self, moves: &[Move]) {
-        for m in moves {
-            *self.counts.entry(m.thread).or_default() += 1;
-        }
-    }
-
-    /// Adds `other`'s counts (a group's view is its members' counts together).
-    pub fn absorb(&mut self, other: &MoveCounts) {
-        for (k, n) in &other.counts {
-            *self.counts.entry(*k).or_default() += n;
-        }
-    }
-
-    /// Moves carried out on `key`.
-    pub fn of(&self, key: &ThreadKey) -> u64 {
-        self.counts.get(key).copied().unwrap_or(0)
-    }
-
-    /// Forgets the threads that are not in `window` any more (so a long run with threads
-    /// that come and go does not grow).
-    pub fn keep_only(&mut self, window: &Window) {
-        self.counts.retain(|k, _| window.thread(k).is_some());
-    }
-}
+use threadbalance_model::{CpuId, Level, Nanos, ThreadRates, Topology, Window};
 
 /// The input row of one thread: its rates, its moves, and its name and mask read now. A
 /// thread that has just exited keeps an empty name and mask.
@@ -99,7 +66,9 @@ pub fn view_of<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use threadbalance_model::{CpuId, Nanos, Pid, Reason, Target, ThreadState, Tid};
+    use threadbalance_model::{
+        CpuId, Move, Nanos, Pid, Reason, Target, ThreadKey, ThreadState, Tid,
+    };
 
     fn key(tid: i32) -> ThreadKey {
         ThreadKey {

@@ -9,7 +9,7 @@
 //!        (view older than 5 s) ── Threads ──► snapshots kept from now; published each
 //!        (no window yet: waits for one)         half display window while watched
 //!   ChannelControl::pause(pid) ── Pending ──► Inbox::wait(timeout)    (instead of sleep)
-//!        waits ≤ answer_within  ◄─ answer ──  pending.answer(Ok("paused 4242 (ffmpeg)"))
+//!        waits ≤ answer_within  ◄─ answer ──  pending.answer(Ok(Done::Paused { .. }))
 //! ```
 //!
 //! The loop waits on [`Inbox::wait`] instead of sleeping until its next window, so a
@@ -30,21 +30,21 @@
 //! ```
 //! use std::time::Duration;
 //! use threadbalance_daemon::control::channel::{Command, Snapshot, channel};
-//! use threadbalance_daemon::control::Control;
+//! use threadbalance_daemon::control::{Control, Done};
 //! use threadbalance_model::Pid;
 //! let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(5));
 //! let the_loop = std::thread::spawn(move || {
 //!     let pending = inbox.wait(Duration::from_secs(5)).unwrap();
 //!     assert_eq!(pending.command, Command::Pause(Pid(4242)));
-//!     pending.answer(Ok("paused 4242 (ffmpeg)".into()));
+//!     pending.answer(Ok(Done::Paused { pid: Pid(4242), comm: "ffmpeg".into() }));
 //! });
-//! assert_eq!(control.pause(Pid(4242)), Ok("paused 4242 (ffmpeg)".into()));
+//! assert_eq!(control.pause(Pid(4242)).unwrap().to_string(), "paused 4242 (ffmpeg)");
 //! the_loop.join().unwrap();
 //! ```
 
 use super::threads::DEFAULT_WINDOW_MS;
 use super::threads::ThreadsView;
-use super::{Candidate, Control, ProcessEntry, Status};
+use super::{Candidate, Control, Done, ProcessEntry, Refusal, Status};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -114,13 +114,20 @@ struct Watched {
 pub struct Pending {
     /// What is asked.
     pub command: Command,
-    reply: SyncSender<Result<String, String>>,
+    reply: SyncSender<Result<Done, Refusal>>,
 }
 
 impl Pending {
-    /// Answers the client: `Ok` with what was done, `Err` with why nothing was (one line
-    /// each). A client that gave up waiting is not an error.
-    pub fn answer(self, result: Result<String, String>) {
+    /// A command with the receiving end of its answer, as the control thread makes one
+    /// (for a loop driven by hand, as in tests).
+    pub fn new(command: Command) -> (Pending, Receiver<Result<Done, Refusal>>) {
+        let (reply, answer) = mpsc::sync_channel(1);
+        (Pending { command, reply }, answer)
+    }
+
+    /// Answers the client: what was done, or why nothing was. A client that gave up
+    /// waiting is not an error.
+    pub fn answer(self, result: Result<Done, Refusal>) {
         let _ = self.reply.send(result);
     }
 }
@@ -211,18 +218,17 @@ impl Inbox {
 }
 
 impl ChannelControl {
-    fn ask(&self, command: Command) -> Result<String, String> {
-        let (reply, answer) = mpsc::sync_channel(1);
+    fn ask(&self, command: Command) -> Result<Done, Refusal> {
+        let (pending, answer) = Pending::new(command);
         lock(&self.commands)
-            .send(Pending { command, reply })
-            .map_err(|_| "the daemon is stopping".to_string())?;
+            .send(pending)
+            .map_err(|_| Refusal::Stopping)?;
         match answer.recv_timeout(self.answer_within) {
             Ok(result) => result,
-            Err(RecvTimeoutError::Timeout) => Err(format!(
-                "the daemon did not answer within {} ms; the request may still be carried out",
-                self.answer_within.as_millis()
-            )),
-            Err(RecvTimeoutError::Disconnected) => Err("the daemon is stopping".into()),
+            Err(RecvTimeoutError::Timeout) => Err(Refusal::NoAnswer {
+                within_ms: self.answer_within.as_millis(),
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(Refusal::Stopping),
         }
     }
 }
@@ -234,16 +240,16 @@ impl Control for ChannelControl {
     fn list(&self) -> Vec<ProcessEntry> {
         lock(&self.snapshot).processes.clone()
     }
-    fn pause(&self, pid: Pid) -> Result<String, String> {
+    fn pause(&self, pid: Pid) -> Result<Done, Refusal> {
         self.ask(Command::Pause(pid))
     }
-    fn resume(&self, pid: Pid) -> Result<String, String> {
+    fn resume(&self, pid: Pid) -> Result<Done, Refusal> {
         self.ask(Command::Resume(pid))
     }
-    fn release(&self, pid: Pid) -> Result<String, String> {
+    fn release(&self, pid: Pid) -> Result<Done, Refusal> {
         self.ask(Command::Release(pid))
     }
-    fn reload(&self) -> Result<String, String> {
+    fn reload(&self) -> Result<Done, Refusal> {
         self.ask(Command::Reload)
     }
     fn candidates(&self) -> Vec<Candidate> {
@@ -287,6 +293,12 @@ impl Control for ChannelControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer as the lines `ctl` shows (a refusal is not comparable: it may hold an
+    /// I/O error).
+    fn said(r: Result<Done, Refusal>) -> Result<String, String> {
+        r.map(|d| d.to_string()).map_err(|e| e.to_string())
+    }
 
     fn entry(pid: i32) -> ProcessEntry {
         ProcessEntry {
@@ -340,7 +352,7 @@ mod tests {
             assert_eq!(inbox.threads_window_ms(), 500);
             // The loop has kept its first snapshot: no window yet.
             inbox.publish_threads(ThreadsView::default());
-            p.answer(Ok(String::new()));
+            p.answer(Ok(Done::ThreadsPublished));
             // Half a window later: a window too short to show yet.
             std::thread::sleep(Duration::from_millis(250));
             inbox.publish_threads(ThreadsView {
@@ -370,7 +382,7 @@ mod tests {
             let p = inbox.wait(Duration::from_secs(10)).unwrap();
             assert_eq!(p.command, Command::Threads);
             inbox.publish_threads(built);
-            p.answer(Ok(String::new()));
+            p.answer(Ok(Done::ThreadsPublished));
             inbox
         });
         assert_eq!(control.threads(1000), view);
@@ -395,8 +407,18 @@ mod tests {
             while let Some(p) = inbox.wait(Duration::from_secs(10)) {
                 seen.push(p.command);
                 let r = match p.command {
-                    Command::Release(Pid(7)) => Err("7 is not managed".to_string()),
-                    c => Ok(format!("{c:?} done")),
+                    Command::Release(pid) => Err(Refusal::NotManaged(pid)),
+                    Command::Pause(pid) => Ok(Done::Paused {
+                        pid,
+                        comm: "a".into(),
+                    }),
+                    Command::Resume(pid) => Ok(Done::Resumed {
+                        pid,
+                        comm: "a".into(),
+                    }),
+                    _ => Ok(Done::Reloaded {
+                        summary: "s".into(),
+                    }),
                 };
                 p.answer(r);
                 if seen.len() == 4 {
@@ -405,10 +427,13 @@ mod tests {
             }
             seen
         });
-        assert_eq!(control.pause(Pid(1)), Ok("Pause(Pid(1)) done".into()));
-        assert_eq!(control.resume(Pid(1)), Ok("Resume(Pid(1)) done".into()));
-        assert_eq!(control.release(Pid(7)), Err("7 is not managed".into()));
-        assert_eq!(control.reload(), Ok("Reload done".into()));
+        assert_eq!(said(control.pause(Pid(1))), Ok("paused 1 (a)".into()));
+        assert_eq!(said(control.resume(Pid(1))), Ok("resumed 1 (a)".into()));
+        assert_eq!(
+            said(control.release(Pid(7))),
+            Err("process 7 is not managed".into())
+        );
+        assert_eq!(said(control.reload()), Ok("reloaded: s".into()));
         assert_eq!(
             the_loop.join().unwrap(),
             [
@@ -425,7 +450,7 @@ mod tests {
         let (control, inbox) = channel(Snapshot::default(), Duration::from_millis(50));
         let r = control.reload();
         assert_eq!(
-            r,
+            said(r),
             Err(
                 "the daemon did not answer within 50 ms; the request may still be carried out"
                     .into()
@@ -434,18 +459,23 @@ mod tests {
         // The request is still there for the loop, which may answer late, harmlessly.
         let late = inbox.try_next().unwrap();
         assert_eq!(late.command, Command::Reload);
-        late.answer(Ok("late".into()));
+        late.answer(Ok(Done::Reloaded {
+            summary: "late".into(),
+        }));
     }
 
     #[test]
     fn a_stopped_loop_means_stopping() {
         let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(1));
         drop(inbox);
-        assert_eq!(control.pause(Pid(3)), Err("the daemon is stopping".into()));
+        assert_eq!(
+            said(control.pause(Pid(3))),
+            Err("the daemon is stopping".into())
+        );
         // A loop that drops a pending command without answering: same line.
         let (control, inbox) = channel(Snapshot::default(), Duration::from_secs(10));
         let dropper = std::thread::spawn(move || drop(inbox.wait(Duration::from_secs(10))));
-        assert_eq!(control.reload(), Err("the daemon is stopping".into()));
+        assert_eq!(said(control.reload()), Err("the daemon is stopping".into()));
         dropper.join().unwrap();
     }
 }

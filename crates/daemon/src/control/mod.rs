@@ -38,8 +38,11 @@
 //! ```
 
 pub mod channel;
+mod outcome;
 pub mod socket;
 pub mod threads;
+
+pub use outcome::{Done, Refusal};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -448,8 +451,8 @@ impl Response {
 }
 
 /// What the daemon's loop does for the control socket. The server calls these from its own
-/// thread, one request at a time; each `Ok` and `Err` is one line for the operator
-/// (`Err` means nothing changed).
+/// thread, one request at a time; each [`Done`] and [`Refusal`] is one line for the
+/// operator (a refusal means nothing changed).
 pub trait Control: Send + Sync {
     /// The daemon's state.
     fn status(&self) -> Status;
@@ -461,24 +464,24 @@ pub trait Control: Send + Sync {
         Vec::new()
     }
     /// Stop moving `pid`'s threads.
-    fn pause(&self, pid: Pid) -> Result<String, String>;
+    fn pause(&self, pid: Pid) -> Result<Done, Refusal>;
     /// Manage a paused `pid` again.
-    fn resume(&self, pid: Pid) -> Result<String, String>;
+    fn resume(&self, pid: Pid) -> Result<Done, Refusal>;
     /// Restore `pid`'s masks and leave it alone.
-    fn release(&self, pid: Pid) -> Result<String, String>;
+    fn release(&self, pid: Pid) -> Result<Done, Refusal>;
     /// Re-read the config (validate first; keep the running one if the new one is bad).
-    fn reload(&self) -> Result<String, String>;
+    fn reload(&self) -> Result<Done, Refusal>;
     /// The managed threads, by where they may run, with rates over about `window_ms`.
     fn threads(&self, window_ms: u64) -> ThreadsView;
 }
 
 /// Answers one request through `control`.
 pub fn dispatch(control: &dyn Control, request: Request) -> Response {
-    let done = |r: Result<String, String>| match r {
-        Ok(message) => Response::new(Reply::Done {
-            message: one_line(&message),
+    let done = |r: Result<Done, Refusal>| match r {
+        Ok(done) => Response::new(Reply::Done {
+            message: one_line(&done.to_string()),
         }),
-        Err(message) => Response::error(message),
+        Err(refusal) => Response::error(crate::error::Chain(&refusal).to_string()),
     };
     match request {
         Request::Status => Response::new(Reply::Status(control.status())),

@@ -9,13 +9,21 @@ struct Fake {
 }
 
 impl Fake {
-    fn record(&self, what: String) -> Result<String, String> {
+    /// Refuses pid 13 with a message of two lines (to be folded into one), and says what
+    /// it did as a reload's summary otherwise.
+    fn record(&self, what: String) -> Result<Done, Refusal> {
         let refused = what.ends_with(" 13");
         self.calls.lock().unwrap().push(what.clone());
         if refused {
-            Err(format!("{what}: no such managed process\nsecond line"))
+            Err(Refusal::ReleasedWithFailures {
+                pid: Pid(13),
+                comm: what,
+                restored: "no such managed process\nsecond line".into(),
+            })
         } else {
-            Ok(format!("{what}: done"))
+            Ok(Done::Reloaded {
+                summary: format!("{what}: done"),
+            })
         }
     }
     fn calls(&self) -> Vec<String> {
@@ -41,16 +49,16 @@ impl Control for Fake {
         self.calls.lock().unwrap().push("list".into());
         vec![]
     }
-    fn pause(&self, pid: Pid) -> Result<String, String> {
+    fn pause(&self, pid: Pid) -> Result<Done, Refusal> {
         self.record(format!("pause {pid}"))
     }
-    fn resume(&self, pid: Pid) -> Result<String, String> {
+    fn resume(&self, pid: Pid) -> Result<Done, Refusal> {
         self.record(format!("resume {pid}"))
     }
-    fn release(&self, pid: Pid) -> Result<String, String> {
+    fn release(&self, pid: Pid) -> Result<Done, Refusal> {
         self.record(format!("release {pid}"))
     }
-    fn reload(&self) -> Result<String, String> {
+    fn reload(&self) -> Result<Done, Refusal> {
         self.record("reload".into())
     }
     fn threads(&self, _window_ms: u64) -> threads::ThreadsView {
@@ -275,7 +283,7 @@ fn answer_refusal_is_an_error_on_one_line() {
     assert!(!line.contains('\n'));
     assert_eq!(
         line,
-        r#"{"version":1,"response":"error","message":"pause 13: no such managed process second line"}"#
+        r#"{"version":1,"response":"error","message":"released 13 (pause 13), but no such managed process second line"}"#
     );
 }
 
@@ -314,7 +322,7 @@ fn render_status_worked_example() {
         )
     );
     let done = answer(&Fake::default(), Request::Reload.to_line().as_bytes());
-    assert_eq!(done.render(), ("reload: done\n".to_string(), 0));
+    assert_eq!(done.render(), ("reloaded: reload: done\n".to_string(), 0));
 }
 
 proptest! {

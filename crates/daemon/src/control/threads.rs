@@ -42,7 +42,40 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use threadbalance_model::{CpuId, CpuSet, Level, Topology};
+use threadbalance_model::{CpuId, CpuSet, Level, Move, ThreadKey, Topology, Window};
+
+/// Moves carried out per thread, pruned to the threads still alive (a row's `moves`).
+#[derive(Debug, Clone, Default)]
+pub struct MoveCounts {
+    counts: BTreeMap<ThreadKey, u64>,
+}
+
+impl MoveCounts {
+    /// Counts each move of a plan that was carried out.
+    pub fn record(&mut self, moves: &[Move]) {
+        for m in moves {
+            *self.counts.entry(m.thread).or_default() += 1;
+        }
+    }
+
+    /// Adds `other`'s counts (a group's view is its members' counts together).
+    pub fn absorb(&mut self, other: &MoveCounts) {
+        for (k, n) in &other.counts {
+            *self.counts.entry(*k).or_default() += n;
+        }
+    }
+
+    /// Moves carried out on `key`.
+    pub fn of(&self, key: &ThreadKey) -> u64 {
+        self.counts.get(key).copied().unwrap_or(0)
+    }
+
+    /// Forgets the threads that are not in `window` any more (so a long run with threads
+    /// that come and go does not grow).
+    pub fn keep_only(&mut self, window: &Window) {
+        self.counts.retain(|k, _| window.thread(k).is_some());
+    }
+}
 
 /// What the shell knows about one managed thread, before grouping.
 #[derive(Debug, Clone, PartialEq)]

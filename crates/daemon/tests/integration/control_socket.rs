@@ -11,8 +11,9 @@ use std::time::Duration;
 use threadbalance_daemon::control::socket::{ControlServer, SocketError, check_peer, request};
 use threadbalance_daemon::control::threads::{ThreadInput, ThreadsView};
 use threadbalance_daemon::control::{
-    Control, MAX_REQUEST_BYTES, ProcessEntry, Reply, Request, Response, Status,
+    Control, Done, MAX_REQUEST_BYTES, ProcessEntry, Refusal, Reply, Request, Response, Status,
 };
+use threadbalance_daemon::{ConfigError, ReloadError};
 use threadbalance_model::{Level, Pid, Topology};
 
 /// A daemon that manages pid 100 (ffmpeg) and records what it was asked.
@@ -26,12 +27,12 @@ impl FakeDaemon {
     fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
     }
-    fn known(&self, what: &str, pid: Pid) -> Result<(), String> {
+    fn known(&self, what: &str, pid: Pid) -> Result<(), Refusal> {
         self.calls.lock().unwrap().push(format!("{what} {pid}"));
         if pid == Pid(100) {
             Ok(())
         } else {
-            Err(format!("{pid} is not managed"))
+            Err(Refusal::NotManaged(pid))
         }
     }
 }
@@ -62,23 +63,38 @@ impl Control for FakeDaemon {
             group: 1,
         }]
     }
-    fn pause(&self, pid: Pid) -> Result<String, String> {
+    fn pause(&self, pid: Pid) -> Result<Done, Refusal> {
         self.known("pause", pid)?;
         *self.paused.lock().unwrap() = true;
-        Ok(format!("paused {pid} (ffmpeg)"))
+        Ok(Done::Paused {
+            pid,
+            comm: "ffmpeg".into(),
+        })
     }
-    fn resume(&self, pid: Pid) -> Result<String, String> {
+    fn resume(&self, pid: Pid) -> Result<Done, Refusal> {
         self.known("resume", pid)?;
         *self.paused.lock().unwrap() = false;
-        Ok(format!("resumed {pid} (ffmpeg)"))
+        Ok(Done::Resumed {
+            pid,
+            comm: "ffmpeg".into(),
+        })
     }
-    fn release(&self, pid: Pid) -> Result<String, String> {
+    fn release(&self, pid: Pid) -> Result<Done, Refusal> {
         self.known("release", pid)?;
-        Ok(format!("released {pid} (ffmpeg): 3 masks restored"))
+        Ok(Done::Released {
+            pid,
+            comm: "ffmpeg".into(),
+            restored: "3 masks restored".into(),
+        })
     }
-    fn reload(&self) -> Result<String, String> {
+    fn reload(&self) -> Result<Done, Refusal> {
         self.calls.lock().unwrap().push("reload".into());
-        Err("reload rejected, keeping the running config: t.toml:2: rule \"x\": nope".into())
+        Err(Refusal::Reload(ReloadError::Config(ConfigError {
+            file: "t.toml".into(),
+            line: Some(2),
+            key: "rule \"x\"".into(),
+            why: "nope".into(),
+        })))
     }
     fn threads(&self, _window_ms: u64) -> ThreadsView {
         self.calls.lock().unwrap().push("threads".into());
@@ -161,12 +177,18 @@ fn control_socket_every_request_answered_through_client() {
     assert_eq!(
         r.reply,
         Reply::Error {
-            message: "7 is not managed".into()
+            message: "process 7 is not managed".into()
         }
     );
     request(&path, &Request::Resume { pid: Pid(100) }, T).unwrap();
     let r = request(&path, &Request::Reload, T).unwrap();
-    assert!(matches!(r.reply, Reply::Error { message } if message.starts_with("reload rejected")));
+    assert_eq!(
+        r.reply,
+        Reply::Error {
+            message: "reload rejected, keeping the running config: t.toml:2: rule \"x\": nope"
+                .into()
+        }
+    );
     let Reply::Threads(view) = request(&path, &Request::Threads { window_ms: 1000 }, T)
         .unwrap()
         .reply
@@ -508,7 +530,11 @@ fn control_socket_with_channel_control_the_loop_answers_changes() {
     let the_loop = std::thread::spawn(move || {
         let pending = inbox.wait(T).unwrap();
         let command = pending.command;
-        pending.answer(Ok("released 4242 (ffmpeg): 3 masks restored".into()));
+        pending.answer(Ok(Done::Released {
+            pid: Pid(4242),
+            comm: "ffmpeg".into(),
+            restored: "3 masks restored".into(),
+        }));
         command
     });
     let Reply::Status(s) = request(&path, &Request::Status, T).unwrap().reply else {

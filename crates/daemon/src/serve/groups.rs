@@ -1,6 +1,6 @@
 //! The daemon's groups: one policy instance over the threads of every managed process that
 //! shares CPUs with another under the same policy and level (Tumbler §5.4, Shuffling §4.5;
-//! the decision is `threadbalance_daemon::group::form`, pure).
+//! the decision is [`crate::group::form`], pure).
 //!
 //! ```text
 //!  every window, and after each release ─► form(managed processes) ─► for each group:
@@ -15,15 +15,14 @@
 //! restored and no one else's, and the group re-forms without it, leaving the others'
 //! threads where they are until the new policy instance moves them.
 
-use super::managed::Managed;
-use anyhow::{Result, anyhow};
+use super::managed::{Managed, ProcessHost, Unmatched, Why};
+use crate::group::{Member, form};
+use crate::metrics::{Metrics, reason_name};
 use std::collections::{BTreeMap, BTreeSet};
-use threadbalance_daemon::group::{Member, form};
-use threadbalance_daemon::metrics::{Metrics, reason_name};
 use threadbalance_manage::Ticker;
 use threadbalance_manage::joined::{Dropped, Joined};
 use threadbalance_model::{CpuSet, Nanos, Pid, Topology, Window};
-use threadbalance_policy::Policy;
+use threadbalance_policy::{Policy, PolicyError};
 
 /// Processes under one policy instance.
 pub struct Group {
@@ -42,11 +41,39 @@ pub struct Group {
     topo: Topology,
 }
 
-/// What a tick of a group did.
+/// Why a group could not be formed (logged; its members stay managed, unbalanced).
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    /// The leader is not among the managed processes (a bug).
+    #[error("group leader {0} is not managed")]
+    NoLeader(Pid),
+    /// The machine could not be cut down to the members' CPUs.
+    #[error(transparent)]
+    Cpus(threadbalance_model::ModelError),
+    /// The leader's rule's policy did not build over them.
+    #[error("policy {name}")]
+    Policy {
+        /// The policy's name.
+        name: String,
+        /// Why it did not build.
+        #[source]
+        source: PolicyError,
+    },
+}
+
+/// What a tick of a group did: the members that exited or failed, with why, to release.
 #[derive(Default)]
 pub struct Ticked {
-    /// Members that exited or failed, with why: to release.
-    pub gone: Vec<(Pid, String)>,
+    /// The members to release.
+    pub gone: Vec<(Pid, Why)>,
+}
+
+/// The union of the CPUs of `members`.
+fn cpus_of<P>(members: &[Pid], managed: &BTreeMap<Pid, Managed<P>>) -> CpuSet {
+    members
+        .iter()
+        .filter_map(|p| managed.get(p))
+        .fold(CpuSet::new(), |acc, m| acc.union(&m.cpus))
 }
 
 impl Group {
@@ -67,25 +94,25 @@ impl Group {
 
     /// The policy over `members` (all in `managed`), from `leader`'s rule, over their
     /// CPUs of `machine`.
-    fn build(
+    fn build<P>(
         id: u64,
         members: Vec<Pid>,
         leader: Pid,
-        managed: &BTreeMap<Pid, Managed>,
+        managed: &BTreeMap<Pid, Managed<P>>,
         machine: &Topology,
         now: Nanos,
-    ) -> Result<Group> {
-        let lead = managed
-            .get(&leader)
-            .ok_or_else(|| anyhow!("group leader {leader} is not managed"))?;
-        let cpus = members
-            .iter()
-            .filter_map(|p| managed.get(p))
-            .fold(CpuSet::new(), |acc, m| acc.union(&m.cpus));
-        let topo = machine.restricted_to(&cpus)?;
+    ) -> Result<Group, GroupError> {
+        let lead = managed.get(&leader).ok_or(GroupError::NoLeader(leader))?;
+        let cpus = cpus_of(&members, managed);
+        let topo = machine.restricted_to(&cpus).map_err(GroupError::Cpus)?;
         let a = &lead.assignment;
-        let policy = threadbalance_policy::build(&a.policy, &a.settings, &topo)
-            .map_err(|e| anyhow!("policy {}: {e}", a.policy))?;
+        let policy =
+            threadbalance_policy::build(&a.policy, &a.settings, &topo).map_err(|source| {
+                GroupError::Policy {
+                    name: a.policy.clone(),
+                    source,
+                }
+            })?;
         Ok(Group {
             id,
             members,
@@ -101,10 +128,10 @@ impl Group {
     /// Ticks when due: samples the unpaused members as one, decides, applies (observing:
     /// decides only). Every move is logged at debug level and counted by reason when
     /// carried out; each member's thread count is updated.
-    pub fn tick_if_due(
+    pub fn tick_if_due<P: ProcessHost>(
         &mut self,
         now: Nanos,
-        managed: &mut BTreeMap<Pid, Managed>,
+        managed: &mut BTreeMap<Pid, Managed<P>>,
         machine: &Topology,
         metrics: &Metrics,
         observe: bool,
@@ -113,13 +140,13 @@ impl Group {
         if now < self.ticker.next() {
             return ticked;
         }
-        let mut hosts: Vec<&mut Managed> = Vec::new();
+        let mut hosts: Vec<&mut Managed<P>> = Vec::new();
         for m in managed.values_mut() {
             if !self.members.contains(&m.pid) || m.paused {
                 continue;
             }
             if threadbalance_manage::joined::Member::exited(m) {
-                ticked.gone.push((m.pid, "exited".into()));
+                ticked.gone.push((m.pid, Why::Unmatched(Unmatched::Exited)));
             } else {
                 hosts.push(m);
             }
@@ -134,8 +161,8 @@ impl Group {
         let asked = joined.asked().to_vec();
         for d in joined.dropped() {
             ticked.gone.push(match d {
-                Dropped::Exited(pid) => (pid, "exited".into()),
-                Dropped::Failed(pid, e) => (pid, e.to_string()),
+                Dropped::Exited(pid) => (pid, Why::Unmatched(Unmatched::Exited)),
+                Dropped::Failed(pid, e) => (pid, Why::Failed(Box::new(e))),
             });
         }
         drop(joined);
@@ -144,7 +171,7 @@ impl Group {
         };
         metrics.record_decision(&self.policy_name);
         for m in &asked {
-            threadbalance_daemon::log::log_move(m);
+            crate::log::log_move(m);
             if !observe {
                 metrics.record_move(&reason_name(&m.why));
             }
@@ -159,6 +186,13 @@ impl Group {
         if let Some(note) = &tick.note {
             tracing::debug!("group {} ({}): {note}", self.id, self.policy_name);
         }
+        self.count_threads(managed, tick.vanished > 0);
+        ticked
+    }
+
+    /// Sets each unpaused member's thread count from the last window; with threads
+    /// `vanished`, forgets their move counts.
+    fn count_threads<P>(&self, managed: &mut BTreeMap<Pid, Managed<P>>, vanished: bool) {
         let mut per_pid: BTreeMap<Pid, usize> = BTreeMap::new();
         for t in &self.ticker.window().threads {
             *per_pid.entry(t.key.pid).or_default() += 1;
@@ -168,12 +202,11 @@ impl Group {
                 if !m.paused {
                     m.threads = per_pid.get(pid).copied().unwrap_or(0);
                 }
-                if tick.vanished > 0 {
+                if vanished {
                     m.moved.keep_only(self.ticker.window());
                 }
             }
         }
-        ticked
     }
 }
 
@@ -196,14 +229,19 @@ impl Groups {
     /// Re-forms the groups after the managed processes changed: groups whose members,
     /// leader and CPUs are unchanged keep their policy; the others get a new one. Logs
     /// each group formed, and once per pair the processes that share CPUs apart.
-    pub fn regroup(&mut self, managed: &BTreeMap<Pid, Managed>, machine: &Topology, now: Nanos) {
+    pub fn regroup<P>(
+        &mut self,
+        managed: &BTreeMap<Pid, Managed<P>>,
+        machine: &Topology,
+        now: Nanos,
+    ) {
         let members: Vec<Member> = managed
             .values()
             .map(|m| Member {
                 pid: m.pid,
                 policy: m.assignment.policy.clone(),
-                // Assignments carry the level resolved for their policy (`default_level`
-                // in daemon.rs); the machine's widest only for one that would not.
+                // Assignments carry the level resolved for their policy (the daemon's
+                // `default_level`); the machine's widest only for one that would not.
                 level: m
                     .assignment
                     .settings
@@ -223,11 +261,7 @@ impl Groups {
             .retain(|(a, b)| managed.contains_key(a) && managed.contains_key(b));
         let mut old = std::mem::take(&mut self.by_id);
         for g in grouping.groups {
-            let cpus = g
-                .members
-                .iter()
-                .filter_map(|p| managed.get(p))
-                .fold(CpuSet::new(), |acc, m| acc.union(&m.cpus));
+            let cpus = cpus_of(&g.members, managed);
             let same = old
                 .iter()
                 .find(|(_, o)| o.members == g.members && o.leader == g.leader && o.cpus == cpus)
@@ -259,7 +293,11 @@ impl Groups {
                     }
                     self.by_id.insert(group.id, group);
                 }
-                Err(e) => tracing::warn!("group of {:?}: not balanced: {e:#}", g.members),
+                Err(e) => tracing::warn!(
+                    "group of {:?}: not balanced: {}",
+                    g.members,
+                    crate::error::Chain(&e)
+                ),
             }
         }
     }

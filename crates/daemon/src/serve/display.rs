@@ -5,20 +5,18 @@
 //!
 //! ```text
 //!  while watched, every half display window: each group's latest snapshot ─► its
-//!  DisplayWindow ─► window over ~window_ms ─► ThreadsView ─► published
+//!  DisplayWindow ─► window over ~window_ms ─► host.threads_view ─► published
 //! ```
 //!
 //! The snapshots are the groups' own (the policy samples anyway); nothing is read for the
-//! display but each thread's name and mask, and nothing is kept while nobody watches.
+//! display but each thread's name and mask (by the host), and nothing is kept while
+//! nobody watches.
 
-use super::Daemon;
-use crate::top::gather;
-use std::time::{Duration, Instant};
-use threadbalance_daemon::control::channel::Inbox;
-use threadbalance_daemon::control::threads::ThreadsView;
+use super::{Daemon, DaemonHost};
+use crate::control::threads::MoveCounts;
 use threadbalance_model::{DisplayWindow, Nanos, Window};
 
-impl Daemon {
+impl<H: DaemonHost> Daemon<H> {
     /// Keeps each group's latest snapshot for a display window of `window_ms`, and
     /// forgets the groups that are gone.
     fn refresh_display(&mut self, window_ms: u64) {
@@ -35,7 +33,7 @@ impl Daemon {
             }
             d.push(g.latest().clone());
         }
-        if let Some((at, busy)) = gather::cpu_reading() {
+        if let Some((at, busy)) = self.host.cpu_busy() {
             for d in self.display.values_mut() {
                 d.push_cpu_busy(at, busy.clone());
             }
@@ -44,30 +42,9 @@ impl Daemon {
 
     /// Refreshes the display windows and publishes the view; returns when to do it next
     /// (every half window, so a base about one window old is always kept).
-    pub(super) fn publish_threads(&mut self, inbox: &Inbox) -> Instant {
-        let window_ms = inbox.threads_window_ms();
+    pub(super) fn publish_threads(&mut self) -> Nanos {
+        let window_ms = self.host.threads_window_ms();
         self.refresh_display(window_ms);
-        inbox.publish_threads(self.threads_view());
-        Instant::now() + Duration::from_millis((window_ms / 2).max(50))
-    }
-
-    /// The managed threads of every process, by where they may run.
-    pub(super) fn threads_view(&self) -> ThreadsView {
-        let groups: Vec<(Window, gather::MoveCounts)> = self
-            .groups
-            .by_id
-            .iter()
-            .filter_map(|(id, g)| {
-                let window = self.display.get(id)?.window()?;
-                let mut moved = gather::MoveCounts::default();
-                for pid in &g.members {
-                    if let Some(m) = self.managed.get(pid) {
-                        moved.absorb(&m.moved);
-                    }
-                }
-                Some((window, moved))
-            })
-            .collect();
         // Every display holds the same readings of the CPUs: the first that has a rate.
         let busy = self
             .display
@@ -75,11 +52,29 @@ impl Daemon {
             .map(|d| d.cpu_busy())
             .find(|b| !b.is_empty())
             .unwrap_or_default();
-        gather::view_of(
-            &self.machine,
-            self.machine.default_level(),
-            groups.iter().map(|(w, moved)| (w, moved)),
-        )
-        .with_cpu_busy(&busy)
+        let view = self
+            .host
+            .threads_view(&self.usable.machine, &self.windows_shown())
+            .with_cpu_busy(&busy);
+        self.host.publish_threads(view);
+        self.host.now() + Nanos::from_millis((window_ms / 2).max(50))
+    }
+
+    /// Each group's display window with its members' moves.
+    fn windows_shown(&self) -> Vec<(Window, MoveCounts)> {
+        self.groups
+            .by_id
+            .iter()
+            .filter_map(|(id, g)| {
+                let window = self.display.get(id)?.window()?;
+                let mut moved = MoveCounts::default();
+                for pid in &g.members {
+                    if let Some(m) = self.managed.get(pid) {
+                        moved.absorb(&m.moved);
+                    }
+                }
+                Some((window, moved))
+            })
+            .collect()
     }
 }
