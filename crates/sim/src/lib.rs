@@ -39,8 +39,6 @@ pub mod autonuma;
 mod error;
 pub mod gomp;
 pub mod host;
-#[cfg(test)]
-mod layers;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;
