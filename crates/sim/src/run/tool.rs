@@ -188,14 +188,14 @@ impl Userspace {
         self.tool.as_ref().is_some_and(|tool| tool.thread == t)
     }
 
-    /// How many of `Sim::th` are the programs' (the tool's thread comes after them).
+    /// How many of `World::th` are the programs' (the tool's thread comes after them).
     pub(crate) fn program_threads(&self, world: &World) -> usize {
         self.tool
             .as_ref()
             .map_or(world.th.len(), |tool| tool.thread.ix())
     }
 
-    /// How many of `Sim::apps` are the programs' (the tool's comes after them).
+    /// How many of `Userspace::apps` are the programs' (the tool's comes after them).
     pub(crate) fn program_apps(&self) -> usize {
         self.tool
             .as_ref()

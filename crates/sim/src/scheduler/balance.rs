@@ -8,7 +8,7 @@
 //! thread, so all see the same busiest group, and only the first to lock that queue
 //! finds a thread to detach; the others find it gone, move nothing and count a failure.
 //! The model runs the passes of one instant one after another, so it gives them the
-//! queues as they were at the instant's first pass ([`Sim::see_queues`]); what a pass
+//! queues as they were at the instant's first pass ([`Kernel::see_queues`]); what a pass
 //! detaches it takes from the queue as it is. Read one after another, each pass saw the
 //! previous one's move and pulled from another CPU, and periodic balancing between busy
 //! CPUs moved several threads a tick where the kernel moves one: 24 always-runnable
@@ -210,7 +210,7 @@ impl Kernel {
     }
 
     /// CPU `x`'s queue as a pass reads it: as this instant's periodic passes saw it when
-    /// `at_tick` (and [`Sim::see_queues`] ran at this instant), else as it is.
+    /// `at_tick` (and [`Kernel::see_queues`] ran at this instant), else as it is.
     fn read_queue(&self, world: &World, x: CpuIdx, at_tick: bool) -> QueueView<'_> {
         match &self.seen {
             Some((at, seen)) if at_tick && *at == world.now => seen[x.ix()].view(),

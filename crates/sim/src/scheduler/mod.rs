@@ -45,7 +45,7 @@ pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Nanos, Topology};
 use threadbalance_policy::rng::Rng;
 
-/// How a runnable thread comes onto a CPU's queue ([`Sim::enqueue`]).
+/// How a runnable thread comes onto a CPU's queue ([`Kernel::enqueue`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Entry {
     /// It woke, or is new: on an idle CPU it pays the wake-up's cost and ends the CPU's
@@ -521,7 +521,7 @@ impl Kernel {
             .any(|&t| !programs.yield_waiting(world, t))
     }
 
-    /// [`Sim::schedule`] for CPU `c`, whose running thread was moved away, unless a thread
+    /// [`Kernel::schedule`] for CPU `c`, whose running thread was moved away, unless a thread
     /// runs there again already: the move's arrival may have preempted a thread whose
     /// slice ended with its operation (a compute step done, a barrier released), and a
     /// thread woken by that may have been placed on `c`, idle meanwhile.

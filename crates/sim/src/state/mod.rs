@@ -1,34 +1,38 @@
-//! The state every part of the simulator reads, and nothing else: the [`Sim`] struct,
-//! threads and CPUs, the hardware facts, the Linux model's parameters and domains, the
-//! programs' locks, barriers and queues, and the NUMA scanner's state.
-//!
-//! The parts that act on it import this module and not each other; the kernel asks the
-//! programs part for what it needs through [`Programs`]:
+//! The simulator's data and the shape of its parts: the event loop [`Sim`], which owns
+//! the shared [`World`] (clock, event queue, threads, hardware, counters), the
+//! [`Kernel`] and the programs ([`Userspace`]); the data each keeps (threads and CPUs,
+//! the hardware facts, the Linux model's parameters and domains, the programs' locks,
+//! barriers and queues, the NUMA scanner's state); and [`Programs`], the interface
+//! through which the kernel calls the programs.
 //!
 //! ```text
-//!   run/ (programs, event loop) ──► scheduler/ (kernel) ──► state/
-//!        │                                                    ▲
-//!        └──► autonuma (NUMA balancing) ──────────────────────┘
+//!   Sim (run/: the event loop, the tool's host) ── owns ──┬── World (now, q, th, hw, …)
+//!        │ hands each event to                            ├── Kernel (scheduler/)
+//!        │                                                └── Userspace (run/)
+//!        ▼
+//!   Kernel::on_tick / wake / …  (world, programs) ──► Programs (run_program, segments)
+//!   Userspace::on_activity_end  (kernel, world)   ──► Kernel (block, wake, yield_cpu, …)
 //! ```
 //!
-//! Each part adds its own `impl Sim` block: `run/` executes programs and drives events,
-//! `scheduler/` places, switches and balances threads, `autonuma.rs` moves pages.
+//! Neither part holds the other: each method takes the [`World`] and the other part as
+//! arguments, so the kernel reaches the programs only through [`Programs`] (and reads
+//! no lock, barrier or queue), and the programs never touch a run queue, since
+//! [`KernelCpu`] is the kernel's. `autonuma.rs` (NUMA balancing) is the loop's
+//! (`impl Sim`): pages follow threads, whichever part moved them.
 //!
 //! Who owns what:
 //!
-//! - the kernel part owns [`Kernel`] (`Sim::kernel`): the domains, `SIS_UTIL`'s depths, the
-//!   nohz balancer and per CPU a [`KernelCpu`] with its **run queue** (`cur`, the running
+//! - [`Kernel`]: its parameters ([`Linux`]), the domains, `SIS_UTIL`'s depths, the nohz
+//!   balancer and per CPU a [`KernelCpu`] with its **run queue** (`cur`, the running
 //!   thread, and `rq`, the queued ones), `min_vruntime`, tick, idle statistics and balance
-//!   intervals; only `scheduler/` changes them. It also writes a thread's kernel fields
-//!   (`st`, `cpu`, `vruntime`, `lag`, `load_avg`, wakee flips, `recent_cpu`).
-//! - the programs part owns the locks, barriers, queues, applications and programs, and
-//!   per CPU a [`CpuState`]: the running thread's segment (activity, speed, memory
-//!   stream) and the CPU's busy time. It learns which thread a CPU runs from the kernel
-//!   (`running`) and asks it to block, wake, yield, start a new thread or retire an
-//!   exited one (`block`, `wake`, `yield_cpu`, `wake_up_new`, `exited`), never touching a
-//!   run queue.
-//! - the NUMA part owns the scanners' state ([`Scan`], [`SharedScan`]) and the pages'
-//!   homes.
+//!   intervals. It also writes a thread's kernel fields (`st`, `cpu`, `vruntime`, `lag`,
+//!   `load_avg`, wakee flips, `recent_cpu`).
+//! - [`Userspace`]: the locks, barriers, queues, applications and programs, and per CPU
+//!   a [`CpuState`]: the running thread's segment (activity, speed, memory stream) and the
+//!   CPU's busy time. It learns which thread a CPU runs from the kernel (`running`) and
+//!   asks it to block, wake, yield, start a new thread or retire an exited one (`block`,
+//!   `wake`, `yield_cpu`, `wake_up_new`, `exited`).
+//! - the NUMA part: the scanners' state ([`Scan`], [`SharedScan`]) and the pages' homes.
 
 mod baseline;
 mod data;
