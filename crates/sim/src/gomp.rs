@@ -56,7 +56,8 @@
 //! to 8 MiB (`docs/cost.md`, "What management costs").
 
 use crate::SimError;
-use crate::workload::{App, Group, MS, Op, Params, US, Wait, ns};
+use crate::app::{App, Group, Op, Wait};
+use crate::params::{MS, Params, US, ns};
 
 /// What one iteration of libgomp's spin loop (`pause`) costs, ns, measured on the
 /// development machine (see the module docs): the default of `omp-stencil`'s `pause_ns`

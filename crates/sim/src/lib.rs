@@ -38,14 +38,17 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod apps;
 pub mod autonuma;
 mod error;
 pub mod gomp;
 pub mod host;
+mod kit;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;
+mod params;
 pub mod parsec;
 pub mod phases;
 pub mod plot;

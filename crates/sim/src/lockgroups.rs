@@ -32,7 +32,7 @@
 //! assert_eq!(w.apps[0].locks(), 4);
 //! ```
 
-use crate::workload::{App, Group, Op};
+use crate::app::{App, Group, Op};
 
 /// The hold times of `lock-groups`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
