@@ -119,7 +119,7 @@ impl Host for SimHost<'_> {
         self.sim.memory_at = Some(now);
         // Resident memory per node: pages stay where they were first touched (no page
         // migration): the shared data on its owner's node, or each thread's own pages.
-        for app in &self.sim.user.apps[..self.sim.user.program_apps()] {
+        for app in &self.sim.user.apps[..self.sim.program_apps()] {
             let mut per_node = vec![0u64; self.sim.world.hw.nnode];
             let bytes = app.memory_bytes;
             for th in &self.sim.world.th[app.members()] {
@@ -166,12 +166,7 @@ impl Host for SimHost<'_> {
                     } else if set == self.sim.world.th[t].allowed {
                         MoveOutcome::Unchanged
                     } else {
-                        self.sim.kernel.set_affinity(
-                            &mut self.sim.world,
-                            &mut self.sim.user,
-                            ThreadIdx::from(t),
-                            set,
-                        );
+                        self.sim.set_affinity(ThreadIdx::from(t), set);
                         MoveOutcome::Done
                     }
                 }
@@ -248,7 +243,7 @@ pub fn run_policy(
         }
         let next = report.next_in.max(Nanos::from_millis(1));
         let mut at = sim.world.now + next;
-        let alive = sim.world.th[..sim.user.program_threads(&sim.world)]
+        let alive = sim.world.th[..sim.program_threads()]
             .iter()
             .filter(|t| !matches!(t.st, St::Done | St::New))
             .count();

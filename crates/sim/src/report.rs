@@ -90,10 +90,7 @@ impl RunResult {
         let finished = sim.user.live == 0;
         // The tool's own thread and its application (`RunOptions::tool_cpu`) come after the
         // programs' and are not measured with them; the CPUs' busy time includes it.
-        let (programs, apps) = (
-            sim.user.program_threads(&sim.world),
-            sim.user.program_apps(),
-        );
+        let (programs, apps) = (sim.program_threads(), sim.program_apps());
         let app_runtime_s = sim.user.apps[..apps]
             .iter()
             .map(|a| (a.name.clone(), a.finished_at.unwrap_or(end).as_secs_f64()))

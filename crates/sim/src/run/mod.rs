@@ -223,6 +223,22 @@ impl Sim {
         &self.topo
     }
 
+    /// Changes thread `t`'s affinity to `allowed` (`sched_setaffinity`).
+    pub(crate) fn set_affinity(&mut self, t: ThreadIdx, allowed: threadbalance_model::CpuSet) {
+        self.kernel
+            .set_affinity(&mut self.world, &mut self.user, t, allowed);
+    }
+
+    /// How many of the threads are the programs' (the tool's thread comes after them).
+    pub(crate) fn program_threads(&self) -> usize {
+        self.user.program_threads(&self.world)
+    }
+
+    /// How many of the applications are the programs' (the tool's comes after them).
+    pub(crate) fn program_apps(&self) -> usize {
+        self.user.program_apps()
+    }
+
     /// How many sleeps so far stayed queued, delayed (`Linux::delay_dequeue`).
     pub fn delayed_dequeues(&self) -> u64 {
         self.world.stats.delayed_dequeues
@@ -366,7 +382,7 @@ impl Sim {
         into.clear();
         let now = self.world.now;
         // The tool's own thread is not the program's: the policy never sees it.
-        for th in &self.world.th[..self.user.program_threads(&self.world)] {
+        for th in &self.world.th[..self.program_threads()] {
             if matches!(th.st, St::New | St::Done) {
                 continue;
             }
@@ -469,7 +485,7 @@ impl Sim {
 
     /// Iterations each thread has completed, in thread order.
     pub fn iterations(&self) -> Vec<u64> {
-        self.world.th[..self.user.program_threads(&self.world)]
+        self.world.th[..self.program_threads()]
             .iter()
             .map(|t| t.iter)
             .collect()
@@ -477,7 +493,7 @@ impl Sim {
 
     /// Every thread's CPU time so far (completed segments), in thread order.
     pub fn thread_run(&self) -> Vec<Nanos> {
-        self.world.th[..self.user.program_threads(&self.world)]
+        self.world.th[..self.program_threads()]
             .iter()
             .map(|t| t.run)
             .collect()

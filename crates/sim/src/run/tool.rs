@@ -284,9 +284,6 @@ mod tests {
             late >= Nanos::from_millis(10) && late < Nanos::from_millis(12),
             "{late:?} later"
         );
-        assert_eq!(
-            sim.world.th[sim.user.program_threads(&sim.world,)].st,
-            St::Blocked
-        );
+        assert_eq!(sim.world.th[sim.program_threads()].st, St::Blocked);
     }
 }

@@ -630,9 +630,7 @@ fn runs_after_a_move_onto_a_busy_cpu(picked_ms: u64) -> ThreadIdx {
     sim.world.th[1].vruntime = Nanos::from_millis(50);
     sim.world.th[2].vruntime = Nanos::from_millis(45);
     sim.kernel.cpus[1].min_vruntime = Nanos::from_millis(48);
-    sim.kernel.set_affinity(
-        &mut sim.world,
-        &mut sim.user,
+    sim.set_affinity(
         th(2),
         threadbalance_model::CpuSet::single(threadbalance_model::CpuId(0)),
     );
