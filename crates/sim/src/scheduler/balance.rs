@@ -36,6 +36,35 @@ use crate::state::{
 };
 use threadbalance_model::Nanos;
 
+/// A balancing pass's domain as `update_sd_lb_stats` reads it: the local group's counts
+/// and load, the domain's, and the busiest other group (its position, counts and load).
+struct DomainStats {
+    local: GroupStats,
+    local_load: f64,
+    total: GroupStats,
+    total_load: f64,
+    busiest: Option<(usize, GroupStats, f64)>,
+}
+
+/// What a pass is to move (`calculate_imbalance`): `tasks` threads, or (`load`) threads
+/// until that much load moved; `spread`: between groups with spare capacity, where a
+/// lone running thread may be pushed (`migrate_task`, `imbalanced_active_balance`).
+struct Imbalance {
+    tasks: usize,
+    load: Option<f64>,
+    spread: bool,
+}
+
+/// One pass: CPU `c` balancing at level `lv` from CPU `src`, its attempts there having
+/// failed `failed` times.
+struct Pass {
+    c: CpuIdx,
+    src: CpuIdx,
+    lv: usize,
+    kind: Kind,
+    failed: u32,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     Busy,
@@ -242,13 +271,73 @@ impl Kernel {
         if at_tick {
             self.see_queues(world);
         }
-        let level = &self.levels[lv];
-        let groups = &level.groups[level.dom_of[c] as usize];
-        let Some(local_ix) = groups.iter().position(|g| g.contains(&c)) else {
+        let Some(local_ix) = self.should_balance(world, c, lv, kind) else {
             return false;
         };
+        // update_sd_lb_stats at the root domain refreshes `rd->overloaded`.
+        self.note_overload(lv);
+        let per_app = self.runnable_per_app(world, programs);
+        let sd = self.domain_stats(world, c, lv, local_ix, at_tick, &per_app);
+        let imb = self.imbalance(lv, &sd);
+        let bix = match sd.busiest {
+            Some((bix, ..)) if imb.tasks > 0 || imb.load.is_some() => bix,
+            _ => {
+                if kind != Kind::NewIdle {
+                    self.cpus[c].failed[lv] = 0;
+                    let lvl = &self.levels[lv];
+                    let iv = &mut self.cpus[c].interval[lv];
+                    *iv = Nanos(iv.0 * 2).min(lvl.max_interval);
+                }
+                return false;
+            }
+        };
+        let mut moved = 0usize;
+        if let Some(src) = self.find_src(world, c, lv, bix, imb.spread, at_tick) {
+            let pass = Pass {
+                c,
+                src,
+                lv,
+                kind,
+                failed: self.cpus[c].failed[lv],
+            };
+            moved = self.detach_tasks(world, programs, &pass, &imb, &per_app);
+            // need_active_balance: after `cache_nice_tries + 2` failures, but only where
+            // tasks were to move (`imbalanced_active_balance`, `migrate_task`); where load
+            // was (`migrate_load`: both groups busy), the kernel keeps failing until a
+            // queued thread's halved load fits the imbalance, and never pushes a running
+            // one.
+            let tries = self.levels[lv].cache_nice_tries;
+            let active = moved == 0
+                && kind != Kind::NewIdle
+                && pass.failed + 1 > tries + 2
+                && imb.load.is_none();
+            if active && self.active_balance(world, programs, &pass, imb.spread) {
+                self.cpus[c].failed[lv] = tries + 1;
+                return true;
+            }
+        }
         if kind != Kind::NewIdle {
-            // should_we_balance: the first idle CPU of the group, else its first CPU.
+            if moved == 0 {
+                self.cpus[c].failed[lv] += 1;
+            } else {
+                self.cpus[c].failed[lv] = 0;
+            }
+            // Unbalanced, moved or not: back to the shortest interval (`sched_balance_rq`
+            // resets `balance_interval` whenever it found an imbalance).
+            self.cpus[c].interval[lv] = self.levels[lv].min_interval;
+        }
+        moved > 0
+    }
+
+    /// Whether CPU `c` balances its domain at level `lv` for a pass of `kind`
+    /// (`should_we_balance`: the first idle CPU of its group, else the group's first CPU;
+    /// any CPU going idle): the position of its group among the domain's, if it does.
+    fn should_balance(&self, world: &World, c: CpuIdx, lv: usize, kind: Kind) -> Option<usize> {
+        let level = &self.levels[lv];
+        let groups = &level.groups[level.dom_of[c] as usize];
+        let local_ix = groups.iter().position(|g| g.contains(&c))?;
+        if kind != Kind::NewIdle {
+            let at_tick = kind == Kind::Busy;
             let g = &groups[local_ix];
             let first = g
                 .iter()
@@ -256,18 +345,30 @@ impl Kernel {
                 .find(|&x| self.read_queue(world, x, at_tick).idle())
                 .unwrap_or(g[0]);
             if first != c {
-                return false;
+                return None;
             }
         }
-        // update_sd_lb_stats at the root domain refreshes `rd->overloaded`.
-        self.note_overload(lv);
+        Some(local_ix)
+    }
+
+    /// The counts and loads of CPU `c`'s domain at level `lv` (its group the
+    /// `local_ix`th) and its busiest other group (`update_sd_lb_stats`,
+    /// `update_sd_pick_busiest`): by group type, then (spare capacity) fewer idle CPUs
+    /// and more threads, else load per CPU; equal loads at a tick by their draw.
+    fn domain_stats(
+        &self,
+        world: &World,
+        c: CpuIdx,
+        lv: usize,
+        local_ix: usize,
+        at_tick: bool,
+        per_app: &[usize],
+    ) -> DomainStats {
         let level = &self.levels[lv];
         let groups = &level.groups[level.dom_of[c] as usize];
         let stats = |g: &[CpuIdx]| GroupStats::of(g, |x| self.read_queue(world, x, at_tick));
-        let local = stats(&groups[local_ix]);
         // Group loads (`sgs->group_load`): threads weighed by `task_h_load`, kernel
         // threads' decayed load (see `group_load`).
-        let per_app = self.runnable_per_app(world, programs);
         let group_load = |g: &[CpuIdx]| -> f64 {
             g.iter()
                 .map(|&x| {
@@ -275,25 +376,28 @@ impl Kernel {
                         world,
                         x,
                         self.read_queue(world, x, at_tick).threads(),
-                        &per_app,
+                        per_app,
                     )
                 })
                 .sum()
         };
-        let local_load = group_load(&groups[local_ix]);
-        let mut busiest: Option<(usize, GroupStats, f64)> = None;
-        let mut total = GroupStats::default();
-        let mut total_load = 0.0;
+        let mut sd = DomainStats {
+            local: stats(&groups[local_ix]),
+            local_load: group_load(&groups[local_ix]),
+            total: GroupStats::default(),
+            total_load: 0.0,
+            busiest: None,
+        };
         for (i, g) in groups.iter().enumerate() {
             let s = stats(g);
             let l = group_load(g);
-            total.nr += s.nr;
-            total.ncpu += s.ncpu;
-            total_load += l;
+            sd.total.nr += s.nr;
+            sd.total.ncpu += s.ncpu;
+            sd.total_load += l;
             if i == local_ix || s.nr == 0 {
                 continue;
             }
-            let better = match busiest {
+            let better = match sd.busiest {
                 None => true,
                 Some((bi, b, bl)) => {
                     if s.kind() != b.kind() {
@@ -311,72 +415,70 @@ impl Kernel {
                 }
             };
             if better {
-                busiest = Some((i, s, l));
+                sd.busiest = Some((i, s, l));
             }
         }
-        let (pct, numa, imb_numa_nr, prefer_sibling, tries) = (
-            level.imbalance_pct,
-            level.numa,
-            level.imb_numa_nr,
-            level.prefer_sibling,
-            level.cache_nice_tries,
-        );
-        // Tasks to move, or (`load`) the load to move, as many tasks as it takes.
-        let mut tasks = 0usize;
-        let mut load: Option<f64> = None;
-        let mut bix = None;
-        // migrate_task between groups with spare capacity: spread running threads, one of
-        // which may have to be pushed (imbalanced_active_balance).
-        let mut spread = false;
-        if let Some((bi, b, b_load)) = busiest {
-            bix = Some(bi);
-            if b.kind() == 2 && local.kind() == 0 {
-                tasks = local.idle.min(b.nr - b.ncpu).max(1);
-            } else if b.kind() == 2 {
-                // Both groups busy: balance average load (avg_load per CPU; the busiest
-                // must exceed the local group by imbalance_pct), moving at most
-                // min(busiest above the domain's average, local below it).
-                let avg_b = b_load / b.ncpu as f64;
-                let avg_l = local_load / local.ncpu as f64;
-                let sd = (total_load / total.ncpu.max(1) as f64).floor();
-                if avg_b > avg_l && avg_b * 100.0 > pct as f64 * avg_l && avg_l < sd {
-                    let x = ((avg_b - sd) * b.ncpu as f64).min((sd - avg_l) * local.ncpu as f64);
-                    if x > 0.0 {
-                        load = Some(x);
-                    }
-                }
-            } else if local.kind() == 0 {
-                spread = true;
-                if b.ncpu == 1 || prefer_sibling {
-                    tasks = b.nr.saturating_sub(local.nr) / 2;
-                    if tasks == 0 && local.nr == 0 && b.nr > 1 {
-                        tasks = 1;
-                    }
-                } else {
-                    tasks = local.idle.saturating_sub(b.idle) / 2;
-                }
-                if numa && local.nr < imb_numa_nr && tasks <= 2 {
-                    tasks = 0; // adjust_numa_imbalance: keep small imbalances local
-                }
-            }
-        }
-        let bix = match bix {
-            Some(bix) if tasks > 0 || load.is_some() => bix,
-            _ => {
-                if kind != Kind::NewIdle {
-                    self.cpus[c].failed[lv] = 0;
-                    let lvl = &self.levels[lv];
-                    let iv = &mut self.cpus[c].interval[lv];
-                    *iv = Nanos(iv.0 * 2).min(lvl.max_interval);
-                }
-                return false;
-            }
+        sd
+    }
+
+    /// What a pass at level `lv` is to move, from its domain's stats (`calculate_imbalance`).
+    fn imbalance(&self, lv: usize, sd: &DomainStats) -> Imbalance {
+        let level = &self.levels[lv];
+        let local = sd.local;
+        let mut imb = Imbalance {
+            tasks: 0,
+            load: None,
+            spread: false,
         };
-        // The busiest CPU of the busiest group (sched_balance_find_src_rq): most runnable
-        // threads, with one queued; when spreading, a CPU whose one thread runs will do
-        // (nothing can be detached from it, so the attempt fails and counts towards
-        // active balance).
-        let src = self.levels[lv].groups[self.levels[lv].dom_of[c] as usize][bix]
+        let Some((_, b, b_load)) = sd.busiest else {
+            return imb;
+        };
+        if b.kind() == 2 && local.kind() == 0 {
+            imb.tasks = local.idle.min(b.nr - b.ncpu).max(1);
+        } else if b.kind() == 2 {
+            // Both groups busy: balance average load (avg_load per CPU; the busiest
+            // must exceed the local group by imbalance_pct), moving at most
+            // min(busiest above the domain's average, local below it).
+            let avg_b = b_load / b.ncpu as f64;
+            let avg_l = sd.local_load / local.ncpu as f64;
+            let avg = (sd.total_load / sd.total.ncpu.max(1) as f64).floor();
+            if avg_b > avg_l && avg_b * 100.0 > level.imbalance_pct as f64 * avg_l && avg_l < avg {
+                let x = ((avg_b - avg) * b.ncpu as f64).min((avg - avg_l) * local.ncpu as f64);
+                if x > 0.0 {
+                    imb.load = Some(x);
+                }
+            }
+        } else if local.kind() == 0 {
+            imb.spread = true;
+            if b.ncpu == 1 || level.prefer_sibling {
+                imb.tasks = b.nr.saturating_sub(local.nr) / 2;
+                if imb.tasks == 0 && local.nr == 0 && b.nr > 1 {
+                    imb.tasks = 1;
+                }
+            } else {
+                imb.tasks = local.idle.saturating_sub(b.idle) / 2;
+            }
+            if level.numa && local.nr < level.imb_numa_nr && imb.tasks <= 2 {
+                imb.tasks = 0; // adjust_numa_imbalance: keep small imbalances local
+            }
+        }
+        imb
+    }
+
+    /// The busiest CPU of the busiest group, the `bix`th of CPU `c`'s domain at level `lv`
+    /// (`sched_balance_find_src_rq`): most runnable threads, with one queued; when
+    /// `spread`ing, a CPU whose one thread runs will do (nothing can be detached from it,
+    /// so the attempt fails and counts towards active balance).
+    fn find_src(
+        &self,
+        world: &World,
+        c: CpuIdx,
+        lv: usize,
+        bix: usize,
+        spread: bool,
+        at_tick: bool,
+    ) -> Option<CpuIdx> {
+        self.levels[lv].groups[self.levels[lv].dom_of[c] as usize][bix]
             .iter()
             .copied()
             .filter(|&x| {
@@ -390,88 +492,90 @@ impl Kernel {
                     self.read_queue(world, x, at_tick).runnable(),
                     std::cmp::Reverse(x),
                 )
-            });
-        let failed = self.cpus[c].failed[lv];
+            })
+    }
+
+    /// Pulls queued threads of `pass.src` to `pass.c` (`detach_tasks`), least recently
+    /// run first, skipping those its affinity forbids and, until attempts failed more
+    /// than `cache_nice_tries`, cache-hot ones; as many as `imb` says (a new-idle pass:
+    /// one). How many it moved.
+    fn detach_tasks(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        pass: &Pass,
+        imb: &Imbalance,
+        per_app: &[usize],
+    ) -> usize {
+        let Pass { c, src, failed, .. } = *pass;
+        let tries = self.levels[pass.lv].cache_nice_tries;
+        let now = world.now;
+        let mut cands: Vec<ThreadIdx> = self.cpus[src].rq.clone();
+        cands.sort_by_key(|&t| (world.th[t].last_ran, t));
+        let mut budget = imb.load.unwrap_or(0.0);
         let mut moved = 0usize;
-        if let Some(src) = src {
-            let now = world.now;
-            let mut cands: Vec<ThreadIdx> = self.cpus[src].rq.clone();
-            cands.sort_by_key(|&t| (world.th[t].last_ran, t));
-            let mut budget = load.unwrap_or(0.0);
-            for t in cands {
-                // Still queued there: a pull onto an idle CPU runs the thread at once, and
-                // if it blocks at once the CPU's new-idle balancing may already have
-                // pulled another candidate (the kernel detaches every thread it moves
-                // before attaching any; the model moves them one by one).
-                if !self.cpus[src].rq.contains(&t) || !self.allowed(world, t, c) {
-                    continue;
-                }
-                let hot =
-                    now.saturating_sub(world.th[t].last_ran) < Nanos(self.lx.migration_cost_ns);
-                if hot && failed <= tries {
-                    continue;
-                }
-                if load.is_some() {
-                    // shr_bound(task_h_load, nr_balance_failed) must fit the imbalance.
-                    let l = (self.task_h_load(world, t, &per_app)
-                        / f64::from(1u32 << failed.min(10)))
+        for t in cands {
+            // Still queued there: a pull onto an idle CPU runs the thread at once, and
+            // if it blocks at once the CPU's new-idle balancing may already have
+            // pulled another candidate (the kernel detaches every thread it moves
+            // before attaching any; the model moves them one by one).
+            if !self.cpus[src].rq.contains(&t) || !self.allowed(world, t, c) {
+                continue;
+            }
+            let hot = now.saturating_sub(world.th[t].last_ran) < Nanos(self.lx.migration_cost_ns);
+            if hot && failed <= tries {
+                continue;
+            }
+            if imb.load.is_some() {
+                // shr_bound(task_h_load, nr_balance_failed) must fit the imbalance.
+                let l = (self.task_h_load(world, t, per_app) / f64::from(1u32 << failed.min(10)))
                     .floor();
-                    if l > budget {
-                        continue;
-                    }
-                    budget -= l;
+                if l > budget {
+                    continue;
                 }
-                self.pull(world, programs, t, src, c);
-                moved += 1;
-                if load.map_or(moved >= tasks, |_| budget <= 0.0) {
-                    break;
-                }
-                if kind == Kind::NewIdle {
-                    break;
-                }
+                budget -= l;
             }
-            // need_active_balance: after `cache_nice_tries + 2` failures, but only where
-            // tasks were to move (`imbalanced_active_balance`, `migrate_task`); where load
-            // was (`migrate_load`: both groups busy), the kernel keeps failing until a
-            // queued thread's halved load fits the imbalance, and never pushes a running
-            // one.
-            let active =
-                moved == 0 && kind != Kind::NewIdle && failed + 1 > tries + 2 && load.is_none();
-            if active && self.active_move_delayed(world, programs, src, c) {
-                self.cpus[c].failed[lv] = tries + 1;
-                return true;
+            self.pull(world, programs, t, src, c);
+            moved += 1;
+            if imb.load.map_or(moved >= imb.tasks, |_| budget <= 0.0) {
+                break;
             }
-            if active {
-                // Active balance: push the running thread of the busiest CPU here (when
-                // spreading, even its only one: active_load_balance_cpu_stop).
-                if let Some(t) = self.cpus[src].cur
-                    && (self.cpus[src].nr() >= 2 || spread)
-                    && self.allowed(world, t, c)
-                {
-                    programs.end_segment(self, world, src);
-                    let min_vr = self.min_vruntime_now(world, programs, src).0 as i64;
-                    self.cpus[src].cur = None;
-                    world.th[t].involuntary += 1;
-                    world.th[t].lag = world.th[t].vruntime.0 as i64 - min_vr;
-                    self.set_cpu(world, programs, t, c);
-                    self.enqueue(world, programs, t, c, Entry::Migration);
-                    self.schedule_if_idle(world, programs, src);
-                    self.cpus[c].failed[lv] = tries + 1;
-                    return true;
-                }
+            if pass.kind == Kind::NewIdle {
+                break;
             }
         }
-        if kind != Kind::NewIdle {
-            if moved == 0 {
-                self.cpus[c].failed[lv] += 1;
-            } else {
-                self.cpus[c].failed[lv] = 0;
-            }
-            // Unbalanced, moved or not: back to the shortest interval (`sched_balance_rq`
-            // resets `balance_interval` whenever it found an imbalance).
-            self.cpus[c].interval[lv] = self.levels[lv].min_interval;
+        moved
+    }
+
+    /// Active balance of `pass.c` from `pass.src`, nothing having been pulled: a delayed
+    /// sleeper moves asleep, else the running thread is pushed here (when `spread`ing,
+    /// even the CPU's only one: `active_load_balance_cpu_stop`). Whether one moved.
+    fn active_balance(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        pass: &Pass,
+        spread: bool,
+    ) -> bool {
+        let (c, src) = (pass.c, pass.src);
+        if self.active_move_delayed(world, programs, src, c) {
+            return true;
         }
-        moved > 0
+        let Some(t) = self.cpus[src].cur else {
+            return false;
+        };
+        if !((self.cpus[src].nr() >= 2 || spread) && self.allowed(world, t, c)) {
+            return false;
+        }
+        programs.end_segment(self, world, src);
+        let min_vr = self.min_vruntime_now(world, programs, src).0 as i64;
+        self.cpus[src].cur = None;
+        world.th[t].involuntary += 1;
+        world.th[t].lag = world.th[t].vruntime.0 as i64 - min_vr;
+        self.set_cpu(world, programs, t, c);
+        self.enqueue(world, programs, t, c, Entry::Migration);
+        self.schedule_if_idle(world, programs, src);
+        true
     }
 
     /// Moves queued thread `t` from CPU `src` to CPU `dst`.
