@@ -8,6 +8,16 @@ use crate::workload::{Op, Wait};
 use threadbalance_model::Nanos;
 use threadbalance_policy::rng::Rng;
 
+/// Where a thread's program stands after one op ([`Userspace::advance`]).
+enum Step {
+    /// The op is done at once: the next one follows.
+    Next,
+    /// The thread has an activity that takes time: its segment starts.
+    Run,
+    /// The thread left the CPU (it blocked, yielded or exited), or its segment began.
+    Left,
+}
+
 impl Userspace {
     // ---- programs ------------------------------------------------------------------------
 
@@ -30,30 +40,10 @@ impl Userspace {
             return self.tool_step(kernel, world, c, t);
         }
         loop {
-            let prog = world.th[t].prog;
-            if let Some((start, end)) = world.th[t].ticket_loop
-                && world.th[t].pc == end
-            {
-                // A ticket's work unit is done: back to the dispenser for the next.
-                let th = &mut world.th[t];
-                th.pc = start;
-                th.ticket_loop = None;
-            }
-            if world.th[t].pc as usize >= self.progs[prog].ops.len() {
-                let th = &mut world.th[t];
-                th.pc = 0;
-                th.iter += 1;
-                if self.progs[prog].iterations.is_some_and(|n| th.iter >= n) {
-                    if self.main_joins(world, t) {
-                        return self.join(kernel, world, c, t);
-                    }
-                    self.exit(kernel, world, c, t);
-                    return;
-                }
-            }
-            let op = self.progs[prog].ops[world.th[t].pc as usize];
-            let app = world.th[t].app;
-            match op {
+            let Some(op) = self.next_op(kernel, world, c, t) else {
+                return;
+            };
+            let step = match op {
                 Op::Compute { ns, spread, mem } => {
                     let th = &mut world.th[t];
                     let mut left = vary(&mut th.rng, ns, spread) as f64;
@@ -63,7 +53,7 @@ impl Userspace {
                         lock: None,
                         mem,
                     };
-                    break;
+                    Step::Run
                 }
                 Op::Lock {
                     lock,
@@ -76,140 +66,236 @@ impl Userspace {
                     lines,
                     ..
                 } => {
-                    let l = self.apps[app].lock(lock);
-                    if self.locks[l].holder.is_none() {
-                        self.acquire(world, l, t, c, hold_ns, lines);
-                    } else {
-                        if world.th[t].wait_start.is_none() {
-                            world.th[t].wait_start = Some(world.now);
-                        }
-                        self.locks[l].spinners.push(t);
-                        world.th[t].act = Act::Spin {
-                            lock: l,
-                            until: world.now + Nanos(self.apps[app].spin_ns),
-                        };
-                    }
-                    break;
+                    self.lock_or_spin(world, c, t, lock, (hold_ns, lines));
+                    Step::Run
                 }
                 Op::Barrier { barrier, wait } => {
-                    let b = self.apps[app].barrier(barrier);
-                    if let Some(arrived) = world.th[t].bar_gen {
-                        if self.barriers[b].generation != arrived {
-                            self.end_wait(world, t);
-                            world.th[t].bar_gen = None;
-                            world.th[t].pc += 1;
-                            continue;
-                        }
-                    } else {
-                        self.log_arrival(world, app, t, self.barriers[b].generation);
-                        let bar = &mut self.barriers[b];
-                        bar.count += 1;
-                        if bar.count >= bar.parties {
-                            bar.count = 0;
-                            bar.generation += 1;
-                            self.log_opening(world, app);
-                            self.release_barrier(kernel, world, b, c);
-                            world.th[t].pc += 1;
-                            continue;
-                        }
-                        world.th[t].bar_gen = Some(bar.generation);
-                        world.th[t].wait_start = Some(world.now);
-                    }
-                    world.th[t].act = match wait {
-                        Wait::Spin => Act::BarrierSpin {
-                            barrier: b,
-                            until: None,
-                        },
-                        Wait::Block => Act::BarrierSpin {
-                            barrier: b,
-                            until: Some(world.now + Nanos(self.apps[app].spin_ns)),
-                        },
-                        Wait::Gomp {
-                            spin_ns,
-                            throttled_ns,
-                        } => {
-                            // libgomp's do_spin: the count is chosen on every wait, by the
-                            // threads it manages against the CPUs the process started with.
-                            let spin = crate::gomp::spin_window(
-                                spin_ns,
-                                throttled_ns,
-                                self.apps[app].threads,
-                                world.th[t].original.len(),
-                            );
-                            Act::BarrierSpin {
-                                barrier: b,
-                                until: Some(world.now + Nanos(spin)),
-                            }
-                        }
-                        Wait::Yield => {
-                            world.th[t].act = Act::Yield { barrier: b };
-                            world.th[t].debt += Nanos(kernel.lx.syscall_ns);
-                            self.start_segment(kernel, world, c);
-                            if kernel.queued_non_yielder(world, self, c) {
-                                kernel.yield_cpu(world, self, c);
-                            }
-                            return;
-                        }
-                    };
-                    break;
+                    self.barrier_op(kernel, world, c, t, barrier, wait)
                 }
-                Op::Put { queue } => {
-                    let q = &mut self.queues[self.apps[app].queue(queue)];
-                    if q.items.len() >= q.capacity {
-                        if world.th[t].wait_start.is_none() {
-                            world.th[t].wait_start = Some(world.now);
-                        }
-                        q.putters.push_back(t);
-                        world.th[t].lck_start = Some(world.now);
-                        kernel.block(world, self, c, t);
-                        return;
-                    }
-                    q.items.push_back(c);
-                    let getter = q.getters.pop_front();
-                    self.end_wait(world, t);
-                    world.th[t].debt += Nanos(kernel.lx.syscall_ns);
-                    world.th[t].pc += 1;
-                    if let Some(g) = getter {
-                        kernel.wake(world, self, g, Some(c));
-                    }
-                }
-                Op::Get { queue } => {
-                    let q = &mut self.queues[self.apps[app].queue(queue)];
-                    if let Some(src) = q.items.pop_front() {
-                        let lines = f64::from(q.lines);
-                        let putter = q.putters.pop_front();
-                        let cost = lines * world.hw.line_ns(src, c) / world.hw.mlp;
-                        world.th[t].carry += cost;
-                        self.end_wait(world, t);
-                        world.th[t].debt += Nanos(kernel.lx.syscall_ns);
-                        world.th[t].pc += 1;
-                        if let Some(p) = putter {
-                            kernel.wake(world, self, p, Some(c));
-                        }
-                    } else if q.closed {
-                        self.end_wait(world, t);
-                        self.exit(kernel, world, c, t);
-                        return;
-                    } else {
-                        if world.th[t].wait_start.is_none() {
-                            world.th[t].wait_start = Some(world.now);
-                        }
-                        q.getters.push_back(t);
-                        world.th[t].lck_start = Some(world.now);
-                        kernel.block(world, self, c, t);
-                        return;
-                    }
-                }
+                Op::Put { queue } => self.put_op(kernel, world, c, t, queue),
+                Op::Get { queue } => self.get_op(kernel, world, c, t, queue),
                 Op::Sleep { ns, spread } => {
                     let d = vary(&mut world.th[t].rng, ns, spread);
                     world.th[t].pc += 1;
                     world.q.push(world.now + Nanos(d), EventKind::Timer, t.0, 0);
                     kernel.block(world, self, c, t);
-                    return;
+                    Step::Left
                 }
+            };
+            match step {
+                Step::Next => {}
+                Step::Run => break,
+                Step::Left => return,
             }
         }
         self.start_segment(kernel, world, c);
+    }
+
+    /// Thread `t`'s next op: back at the ticket dispenser when a ticket's work is done,
+    /// at the program's start when its end is reached. `None`: the program has run its
+    /// iterations, and the thread (on CPU `c`) exits, or joins as a main thread.
+    fn next_op(
+        &mut self,
+        kernel: &mut Kernel,
+        world: &mut World,
+        c: CpuIdx,
+        t: ThreadIdx,
+    ) -> Option<Op> {
+        let prog = world.th[t].prog;
+        if let Some((start, end)) = world.th[t].ticket_loop
+            && world.th[t].pc == end
+        {
+            // A ticket's work unit is done: back to the dispenser for the next.
+            let th = &mut world.th[t];
+            th.pc = start;
+            th.ticket_loop = None;
+        }
+        if world.th[t].pc as usize >= self.progs[prog].ops.len() {
+            let th = &mut world.th[t];
+            th.pc = 0;
+            th.iter += 1;
+            if self.progs[prog].iterations.is_some_and(|n| th.iter >= n) {
+                if self.main_joins(world, t) {
+                    self.join(kernel, world, c, t);
+                } else {
+                    self.exit(kernel, world, c, t);
+                }
+                return None;
+            }
+        }
+        Some(self.progs[prog].ops[world.th[t].pc as usize])
+    }
+
+    /// Thread `t` on CPU `c` at its application's lock `lock` (held `hold` = `(hold_ns,
+    /// lines)`): takes it if it is free, else spins on it, up to its application's spin
+    /// budget.
+    fn lock_or_spin(
+        &mut self,
+        world: &mut World,
+        c: CpuIdx,
+        t: ThreadIdx,
+        lock: u16,
+        hold: (u64, u32),
+    ) {
+        let app = world.th[t].app;
+        let l = self.apps[app].lock(lock);
+        if self.locks[l].holder.is_none() {
+            self.acquire(world, l, t, c, hold.0, hold.1);
+        } else {
+            if world.th[t].wait_start.is_none() {
+                world.th[t].wait_start = Some(world.now);
+            }
+            self.locks[l].spinners.push(t);
+            world.th[t].act = Act::Spin {
+                lock: l,
+                until: world.now + Nanos(self.apps[app].spin_ns),
+            };
+        }
+    }
+
+    /// Thread `t` on CPU `c` at its application's barrier `barrier`: through it if it
+    /// opened since the thread arrived, or if the thread is the last to arrive (it then
+    /// opens it); else it waits as `wait` says.
+    fn barrier_op(
+        &mut self,
+        kernel: &mut Kernel,
+        world: &mut World,
+        c: CpuIdx,
+        t: ThreadIdx,
+        barrier: u16,
+        wait: Wait,
+    ) -> Step {
+        let app = world.th[t].app;
+        let b = self.apps[app].barrier(barrier);
+        if let Some(arrived) = world.th[t].bar_gen {
+            if self.barriers[b].generation != arrived {
+                self.end_wait(world, t);
+                world.th[t].bar_gen = None;
+                world.th[t].pc += 1;
+                return Step::Next;
+            }
+        } else {
+            self.log_arrival(world, app, t, self.barriers[b].generation);
+            let bar = &mut self.barriers[b];
+            bar.count += 1;
+            if bar.count >= bar.parties {
+                bar.count = 0;
+                bar.generation += 1;
+                self.log_opening(world, app);
+                self.release_barrier(kernel, world, b, c);
+                world.th[t].pc += 1;
+                return Step::Next;
+            }
+            world.th[t].bar_gen = Some(bar.generation);
+            world.th[t].wait_start = Some(world.now);
+        }
+        world.th[t].act = match wait {
+            Wait::Spin => Act::BarrierSpin {
+                barrier: b,
+                until: None,
+            },
+            Wait::Block => Act::BarrierSpin {
+                barrier: b,
+                until: Some(world.now + Nanos(self.apps[app].spin_ns)),
+            },
+            Wait::Gomp {
+                spin_ns,
+                throttled_ns,
+            } => {
+                // libgomp's do_spin: the count is chosen on every wait, by the
+                // threads it manages against the CPUs the process started with.
+                let spin = crate::gomp::spin_window(
+                    spin_ns,
+                    throttled_ns,
+                    self.apps[app].threads,
+                    world.th[t].original.len(),
+                );
+                Act::BarrierSpin {
+                    barrier: b,
+                    until: Some(world.now + Nanos(spin)),
+                }
+            }
+            Wait::Yield => {
+                world.th[t].act = Act::Yield { barrier: b };
+                world.th[t].debt += Nanos(kernel.lx.syscall_ns);
+                self.start_segment(kernel, world, c);
+                if kernel.queued_non_yielder(world, self, c) {
+                    kernel.yield_cpu(world, self, c);
+                }
+                return Step::Left;
+            }
+        };
+        Step::Run
+    }
+
+    /// Thread `t` on CPU `c` puts an item into its application's queue `queue`, waking a
+    /// getter; or sleeps while the queue is full.
+    fn put_op(
+        &mut self,
+        kernel: &mut Kernel,
+        world: &mut World,
+        c: CpuIdx,
+        t: ThreadIdx,
+        queue: u16,
+    ) -> Step {
+        let q = &mut self.queues[self.apps[world.th[t].app].queue(queue)];
+        if q.items.len() >= q.capacity {
+            if world.th[t].wait_start.is_none() {
+                world.th[t].wait_start = Some(world.now);
+            }
+            q.putters.push_back(t);
+            world.th[t].lck_start = Some(world.now);
+            kernel.block(world, self, c, t);
+            return Step::Left;
+        }
+        q.items.push_back(c);
+        let getter = q.getters.pop_front();
+        self.end_wait(world, t);
+        world.th[t].debt += Nanos(kernel.lx.syscall_ns);
+        world.th[t].pc += 1;
+        if let Some(g) = getter {
+            kernel.wake(world, self, g, Some(c));
+        }
+        Step::Next
+    }
+
+    /// Thread `t` on CPU `c` takes an item from its application's queue `queue` (its
+    /// lines come from the CPU that put it), waking a putter; exits if the queue is empty
+    /// and closed; else sleeps until an item comes.
+    fn get_op(
+        &mut self,
+        kernel: &mut Kernel,
+        world: &mut World,
+        c: CpuIdx,
+        t: ThreadIdx,
+        queue: u16,
+    ) -> Step {
+        let q = &mut self.queues[self.apps[world.th[t].app].queue(queue)];
+        if let Some(src) = q.items.pop_front() {
+            let lines = f64::from(q.lines);
+            let putter = q.putters.pop_front();
+            let cost = lines * world.hw.line_ns(src, c) / world.hw.mlp;
+            world.th[t].carry += cost;
+            self.end_wait(world, t);
+            world.th[t].debt += Nanos(kernel.lx.syscall_ns);
+            world.th[t].pc += 1;
+            if let Some(p) = putter {
+                kernel.wake(world, self, p, Some(c));
+            }
+            Step::Next
+        } else if q.closed {
+            self.end_wait(world, t);
+            self.exit(kernel, world, c, t);
+            Step::Left
+        } else {
+            if world.th[t].wait_start.is_none() {
+                world.th[t].wait_start = Some(world.now);
+            }
+            q.getters.push_back(t);
+            world.th[t].lck_start = Some(world.now);
+            kernel.block(world, self, c, t);
+            Step::Left
+        }
     }
 
     /// Whether thread `t` is a main thread that has yet to create its application's other
