@@ -48,6 +48,9 @@ pub const WORKERS: usize = 16;
 /// The applications of `parsec-mix` (see the module docs); `threads` gives every program
 /// that many workers (the paper's test cases of 1–32 threads each; [`WORKERS`] by default),
 /// `scale` multiplies their inputs.
+///
+/// Over 100 lines on purpose: it is the table of the PARSEC programs, one literal each,
+/// read side by side (the SPLASH-2x ones are in [`crate::splash2x`]).
 pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
     let n = threads.unwrap_or(WORKERS).max(1);
     // A program's input is fixed (PARSEC's "native" set, times `scale`) and split among its
