@@ -1,5 +1,5 @@
 //! An application as the simulator runs it: groups of threads, each running a program
-//! of [`Op`]s (the table of ops is in [`crate::workload`]), the queues between them, its
+//! of [`Op`]s (the table of ops is in [`crate::workload`](mod@crate::workload)), the queues between them, its
 //! memory and how it waits at barriers. A leaf: the workload builders and the
 //! simulation import it.
 

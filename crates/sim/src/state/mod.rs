@@ -128,8 +128,8 @@ pub(crate) struct Userspace {
     pub tool: Option<ToolThread>,
 }
 
-/// A machine running a workload: the event loop, which owns the shared [`World`], the
-/// [`Kernel`] and the programs ([`Userspace`]), and hands each event to the one it
+/// A machine running a workload: the event loop, which owns the shared `World`, the
+/// `Kernel` and the programs (`Userspace`), and hands each event to the one it
 /// concerns; plus what the report and the host read (the timeline, memory samples).
 #[derive(Debug)]
 pub struct Sim {
