@@ -103,14 +103,14 @@ pub fn run_per_app(
     let mut sim = Sim::new(machine, workload, opts);
     let topo = machine.topo.clone();
     let mut instances = Vec::new();
-    for app in &sim.apps {
+    for app in &sim.user.apps {
         let built =
             threadbalance_policy::build(policy, settings, &topo).map_err(|e| SimError::Policy {
                 name: policy.to_string(),
                 why: e.to_string(),
             })?;
         instances.push(Instance {
-            pid: sim.th[app.first].key.pid,
+            pid: sim.world.th[app.first].key.pid,
             policy: built,
             engine: Engine::new(),
             next: Nanos(0),
@@ -118,16 +118,16 @@ pub fn run_per_app(
     }
     let wakes = instances.iter().any(|i| i.policy.reads_wake_edges());
     // The daemon attaches once the programs have started their threads (as run_policy).
-    let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
+    let first = Nanos(sim.kernel.lx.spawn_gap_ns * sim.world.th.len() as u64 + 1_000_000);
     for i in &mut instances {
         i.next = first;
     }
-    sim.q.push(first, EventKind::Policy, 0, 0);
+    sim.world.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
     let mut ticks = 0u64;
     let mut full = Snapshot::default();
     while let Some(_tick) = sim.run_until(horizon) {
-        let now = sim.now;
+        let now = sim.world.now;
         let Ok(()) = SimHost::with_wakes(&mut sim, wakes).sample(&mut full);
         for i in instances.iter_mut().filter(|i| i.next <= now) {
             let mut view = AppView {
@@ -140,7 +140,7 @@ pub fn run_per_app(
             i.next = now + Nanos(report.next_in.0.max(1_000_000));
         }
         if let Some(at) = instances.iter().map(|i| i.next).min() {
-            sim.q.push(at, EventKind::Policy, 0, 0);
+            sim.world.q.push(at, EventKind::Policy, 0, 0);
         }
     }
     let summary = instances
@@ -177,7 +177,12 @@ mod tests {
         sim.run_until(Nanos::from_millis(5));
         let mut full = Snapshot::default();
         let Ok(()) = SimHost::new(&mut sim).sample(&mut full);
-        let pids: Vec<Pid> = sim.apps.iter().map(|a| sim.th[a.first].key.pid).collect();
+        let pids: Vec<Pid> = sim
+            .user
+            .apps
+            .iter()
+            .map(|a| sim.world.th[a.first].key.pid)
+            .collect();
         assert_eq!(pids.len(), 2);
         let mut seen = 0;
         for pid in pids {

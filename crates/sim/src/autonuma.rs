@@ -35,44 +35,48 @@ const PAGE: u64 = 4096;
 impl Sim {
     /// Whether automatic NUMA balancing runs: on, and more than one node.
     pub(crate) fn autonuma_on(&self) -> bool {
-        self.lx.numa_balancing && self.hw.nnode > 1
+        self.kernel.lx.numa_balancing && self.world.hw.nnode > 1
     }
 
     /// Schedules the first pass.
     pub(crate) fn autonuma_start(&mut self) {
         if self.autonuma_on() {
-            self.q.push(PASS_NS, EventKind::NumaScan, 0, 0);
+            self.world.q.push(PASS_NS, EventKind::NumaScan, 0, 0);
         }
     }
 
     /// One pass: scans every thread (and application) whose scan is due.
     pub(crate) fn on_numa_scan(&mut self) {
-        let now = self.now;
-        for t in ThreadIdx::all(self.th.len()) {
-            if matches!(self.th[t].st, St::New | St::Done) || self.th[t].scan.next > now {
+        let now = self.world.now;
+        for t in ThreadIdx::all(self.world.th.len()) {
+            if matches!(self.world.th[t].st, St::New | St::Done) || self.world.th[t].scan.next > now
+            {
                 continue;
             }
-            let app = self.th[t].app;
-            let ran = self.th[t].run > self.th[t].scan.run_at_scan;
-            self.th[t].scan.run_at_scan = self.th[t].run;
+            let app = self.world.th[t].app;
+            let ran = self.world.th[t].run > self.world.th[t].scan.run_at_scan;
+            self.world.th[t].scan.run_at_scan = self.world.th[t].run;
             if !ran {
-                let s = &mut self.th[t].scan;
+                let s = &mut self.world.th[t].scan;
                 s.next = now + s.period;
                 continue;
             }
-            let here = self.hw.node[self.th[t].cpu];
+            let here = self.world.hw.node[self.world.th[t].cpu];
             let mut remote = false;
-            if let Some(home) = self.th[t].home.filter(|_| !self.apps[app].shared_data) {
+            if let Some(home) = self.world.th[t]
+                .home
+                .filter(|_| !self.user.apps[app].shared_data)
+            {
                 remote = home != here;
-                if remote && self.th[t].scan.last_node == Some(here) {
-                    self.th[t].home = Some(here);
-                    self.charge_page_migration(&[t], self.apps[app].memory_bytes);
+                if remote && self.world.th[t].scan.last_node == Some(here) {
+                    self.world.th[t].home = Some(here);
+                    self.charge_page_migration(&[t], self.user.apps[app].memory_bytes);
                 }
-            } else if self.apps[app].shared_data {
-                let owner = self.apps[app].first;
-                remote = self.th[owner].home.is_some_and(|h| h != here);
+            } else if self.user.apps[app].shared_data {
+                let owner = self.user.apps[app].first;
+                remote = self.world.th[owner].home.is_some_and(|h| h != here);
             }
-            let s = &mut self.th[t].scan;
+            let s = &mut self.world.th[t].scan;
             s.last_node = Some(here);
             s.period = if remote {
                 SCAN_MIN_NS
@@ -82,26 +86,26 @@ impl Sim {
             s.next = now + s.period;
         }
         self.scan_shared(now);
-        if self.live > 0 {
-            self.q.push(now + PASS_NS, EventKind::NumaScan, 0, 0);
+        if self.user.live > 0 {
+            self.world.q.push(now + PASS_NS, EventKind::NumaScan, 0, 0);
         }
     }
 
     /// Shared data of leader-first-touch applications follows the node where most of the
     /// application's CPU time ran since the last pass, when two passes in a row agree.
     fn scan_shared(&mut self, now: Nanos) {
-        let nnode = self.hw.nnode;
-        for app in 0..self.apps.len() {
-            if !self.apps[app].shared_data || self.apps[app].scan.next > now {
+        let nnode = self.world.hw.nnode;
+        for app in 0..self.user.apps.len() {
+            if !self.user.apps[app].shared_data || self.user.apps[app].scan.next > now {
                 continue;
             }
-            let (first, members) = (self.apps[app].first, self.apps[app].members());
+            let (first, members) = (self.user.apps[app].first, self.user.apps[app].members());
             let mut per_node = vec![Nanos::ZERO; nnode];
-            for th in &mut self.th[members.clone()] {
+            for th in &mut self.world.th[members.clone()] {
                 if th.st == St::New {
                     continue;
                 }
-                let node = self.hw.node[th.cpu] as usize;
+                let node = self.world.hw.node[th.cpu] as usize;
                 per_node[node] += th.run - th.scan.run_at_shared_pass;
                 th.scan.run_at_shared_pass = th.run;
             }
@@ -112,24 +116,26 @@ impl Sim {
                 .max_by_key(|&(i, &r)| (r, std::cmp::Reverse(i)))
                 .unwrap_or((0, &Nanos::ZERO));
             let best = best as u32;
-            let home = self.th[first].home;
+            let home = self.world.th[first].home;
             let majority = total > Nanos::ZERO && most * 2 > total;
-            let s = self.apps[app].scan;
+            let s = self.user.apps[app].scan;
             let mut moved = false;
             if majority && home.is_some_and(|h| h != best) && s.last_node == Some(best) {
-                self.th[first].home = Some(best);
+                self.world.th[first].home = Some(best);
                 let faulting: Vec<ThreadIdx> = members
                     .map(ThreadIdx::from)
                     .filter(|&t| {
-                        matches!(self.th[t].st, St::Running | St::Runnable | St::Blocked)
-                            && self.hw.node[self.th[t].cpu] == best
+                        matches!(
+                            self.world.th[t].st,
+                            St::Running | St::Runnable | St::Blocked
+                        ) && self.world.hw.node[self.world.th[t].cpu] == best
                     })
                     .collect();
-                self.charge_page_migration(&faulting, self.apps[app].memory_bytes);
+                self.charge_page_migration(&faulting, self.user.apps[app].memory_bytes);
                 moved = true;
             }
             let remote = home.is_some_and(|h| h != best);
-            let s = &mut self.apps[app].scan;
+            let s = &mut self.user.apps[app].scan;
             s.last_node = majority.then_some(best);
             s.period = if remote && !moved {
                 SCAN_MIN_NS
@@ -147,10 +153,10 @@ impl Sim {
             return;
         }
         let pages = bytes.div_ceil(PAGE);
-        self.stats.page_migrations += pages;
-        let cost = pages * self.lx.page_migrate_ns / threads.len() as u64;
+        self.world.stats.page_migrations += pages;
+        let cost = pages * self.kernel.lx.page_migrate_ns / threads.len() as u64;
         for &t in threads {
-            self.th[t].debt += Nanos(cost);
+            self.world.th[t].debt += Nanos(cost);
         }
     }
 }
@@ -172,17 +178,18 @@ mod tests {
         opts.linux.numa_balancing = numa_balancing;
         let mut sim = Sim::new(&m, &w, &opts);
         sim.run_until(Nanos::from_millis(500));
-        let t = ThreadIdx::from(sim.th.len() - 1);
-        let home = sim.th[t].home.expect("first touch happened");
+        let t = ThreadIdx::from(sim.world.th.len() - 1);
+        let home = sim.world.th[t].home.expect("first touch happened");
         // Confine it to a node other than its home.
         let other = (home + 1) % 4;
         let mut cpus = CpuSet::new();
         for c in other * 16..other * 16 + 16 {
             cpus.insert(CpuId(c));
         }
-        sim.set_affinity(t, cpus);
+        sim.kernel
+            .set_affinity(&mut sim.world, &mut sim.user, t, cpus);
         sim.run_until(Nanos::from_millis(4500));
-        (other, sim.th[t].home, sim.stats.page_migrations)
+        (other, sim.world.th[t].home, sim.world.stats.page_migrations)
     }
 
     #[test]
@@ -193,21 +200,22 @@ mod tests {
         let m = machine("opteron6272-4x16", None).unwrap();
         let w = crate::workload("streamcluster:phases=2000", Some(8), None).unwrap();
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-        sim.apps[0].shared_data = true;
+        sim.user.apps[0].shared_data = true;
         sim.run_until(Nanos::from_millis(500));
-        let home = sim.th[0].home.expect("first touch happened");
+        let home = sim.world.th[0].home.expect("first touch happened");
         let other = (home + 1) % 4;
         let mut cpus = CpuSet::new();
         for c in other * 16..other * 16 + 16 {
             cpus.insert(CpuId(c));
         }
-        for t in ThreadIdx::all(sim.th.len()) {
-            sim.set_affinity(t, cpus.clone());
+        for t in ThreadIdx::all(sim.world.th.len()) {
+            sim.kernel
+                .set_affinity(&mut sim.world, &mut sim.user, t, cpus.clone());
         }
         sim.run_until(Nanos::from_millis(4500));
-        assert_eq!(sim.th[0].home, Some(other));
-        let pages = sim.apps[0].memory_bytes.div_ceil(4096);
-        assert_eq!(sim.stats.page_migrations, pages);
+        assert_eq!(sim.world.th[0].home, Some(other));
+        let pages = sim.user.apps[0].memory_bytes.div_ceil(4096);
+        assert_eq!(sim.world.stats.page_migrations, pages);
     }
 
     #[test]
@@ -215,17 +223,18 @@ mod tests {
         let m = machine("opteron6272-4x16", None).unwrap();
         let w = crate::workload("streamcluster", Some(4), None).unwrap();
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-        let before: Vec<Nanos> = sim.th.iter().map(|t| t.debt).collect();
+        let before: Vec<Nanos> = sim.world.th.iter().map(|t| t.debt).collect();
         // 1 MiB = 256 pages × 2 µs, split between threads 1 and 3.
         sim.charge_page_migration(&[ThreadIdx(1), ThreadIdx(3)], 1 << 20);
         let added: Vec<u64> = sim
+            .world
             .th
             .iter()
             .zip(&before)
             .map(|(t, &b)| (t.debt - b).0)
             .collect();
         assert_eq!(added, [0, 256_000, 0, 256_000]);
-        assert_eq!(sim.stats.page_migrations, 256);
+        assert_eq!(sim.world.stats.page_migrations, 256);
     }
 
     #[test]

@@ -56,7 +56,8 @@
 //! to 8 MiB (`docs/cost.md`, "What management costs").
 
 use crate::SimError;
-use crate::workload::{App, Group, MS, Op, Params, US, Wait, ns};
+use crate::app::{App, Group, Op, Wait};
+use crate::params::{MS, Params, US, ns};
 
 /// What one iteration of libgomp's spin loop (`pause`) costs, ns, measured on the
 /// development machine (see the module docs): the default of `omp-stencil`'s `pause_ns`
@@ -304,7 +305,7 @@ mod tests {
                 throttled_ns: 0,
             },
         );
-        let fast = &sim.th[ThreadIdx(0)];
+        let fast = &sim.world.th[ThreadIdx(0)];
         assert_eq!(fast.voluntary, 10);
         assert!(fast.run < Nanos(2_000_000), "ran {:?}", fast.run);
     }
@@ -317,7 +318,7 @@ mod tests {
             1,
             SpinCounts::from_env(WaitPolicy::Default, None).wait(26.0),
         );
-        let fast = &sim.th[ThreadIdx(0)];
+        let fast = &sim.world.th[ThreadIdx(0)];
         assert_eq!(fast.voluntary, 0);
         assert!(fast.run > Nanos(9_500_000), "ran {:?}", fast.run);
     }
@@ -331,7 +332,7 @@ mod tests {
         // before its 7.8 ms ran out.
         let wait = SpinCounts::from_env(WaitPolicy::Default, None).wait(26.0);
         let sim = uneven(2, wait);
-        let sleeps: u64 = (0..2).map(|i| sim.th[ThreadIdx(i)].voluntary).sum();
+        let sleeps: u64 = (0..2).map(|i| sim.world.th[ThreadIdx(i)].voluntary).sum();
         assert!(sleeps >= 10, "{sleeps} sleeps");
         let Wait::Gomp { spin_ns, .. } = wait else {
             unreachable!()
@@ -343,7 +344,9 @@ mod tests {
                 throttled_ns: spin_ns,
             },
         );
-        let spun: u64 = (0..2).map(|i| unthrottled.th[ThreadIdx(i)].voluntary).sum();
+        let spun: u64 = (0..2)
+            .map(|i| unthrottled.world.th[ThreadIdx(i)].voluntary)
+            .sum();
         assert!(
             spun < sleeps,
             "{spun} sleeps unthrottled, {sleeps} throttled"

@@ -63,9 +63,9 @@ impl<'a> SimHost<'a> {
 
     fn sample_wakes(&self, into: &mut Snapshot) {
         into.wakes_measured = true;
-        let th = &self.sim.th;
+        let th = &self.sim.world.th;
         into.wakes
-            .extend(self.sim.wakes.iter().filter_map(|(&(a, b), &count)| {
+            .extend(self.sim.user.wakes.iter().filter_map(|(&(a, b), &count)| {
                 let (a, b) = (th.get(a.ix())?, th.get(b.ix())?);
                 let live = |t: &crate::run::Thread| !matches!(t.st, St::New | St::Done);
                 (live(a) && live(b)).then_some(WakeEdge {
@@ -100,14 +100,14 @@ impl Host for SimHost<'_> {
         into.clear();
         into.at = self.sim.now();
         self.sim.sample_threads(&mut into.threads);
-        into.waits_late = self.sim.lx.schedstat_at_ticks;
+        into.waits_late = self.sim.kernel.lx.schedstat_at_ticks;
         into.pace = self.pace;
         if self.wakes {
             self.sample_wakes(into);
         }
         // Per-node memory, like `numa_maps`, only every `memory_every`; policies keep the
         // last sample in between.
-        let now = self.sim.now;
+        let now = self.sim.world.now;
         let due = self
             .sim
             .memory_at
@@ -119,10 +119,10 @@ impl Host for SimHost<'_> {
         self.sim.memory_at = Some(now);
         // Resident memory per node: pages stay where they were first touched (no page
         // migration): the shared data on its owner's node, or each thread's own pages.
-        for app in &self.sim.apps[..self.sim.program_apps()] {
-            let mut per_node = vec![0u64; self.sim.hw.nnode];
+        for app in &self.sim.user.apps[..self.sim.program_apps()] {
+            let mut per_node = vec![0u64; self.sim.world.hw.nnode];
             let bytes = app.memory_bytes;
-            for th in &self.sim.th[app.members()] {
+            for th in &self.sim.world.th[app.members()] {
                 if let Some(home) = th.home.filter(|_| th.st != St::Done) {
                     per_node[home as usize] += bytes;
                 }
@@ -131,7 +131,7 @@ impl Host for SimHost<'_> {
                 continue; // not started, or exited: no numa_maps to read
             }
             let nodes = self.sim.topo.nodes();
-            let pid = self.sim.th[app.first].key.pid;
+            let pid = self.sim.world.th[app.first].key.pid;
             into.memory.push(ProcessMemory {
                 pid,
                 bytes_per_node: per_node
@@ -149,14 +149,21 @@ impl Host for SimHost<'_> {
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
         let mut report = ApplyReport::default();
         for mv in &plan.moves {
-            let outcome = match self.sim.th.binary_search_by(|t| t.key.cmp(&mv.thread)) {
+            let outcome = match self
+                .sim
+                .world
+                .th
+                .binary_search_by(|t| t.key.cmp(&mv.thread))
+            {
                 Err(_) => MoveOutcome::Vanished,
-                Ok(t) if matches!(self.sim.th[t].st, St::Done | St::New) => MoveOutcome::Vanished,
+                Ok(t) if matches!(self.sim.world.th[t].st, St::Done | St::New) => {
+                    MoveOutcome::Vanished
+                }
                 Ok(t) => {
-                    let set = self.target_set(&self.sim.th[t].original, mv.to);
+                    let set = self.target_set(&self.sim.world.th[t].original, mv.to);
                     if set.is_empty() {
                         MoveOutcome::Denied
-                    } else if set == self.sim.th[t].allowed {
+                    } else if set == self.sim.world.th[t].allowed {
                         MoveOutcome::Unchanged
                     } else {
                         self.sim.set_affinity(ThreadIdx::from(t), set);
@@ -167,10 +174,10 @@ impl Host for SimHost<'_> {
             report.count(outcome);
         }
         for s in &plan.slices {
-            if let Ok(t) = self.sim.th.binary_search_by(|t| t.key.cmp(&s.thread))
-                && !matches!(self.sim.th[t].st, St::Done | St::New)
+            if let Ok(t) = self.sim.world.th.binary_search_by(|t| t.key.cmp(&s.thread))
+                && !matches!(self.sim.world.th[t].st, St::Done | St::New)
             {
-                self.sim.th[ThreadIdx::from(t)].slice = s.slice;
+                self.sim.world.th[ThreadIdx::from(t)].slice = s.slice;
             }
         }
         report
@@ -202,8 +209,8 @@ pub fn run_policy(
     let topo = machine.topo.clone();
     let mut engine = Engine::new();
     // The daemon attaches once the program has started its threads.
-    let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
-    sim.q.push(first, EventKind::Policy, 0, 0);
+    let first = Nanos(sim.kernel.lx.spawn_gap_ns * sim.world.th.len() as u64 + 1_000_000);
+    sim.world.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
     let mut ticks = 0u64;
     // The live loop's budget, when ticks cost something: the tool's CPU time so far, and
@@ -235,8 +242,8 @@ pub fn run_policy(
             budget = threadbalance_model::pace::watch_share(p.watch_budget());
         }
         let next = report.next_in.max(Nanos::from_millis(1));
-        let mut at = sim.now + next;
-        let alive = sim.th[..sim.program_threads()]
+        let mut at = sim.world.now + next;
+        let alive = sim.world.th[..sim.program_threads()]
             .iter()
             .filter(|t| !matches!(t.st, St::Done | St::New))
             .count();
@@ -252,10 +259,10 @@ pub fn run_policy(
             last_cost = Some(tick);
             *spent += tick;
             pacer.set_budget(budget);
-            let earliest = pacer.earliest(sim.now, *spent);
+            let earliest = pacer.earliest(sim.world.now, *spent);
             at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));
         }
-        sim.q.push(at, EventKind::Policy, 0, 0);
+        sim.world.q.push(at, EventKind::Policy, 0, 0);
     }
     Ok(RunResult::measure(
         &sim,
@@ -360,7 +367,7 @@ mod tests {
         };
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.run_until(Nanos::from_millis(2));
-        let key = sim.th[0].key;
+        let key = sim.world.th[0].key;
         let mut host = SimHost::new(&mut sim);
         let mut snap = Snapshot::default();
         host.sample(&mut snap).unwrap();
@@ -389,7 +396,7 @@ mod tests {
         };
         let r = host.apply(&plan);
         assert_eq!((r.done, r.unchanged, r.denied), (1, 1, 1));
-        let c = sim.th[0].cpu.ix();
+        let c = sim.world.th[0].cpu.ix();
         assert!(c >= 2, "thread 0 moved to package 1, is on CPU {c}");
     }
 

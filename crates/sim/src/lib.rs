@@ -4,17 +4,21 @@
 //!
 //! ```text
 //!  Machine (Topology + Costs) ─┐
-//!  Workload (apps → threads →  ├─► Sim: events (queue.rs) → programs (run/)
-//!            programs of ops)  ┘         → Linux model (scheduler/): run queues, slices,
-//!                                          wake-up placement, domain load balancing
+//!  Workload (apps → threads →  ├─► Sim: the event loop (run/, events in queue.rs), owning
+//!            programs of ops)  ┘     the World (clock, threads, hardware) and two parts:
+//!                                    Userspace (run/): programs, locks, barriers, queues
+//!                                      ⇅ block / wake / yield  ·  Programs (state/)
+//!                                    Kernel (scheduler/): run queues, slices, wake-up
+//!                                      placement, domain load balancing
 //!  Policy (threadbalance-policy) ◄── Engine::tick ◄── SimHost (host.rs): /proc-like samples,
 //!                                                     affinities
 //!  RunResult → Comparison: table, JSON, SVG (report.rs); the papers' claims (suite.rs)
 //! ```
 //!
-//! The programs part (`run/`), the Linux model (`scheduler/`) and NUMA balancing
-//! (`autonuma.rs`) share one state (`state/`: the `Sim` struct, threads, CPUs, hardware,
-//! domains) and import it rather than each other.
+//! The kernel and the programs are types of their own (`state/` holds their data and the
+//! `Programs` interface between them); neither holds the other, each method takes the
+//! shared world and the other part as arguments. NUMA balancing (`autonuma.rs`) is the
+//! loop's.
 //!
 //! Nothing here names an outcome: speedups, cross-socket fractions and utilization spreads
 //! *emerge* from time slices, queues, lock hand-offs and cache and memory costs. The Linux
@@ -34,16 +38,17 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod apps;
 pub mod autonuma;
 mod error;
 pub mod gomp;
 pub mod host;
-#[cfg(test)]
-mod layers;
+mod kit;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;
+mod params;
 pub mod parsec;
 pub mod phases;
 pub mod plot;

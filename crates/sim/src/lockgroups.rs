@@ -32,7 +32,9 @@
 //! assert_eq!(w.apps[0].locks(), 4);
 //! ```
 
-use crate::workload::{App, Group, Op};
+use crate::SimError;
+use crate::app::{App, Group, Op};
+use crate::params::{Params, US, ns};
 
 /// The hold times of `lock-groups`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +112,43 @@ pub fn lock_groups(p: &LockGroups) -> App {
         start_ns: 0,
         main_thread: false,
     }
+}
+
+/// The `lock-groups` builtin from its parameters (see [`crate::workload::BUILTINS`]).
+pub(crate) fn builtin(p: &mut Params) -> Result<App, SimError> {
+    let n = p.count("threads", 64)?;
+    let groups = p.count("groups", 4)?;
+    let hold = match p.map.remove("hold").as_deref() {
+        None | Some("distinct") => Hold::Distinct,
+        Some("equal") => Hold::Equal,
+        Some(other) => {
+            return Err(SimError::Workload {
+                name: p.workload.clone(),
+                why: format!("hold={other} (expected equal or distinct)"),
+            });
+        }
+    };
+    if groups > 16 {
+        return Err(SimError::Workload {
+            name: p.workload.clone(),
+            why: format!("groups={groups}: at most 16"),
+        });
+    }
+    let hold_us = p.num("hold_us", 1.0)?;
+    let ratio = p.num("ratio", 2.0)?;
+    let outside = p.num("outside_us", 150.0)?;
+    let lines = p.count("lines", 64)?;
+    let ops = p.count("ops", 12_000)?;
+    Ok(lock_groups(&LockGroups {
+        threads: n,
+        groups,
+        hold,
+        hold_ns: ns(hold_us * US),
+        ratio,
+        outside_ns: ns(outside * US),
+        lines: lines.min(u32::MAX as usize) as u32,
+        ops: ops as u64,
+    }))
 }
 
 #[cfg(test)]

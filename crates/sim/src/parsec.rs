@@ -37,92 +37,8 @@
 //! the threads run, and the NUMA factor (1.6 on `opteron6320-4x8`) that slows the
 //! memory-bound part of remote work.
 
-use crate::workload::{App, Group, Op, QueueSpec, Wait};
-
-const MS: f64 = 1e6;
-const US: f64 = 1e3;
-const MB: u32 = 1024;
-
-fn ns(x: f64) -> u64 {
-    x.round() as u64
-}
-
-pub(crate) fn work(ms: f64, spread: f32, mem: f32) -> Op {
-    Op::Compute {
-        ns: ns(ms * MS),
-        spread,
-        mem,
-    }
-}
-
-pub(crate) fn lock(lock: u16, us: f64, lines: u32) -> Op {
-    Op::Lock {
-        lock,
-        hold_ns: ns(us * US),
-        lines,
-    }
-}
-
-pub(crate) fn barrier() -> Op {
-    Op::Barrier {
-        barrier: 0,
-        wait: Wait::Block,
-    }
-}
-
-pub(crate) fn steps(n: f64, scale: f64) -> u64 {
-    (n * scale).round().max(1.0) as u64
-}
-
-/// One PARSEC-like program: who first touches, when it starts, how long the main thread
-/// reads its input, its worker groups, queues and memory.
-pub(crate) struct Program {
-    pub name: &'static str,
-    pub leader_touch: bool,
-    pub start_s: f64,
-    pub setup_ms: f64,
-    pub groups: Vec<Group>,
-    pub queues: Vec<QueueSpec>,
-    pub memory_mb: u32,
-    pub footprint_kb: u32,
-    /// OpenMP: the leader is the first worker (no separate main thread).
-    pub master_works: bool,
-}
-
-impl Program {
-    pub(crate) fn app(self) -> App {
-        let mut groups = Vec::with_capacity(self.groups.len() + 1);
-        if !self.master_works {
-            groups.push(Group {
-                name: "main".into(),
-                threads: 1,
-                ops: vec![work(self.setup_ms, 0.1, 0.9)],
-                iterations: Some(1),
-            });
-        }
-        groups.extend(self.groups);
-        App {
-            name: self.name.to_string(),
-            groups,
-            queues: self.queues,
-            footprint_kb: self.footprint_kb,
-            spin_ns: 10_000,
-            shared_data: self.leader_touch,
-            memory_kb: self.memory_mb * MB,
-            start_ns: ns(self.start_s * 1e9),
-            main_thread: !self.master_works,
-        }
-    }
-}
-
-pub(crate) fn workers(name: &str, threads: usize, ops: Vec<Op>, iterations: u64) -> Group {
-    Group {
-        name: name.into(),
-        threads,
-        ops,
-        iterations: Some(iterations),
-    }
-}
+use crate::app::{App, Group, Op, QueueSpec};
+use crate::kit::{Program, barrier, lock, steps, work, workers};
 
 /// Workers of each program unless `threads` says otherwise: the paper's 16-thread test case,
 /// the one its Figures 13 and 14 analyse ("a sufficient number of threads must be run
@@ -132,6 +48,9 @@ pub const WORKERS: usize = 16;
 /// The applications of `parsec-mix` (see the module docs); `threads` gives every program
 /// that many workers (the paper's test cases of 1–32 threads each; [`WORKERS`] by default),
 /// `scale` multiplies their inputs.
+///
+/// Over 100 lines on purpose: it is the table of the PARSEC programs, one literal each,
+/// read side by side (the SPLASH-2x ones are in [`crate::splash2x`]).
 pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
     let n = threads.unwrap_or(WORKERS).max(1);
     // A program's input is fixed (PARSEC's "native" set, times `scale`) and split among its
@@ -355,7 +274,7 @@ fn dedup(n: usize, items: u64) -> Program {
 /// Each thread allocates its own buffers (Table 2: by individual threads).
 fn ferret(threads: usize, items: u64) -> Program {
     let per = (threads / 4).max(1);
-    let (groups, queues) = crate::workload::ferret_pipeline(per, items, 0.2);
+    let (groups, queues) = crate::kit::ferret_pipeline(per, items, 0.2);
     Program {
         name: "ferret",
         leader_touch: false,

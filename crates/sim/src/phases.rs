@@ -14,7 +14,6 @@
 //! no opening before it, is not logged. Off by default: a run keeps one row per thread and
 //! phase.
 
-use crate::state::{Sim, ThreadIdx};
 use serde::Serialize;
 use std::fmt::Write as _;
 use threadbalance_model::Nanos;
@@ -42,62 +41,7 @@ pub(crate) struct PhaseLog {
     pub rows: Vec<PhaseArrival>,
     /// Per thread: its phase's start and its run-queue wait then (`None`: before the
     /// first opening).
-    since: Vec<Option<(Nanos, Nanos)>>,
-}
-
-impl Sim {
-    /// Thread `t`'s run-queue wait up to now, an open wait included.
-    fn queued_until_now(&self, t: ThreadIdx) -> Nanos {
-        let th = &self.th[t];
-        let open = if th.st == crate::state::St::Runnable {
-            self.now.saturating_sub(th.runnable_since)
-        } else {
-            Nanos::ZERO
-        };
-        th.wait + open
-    }
-
-    /// A barrier of application `app` opened: a phase starts for each of its threads.
-    pub(crate) fn log_opening(&mut self, app: crate::state::AppIdx) {
-        if self.phases.is_none() {
-            return;
-        }
-        let now = self.now;
-        let starts: Vec<(usize, Nanos)> = self.apps[app]
-            .members()
-            .map(|t| (t, self.queued_until_now(ThreadIdx::from(t))))
-            .collect();
-        let threads = self.th.len();
-        if let Some(log) = self.phases.as_mut() {
-            log.since.resize(threads, None);
-            for (t, queued) in starts {
-                log.since[t] = Some((now, queued));
-            }
-        }
-    }
-
-    /// Thread `t` of application `app` arrived at a barrier that has opened `phase` times.
-    pub(crate) fn log_arrival(&mut self, app: crate::state::AppIdx, t: ThreadIdx, phase: u64) {
-        let Some(Some((start, q0))) = self
-            .phases
-            .as_ref()
-            .map(|log| log.since.get(t.ix()).copied().flatten())
-        else {
-            return;
-        };
-        let queued = self.queued_until_now(t).saturating_sub(q0);
-        let row = PhaseArrival {
-            app: app.ix(),
-            phase,
-            thread: t.ix(),
-            start,
-            arrive: self.now,
-            queued,
-        };
-        if let Some(log) = self.phases.as_mut() {
-            log.rows.push(row);
-        }
-    }
+    pub since: Vec<Option<(Nanos, Nanos)>>,
 }
 
 /// The rows of `runs` (each a policy's name and its log) as CSV, in milliseconds: the

@@ -439,14 +439,7 @@ fn draw_effects<DB: DrawingBackend>(
     root.fill(&WHITE).map_err(err)?;
     let (plot, below) = root.split_vertically(EFFECTS_HEIGHT);
     let (legend, keys) = below.split_vertically(LEGEND_ROW);
-    for (i, (more, line)) in key.iter().enumerate() {
-        keys.draw_text(
-            line,
-            &("sans-serif", 11).into_font().color(&BLACK),
-            (if *more { 30 } else { 14 }, (KEY_LINE * i as u32) as i32),
-        )
-        .map_err(err)?;
-    }
+    draw_key(&keys, key)?;
     let r = effects_range(points);
     let mut chart = ChartBuilder::on(&plot)
         .caption(title, ("sans-serif", 16))
@@ -524,6 +517,33 @@ fn draw_effects<DB: DrawingBackend>(
         )
         .map_err(err)?;
     }
+    effects_legend(&legend, &groups, grey)
+}
+
+/// The key under the effects chart: one line each, indented when it goes on the line
+/// before.
+fn draw_key<DB: DrawingBackend>(
+    keys: &DrawingArea<DB, Shift>,
+    key: &[(bool, String)],
+) -> DrawResult<()> {
+    for (i, (more, line)) in key.iter().enumerate() {
+        keys.draw_text(
+            line,
+            &("sans-serif", 11).into_font().color(&BLACK),
+            (if *more { 30 } else { 14 }, (KEY_LINE * i as u32) as i32),
+        )
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The effects chart's legend: the diagonal, the ½× and 2× lines (`grey`) and each group
+/// of claims in its color.
+fn effects_legend<DB: DrawingBackend>(
+    legend: &DrawingArea<DB, Shift>,
+    groups: &[(&str, usize)],
+    grey: RGBColor,
+) -> DrawResult<()> {
     // The legend: a row under the chart, outside the data.
     let mut x = 14;
     let mut entries: Vec<(Swatch, String)> = vec![
@@ -539,7 +559,7 @@ fn draw_effects<DB: DrawingBackend>(
             .map(|(g, ci)| (Swatch::Dot(color(*ci)), (*g).to_string())),
     );
     for (swatch, name) in entries {
-        legend_entry(&legend, (x, 12), swatch, &name)?;
+        legend_entry(legend, (x, 12), swatch, &name)?;
         x += 24 + label_width(name.chars().count()) + 18;
     }
     Ok(())

@@ -86,19 +86,19 @@ impl RunResult {
         ticks: u64,
         policy_summary: PolicySummary,
     ) -> RunResult {
-        let end = sim.now.max(Nanos(1));
-        let finished = sim.live == 0;
+        let end = sim.world.now.max(Nanos(1));
+        let finished = sim.user.live == 0;
         // The tool's own thread and its application (`RunOptions::tool_cpu`) come after the
         // programs' and are not measured with them; the CPUs' busy time includes it.
         let (programs, apps) = (sim.program_threads(), sim.program_apps());
-        let app_runtime_s = sim.apps[..apps]
+        let app_runtime_s = sim.user.apps[..apps]
             .iter()
             .map(|a| (a.name.clone(), a.finished_at.unwrap_or(end).as_secs_f64()))
             .collect();
-        let mut busy = vec![Nanos::ZERO; sim.hw.npkg];
-        let mut ncpu = vec![0u64; sim.hw.npkg];
-        for (c, cpu) in sim.cpus.iter().enumerate() {
-            let p = sim.hw.pkg[c] as usize;
+        let mut busy = vec![Nanos::ZERO; sim.world.hw.npkg];
+        let mut ncpu = vec![0u64; sim.world.hw.npkg];
+        for (c, cpu) in sim.user.cpus.iter().enumerate() {
+            let p = sim.world.hw.pkg[c] as usize;
             busy[p] += cpu.busy_ns;
             ncpu[p] += 1;
         }
@@ -108,12 +108,13 @@ impl RunResult {
             .map(|(&b, &n)| b.0 as f64 / (end.0 as f64 * n.max(1) as f64))
             .collect();
         let (handoffs, cross) = sim
+            .user
             .locks
             .iter()
             .fold((0, 0), |(h, x), l| (h + l.handoffs, x + l.cross));
         let (mut lock, mut sync, mut life, mut wait) =
             (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, Nanos::ZERO);
-        for th in &sim.th[..programs] {
+        for th in &sim.world.th[..programs] {
             if th.st == St::New {
                 continue;
             }
@@ -124,7 +125,7 @@ impl RunResult {
             wait += th.wait;
         }
         let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-        let tool_migrations: u64 = sim.th[programs..].iter().map(|t| t.migrations).sum();
+        let tool_migrations: u64 = sim.world.th[programs..].iter().map(|t| t.migrations).sum();
         RunResult {
             policy: policy.to_string(),
             seed,
@@ -137,30 +138,34 @@ impl RunResult {
             cross_socket_handoff_frac: frac(cross as f64, handoffs as f64),
             lock_time_frac: frac(lock.0 as f64, life.0 as f64),
             sync_wait_frac: frac(sync.0 as f64, life.0 as f64),
-            remote_access_frac: frac(sim.stats.mem_remote, sim.stats.mem_total),
+            remote_access_frac: frac(sim.world.stats.mem_remote, sim.world.stats.mem_total),
             run_wait_frac: frac(wait.0 as f64, life.0 as f64),
-            page_migrations: sim.stats.page_migrations,
-            migrations: sim.stats.migrations - tool_migrations,
-            cross_socket_migrations: sim.stats.cross_migrations,
+            page_migrations: sim.world.stats.page_migrations,
+            migrations: sim.world.stats.migrations - tool_migrations,
+            cross_socket_migrations: sim.world.stats.cross_migrations,
             policy_ticks: ticks,
             tool_cpu_s: sim.tool_cpu().1.as_secs_f64(),
-            events: sim.stats.events,
+            events: sim.world.stats.events,
             // A thread still running at the horizon has an open segment: count it.
-            thread_cpu_s: sim.th[..programs]
+            thread_cpu_s: sim.world.th[..programs]
                 .iter()
                 .map(|t| {
                     let open = if t.st == St::Running {
-                        end.saturating_sub(sim.cpus[t.cpu.ix()].seg_start)
+                        end.saturating_sub(sim.user.cpus[t.cpu.ix()].seg_start)
                     } else {
                         Nanos::ZERO
                     };
                     (t.run + open).as_secs_f64()
                 })
                 .collect(),
-            thread_migrations: sim.th[..programs].iter().map(|t| t.migrations).collect(),
+            thread_migrations: sim.world.th[..programs]
+                .iter()
+                .map(|t| t.migrations)
+                .collect(),
             timeline: sim.timeline.clone(),
             policy_summary,
             phases: sim
+                .user
                 .phases
                 .as_ref()
                 .map_or_else(Vec::new, |p| p.rows.clone()),

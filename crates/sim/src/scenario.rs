@@ -229,56 +229,7 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
         for g in a.group {
             let mut ops = Vec::new();
             for op in g.ops {
-                ops.push(match op {
-                    RawOp::Compute {
-                        ns,
-                        us,
-                        ms,
-                        spread,
-                        mem,
-                    } => Op::Compute {
-                        ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
-                        spread,
-                        mem,
-                    },
-                    RawOp::Lock {
-                        lock,
-                        ns,
-                        us,
-                        ms,
-                        lines,
-                    } => Op::Lock {
-                        lock,
-                        hold_ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
-                        lines,
-                    },
-                    RawOp::Ticket {
-                        lock,
-                        items,
-                        ns,
-                        us,
-                        ms,
-                        lines,
-                        body,
-                    } => Op::Ticket {
-                        lock,
-                        items,
-                        hold_ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
-                        lines,
-                        body,
-                    },
-                    RawOp::Barrier { barrier, wait } => Op::Barrier { barrier, wait },
-                    RawOp::Put { queue } => Op::Put { queue },
-                    RawOp::Get { queue } => Op::Get { queue },
-                    RawOp::Sleep { ns, us, ms, spread } => Op::Sleep {
-                        ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
-                        spread,
-                    },
-                });
+                ops.push(op_of(op).map_err(|w| bad(format!("group {}: {w}", g.name)))?);
             }
             groups.push(Group {
                 name: g.name,
@@ -320,6 +271,56 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
         name,
         description: raw.description,
         apps,
+    })
+}
+
+/// A scenario's op as the simulator runs it; `Err`: its duration is not one.
+fn op_of(op: RawOp) -> Result<Op, String> {
+    Ok(match op {
+        RawOp::Compute {
+            ns,
+            us,
+            ms,
+            spread,
+            mem,
+        } => Op::Compute {
+            ns: duration(ns, us, ms)?,
+            spread,
+            mem,
+        },
+        RawOp::Lock {
+            lock,
+            ns,
+            us,
+            ms,
+            lines,
+        } => Op::Lock {
+            lock,
+            hold_ns: duration(ns, us, ms)?,
+            lines,
+        },
+        RawOp::Ticket {
+            lock,
+            items,
+            ns,
+            us,
+            ms,
+            lines,
+            body,
+        } => Op::Ticket {
+            lock,
+            items,
+            hold_ns: duration(ns, us, ms)?,
+            lines,
+            body,
+        },
+        RawOp::Barrier { barrier, wait } => Op::Barrier { barrier, wait },
+        RawOp::Put { queue } => Op::Put { queue },
+        RawOp::Get { queue } => Op::Get { queue },
+        RawOp::Sleep { ns, us, ms, spread } => Op::Sleep {
+            ns: duration(ns, us, ms)?,
+            spread,
+        },
     })
 }
 

@@ -32,7 +32,7 @@
 //! not measurements; `cholesky` and `vips` are short on purpose ("their running time is
 //! too short", §4.3.4).
 
-use crate::parsec::{Program, barrier, lock, steps, work, workers};
+use crate::kit::{Program, barrier, lock, steps, work, workers};
 
 /// What one program's workers do.
 #[derive(Clone, Copy)]

@@ -23,64 +23,75 @@
 //! does memory-bound work) and by sharing the node's memory bandwidth; a busy SMT sibling
 //! slows everything. Changes during a segment are not re-applied (ops are short).
 
+mod build;
 mod ops;
+mod phase_log;
 mod segment;
 mod tool;
 
 pub use tool::MEASURED;
 
 pub(crate) use crate::state::{
-    Act, AppState, BarrierState, CpuState, LockState, Prog, Programs, QueueState, St, Stats, Thread,
+    Act, AppState, BarrierState, CpuState, Kernel, LockState, Prog, Programs, QueueState, St,
+    Stats, Thread, Userspace, World,
 };
 pub use crate::state::{Sim, TimelinePoint};
 
-use crate::machine::Machine;
-use crate::queue::{EventKind, EventQueue};
+use crate::queue::EventKind;
 use crate::scheduler::Linux;
-use crate::state::build_hw;
-use crate::state::{
-    AppIdx, BarrierIdx, CpuIdx, Kernel, KernelCpu, LockIdx, ProgIdx, QueueIdx, ThreadIdx,
-};
-use crate::workload::{Op, Workload};
-use threadbalance_model::{Level, Nanos, Pid, ThreadKey, Tid, Topology};
-use threadbalance_policy::rng::Rng;
+use crate::state::{CpuIdx, LockIdx, ThreadIdx};
+use threadbalance_model::{Level, Nanos, Topology};
 
-/// The programs part as the kernel sees it (see [`Programs`]).
-impl Programs for Sim {
-    fn run_program(&mut self, c: CpuIdx, t: ThreadIdx) {
-        self.advance(c, t);
+/// The programs as the kernel sees them (see [`Programs`]).
+impl Programs for Userspace {
+    fn run_program(&mut self, kernel: &mut Kernel, world: &mut World, c: CpuIdx, t: ThreadIdx) {
+        self.advance(kernel, world, c, t);
     }
 
-    fn begin_segment(&mut self, c: CpuIdx) {
-        self.start_segment(c);
+    fn begin_segment(&mut self, kernel: &Kernel, world: &mut World, c: CpuIdx) {
+        self.start_segment(kernel, world, c);
     }
 
-    fn end_segment(&mut self, c: CpuIdx) {
-        self.stop_segment(c);
+    fn end_segment(&mut self, kernel: &Kernel, world: &mut World, c: CpuIdx) {
+        self.stop_segment(kernel, world, c);
     }
 
-    fn wait_over(&mut self, t: ThreadIdx) -> bool {
-        match self.th[t].act {
+    fn wait_over(&mut self, world: &World, t: ThreadIdx) -> bool {
+        match world.th[t].act {
             Act::Spin { lock, .. } if self.locks[lock].holder.is_none() => {
                 self.locks[lock].spinners.retain(|&x| x != t);
                 true
             }
             Act::BarrierSpin { barrier, .. } | Act::Yield { barrier } => {
-                Some(self.barriers[barrier].generation) != self.th[t].bar_gen
+                Some(self.barriers[barrier].generation) != world.th[t].bar_gen
             }
             _ => false,
         }
     }
 
-    fn yield_waiting(&self, t: ThreadIdx) -> bool {
-        match self.th[t].act {
-            Act::Yield { barrier } => Some(self.barriers[barrier].generation) == self.th[t].bar_gen,
+    fn yield_waiting(&self, world: &World, t: ThreadIdx) -> bool {
+        match world.th[t].act {
+            Act::Yield { barrier } => {
+                Some(self.barriers[barrier].generation) == world.th[t].bar_gen
+            }
             _ => false,
         }
     }
 
-    fn footprint_lines(&self, t: ThreadIdx) -> f64 {
-        self.apps[self.th[t].app].footprint_lines
+    fn footprint_lines(&self, world: &World, t: ThreadIdx) -> f64 {
+        self.apps[world.th[t].app].footprint_lines
+    }
+
+    fn segment_start(&self, c: CpuIdx) -> Nanos {
+        self.cpus[c].seg_start
+    }
+
+    fn mid_operation(&self, c: CpuIdx) -> bool {
+        self.cpus[c].in_advance
+    }
+
+    fn apps(&self) -> usize {
+        self.apps.len()
     }
 }
 
@@ -197,243 +208,14 @@ impl RunOptions {
 }
 
 impl Sim {
-    /// Builds the machine and the workload's threads (created from t = 0, 20 µs apart).
-    pub fn new(machine: &Machine, workload: &Workload, opts: &RunOptions) -> Sim {
-        let topo = machine.topo.clone();
-        let hw = build_hw(machine);
-        let levels = crate::scheduler::build_levels(&topo, &hw);
-        let ncpu = hw.cpu_id.len();
-        let nlv = levels.len();
-        let lx = opts.linux.clone();
-        let kcpus = (0..ncpu)
-            .map(|_| KernelCpu {
-                cur: None,
-                rq: Vec::with_capacity(8),
-                delayed: Vec::new(),
-                min_vruntime: Nanos::ZERO,
-                tick_armed: false,
-                idle_since: Some(Nanos::ZERO),
-                avg_idle: Nanos(2 * lx.migration_cost_ns),
-                last_balance: vec![Nanos::ZERO; nlv],
-                interval: levels.iter().map(|l| l.min_interval).collect(),
-                failed: vec![0; nlv],
-                newidle: vec![crate::state::NewidleStats::default(); nlv],
-                noise_load: 0.0,
-                noise_at: Nanos::ZERO,
-            })
-            .collect();
-        let cpus = (0..ncpu)
-            .map(|_| CpuState {
-                version: 0,
-                seg_start: Nanos::ZERO,
-                seg_factor: 1.0,
-                seg_stream: 0.0,
-                seg_node: 0,
-                seg_home: 0,
-                seg_debt: Nanos::ZERO,
-                busy_ns: Nanos::ZERO,
-                in_advance: false,
-            })
-            .collect();
-        let mut sim = Sim {
-            now: Nanos::ZERO,
-            q: EventQueue::new(),
-            th: Vec::new(),
-            cpus,
-            locks: Vec::new(),
-            barriers: Vec::new(),
-            queues: Vec::new(),
-            progs: Vec::new(),
-            apps: Vec::new(),
-            mem: crate::memory::MemLoad::new(hw.nnode),
-            last_sample_busy: vec![Nanos::ZERO; hw.npkg],
-            hw,
-            lx,
-            kernel: Kernel {
-                levels,
-                llc_scan: Vec::new(),
-                nohz_next: Nanos::ZERO,
-                seen: None,
-                tie: Rng::new(opts.seed ^ 0x0071_E50F_7AC4),
-                overloaded: false,
-                cpus: kcpus,
-            },
-            rng: Rng::new(opts.seed ^ 0x005E_ED0F_51A1),
-            stats: Stats::default(),
-            timeline: Vec::new(),
-            sample_every: opts.sample_every.max(Nanos(1)),
-            last_sample_migr: 0,
-            last_sample_mem: (0.0, 0.0),
-            live: 0,
-            horizon: opts.horizon,
-            topo,
-            memory_every: opts.memory_every,
-            memory_at: None,
-            wakes: std::collections::HashMap::new(),
-            flat_handoffs: opts.flat_handoffs,
-            phases: opts.phases.then(crate::phases::PhaseLog::default),
-            tool: None,
-        };
-        sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
-        let all = sim.topo.online().clone();
-        let mut spawn_at = 0u64;
-        for (ai, app) in workload.apps.iter().enumerate() {
-            let pid = 1000 * (ai as i32 + 1);
-            // A launched-later application spawns from its own start; the others one after
-            // another from t = 0.
-            let mut app_at = (app.start_ns > 0).then_some(app.start_ns);
-            let first = sim.th.len();
-            let lock_base = LockIdx::from(sim.locks.len());
-            let barrier_base = BarrierIdx::from(sim.barriers.len());
-            let queue_base = QueueIdx::from(sim.queues.len());
-            sim.locks.extend((0..app.locks()).map(|_| LockState {
-                holder: None,
-                last_cpu: None,
-                pass: None,
-                ..LockState::default()
-            }));
-            sim.barriers.extend(
-                app.barrier_parties()
-                    .into_iter()
-                    .map(|parties| BarrierState {
-                        parties,
-                        ..BarrierState::default()
-                    }),
-            );
-            sim.queues.extend(app.queues.iter().map(|q| QueueState {
-                capacity: q.capacity,
-                lines: q.lines,
-                ..QueueState::default()
-            }));
-            for g in &app.groups {
-                let prog = ProgIdx::from(sim.progs.len());
-                let mut puts: Vec<QueueIdx> = g
-                    .ops
-                    .iter()
-                    .filter_map(|o| match o {
-                        Op::Put { queue } => Some(QueueIdx(queue_base.0 + u32::from(*queue))),
-                        _ => None,
-                    })
-                    .collect();
-                puts.sort_unstable();
-                puts.dedup();
-                for &qi in &puts {
-                    sim.queues[qi].producers += g.threads;
-                }
-                sim.progs.push(Prog {
-                    ops: g.ops.clone(),
-                    iterations: g.iterations,
-                    puts,
-                });
-                for _ in 0..g.threads {
-                    let i = sim.th.len();
-                    let tid = if i == first {
-                        pid
-                    } else {
-                        pid + (i - first) as i32
-                    };
-                    sim.th.push(Thread {
-                        key: ThreadKey {
-                            pid: Pid(pid),
-                            tid: Tid(tid),
-                            start_time: 1 + app_at.unwrap_or(spawn_at) / 10_000_000,
-                        },
-                        app: AppIdx::from(ai),
-                        prog,
-                        pc: 0,
-                        iter: 0,
-                        st: St::New,
-                        cpu: CpuIdx(0),
-                        allowed: all.clone(),
-                        original: all.clone(),
-                        vruntime: Nanos::ZERO,
-                        lag: 0,
-                        act: Act::Idle,
-                        debt: Nanos::ZERO,
-                        carry: 0.0,
-                        home: None,
-                        rng: Rng::new(
-                            opts.seed
-                                .wrapping_mul(0x9E37_79B9)
-                                .wrapping_add(i as u64 * 7919 + 1),
-                        ),
-                        run: Nanos::ZERO,
-                        wait: Nanos::ZERO,
-                        utime: Nanos::ZERO,
-                        stime: Nanos::ZERO,
-                        lock_ns: Nanos::ZERO,
-                        lck_ns: Nanos::ZERO,
-                        lck_start: None,
-                        timeslices: 0,
-                        voluntary: 0,
-                        involuntary: 0,
-                        migrations: 0,
-                        born: Nanos::ZERO,
-                        died: Nanos::ZERO,
-                        runnable_since: Nanos::ZERO,
-                        wait_start: None,
-                        picked_at: Nanos::ZERO,
-                        slice: None,
-                        last_ran: Nanos::ZERO,
-                        bar_gen: None,
-                        ticket_loop: None,
-                        passes: 0,
-                        last_wakee: None,
-                        wakee_flips: 0,
-                        flip_decay: Nanos::ZERO,
-                        load_avg: 1.0,
-                        load_at: Nanos::ZERO,
-                        recent_cpu: None,
-                        scan: crate::state::Scan::new(Nanos::ZERO),
-                    });
-                    let at = app_at.unwrap_or(spawn_at);
-                    // A main thread creates the others itself, once its program is done.
-                    if !(app.main_thread && i > first) {
-                        sim.q.push(Nanos(at), EventKind::Spawn, i as u32, 0);
-                    }
-                    match app_at.as_mut() {
-                        Some(a) => *a += sim.lx.spawn_gap_ns,
-                        None => spawn_at += sim.lx.spawn_gap_ns,
-                    }
-                }
-            }
-            sim.apps.push(AppState {
-                name: app.name.clone(),
-                first: ThreadIdx::from(first),
-                threads: app.threads(),
-                done: 0,
-                finished_at: None,
-                lock_base,
-                barrier_base,
-                queue_base,
-                footprint_lines: f64::from(app.footprint_kb) * 16.0,
-                spin_ns: app.spin_ns,
-                shared_data: app.shared_data,
-                memory_bytes: 1024
-                    * u64::from(if app.memory_kb > 0 {
-                        app.memory_kb
-                    } else {
-                        app.footprint_kb
-                    }),
-                main_thread: app.main_thread,
-                joining: false,
-                scan: crate::state::SharedScan::new(Nanos(app.start_ns)),
-            });
-        }
-        sim.live = sim.th.len();
-        sim.q.push(sim.sample_every, EventKind::Sample, 0, 0);
-        sim.autonuma_start();
-        sim
-    }
-
     /// The current simulated time.
     pub fn now(&self) -> Nanos {
-        self.now
+        self.world.now
     }
 
     /// Whether every thread has exited.
     pub fn finished(&self) -> bool {
-        self.live == 0
+        self.user.live == 0
     }
 
     /// The machine's topology.
@@ -441,20 +223,41 @@ impl Sim {
         &self.topo
     }
 
+    /// Changes thread `t`'s affinity to `allowed` (`sched_setaffinity`).
+    pub(crate) fn set_affinity(&mut self, t: ThreadIdx, allowed: threadbalance_model::CpuSet) {
+        self.kernel
+            .set_affinity(&mut self.world, &mut self.user, t, allowed);
+    }
+
+    /// How many of the threads are the programs' (the tool's thread comes after them).
+    pub(crate) fn program_threads(&self) -> usize {
+        self.user.program_threads(&self.world)
+    }
+
+    /// How many of the applications are the programs' (the tool's comes after them).
+    pub(crate) fn program_apps(&self) -> usize {
+        self.user.program_apps()
+    }
+
+    /// How many sleeps so far stayed queued, delayed (`Linux::delay_dequeue`).
+    pub fn delayed_dequeues(&self) -> u64 {
+        self.world.stats.delayed_dequeues
+    }
+
     /// Events handled so far.
     pub fn events(&self) -> u64 {
-        self.stats.events
+        self.world.stats.events
     }
 
     /// Handles events up to and including time `until`, or until every thread exited.
     /// Policy events are left in the queue for the caller ([`crate::host`]).
     pub fn run_until(&mut self, until: Nanos) -> Option<crate::queue::Event> {
-        while let Some(t) = self.q.peek_time() {
-            if t > until || self.live == 0 {
+        while let Some(t) = self.world.q.peek_time() {
+            if t > until || self.user.live == 0 {
                 break;
             }
-            let Some(e) = self.q.pop() else { break };
-            self.now = e.at;
+            let Some(e) = self.world.q.pop() else { break };
+            self.world.now = e.at;
             if e.kind == EventKind::Policy {
                 return Some(e);
             }
@@ -464,37 +267,47 @@ impl Sim {
             // Debug builds (the tests) check the model every 64 events, so a lost or doubled
             // thread fails there instead of stalling a run until its horizon.
             #[cfg(debug_assertions)]
-            if self.stats.events.is_multiple_of(64)
+            if self.world.stats.events.is_multiple_of(64)
                 && let Err(why) = self.check_invariants()
             {
                 panic!(
                     "after a {kind:?} event for {target} at {} ns: {why}",
-                    self.now
+                    self.world.now
                 );
             }
         }
-        if self.now < until && self.live > 0 {
-            self.now = until.min(self.horizon);
+        if self.world.now < until && self.user.live > 0 {
+            self.world.now = until.min(self.horizon);
         }
         None
     }
 
     pub(crate) fn handle(&mut self, e: crate::queue::Event) {
-        self.stats.events += 1;
+        self.world.stats.events += 1;
         match e.kind {
             EventKind::Cpu => {
                 let c = CpuIdx(e.target);
-                if self.cpus[c].version == e.version && self.running(c).is_some() {
-                    self.on_activity_end(c);
+                if self.user.cpus[c].version == e.version && self.kernel.running(c).is_some() {
+                    self.user
+                        .on_activity_end(&mut self.kernel, &mut self.world, c);
                 }
             }
-            EventKind::Tick => self.on_tick(CpuIdx(e.target)),
-            EventKind::Resched => self.on_resched(CpuIdx(e.target)),
-            EventKind::Noise => self.on_noise(CpuIdx(e.target)),
+            EventKind::Tick => {
+                self.kernel
+                    .on_tick(&mut self.world, &mut self.user, CpuIdx(e.target))
+            }
+            EventKind::Resched => {
+                self.kernel
+                    .on_resched(&mut self.world, &mut self.user, CpuIdx(e.target))
+            }
+            EventKind::Noise => {
+                self.kernel
+                    .on_noise(&mut self.world, &mut self.user, CpuIdx(e.target))
+            }
             EventKind::Timer => {
                 let t = ThreadIdx(e.target);
-                if self.th[t].st == St::Blocked {
-                    self.wake(t, None);
+                if self.world.th[t].st == St::Blocked {
+                    self.kernel.wake(&mut self.world, &mut self.user, t, None);
                 }
             }
             EventKind::Spawn => self.spawn(ThreadIdx(e.target)),
@@ -505,15 +318,15 @@ impl Sim {
     }
 
     fn on_sample(&mut self) {
-        let now = self.now;
-        let mut busy = vec![Nanos::ZERO; self.hw.npkg];
-        for (c, cpu) in self.cpus.iter().enumerate() {
+        let now = self.world.now;
+        let mut busy = vec![Nanos::ZERO; self.world.hw.npkg];
+        for (c, cpu) in self.user.cpus.iter().enumerate() {
             let c = CpuIdx::from(c);
             let mut b = cpu.busy_ns;
-            if self.running(c).is_some() {
+            if self.kernel.running(c).is_some() {
                 b += now - cpu.seg_start;
             }
-            busy[self.hw.pkg[c] as usize] += b;
+            busy[self.world.hw.pkg[c] as usize] += b;
         }
         let per_pkg = self.topo.domains(Level::Package);
         let util = busy
@@ -527,47 +340,49 @@ impl Sim {
         self.timeline.push(TimelinePoint {
             t_s: now.as_secs_f64(),
             socket_util: util,
-            migrations: self.stats.migrations - self.last_sample_migr,
+            migrations: self.world.stats.migrations - self.last_sample_migr,
             remote_frac: {
-                let total = self.stats.mem_total - self.last_sample_mem.0;
-                let remote = self.stats.mem_remote - self.last_sample_mem.1;
+                let total = self.world.stats.mem_total - self.last_sample_mem.0;
+                let remote = self.world.stats.mem_remote - self.last_sample_mem.1;
                 if total > 0.0 { remote / total } else { 0.0 }
             },
         });
-        self.last_sample_mem = (self.stats.mem_total, self.stats.mem_remote);
+        self.last_sample_mem = (self.world.stats.mem_total, self.world.stats.mem_remote);
         self.last_sample_busy = busy;
-        self.last_sample_migr = self.stats.migrations;
-        if self.live > 0 {
-            self.q
+        self.last_sample_migr = self.world.stats.migrations;
+        if self.user.live > 0 {
+            self.world
+                .q
                 .push(now + self.sample_every, EventKind::Sample, 0, 0);
         }
     }
 
     fn spawn(&mut self, t: ThreadIdx) {
-        let app = self.th[t].app;
-        let first = self.apps[app].first;
+        let app = self.world.th[t].app;
+        let first = self.user.apps[app].first;
         // The first thread of an application is exec'd onto the idlest CPU; the others are
         // forked by it, from wherever it runs.
-        let parent = (t != first).then(|| self.th[first].cpu);
+        let parent = (t != first).then(|| self.world.th[first].cpu);
         if t != first {
             // A thread starts with its creator's CPU mask (`clone` copies `cpus_mask`): a
             // mask a policy set on the first thread before it forked is the new one's too.
-            self.th[t].allowed = self.th[first].allowed.clone();
+            self.world.th[t].allowed = self.world.th[first].allowed.clone();
         }
-        let c = self.fork_cpu(t, parent);
-        let th = &mut self.th[t];
-        th.born = self.now;
-        th.scan = crate::state::Scan::new(self.now);
-        self.wake_up_new(t, c);
+        let c = self.kernel.fork_cpu(&self.world, t, parent);
+        let th = &mut self.world.th[t];
+        th.born = self.world.now;
+        th.scan = crate::state::Scan::new(self.world.now);
+        self.kernel
+            .wake_up_new(&mut self.world, &mut self.user, t, c);
     }
 
     /// Sampled counters of every live thread, as `/proc` and the probes would give them.
     pub(crate) fn sample_threads(&self, into: &mut Vec<threadbalance_model::Sample>) {
         use threadbalance_model::{Sample, ThreadState};
         into.clear();
-        let now = self.now;
+        let now = self.world.now;
         // The tool's own thread is not the program's: the policy never sees it.
-        for th in &self.th[..self.program_threads()] {
+        for th in &self.world.th[..self.program_threads()] {
             if matches!(th.st, St::New | St::Done) {
                 continue;
             }
@@ -577,11 +392,11 @@ impl Sim {
             // As the kernel keeps them (`Linux::schedstat_at_ticks`): run time up to the
             // CPU's last tick (ticks fall on multiples of the tick on every CPU), and no
             // wait for a thread still queued.
-            let stale = self.lx.schedstat_at_ticks;
+            let stale = self.kernel.lx.schedstat_at_ticks;
             if th.st == St::Running {
-                let tick = self.lx.tick_ns();
+                let tick = self.kernel.lx.tick_ns();
                 let upto = if stale { now / tick * tick } else { now };
-                let d = upto.saturating_sub(self.cpus[th.cpu].seg_start);
+                let d = upto.saturating_sub(self.user.cpus[th.cpu].seg_start);
                 run += d;
                 utime += d;
             }
@@ -600,7 +415,7 @@ impl Sim {
                 timeslices: th.timeslices,
                 voluntary: th.voluntary,
                 involuntary: th.involuntary,
-                last_cpu: self.hw.cpu_id[th.cpu],
+                last_cpu: self.world.hw.cpu_id[th.cpu],
                 state: match th.st {
                     St::Running | St::Runnable => ThreadState::Running,
                     _ => ThreadState::Sleeping,
@@ -622,24 +437,25 @@ impl Sim {
     /// * a lock has at most one holder, and that holder is inside its critical section;
     /// * CPU time is conserved: the time threads ran equals the time CPUs were busy.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut seen = vec![0u32; self.th.len()];
-        self.count_queued(&mut seen)?;
-        for (t, th) in self.th.iter().enumerate() {
+        let mut seen = vec![0u32; self.world.th.len()];
+        self.kernel.count_queued(&self.world, &mut seen)?;
+        for (t, th) in self.world.th.iter().enumerate() {
             let expect = u32::from(matches!(th.st, St::Running | St::Runnable));
             if seen[t] != expect {
                 return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
             }
-            if expect == 1 && !th.allowed.contains(self.hw.cpu_id[th.cpu]) {
+            if expect == 1 && !th.allowed.contains(self.world.hw.cpu_id[th.cpu]) {
                 return Err(format!(
                     "thread {t} is on CPU {} outside its affinity",
                     th.cpu
                 ));
             }
         }
-        for (l, lock) in self.locks.iter().enumerate() {
+        for (l, lock) in self.user.locks.iter().enumerate() {
             let l = LockIdx::from(l);
             if let Some(h) = lock.holder {
-                let inside = matches!(self.th[h].act, Act::Work { lock: Some(x), .. } if x == l);
+                let inside =
+                    matches!(self.world.th[h].act, Act::Work { lock: Some(x), .. } if x == l);
                 if !inside {
                     return Err(format!(
                         "lock {l} held by thread {h} outside its critical section"
@@ -647,6 +463,7 @@ impl Sim {
                 }
             }
             let holders = self
+                .world
                 .th
                 .iter()
                 .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x == l))
@@ -655,8 +472,8 @@ impl Sim {
                 return Err(format!("lock {l} has {holders} threads inside"));
             }
         }
-        let ran: Nanos = self.th.iter().map(|t| t.run).sum();
-        let busy: Nanos = self.cpus.iter().map(|c| c.busy_ns).sum();
+        let ran: Nanos = self.world.th.iter().map(|t| t.run).sum();
+        let busy: Nanos = self.user.cpus.iter().map(|c| c.busy_ns).sum();
         if ran != busy {
             return Err(format!(
                 "threads ran {} ns but CPUs were busy {} ns",
@@ -668,7 +485,7 @@ impl Sim {
 
     /// Iterations each thread has completed, in thread order.
     pub fn iterations(&self) -> Vec<u64> {
-        self.th[..self.program_threads()]
+        self.world.th[..self.program_threads()]
             .iter()
             .map(|t| t.iter)
             .collect()
@@ -676,7 +493,7 @@ impl Sim {
 
     /// Every thread's CPU time so far (completed segments), in thread order.
     pub fn thread_run(&self) -> Vec<Nanos> {
-        self.th[..self.program_threads()]
+        self.world.th[..self.program_threads()]
             .iter()
             .map(|t| t.run)
             .collect()

@@ -25,10 +25,10 @@
 //! --tool-cpu free` leaves them out (`RunOptions::tool_cpu = None`), as every table was
 //! made before this thread was modelled.
 
-use super::{Act, AppState, CpuIdx, Prog, Sim, St, ThreadIdx, TickCost};
-use crate::state::{AppIdx, ToolThread};
+use super::{Act, AppState, CpuIdx, Kernel, Prog, Sim, St, ThreadIdx, TickCost, Userspace, World};
+use crate::state::{AppIdx, ProgIdx, ToolThread};
 use crate::workload::Op;
-use threadbalance_model::{Nanos, Pid, ThreadKey, Tid};
+use threadbalance_model::{CpuSet, Nanos, Pid, ThreadKey, Tid};
 
 /// What the tool costs a live machine, as `bench --cost` measured it on the 2-core VM
 /// (the project's development machine; kernel 6.18, BPF run-time counters):
@@ -56,12 +56,34 @@ impl Sim {
     /// Adds the tool's thread, not started, after every program's thread (and its
     /// application after theirs), so that the programs' indices are unchanged.
     pub(crate) fn add_tool(&mut self) {
-        let t = ThreadIdx::from(self.th.len());
+        let all = self.topo.online().clone();
+        self.user.add_tool(&mut self.world, all);
+    }
+
+    /// Charges the tool `cost` of CPU time (a tick and its moves) and wakes its thread:
+    /// started on the first charge (exec'd onto the idlest CPU), woken as by a timer
+    /// afterwards; a thread still at work takes it on when done.
+    pub fn charge_tool(&mut self, cost: Nanos) {
+        self.user
+            .charge_tool(&mut self.kernel, &mut self.world, cost);
+    }
+
+    /// The CPU time charged to the tool so far, and how much of it it has run.
+    pub fn tool_cpu(&self) -> (Nanos, Nanos) {
+        self.user.tool_cpu(&self.world)
+    }
+}
+
+impl Userspace {
+    /// Adds the tool's thread, not started, after every program's thread (and its
+    /// application after theirs), so that the programs' indices are unchanged.
+    fn add_tool(&mut self, world: &mut World, all: CpuSet) {
+        let t = ThreadIdx::from(world.th.len());
         let app = AppIdx::from(self.apps.len());
-        let Some(template) = self.th.first().cloned() else {
+        let Some(template) = world.th.first().cloned() else {
             return;
         };
-        let prog = super::ProgIdx::from(self.progs.len());
+        let prog = ProgIdx::from(self.progs.len());
         self.progs.push(Prog {
             ops: vec![Op::Compute {
                 ns: 0,
@@ -71,7 +93,6 @@ impl Sim {
             iterations: None,
             puts: Vec::new(),
         });
-        let all = self.topo.online().clone();
         let mut th = template;
         th.key = ThreadKey {
             pid: Pid(TOOL_PID),
@@ -87,13 +108,13 @@ impl Sim {
         th.original = all;
         th.act = Act::Idle;
         th.home = None;
-        self.th.push(th);
+        world.th.push(th);
         let base = self
             .apps
             .last()
             .map(|a| (a.lock_base, a.barrier_base, a.queue_base));
         let Some((lock_base, barrier_base, queue_base)) = base else {
-            self.th.pop();
+            world.th.pop();
             self.progs.pop();
             return;
         };
@@ -126,35 +147,35 @@ impl Sim {
     /// Charges the tool `cost` of CPU time (a tick and its moves) and wakes its thread:
     /// started on the first charge (exec'd onto the idlest CPU), woken as by a timer
     /// afterwards; a thread still at work takes it on when done.
-    pub fn charge_tool(&mut self, cost: Nanos) {
+    fn charge_tool(&mut self, kernel: &mut Kernel, world: &mut World, cost: Nanos) {
         let Some(tool) = self.tool.as_mut() else {
             return;
         };
         tool.owed += cost;
         tool.charged += cost;
         let t = tool.thread;
-        match self.th[t].st {
+        match world.th[t].st {
             St::New => {
-                let c = self.fork_cpu(t, None);
-                let th = &mut self.th[t];
-                th.born = self.now;
-                th.key.start_time = 1 + self.now.0 / 10_000_000;
-                th.scan = crate::state::Scan::new(self.now);
-                self.wake_up_new(t, c);
+                let c = kernel.fork_cpu(world, t, None);
+                let th = &mut world.th[t];
+                th.born = world.now;
+                th.key.start_time = 1 + world.now.0 / 10_000_000;
+                th.scan = crate::state::Scan::new(world.now);
+                kernel.wake_up_new(world, self, t, c);
             }
-            St::Blocked => self.wake(t, None),
+            St::Blocked => kernel.wake(world, self, t, None),
             _ => {}
         }
     }
 
     /// The CPU time charged to the tool so far, and how much of it it has run.
-    pub fn tool_cpu(&self) -> (Nanos, Nanos) {
+    fn tool_cpu(&self, world: &World) -> (Nanos, Nanos) {
         self.tool
             .as_ref()
             .map_or((Nanos::ZERO, Nanos::ZERO), |tool| {
-                let th = &self.th[tool.thread];
+                let th = &world.th[tool.thread];
                 let open = if th.st == St::Running {
-                    self.now.saturating_sub(self.cpus[th.cpu].seg_start)
+                    world.now.saturating_sub(self.cpus[th.cpu].seg_start)
                 } else {
                     Nanos::ZERO
                 };
@@ -167,14 +188,14 @@ impl Sim {
         self.tool.as_ref().is_some_and(|tool| tool.thread == t)
     }
 
-    /// How many of `Sim::th` are the programs' (the tool's thread comes after them).
-    pub(crate) fn program_threads(&self) -> usize {
+    /// How many of `World::th` are the programs' (the tool's thread comes after them).
+    pub(crate) fn program_threads(&self, world: &World) -> usize {
         self.tool
             .as_ref()
-            .map_or(self.th.len(), |tool| tool.thread.ix())
+            .map_or(world.th.len(), |tool| tool.thread.ix())
     }
 
-    /// How many of `Sim::apps` are the programs' (the tool's comes after them).
+    /// How many of `Userspace::apps` are the programs' (the tool's comes after them).
     pub(crate) fn program_apps(&self) -> usize {
         self.tool
             .as_ref()
@@ -183,22 +204,28 @@ impl Sim {
 
     /// The tool's thread got CPU `c`: it runs what it owes, or sleeps until the next
     /// tick.
-    pub(super) fn tool_step(&mut self, c: CpuIdx, t: ThreadIdx) {
+    pub(super) fn tool_step(
+        &mut self,
+        kernel: &mut Kernel,
+        world: &mut World,
+        c: CpuIdx,
+        t: ThreadIdx,
+    ) {
         let owed = self
             .tool
             .as_mut()
             .map_or(Nanos::ZERO, |tool| std::mem::take(&mut tool.owed));
-        self.th[t].pc = 0;
+        world.th[t].pc = 0;
         if owed > Nanos::ZERO {
-            self.th[t].act = Act::Work {
+            world.th[t].act = Act::Work {
                 left: owed.0 as f64,
                 lock: None,
                 mem: 0.0,
             };
-            self.start_segment(c);
+            self.start_segment(kernel, world, c);
         } else {
-            self.th[t].act = Act::Idle;
-            self.block(c, t);
+            world.th[t].act = Act::Idle;
+            kernel.block(world, self, c, t);
         }
     }
 }
@@ -233,7 +260,7 @@ mod tests {
         let mut free = one_core_sim(false);
         free.run_until(Nanos::from_secs(1));
         assert!(free.finished());
-        let end_free = free.th[0].died;
+        let end_free = free.world.th[0].died;
         let mut sim = one_core_sim(true);
         for k in 1..=10u64 {
             sim.run_until(Nanos::from_millis(5 * k));
@@ -245,7 +272,7 @@ mod tests {
         sim.run_until(Nanos::from_secs(1));
         assert!(sim.finished(), "the tool does not keep the run alive");
         assert!(sim.check_invariants().is_ok());
-        let end = sim.th[0].died;
+        let end = sim.world.th[0].died;
         let (charged, ran) = sim.tool_cpu();
         assert_eq!(charged, Nanos::from_millis(10));
         // What it was charged, and the kernel's part of its wake-ups and sleeps (a few µs
@@ -257,6 +284,6 @@ mod tests {
             late >= Nanos::from_millis(10) && late < Nanos::from_millis(12),
             "{late:?} later"
         );
-        assert_eq!(sim.th[sim.program_threads()].st, St::Blocked);
+        assert_eq!(sim.world.th[sim.program_threads()].st, St::Blocked);
     }
 }

@@ -37,46 +37,41 @@
 //! simulator's `docs/sixteen-core-mechanisms.md`, "Delayed dequeue").
 
 use super::Entry;
-use crate::state::{CpuIdx, Sim, ThreadIdx};
+use crate::state::{CpuIdx, Kernel, Programs, ThreadIdx, World};
 use threadbalance_model::Nanos;
 
-impl Sim {
+impl Kernel {
     /// Running thread `t` of CPU `c` (its segment stopped) goes to sleep: whether it stays
     /// queued as a delayed thread (`dequeue_entity` with `DELAY_DEQUEUE` and
     /// `!entity_eligible`). Alone on its CPU it is its queue's average, so eligible.
-    pub(super) fn delay_on_block(&mut self, c: CpuIdx, t: ThreadIdx) -> bool {
+    pub(super) fn delay_on_block(&mut self, world: &mut World, c: CpuIdx, t: ThreadIdx) -> bool {
         if !self.lx.delay_dequeue || self.lx.baseline != crate::state::Baseline::Linux {
             return false;
         }
-        let cpu = &self.kernel.cpus[c];
+        let cpu = &self.cpus[c];
         if cpu.rq.is_empty() {
             // Only delayed threads, if any, would share its queue: the pick that follows
             // takes them all off, so it would leave at once too.
             return false;
         }
-        let v = self.th[t].vruntime.0;
+        let v = world.th[t].vruntime.0;
         let others: Vec<ThreadIdx> = cpu.rq.iter().chain(&cpu.delayed).copied().collect();
-        if !self.above_average(v, &others) {
+        if !self.above_average(world, v, &others) {
             return false;
         }
-        self.kernel.cpus[c].delayed.push(t);
-        self.stats.delayed_dequeues += 1;
+        self.cpus[c].delayed.push(t);
+        world.stats.delayed_dequeues += 1;
         true
-    }
-
-    /// How many sleeps so far stayed queued, delayed (`Linux::delay_dequeue`).
-    pub fn delayed_dequeues(&self) -> u64 {
-        self.stats.delayed_dequeues
     }
 
     /// Whether vruntime `v` is above the average of `v` and the vruntimes of `others`
     /// (`!entity_eligible`: every simulated thread weighs 1024).
-    fn above_average(&self, v: u64, others: &[ThreadIdx]) -> bool {
+    fn above_average(&self, world: &World, v: u64, others: &[ThreadIdx]) -> bool {
         let n = others.len() as u128 + 1;
         let sum: u128 = u128::from(v)
             + others
                 .iter()
-                .map(|&x| u128::from(self.th[x].vruntime.0))
+                .map(|&x| u128::from(world.th[x].vruntime.0))
                 .sum::<u128>();
         u128::from(v) * n > sum
     }
@@ -84,18 +79,23 @@ impl Sim {
     /// The delayed thread at position `i` of CPU `c`'s delayed list leaves the queue (a
     /// pick reached it, its CPU goes idle, or it may no longer run there): asleep, lag
     /// zero (`DELAY_ZERO`).
-    pub(super) fn finish_delayed(&mut self, c: CpuIdx, i: usize) -> ThreadIdx {
-        let t = self.kernel.cpus[c].delayed.remove(i);
-        self.th[t].lag = 0;
+    pub(super) fn finish_delayed(&mut self, world: &mut World, c: CpuIdx, i: usize) -> ThreadIdx {
+        let t = self.cpus[c].delayed.remove(i);
+        world.th[t].lag = 0;
         t
     }
 
     /// The delayed thread on CPU `c` with a vruntime below `below` (`None`: any), the
     /// least such, as a position in the delayed list: what a pick would reach first.
-    pub(super) fn delayed_below(&self, c: CpuIdx, below: Option<Nanos>) -> Option<usize> {
+    pub(super) fn delayed_below(
+        &self,
+        world: &World,
+        c: CpuIdx,
+        below: Option<Nanos>,
+    ) -> Option<usize> {
         let mut best: Option<(Nanos, usize)> = None;
-        for (i, &t) in self.kernel.cpus[c].delayed.iter().enumerate() {
-            let v = self.th[t].vruntime;
+        for (i, &t) in self.cpus[c].delayed.iter().enumerate() {
+            let v = world.th[t].vruntime;
             if below.is_some_and(|b| v >= b) {
                 continue;
             }
@@ -110,45 +110,56 @@ impl Sim {
     /// CPU (`ttwu_runnable`, `ENQUEUE_DELAYED`) with no placement; a lag that turned
     /// into credit is dropped (`requeue_delayed_entity` under `DELAY_ZERO`). Whether it
     /// was delayed.
-    pub(super) fn requeue_delayed(&mut self, t: ThreadIdx) -> bool {
-        let c = self.th[t].cpu;
+    pub(super) fn requeue_delayed(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        t: ThreadIdx,
+    ) -> bool {
+        let c = world.th[t].cpu;
 
-        let Some(i) = self.kernel.cpus[c].delayed.iter().position(|&x| x == t) else {
+        let Some(i) = self.cpus[c].delayed.iter().position(|&x| x == t) else {
             return false;
         };
-        self.kernel.cpus[c].delayed.remove(i);
-        let min_vr = self.min_vruntime_now(c).0 as i64;
-        let th = &mut self.th[t];
+        self.cpus[c].delayed.remove(i);
+        let min_vr = self.min_vruntime_now(world, programs, c).0 as i64;
+        let th = &mut world.th[t];
         th.lag = (th.vruntime.0 as i64 - min_vr).max(0);
-        self.enqueue(t, c, Entry::Wakeup);
+        self.enqueue(world, programs, t, c, Entry::Wakeup);
         true
     }
 
     /// Active balance from CPU `src`, whose only other threads are delayed, to idle CPU
     /// `dst`: `detach_one_task` takes the least recently run, the delayed thread that
     /// blocked first; it moves asleep and leaves the queue at `dst`. Whether one moved.
-    pub(super) fn active_move_delayed(&mut self, src: CpuIdx, dst: CpuIdx) -> bool {
-        if !self.kernel.cpus[src].rq.is_empty() {
+    pub(super) fn active_move_delayed(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        src: CpuIdx,
+        dst: CpuIdx,
+    ) -> bool {
+        if !self.cpus[src].rq.is_empty() {
             return false;
         }
-        let pos = self.kernel.cpus[src]
+        let pos = self.cpus[src]
             .delayed
             .iter()
-            .position(|&t| self.allowed(t, dst));
+            .position(|&t| self.allowed(world, t, dst));
         let Some(i) = pos else {
             return false;
         };
-        let t = self.finish_delayed(src, i);
-        self.set_cpu(t, dst);
+        let t = self.finish_delayed(world, src, i);
+        self.set_cpu(world, programs, t, dst);
         true
     }
 
     /// Thread `t` may no longer run on its CPU: if it is delayed there it leaves the
     /// queue (it will be placed afresh when it wakes).
-    pub(crate) fn drop_delayed(&mut self, t: ThreadIdx) {
-        let c = self.th[t].cpu;
-        if let Some(i) = self.kernel.cpus[c].delayed.iter().position(|&x| x == t) {
-            self.finish_delayed(c, i);
+    pub(crate) fn drop_delayed(&mut self, world: &mut World, t: ThreadIdx) {
+        let c = world.th[t].cpu;
+        if let Some(i) = self.cpus[c].delayed.iter().position(|&x| x == t) {
+            self.finish_delayed(world, c, i);
         }
     }
 }
@@ -176,17 +187,17 @@ mod tests {
         opts.linux.delay_dequeue = delay;
         opts.linux.kernel_noise_per_s = 0.0;
         let mut sim = Sim::new(&m, &w, &opts);
-        sim.now = Nanos::from_millis(50);
+        sim.world.now = Nanos::from_millis(50);
         for t in 0..2 {
-            sim.th[t].cpu = CpuIdx(0);
-            sim.th[t].load_at = sim.now;
-            sim.th[t].load_avg = 1.0;
+            sim.world.th[t].cpu = CpuIdx(0);
+            sim.world.th[t].load_at = sim.world.now;
+            sim.world.th[t].load_avg = 1.0;
         }
-        sim.th[0].st = St::Running;
-        sim.th[0].vruntime = Nanos::from_millis(v0);
-        sim.th[1].st = St::Runnable;
-        sim.th[1].vruntime = Nanos::from_millis(v1);
-        sim.th[1].last_ran = Nanos::from_millis(40);
+        sim.world.th[0].st = St::Running;
+        sim.world.th[0].vruntime = Nanos::from_millis(v0);
+        sim.world.th[1].st = St::Runnable;
+        sim.world.th[1].vruntime = Nanos::from_millis(v1);
+        sim.world.th[1].last_ran = Nanos::from_millis(40);
         let k = &mut sim.kernel.cpus[0];
         k.cur = Some(ThreadIdx(0));
         k.rq.push(ThreadIdx(1));
@@ -202,12 +213,13 @@ mod tests {
         // delayed. CPU 0 runs thread 1, and still counts two threads (nr_running) of
         // which one is runnable (h_nr_runnable).
         let mut sim = pair(1, 12, 10, true);
-        sim.block(CpuIdx(0), ThreadIdx(0));
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
         let k = &sim.kernel.cpus[0];
         assert_eq!(k.delayed, vec![ThreadIdx(0)]);
         assert_eq!(k.cur, Some(ThreadIdx(1)));
         assert_eq!((k.nr(), k.view().runnable()), (2, 1));
-        assert_eq!(sim.th[0].st, St::Blocked);
+        assert_eq!(sim.world.th[0].st, St::Blocked);
         assert!(!k.idle());
     }
 
@@ -216,14 +228,16 @@ mod tests {
         // 10 ms next to 10 ms: the average is 10, 10 ≤ 10: eligible, a normal sleep with
         // its lag kept (10 − min_vruntime 10 = 0).
         let mut sim = pair(1, 10, 10, true);
-        sim.block(CpuIdx(0), ThreadIdx(0));
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
         assert!(sim.kernel.cpus[0].delayed.is_empty());
         assert_eq!(sim.kernel.cpus[0].nr(), 1);
         // 12 ms next to 10 ms with the switch off: no delay, lag 12 − 10 = 2 ms.
         let mut sim = pair(1, 12, 10, false);
-        sim.block(CpuIdx(0), ThreadIdx(0));
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
         assert!(sim.kernel.cpus[0].delayed.is_empty());
-        assert_eq!(sim.th[0].lag, 2_000_000);
+        assert_eq!(sim.world.th[0].lag, 2_000_000);
     }
 
     #[test]
@@ -233,19 +247,23 @@ mod tests {
         // (select_idle_sibling); a delayed one is requeued on CPU 0 (ttwu_runnable) and
         // waits there behind thread 1, its lag max(12 − 10, 0) = 2 ms.
         let mut sim = pair(2, 12, 10, true);
-        sim.block(CpuIdx(0), ThreadIdx(0));
-        sim.wake(ThreadIdx(0), None);
-        assert_eq!(sim.th[0].cpu, CpuIdx(0));
-        assert_eq!(sim.th[0].st, St::Runnable);
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
+        sim.kernel
+            .wake(&mut sim.world, &mut sim.user, ThreadIdx(0), None);
+        assert_eq!(sim.world.th[0].cpu, CpuIdx(0));
+        assert_eq!(sim.world.th[0].st, St::Runnable);
         assert_eq!(sim.kernel.cpus[0].rq, vec![ThreadIdx(0)]);
         assert!(sim.kernel.cpus[0].delayed.is_empty());
         assert!(sim.kernel.cpus[1].idle());
-        assert_eq!(sim.th[0].migrations, 0);
+        assert_eq!(sim.world.th[0].migrations, 0);
         // Without the switch it sleeps at once and wakes on the idle CPU 1.
         let mut sim = pair(2, 12, 10, false);
-        sim.block(CpuIdx(0), ThreadIdx(0));
-        sim.wake(ThreadIdx(0), None);
-        assert_eq!(sim.th[0].cpu, CpuIdx(1));
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
+        sim.kernel
+            .wake(&mut sim.world, &mut sim.user, ThreadIdx(0), None);
+        assert_eq!(sim.world.th[0].cpu, CpuIdx(1));
     }
 
     #[test]
@@ -254,24 +272,28 @@ mod tests {
         // thread 1 (11 < 12); once thread 1 is at 13 ms the pick reaches thread 0 first
         // (12 < 13): it leaves the queue, lag 0 (DELAY_ZERO), and thread 1 runs again.
         let mut sim = pair(1, 12, 10, true);
-        sim.block(CpuIdx(0), ThreadIdx(0));
-        sim.th[1].vruntime = Nanos::from_millis(11);
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
+        sim.world.th[1].vruntime = Nanos::from_millis(11);
         assert_eq!(
-            sim.delayed_below(CpuIdx(0), Some(Nanos::from_millis(11))),
+            sim.kernel
+                .delayed_below(&sim.world, CpuIdx(0), Some(Nanos::from_millis(11))),
             None
         );
-        sim.th[1].vruntime = Nanos::from_millis(13);
+        sim.world.th[1].vruntime = Nanos::from_millis(13);
         assert_eq!(
-            sim.delayed_below(CpuIdx(0), Some(Nanos::from_millis(13))),
+            sim.kernel
+                .delayed_below(&sim.world, CpuIdx(0), Some(Nanos::from_millis(13))),
             Some(0)
         );
-        sim.th[1].picked_at = Nanos::ZERO; // its slice is over
-        sim.on_resched(CpuIdx(0));
+        sim.world.th[1].picked_at = Nanos::ZERO; // its slice is over
+        sim.kernel
+            .on_resched(&mut sim.world, &mut sim.user, CpuIdx(0));
         let k = &sim.kernel.cpus[0];
         assert!(k.delayed.is_empty());
         assert_eq!(k.cur, Some(ThreadIdx(1)));
-        assert_eq!(sim.th[0].lag, 0);
-        assert_eq!(sim.th[0].st, St::Blocked);
+        assert_eq!(sim.world.th[0].lag, 0);
+        assert_eq!(sim.world.th[0].st, St::Blocked);
     }
 
     #[test]
@@ -281,10 +303,17 @@ mod tests {
         // detach (the running thread cannot move, the delayed one only when moving load)
         // and fails.
         let mut sim = pair(2, 12, 10, true);
-        sim.block(CpuIdx(0), ThreadIdx(0));
-        let g = sim.group_stats(&[CpuIdx(0)]);
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
+        let g = sim.kernel.group_stats(&[CpuIdx(0)]);
         assert_eq!((g.nr, g.kind()), (2, 2));
-        assert!(!sim.load_balance(CpuIdx(1), 0, Kind::NewIdle));
+        assert!(!sim.kernel.load_balance(
+            &mut sim.world,
+            &mut sim.user,
+            CpuIdx(1),
+            0,
+            Kind::NewIdle
+        ));
         assert_eq!(sim.kernel.cpus[0].delayed, vec![ThreadIdx(0)]);
         assert!(sim.kernel.cpus[1].idle());
     }
@@ -296,11 +325,15 @@ mod tests {
         // detach_one_task takes the least recently run thread, the delayed thread 0. It
         // moves to CPU 1 asleep and leaves the queue there; thread 1 keeps running.
         let mut sim = pair(2, 12, 10, true);
-        sim.block(CpuIdx(0), ThreadIdx(0));
+        sim.kernel
+            .block(&mut sim.world, &mut sim.user, CpuIdx(0), ThreadIdx(0));
         sim.kernel.cpus[1].failed[0] = 3;
-        assert!(sim.load_balance(CpuIdx(1), 0, Kind::Idle));
-        assert_eq!(sim.th[0].cpu, CpuIdx(1));
-        assert_eq!(sim.th[0].st, St::Blocked);
+        assert!(
+            sim.kernel
+                .load_balance(&mut sim.world, &mut sim.user, CpuIdx(1), 0, Kind::Idle)
+        );
+        assert_eq!(sim.world.th[0].cpu, CpuIdx(1));
+        assert_eq!(sim.world.th[0].st, St::Blocked);
         assert!(sim.kernel.cpus[0].delayed.is_empty());
         assert_eq!(sim.kernel.cpus[0].cur, Some(ThreadIdx(1)));
         assert!(sim.kernel.cpus[1].idle());

@@ -23,16 +23,16 @@
 //! eligible, its deadline 103 ms becomes its vruntime, and the worker (101 ms) runs first
 //! for the next 2 ms of its own before the yielder's turn comes again.
 
-use crate::state::{CpuIdx, Sim, ThreadIdx};
+use crate::state::{CpuIdx, Kernel, ThreadIdx, World};
 use threadbalance_model::Nanos;
 
-impl Sim {
+impl Kernel {
     /// Thread `t`, queued on CPU `c` after yielding, forfeits its slice if it is eligible.
-    pub(super) fn forfeit_slice(&mut self, c: CpuIdx, t: ThreadIdx) {
+    pub(super) fn forfeit_slice(&mut self, world: &mut World, c: CpuIdx, t: ThreadIdx) {
         if !self.lx.yield_forfeit {
             return;
         }
-        let cpu = &self.kernel.cpus[c];
+        let cpu = &self.cpus[c];
         let n = cpu.rq.len() + usize::from(cpu.cur.is_some());
         if n < 2 {
             return; // alone: `nr_running == 1`, sched_yield returns at once
@@ -41,17 +41,17 @@ impl Sim {
             .cur
             .into_iter()
             .chain(cpu.rq.iter().copied())
-            .map(|x| u128::from(self.th[x].vruntime.0))
+            .map(|x| u128::from(world.th[x].vruntime.0))
             .sum();
-        let v = self.th[t].vruntime.0;
+        let v = world.th[t].vruntime.0;
         if u128::from(v) * n as u128 > sum {
             return; // not eligible: nothing changes
         }
-        let slice = self.slice_of(t);
-        let ran = self.now.0.saturating_sub(self.th[t].picked_at.0);
+        let slice = self.slice_of(world, t);
+        let ran = world.now.0.saturating_sub(world.th[t].picked_at.0);
         let deadline = v.saturating_sub(ran) + slice;
         let deadline = if deadline > v { deadline } else { v + slice };
-        self.th[t].vruntime = Nanos(deadline);
+        world.th[t].vruntime = Nanos(deadline);
     }
 }
 
@@ -75,7 +75,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &opts);
         // Both threads queued on CPU 0 (slice 0.75 ms × (1 + log2 1) = 0.75 ms).
         for t in 0..2 {
-            sim.th[t].st = St::Runnable;
+            sim.world.th[t].st = St::Runnable;
             sim.kernel.cpus[0].rq.push(ThreadIdx::from(t));
         }
         sim
@@ -87,15 +87,16 @@ mod tests {
         // worker at 101 ms. Average 100.6 ms ≥ 100.2 ms: eligible; deadline
         // 100 + 0.75 = 100.75 ms.
         let mut sim = two_queued(true);
-        assert_eq!(sim.slice_ns(), 750_000);
-        sim.now = Nanos(50_000_000);
-        sim.th[0].picked_at = Nanos(49_800_000);
-        sim.th[0].vruntime = Nanos(100_200_000);
-        sim.th[1].vruntime = Nanos(101_000_000);
-        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
-        assert_eq!(sim.th[0].vruntime, Nanos(100_750_000));
+        assert_eq!(sim.kernel.slice_ns(), 750_000);
+        sim.world.now = Nanos(50_000_000);
+        sim.world.th[0].picked_at = Nanos(49_800_000);
+        sim.world.th[0].vruntime = Nanos(100_200_000);
+        sim.world.th[1].vruntime = Nanos(101_000_000);
+        sim.kernel
+            .forfeit_slice(&mut sim.world, CpuIdx(0), ThreadIdx(0));
+        assert_eq!(sim.world.th[0].vruntime, Nanos(100_750_000));
         // It is now the later of the two: the worker is picked first.
-        assert!(sim.th[0].vruntime > Nanos(100_600_000));
+        assert!(sim.world.th[0].vruntime > Nanos(100_600_000));
     }
 
     #[test]
@@ -103,27 +104,30 @@ mod tests {
         // Picked at 100 ms, ran 1 ms (past the 0.75 ms deadline): vruntime 101 ms, the
         // worker at 102 ms, average 101.5: eligible; new deadline 101 + 0.75 = 101.75 ms.
         let mut sim = two_queued(true);
-        sim.now = Nanos(50_000_000);
-        sim.th[0].picked_at = Nanos(49_000_000);
-        sim.th[0].vruntime = Nanos(101_000_000);
-        sim.th[1].vruntime = Nanos(102_000_000);
-        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
-        assert_eq!(sim.th[0].vruntime, Nanos(101_750_000));
+        sim.world.now = Nanos(50_000_000);
+        sim.world.th[0].picked_at = Nanos(49_000_000);
+        sim.world.th[0].vruntime = Nanos(101_000_000);
+        sim.world.th[1].vruntime = Nanos(102_000_000);
+        sim.kernel
+            .forfeit_slice(&mut sim.world, CpuIdx(0), ThreadIdx(0));
+        assert_eq!(sim.world.th[0].vruntime, Nanos(101_750_000));
     }
 
     #[test]
     fn forfeit_ineligible_yielder_or_switch_off_changes_nothing() {
         // Yielder at 103 ms against a worker at 101 ms: average 102 < 103, not eligible.
         let mut sim = two_queued(true);
-        sim.th[0].vruntime = Nanos(103_000_000);
-        sim.th[1].vruntime = Nanos(101_000_000);
-        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
-        assert_eq!(sim.th[0].vruntime, Nanos(103_000_000));
+        sim.world.th[0].vruntime = Nanos(103_000_000);
+        sim.world.th[1].vruntime = Nanos(101_000_000);
+        sim.kernel
+            .forfeit_slice(&mut sim.world, CpuIdx(0), ThreadIdx(0));
+        assert_eq!(sim.world.th[0].vruntime, Nanos(103_000_000));
         // Eligible, but forfeiting is off (CFS-like yield).
         let mut sim = two_queued(false);
-        sim.th[0].vruntime = Nanos(100_000_000);
-        sim.th[1].vruntime = Nanos(101_000_000);
-        sim.forfeit_slice(CpuIdx(0), ThreadIdx(0));
-        assert_eq!(sim.th[0].vruntime, Nanos(100_000_000));
+        sim.world.th[0].vruntime = Nanos(100_000_000);
+        sim.world.th[1].vruntime = Nanos(101_000_000);
+        sim.kernel
+            .forfeit_slice(&mut sim.world, CpuIdx(0), ThreadIdx(0));
+        assert_eq!(sim.world.th[0].vruntime, Nanos(100_000_000));
     }
 }

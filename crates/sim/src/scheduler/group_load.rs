@@ -17,7 +17,7 @@
 //! A burst of `d` ns adds `1024 × (1 − 2^(−d / 32.8 ms))` to its CPU's load, which then
 //! halves every 32.8 ms (PELT's `LOAD_AVG_PERIOD` of 1024 µs periods).
 
-use crate::state::{CpuIdx, Sim, St, ThreadIdx};
+use crate::state::{CpuIdx, Kernel, Programs, St, ThreadIdx, World};
 
 /// PELT's half-life (`LOAD_AVG_PERIOD`: 32 periods of 1024 µs), ns.
 const HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
@@ -25,36 +25,36 @@ const HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
 /// A nice-0 task's weight, and a task group's default `shares`.
 pub(super) const NICE_0: f64 = 1024.0;
 
-impl Sim {
+impl Kernel {
     /// The decayed load kernel threads left on CPU `c` (`cpu_load` outside the program's
     /// groups).
-    pub(super) fn noise_load(&self, c: CpuIdx) -> f64 {
-        let k = &self.kernel.cpus[c];
-        let dt = self.now.saturating_sub(k.noise_at).0 as f64;
+    pub(super) fn noise_load(&self, world: &World, c: CpuIdx) -> f64 {
+        let k = &self.cpus[c];
+        let dt = world.now.saturating_sub(k.noise_at).0 as f64;
         k.noise_load * (-dt * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp()
     }
 
     /// A kernel thread ran `ns` on CPU `c`: its PELT load joins the CPU's.
-    pub(super) fn add_noise_load(&mut self, c: CpuIdx, ns: u64) {
-        let l = self.noise_load(c);
+    pub(super) fn add_noise_load(&mut self, world: &mut World, c: CpuIdx, ns: u64) {
+        let l = self.noise_load(world, c);
         let add = NICE_0 * (1.0 - (-(ns as f64) * (std::f64::consts::LN_2 / HALF_LIFE_NS)).exp());
-        let k = &mut self.kernel.cpus[c];
+        let k = &mut self.cpus[c];
         k.noise_load = l + add;
-        k.noise_at = self.now;
+        k.noise_at = world.now;
     }
 
     /// Runnable (running or queued) threads of each application: its group's load.
-    pub(super) fn runnable_per_app(&self) -> Vec<usize> {
-        let mut n = vec![0usize; self.apps.len()];
-        for th in &self.th {
+    pub(super) fn runnable_per_app(&self, world: &World, programs: &dyn Programs) -> Vec<usize> {
+        let mut n = vec![0usize; programs.apps()];
+        for th in &world.th {
             if matches!(th.st, St::Running | St::Runnable) {
                 n[th.app] += 1;
             }
         }
         // Delayed sleepers are still queued: their load stays in their group's.
-        for cpu in &self.kernel.cpus {
+        for cpu in &self.cpus {
             for &t in &cpu.delayed {
-                n[self.th[t].app] += 1;
+                n[world.th[t].app] += 1;
             }
         }
         n
@@ -62,31 +62,32 @@ impl Sim {
 
     /// Thread `t`'s load as the balancer weighs it (`task_h_load`): a nice-0 task's
     /// weight, divided among its group's runnable threads when groups are on.
-    pub(super) fn task_h_load(&self, t: ThreadIdx, per_app: &[usize]) -> f64 {
+    pub(super) fn task_h_load(&self, world: &World, t: ThreadIdx, per_app: &[usize]) -> f64 {
         if !self.lx.autogroup {
             return NICE_0;
         }
-        (NICE_0 / per_app[self.th[t].app.ix()].max(1) as f64).floor()
+        (NICE_0 / per_app[world.th[t].app.ix()].max(1) as f64).floor()
     }
 
     /// CPU `c`'s load (`cpu_load`): its runnable threads' `task_h_load`, plus the kernel
     /// threads' decayed load when groups are on (without groups a burst's 11 against a
     /// thread's 1024 is lost in the count, which is what the model then uses).
     #[cfg(test)]
-    pub(super) fn group_cpu_load(&self, c: CpuIdx, per_app: &[usize]) -> f64 {
-        self.queue_load(c, self.kernel.cpus[c].view().threads(), per_app)
+    pub(super) fn group_cpu_load(&self, world: &World, c: CpuIdx, per_app: &[usize]) -> f64 {
+        self.queue_load(world, c, self.cpus[c].view().threads(), per_app)
     }
 
     /// CPU `c`'s load with threads `on` on its queue (as a balancing pass read it).
     pub(super) fn queue_load(
         &self,
+        world: &World,
         c: CpuIdx,
         on: impl Iterator<Item = ThreadIdx>,
         per_app: &[usize],
     ) -> f64 {
-        let threads: f64 = on.map(|t| self.task_h_load(t, per_app)).sum();
+        let threads: f64 = on.map(|t| self.task_h_load(world, t, per_app)).sum();
         if self.lx.autogroup {
-            threads + self.noise_load(c).floor()
+            threads + self.noise_load(world, c).floor()
         } else {
             threads
         }
@@ -120,15 +121,21 @@ mod tests {
         // 64 on a CPU that runs two.
         let mut sim = spinning(32, true);
         sim.run_until(Nanos::from_millis(50));
-        let per_app = sim.runnable_per_app();
+        let per_app = sim.kernel.runnable_per_app(&sim.world, &sim.user);
         assert_eq!(per_app, vec![32]);
-        assert_eq!(sim.task_h_load(ThreadIdx(0), &per_app), 32.0);
-        let c = sim.th[0].cpu;
+        assert_eq!(
+            sim.kernel.task_h_load(&sim.world, ThreadIdx(0), &per_app),
+            32.0
+        );
+        let c = sim.world.th[0].cpu;
         assert_eq!(sim.kernel.cpus[c].nr(), 2);
-        assert_eq!(sim.group_cpu_load(c, &per_app), 64.0);
+        assert_eq!(sim.kernel.group_cpu_load(&sim.world, c, &per_app), 64.0);
         // Without groups a thread weighs a whole task.
         let sim = spinning(32, false);
-        assert_eq!(sim.task_h_load(ThreadIdx(0), &[32]), 1024.0);
+        assert_eq!(
+            sim.kernel.task_h_load(&sim.world, ThreadIdx(0), &[32]),
+            1024.0
+        );
     }
 
     #[test]
@@ -137,11 +144,11 @@ mod tests {
         // under 64 × 1.17 = 74.88 (floored, 74); a second burst on the same CPU is over.
         let mut sim = spinning(32, true);
         let c = CpuIdx(3);
-        sim.add_noise_load(c, 500_000);
-        let l = sim.noise_load(c);
+        sim.kernel.add_noise_load(&mut sim.world, c, 500_000);
+        let l = sim.kernel.noise_load(&sim.world, c);
         assert!((l - 10.77).abs() < 0.01, "{l}");
         // Half of it 32.768 ms later.
-        sim.now += Nanos(32_768_000);
-        assert!((sim.noise_load(c) - l / 2.0).abs() < 1e-9);
+        sim.world.now += Nanos(32_768_000);
+        assert!((sim.kernel.noise_load(&sim.world, c) - l / 2.0).abs() < 1e-9);
     }
 }

@@ -38,11 +38,14 @@ mod worked;
 
 use crate::queue::EventKind;
 pub(crate) use crate::state::SdLevel;
-use crate::state::{Act, CpuIdx, Hw, Programs, QueueView, Sim, St, ThreadIdx};
+use crate::state::{
+    Act, CpuIdx, Hw, Kernel, KernelCpu, NewidleStats, Programs, QueueView, St, ThreadIdx, World,
+};
 pub use crate::state::{Baseline, Linux};
 use threadbalance_model::{Level, Nanos, Topology};
+use threadbalance_policy::rng::Rng;
 
-/// How a runnable thread comes onto a CPU's queue ([`Sim::enqueue`]).
+/// How a runnable thread comes onto a CPU's queue ([`Kernel::enqueue`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Entry {
     /// It woke, or is new: on an idle CPU it pays the wake-up's cost and ends the CPU's
@@ -178,7 +181,41 @@ impl GroupStats {
     }
 }
 
-impl Sim {
+impl Kernel {
+    /// The kernel of a machine of `topo` (with hardware `hw`) before any thread: its
+    /// domains, every CPU idle, `lx` its parameters; `seed` draws its tie-breaks.
+    pub(crate) fn new(topo: &Topology, hw: &Hw, lx: Linux, seed: u64) -> Kernel {
+        let levels = build_levels(topo, hw);
+        let nlv = levels.len();
+        let cpus = (0..hw.cpu_id.len())
+            .map(|_| KernelCpu {
+                cur: None,
+                rq: Vec::with_capacity(8),
+                delayed: Vec::new(),
+                min_vruntime: Nanos::ZERO,
+                tick_armed: false,
+                idle_since: Some(Nanos::ZERO),
+                avg_idle: Nanos(2 * lx.migration_cost_ns),
+                last_balance: vec![Nanos::ZERO; nlv],
+                interval: levels.iter().map(|l| l.min_interval).collect(),
+                failed: vec![0; nlv],
+                newidle: vec![NewidleStats::default(); nlv],
+                noise_load: 0.0,
+                noise_at: Nanos::ZERO,
+            })
+            .collect();
+        Kernel {
+            lx,
+            levels,
+            llc_scan: vec![None; hw.llc_cpus.len()],
+            nohz_next: Nanos::ZERO,
+            seen: None,
+            tie: Rng::new(seed ^ 0x0071_E50F_7AC4),
+            overloaded: false,
+            cpus,
+        }
+    }
+
     pub(crate) fn slice_ns(&self) -> u64 {
         let n = self.cpus.len().clamp(1, 8) as u64;
         self.lx.base_slice_ns * (1 + u64::from(63 - n.leading_zeros()))
@@ -187,23 +224,25 @@ impl Sim {
     /// How far from `min_vruntime` thread `t` may be placed, either way: one default
     /// slice; with a slice of its own, twice that slice but at least a tick, as the
     /// kernel's `update_entity_lag` bounds it (so at HZ 250 a short slice keeps 4 ms).
-    pub(crate) fn lag_limit(&self, t: ThreadIdx) -> u64 {
-        match self.th[t].slice {
+    pub(crate) fn lag_limit(&self, world: &World, t: ThreadIdx) -> u64 {
+        match world.th[t].slice {
             None => self.slice_ns(),
-            Some(_) => (2 * self.slice_of(t)).max(1_000_000_000 / u64::from(self.lx.hz.max(1))),
+            Some(_) => {
+                (2 * self.slice_of(world, t)).max(1_000_000_000 / u64::from(self.lx.hz.max(1)))
+            }
         }
     }
 
     /// Thread `t`'s slice: its own where one was set (`sched_setattr`, Linux 6.12+: the
     /// kernel keeps it within 0.1–100 ms), else the default.
-    pub(crate) fn slice_of(&self, t: ThreadIdx) -> u64 {
-        self.th[t]
+    pub(crate) fn slice_of(&self, world: &World, t: ThreadIdx) -> u64 {
+        world.th[t]
             .slice
             .map_or_else(|| self.slice_ns(), |s| s.0.clamp(100_000, 100_000_000))
     }
 
-    pub(crate) fn allowed(&self, t: ThreadIdx, c: CpuIdx) -> bool {
-        self.th[t].allowed.contains(self.hw.cpu_id[c])
+    pub(crate) fn allowed(&self, world: &World, t: ThreadIdx, c: CpuIdx) -> bool {
+        world.th[t].allowed.contains(world.hw.cpu_id[c])
     }
 
     /// Moves thread `t`'s CPU to `c`, counting the migration and its cache refill.
@@ -215,87 +254,106 @@ impl Sim {
     /// the rest of the footprint is in the shared LLC, or in memory, for either core.
     /// Across LLCs what is lost is at most the private caches and the thread's share of
     /// the LLC it left (`llc_share`); the rest came from memory on either side.
-    pub(crate) fn set_cpu(&mut self, t: ThreadIdx, c: CpuIdx) {
-        let old = self.th[t].cpu;
+    pub(crate) fn set_cpu(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        t: ThreadIdx,
+        c: CpuIdx,
+    ) {
+        let old = world.th[t].cpu;
         if old == c {
             return;
         }
-        let same_core = self.hw.core[old] == self.hw.core[c];
+        let same_core = world.hw.core[old] == world.hw.core[c];
         let refill = if same_core {
             0.0
         } else {
-            let lines = self.footprint_lines(t);
-            let lost = if self.hw.llc[old] == self.hw.llc[c] {
-                lines.min(self.hw.private_lines)
-            } else if lines > self.hw.private_lines {
-                lines.min(self.hw.private_lines + self.llc_share(t, old, lines))
+            let lines = programs.footprint_lines(world, t);
+            let lost = if world.hw.llc[old] == world.hw.llc[c] {
+                lines.min(world.hw.private_lines)
+            } else if lines > world.hw.private_lines {
+                lines.min(world.hw.private_lines + self.llc_share(world, programs, t, old, lines))
             } else {
                 lines
             };
-            lost * self.hw.line_ns(old, c) / self.hw.mlp
+            lost * world.hw.line_ns(old, c) / world.hw.mlp
         };
-        let th = &mut self.th[t];
+        let th = &mut world.th[t];
         th.cpu = c;
         th.migrations += 1;
         th.debt += Nanos(refill as u64);
-        self.stats.migrations += 1;
-        if self.hw.pkg[old] != self.hw.pkg[c] {
-            self.stats.cross_migrations += 1;
+        world.stats.migrations += 1;
+        if world.hw.pkg[old] != world.hw.pkg[c] {
+            world.stats.cross_migrations += 1;
         }
     }
 
     /// Lines of the LLC of CPU `c` that thread `t` (footprint `lines`) holds: the LLC split
     /// over the threads that live behind it in proportion to their footprints, as
     /// competing working sets share a cache that holds none of them whole.
-    fn llc_share(&self, t: ThreadIdx, c: CpuIdx, lines: f64) -> f64 {
-        let llc = self.hw.llc[c];
-        let behind: f64 = (0..self.th.len())
+    fn llc_share(
+        &self,
+        world: &World,
+        programs: &dyn Programs,
+        t: ThreadIdx,
+        c: CpuIdx,
+        lines: f64,
+    ) -> f64 {
+        let llc = world.hw.llc[c];
+        let behind: f64 = (0..world.th.len())
             .map(ThreadIdx::from)
             .filter(|&u| {
                 u != t
-                    && !matches!(self.th[u].st, St::New | St::Done)
-                    && self.hw.llc[self.th[u].cpu] == llc
+                    && !matches!(world.th[u].st, St::New | St::Done)
+                    && world.hw.llc[world.th[u].cpu] == llc
             })
-            .map(|u| self.footprint_lines(u))
+            .map(|u| programs.footprint_lines(world, u))
             .sum();
-        self.hw.llc_lines[llc as usize] * lines / (lines + behind)
+        world.hw.llc_lines[llc as usize] * lines / (lines + behind)
     }
 
     /// The thread CPU `c` runs, if any: how the programs part learns it (the run queues
     /// are the kernel's).
     pub(crate) fn running(&self, c: CpuIdx) -> Option<ThreadIdx> {
-        self.kernel.cpus[c].cur
+        self.cpus[c].cur
     }
 
     /// New thread `t` enters the kernel, runnable on CPU `c` (`wake_up_new_task`): it
     /// starts with a full load (`init_entity_runnable_average`) and the queue's
     /// `min_vruntime`, and is queued.
-    pub(crate) fn wake_up_new(&mut self, t: ThreadIdx, c: CpuIdx) {
-        let th = &mut self.th[t];
+    pub(crate) fn wake_up_new(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        t: ThreadIdx,
+        c: CpuIdx,
+    ) {
+        let th = &mut world.th[t];
         th.load_avg = 1.0;
-        th.load_at = self.now;
+        th.load_at = world.now;
         th.cpu = c;
         th.st = St::Runnable;
         th.lag = 0; // `enqueue` places it at the queue's `min_vruntime`
-        self.enqueue(t, c, Entry::Wakeup);
+        self.enqueue(world, programs, t, c, Entry::Wakeup);
     }
 
     /// The thread running on CPU `c` has exited (`do_exit`): the CPU forgets it and
     /// picks its next thread.
-    pub(crate) fn exited(&mut self, c: CpuIdx) {
-        self.kernel.cpus[c].cur = None;
-        self.schedule(c);
+    pub(crate) fn exited(&mut self, world: &mut World, programs: &mut dyn Programs, c: CpuIdx) {
+        self.cpus[c].cur = None;
+        self.schedule(world, programs, c);
     }
 
     /// Counts, per thread, the run queues it is on (running or queued) into `seen`; the
     /// first running thread that is not `Running` there, or queued thread that is not
     /// `Runnable` there (the run-queue half of `Sim::check_invariants`).
-    pub(crate) fn count_queued(&self, seen: &mut [u32]) -> Result<(), String> {
-        for (c, cpu) in self.kernel.cpus.iter().enumerate() {
+    pub(crate) fn count_queued(&self, world: &World, seen: &mut [u32]) -> Result<(), String> {
+        for (c, cpu) in self.cpus.iter().enumerate() {
             let c = CpuIdx::from(c);
             if let Some(t) = cpu.cur {
                 seen[t.ix()] += 1;
-                if self.th[t].st != St::Running || self.th[t].cpu != c {
+                if world.th[t].st != St::Running || world.th[t].cpu != c {
                     return Err(format!(
                         "CPU {c} runs thread {t} which is not running there"
                     ));
@@ -303,14 +361,14 @@ impl Sim {
             }
             for &t in &cpu.rq {
                 seen[t.ix()] += 1;
-                if self.th[t].st != St::Runnable || self.th[t].cpu != c {
+                if world.th[t].st != St::Runnable || world.th[t].cpu != c {
                     return Err(format!(
                         "thread {t} queued on CPU {c} but not runnable there"
                     ));
                 }
             }
             for &t in &cpu.delayed {
-                if self.th[t].st != St::Blocked || self.th[t].cpu != c || cpu.cur.is_none() {
+                if world.th[t].st != St::Blocked || world.th[t].cpu != c || cpu.cur.is_none() {
                     return Err(format!(
                         "thread {t} delayed on CPU {c} but not asleep there, or the CPU idles"
                     ));
@@ -327,20 +385,27 @@ impl Sim {
     /// that woke and for one moved here alike: the kernel's `move_queued_task` (a move by
     /// `sched_setaffinity`) and `attach_task` (the balancer's) call `wakeup_preempt` as
     /// `ttwu_do_activate` does. Only the Solaris dispatcher's moves do not preempt.
-    pub(crate) fn enqueue(&mut self, t: ThreadIdx, c: CpuIdx, entry: Entry) {
+    pub(crate) fn enqueue(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        t: ThreadIdx,
+        c: CpuIdx,
+        entry: Entry,
+    ) {
         let wakeup = entry == Entry::Wakeup;
-        let slice = self.lag_limit(t) as i64;
-        let now = self.now;
-        let min_vr = self.min_vruntime_now(c).0 as i64;
-        let th = &mut self.th[t];
+        let slice = self.lag_limit(world, t) as i64;
+        let now = world.now;
+        let min_vr = self.min_vruntime_now(world, programs, c).0 as i64;
+        let th = &mut world.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
         th.vruntime = Nanos((min_vr + th.lag.clamp(-slice, slice)).max(0) as u64);
-        if self.kernel.cpus[c].idle() {
+        if self.cpus[c].idle() {
             if wakeup {
-                self.th[t].debt += Nanos(self.lx.wake_idle_ns);
+                world.th[t].debt += Nanos(self.lx.wake_idle_ns);
                 // A wake-up ends an idle period: fold it into avg_idle (update_avg, 1/8).
-                let cpu = &mut self.kernel.cpus[c];
+                let cpu = &mut self.cpus[c];
                 if let Some(since) = cpu.idle_since {
                     let d = now.saturating_sub(since).0 as i64;
                     let avg = cpu.avg_idle.0 as i64;
@@ -348,26 +413,26 @@ impl Sim {
                     cpu.avg_idle = Nanos((avg + (d - avg) / 8).clamp(0, cap) as u64);
                 }
             }
-            self.switch_in(c, t);
+            self.switch_in(world, programs, c, t);
             return;
         }
-        self.kernel.cpus[c].rq.push(t);
+        self.cpus[c].rq.push(t);
         self.queue_grew(c);
-        let Some(cur) = self.kernel.cpus[c].cur else {
-            self.schedule(c);
+        let Some(cur) = self.cpus[c].cur else {
+            self.schedule(world, programs, c);
             return;
         };
-        if self.cpus[c].in_advance {
+        if programs.mid_operation(c) {
             return; // the running thread is mid-operation; the next tick decides
         }
-        if matches!(self.th[cur].act, Act::Yield { .. }) {
-            if self.queued_non_yielder(c) {
-                self.yield_cpu(c);
+        if matches!(world.th[cur].act, Act::Yield { .. }) {
+            if self.queued_non_yielder(world, programs, c) {
+                self.yield_cpu(world, programs, c);
             }
         } else if entry != Entry::Dispatch
-            && now.saturating_sub(self.th[cur].picked_at) >= Nanos(self.slice_of(cur))
+            && now.saturating_sub(world.th[cur].picked_at) >= Nanos(self.slice_of(world, cur))
         {
-            self.preempt(c);
+            self.preempt(world, programs, c);
         }
     }
 
@@ -381,20 +446,21 @@ impl Sim {
     /// value where it was when that thread was picked, and the next thread woken there was
     /// placed 100 ms below it: it ran for 100 ms while the first waited, where Linux would
     /// have them take turns.
-    pub(crate) fn min_vruntime_now(&mut self, c: CpuIdx) -> Nanos {
-        let cur = self.kernel.cpus[c]
+    pub(crate) fn min_vruntime_now(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+    ) -> Nanos {
+        let cur = self.cpus[c]
             .cur
-            .map(|t| self.th[t].vruntime + self.now.saturating_sub(self.cpus[c].seg_start));
-        let queued = self.kernel.cpus[c]
-            .rq
-            .iter()
-            .map(|&t| self.th[t].vruntime)
-            .min();
+            .map(|t| world.th[t].vruntime + world.now.saturating_sub(programs.segment_start(c)));
+        let queued = self.cpus[c].rq.iter().map(|&t| world.th[t].vruntime).min();
         let least = match (cur, queued) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let k = &mut self.kernel.cpus[c];
+        let k = &mut self.cpus[c];
         if let Some(v) = least {
             k.min_vruntime = k.min_vruntime.max(v);
         }
@@ -402,138 +468,160 @@ impl Sim {
     }
 
     /// Gives idle CPU `c` to thread `t`.
-    fn switch_in(&mut self, c: CpuIdx, t: ThreadIdx) {
-        let now = self.now;
-        let cpu = &mut self.kernel.cpus[c];
+    fn switch_in(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+        t: ThreadIdx,
+    ) {
+        let now = world.now;
+        let cpu = &mut self.cpus[c];
         debug_assert_eq!(cpu.cur, None);
         cpu.idle_since = None;
         cpu.cur = Some(t);
-        let th = &mut self.th[t];
+        let th = &mut world.th[t];
         th.st = St::Running;
         th.wait += now.saturating_sub(th.runnable_since);
         th.timeslices += 1;
         th.picked_at = now;
         th.debt += Nanos(self.lx.switch_ns);
-        if !self.kernel.cpus[c].tick_armed {
+        if !self.cpus[c].tick_armed {
             let tick = Nanos(self.lx.tick_ns());
-            self.kernel.cpus[c].tick_armed = true;
-            self.q
+            self.cpus[c].tick_armed = true;
+            world
+                .q
                 .push((now / tick + 1) * tick, EventKind::Tick, c.0, 0);
         }
-        let act = self.th[t].act;
+        let act = world.th[t].act;
         match act {
-            Act::Idle => self.run_program(c, t),
-            _ if self.wait_over(t) => {
-                self.th[t].act = Act::Idle;
-                self.run_program(c, t);
+            Act::Idle => programs.run_program(self, world, c, t),
+            _ if programs.wait_over(world, t) => {
+                world.th[t].act = Act::Idle;
+                programs.run_program(self, world, c, t);
             }
-            Act::Yield { .. } if self.queued_non_yielder(c) => {
-                self.begin_segment(c);
-                self.yield_cpu(c);
+            Act::Yield { .. } if self.queued_non_yielder(world, programs, c) => {
+                programs.begin_segment(self, world, c);
+                self.yield_cpu(world, programs, c);
             }
-            _ => self.begin_segment(c),
+            _ => programs.begin_segment(self, world, c),
         }
     }
 
     /// Whether a thread that is not itself yield-waiting is queued on CPU `c`.
-    pub(crate) fn queued_non_yielder(&self, c: CpuIdx) -> bool {
-        self.kernel.cpus[c]
+    pub(crate) fn queued_non_yielder(
+        &self,
+        world: &World,
+        programs: &dyn Programs,
+        c: CpuIdx,
+    ) -> bool {
+        self.cpus[c]
             .rq
             .iter()
-            .any(|&t| !self.yield_waiting(t))
+            .any(|&t| !programs.yield_waiting(world, t))
     }
 
-    /// [`Sim::schedule`] for CPU `c`, whose running thread was moved away, unless a thread
+    /// [`Kernel::schedule`] for CPU `c`, whose running thread was moved away, unless a thread
     /// runs there again already: the move's arrival may have preempted a thread whose
     /// slice ended with its operation (a compute step done, a barrier released), and a
     /// thread woken by that may have been placed on `c`, idle meanwhile.
-    pub(crate) fn schedule_if_idle(&mut self, c: CpuIdx) {
-        if self.kernel.cpus[c].cur.is_none() {
-            self.schedule(c);
+    pub(crate) fn schedule_if_idle(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+    ) {
+        if self.cpus[c].cur.is_none() {
+            self.schedule(world, programs, c);
         }
     }
 
     /// Chooses the next thread for CPU `c`, whose current thread left; idles (and tries to
     /// pull work) when its queue is empty.
-    pub(crate) fn schedule(&mut self, c: CpuIdx) {
-        debug_assert_eq!(self.kernel.cpus[c].cur, None);
-        if let Some(t) = self.pick(c) {
-            self.switch_in(c, t);
+    pub(crate) fn schedule(&mut self, world: &mut World, programs: &mut dyn Programs, c: CpuIdx) {
+        debug_assert_eq!(self.cpus[c].cur, None);
+        if let Some(t) = self.pick(world, c) {
+            self.switch_in(world, programs, c, t);
             return;
         }
-        self.kernel.cpus[c].idle_since = Some(self.now);
+        self.cpus[c].idle_since = Some(world.now);
         match self.lx.baseline {
-            Baseline::Linux => self.newidle_balance(c),
+            Baseline::Linux => self.newidle_balance(world, programs, c),
             Baseline::Solaris => {
-                self.solaris_steal(c);
+                self.solaris_steal(world, programs, c);
             }
         }
     }
 
     /// Removes and returns the queued thread with the least vruntime. A delayed sleeper
     /// the pick reaches first leaves the queue instead, and the pick goes on (`delayed.rs`).
-    fn pick(&mut self, c: CpuIdx) -> Option<ThreadIdx> {
-        let cpu = &self.kernel.cpus[c];
+    fn pick(&mut self, world: &mut World, c: CpuIdx) -> Option<ThreadIdx> {
+        let cpu = &self.cpus[c];
         let mut best: Option<(Nanos, usize)> = None;
         for (i, &t) in cpu.rq.iter().enumerate() {
-            let v = self.th[t].vruntime;
+            let v = world.th[t].vruntime;
             if best.is_none_or(|(b, _)| v < b) {
                 best = Some((v, i));
             }
         }
-        while let Some(d) = self.delayed_below(c, best.map(|(v, _)| v)) {
-            self.finish_delayed(c, d);
+        while let Some(d) = self.delayed_below(world, c, best.map(|(v, _)| v)) {
+            self.finish_delayed(world, c, d);
         }
         let (v, i) = best?;
-        let t = self.kernel.cpus[c].rq.remove(i);
-        let k = &mut self.kernel.cpus[c];
+        let t = self.cpus[c].rq.remove(i);
+        let k = &mut self.cpus[c];
         k.min_vruntime = k.min_vruntime.max(v);
         Some(t)
     }
 
-    fn requeue_current(&mut self, c: CpuIdx) -> Option<ThreadIdx> {
-        self.end_segment(c);
-        let t = self.kernel.cpus[c].cur.take()?;
-        let now = self.now;
-        let th = &mut self.th[t];
+    fn requeue_current(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+    ) -> Option<ThreadIdx> {
+        programs.end_segment(self, world, c);
+        let t = self.cpus[c].cur.take()?;
+        let now = world.now;
+        let th = &mut world.th[t];
         th.st = St::Runnable;
         th.runnable_since = now;
-        self.kernel.cpus[c].rq.push(t);
+        self.cpus[c].rq.push(t);
         Some(t)
     }
 
     /// The running thread's slice is over (or a waking thread is due): run the fairest.
-    fn preempt(&mut self, c: CpuIdx) {
-        let Some(t) = self.requeue_current(c) else {
+    fn preempt(&mut self, world: &mut World, programs: &mut dyn Programs, c: CpuIdx) {
+        let Some(t) = self.requeue_current(world, programs, c) else {
             return;
         };
-        let next = self.pick(c).unwrap_or(t);
+        let next = self.pick(world, c).unwrap_or(t);
         if next != t {
-            self.th[t].involuntary += 1;
+            world.th[t].involuntary += 1;
         } else {
-            self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
-            self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
+            world.th[t].timeslices = world.th[t].timeslices.saturating_sub(1);
+            world.th[t].debt = world.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
         }
-        self.switch_in(c, next);
+        self.switch_in(world, programs, c, next);
     }
 
     /// The running thread yields: any other queued thread runs first.
-    pub(crate) fn yield_cpu(&mut self, c: CpuIdx) {
-        if !self.queued_non_yielder(c) {
+    pub(crate) fn yield_cpu(&mut self, world: &mut World, programs: &mut dyn Programs, c: CpuIdx) {
+        if !self.queued_non_yielder(world, programs, c) {
             return; // only other yielders: sched_yield returns at once, the loop spins on
         }
-        let Some(t) = self.requeue_current(c) else {
+        let Some(t) = self.requeue_current(world, programs, c) else {
             return;
         };
-        self.forfeit_slice(c, t);
+        self.forfeit_slice(world, c, t);
         let pick = {
-            let cpu = &self.kernel.cpus[c];
+            let cpu = &self.cpus[c];
             let mut best: Option<(Nanos, usize)> = None;
             for (i, &x) in cpu.rq.iter().enumerate() {
-                if self.yield_waiting(x) {
+                if programs.yield_waiting(world, x) {
                     continue;
                 }
-                let v = self.th[x].vruntime;
+                let v = world.th[x].vruntime;
                 if best.is_none_or(|(b, _)| v < b) {
                     best = Some((v, i));
                 }
@@ -541,63 +629,75 @@ impl Sim {
             best.map(|(_, i)| i)
         };
         let picked = pick.map(|i| {
-            let x = self.kernel.cpus[c].rq.remove(i);
-            let k = &mut self.kernel.cpus[c];
-            k.min_vruntime = k.min_vruntime.max(self.th[x].vruntime);
+            let x = self.cpus[c].rq.remove(i);
+            let k = &mut self.cpus[c];
+            k.min_vruntime = k.min_vruntime.max(world.th[x].vruntime);
             x
         });
         match picked {
             Some(next) => {
-                self.th[t].involuntary += 1;
-                self.switch_in(c, next);
+                world.th[t].involuntary += 1;
+                self.switch_in(world, programs, c, next);
             }
             None => {
-                self.kernel.cpus[c].rq.retain(|&x| x != t);
-                self.th[t].timeslices = self.th[t].timeslices.saturating_sub(1);
-                self.th[t].debt = self.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
-                self.switch_in(c, t);
+                self.cpus[c].rq.retain(|&x| x != t);
+                world.th[t].timeslices = world.th[t].timeslices.saturating_sub(1);
+                world.th[t].debt = world.th[t].debt.saturating_sub(Nanos(self.lx.switch_ns));
+                self.switch_in(world, programs, c, t);
             }
         }
     }
 
     /// Running thread `t` on CPU `c` goes to sleep (its segment is already stopped).
-    pub(crate) fn block(&mut self, c: CpuIdx, t: ThreadIdx) {
-        self.pelt_sync(t);
-        let delayed = self.delay_on_block(c, t);
-        let min_vr = self.min_vruntime_now(c).0 as i64;
-        let th = &mut self.th[t];
+    pub(crate) fn block(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+        t: ThreadIdx,
+    ) {
+        self.pelt_sync(world, t);
+        let delayed = self.delay_on_block(world, c, t);
+        let min_vr = self.min_vruntime_now(world, programs, c).0 as i64;
+        let th = &mut world.th[t];
         th.st = St::Blocked;
         th.voluntary += 1;
         if !delayed {
             th.lag = th.vruntime.0 as i64 - min_vr;
         }
         th.debt += Nanos(self.lx.syscall_ns);
-        self.kernel.cpus[c].cur = None;
-        self.schedule(c);
+        self.cpus[c].cur = None;
+        self.schedule(world, programs, c);
     }
 
     /// Wakes sleeping thread `t`; `waker` is the waking CPU (`None` for a timer).
-    pub(crate) fn wake(&mut self, t: ThreadIdx, waker: Option<CpuIdx>) {
-        if self.th[t].st != St::Blocked {
+    pub(crate) fn wake(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        t: ThreadIdx,
+        waker: Option<CpuIdx>,
+    ) {
+        if world.th[t].st != St::Blocked {
             return;
         }
         // Asleep on a lock or condition variable (`LCK`) until now; runnable from here.
-        if let Some(start) = self.th[t].lck_start.take() {
-            self.th[t].lck_ns += self.now.saturating_sub(start);
+        if let Some(start) = world.th[t].lck_start.take() {
+            world.th[t].lck_ns += world.now.saturating_sub(start);
         }
-        self.pelt_sync(t);
-        if self.requeue_delayed(t) {
+        self.pelt_sync(world, t);
+        if self.requeue_delayed(world, programs, t) {
             return; // still queued, delayed: woken where it is (`ttwu_runnable`)
         }
         let target = match self.lx.baseline {
-            Baseline::Linux => self.select_wake_cpu(t, waker),
-            Baseline::Solaris => self.solaris_wake_cpu(t),
+            Baseline::Linux => self.select_wake_cpu(world, t, waker),
+            Baseline::Solaris => self.solaris_wake_cpu(world, t),
         };
-        self.set_cpu(t, target);
-        self.enqueue(t, target, Entry::Wakeup);
+        self.set_cpu(world, programs, t, target);
+        self.enqueue(world, programs, t, target, Entry::Wakeup);
     }
 
     fn group_stats(&self, cpus: &[CpuIdx]) -> GroupStats {
-        GroupStats::of(cpus, |c| self.kernel.cpus[c].view())
+        GroupStats::of(cpus, |c| self.cpus[c].view())
     }
 }

@@ -26,7 +26,7 @@
 //! try then pulls, but most of a phase's idle moments come when no CPU has a thread
 //! queued (at the barrier's end), and those failures make the domain try less often.
 
-use crate::state::{CpuIdx, NewidleStats, Sim};
+use crate::state::{CpuIdx, Kernel, NewidleStats, World};
 
 /// The die's sides (`sched_rng() % 1024`).
 const SIDES: u32 = 1024;
@@ -56,21 +56,21 @@ impl NewidleStats {
     }
 }
 
-impl Sim {
+impl Kernel {
     /// Whether new-idle balancing of CPU `c` tries domain level `lv` now; the weight of a
     /// success when it does. Always `Some(1)` without `Linux::newidle_random`.
-    pub(super) fn newidle_try(&mut self, c: CpuIdx, lv: usize) -> Option<u32> {
+    pub(super) fn newidle_try(&mut self, world: &mut World, c: CpuIdx, lv: usize) -> Option<u32> {
         if !self.lx.newidle_random {
             return Some(1);
         }
-        let d = self.rng.below(u64::from(SIDES)) as u32;
-        self.kernel.cpus[c].newidle[lv].roll(d)
+        let d = world.rng.below(u64::from(SIDES)) as u32;
+        self.cpus[c].newidle[lv].roll(d)
     }
 
     /// Records the outcome of a try that `newidle_try` allowed.
     pub(super) fn newidle_done(&mut self, c: CpuIdx, lv: usize, weight: u32, pulled: bool) {
         if self.lx.newidle_random {
-            self.kernel.cpus[c].newidle[lv].record(if pulled { weight } else { 0 });
+            self.cpus[c].newidle[lv].record(if pulled { weight } else { 0 });
         }
     }
 }

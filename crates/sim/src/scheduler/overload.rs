@@ -25,32 +25,32 @@
 //! nr_running ≤ 1 everywhere, pulls nothing and clears the flag, and CPU 3 going idle
 //! after it skips new-idle balancing without rolling.
 
-use crate::state::{CpuIdx, Sim};
+use crate::state::{CpuIdx, Kernel};
 
-impl Sim {
+impl Kernel {
     /// Whether new-idle balancing may run: the root domain's flag, or (with
     /// `Linux::sticky_overload` off) whether some CPU has two threads now.
     pub(super) fn root_overloaded(&self) -> bool {
         if self.lx.sticky_overload {
-            self.kernel.overloaded
+            self.overloaded
         } else {
-            self.kernel.cpus.iter().any(|x| x.nr() >= 2)
+            self.cpus.iter().any(|x| x.nr() >= 2)
         }
     }
 
     /// CPU `c`'s queue grew by one (`add_nr_running`): at two threads the root domain is
     /// overloaded.
     pub(super) fn queue_grew(&mut self, c: CpuIdx) {
-        if self.kernel.cpus[c].nr() >= 2 {
-            self.kernel.overloaded = true;
+        if self.cpus[c].nr() >= 2 {
+            self.overloaded = true;
         }
     }
 
     /// A balancing pass at domain level `lv` gathers its statistics: at the top level
     /// it sets the flag to whether any CPU holds more than one thread.
     pub(super) fn note_overload(&mut self, lv: usize) {
-        if lv + 1 == self.kernel.levels.len() {
-            self.kernel.overloaded = self.kernel.cpus.iter().any(|x| x.nr() > 1);
+        if lv + 1 == self.levels.len() {
+            self.overloaded = self.cpus.iter().any(|x| x.nr() > 1);
         }
     }
 }
@@ -76,21 +76,21 @@ mod tests {
         o.linux.sticky_overload = sticky;
         o.linux.kernel_noise_per_s = 0.0;
         let mut sim = Sim::new(&m, &w, &o);
-        sim.now = Nanos::from_millis(50);
+        sim.world.now = Nanos::from_millis(50);
         sim
     }
 
     /// Thread `t` runs on CPU `c`, or waits there behind the running one.
     fn put(sim: &mut Sim, t: usize, c: usize) {
         let (t, c) = (ThreadIdx::from(t), CpuIdx::from(c));
-        sim.th[t].cpu = c;
+        sim.world.th[t].cpu = c;
         if sim.kernel.cpus[c].cur.is_none() {
             sim.kernel.cpus[c].cur = Some(t);
             sim.kernel.cpus[c].idle_since = None;
-            sim.th[t].st = St::Running;
+            sim.world.th[t].st = St::Running;
         } else {
             sim.kernel.cpus[c].rq.push(t);
-            sim.th[t].st = St::Runnable;
+            sim.world.th[t].st = St::Runnable;
         }
     }
 
@@ -100,10 +100,10 @@ mod tests {
         // add_nr_running sets the flag. A third thread on idle CPU 1 (0 → 1) would not.
         let mut sim = four(true);
         put(&mut sim, 0, 0);
-        sim.queue_grew(CpuIdx(0));
+        sim.kernel.queue_grew(CpuIdx(0));
         assert!(!sim.kernel.overloaded, "one thread is no overload");
         put(&mut sim, 1, 0);
-        sim.queue_grew(CpuIdx(0));
+        sim.kernel.queue_grew(CpuIdx(0));
         assert!(sim.kernel.overloaded);
     }
 
@@ -116,21 +116,21 @@ mod tests {
         let mut sim = four(true);
         put(&mut sim, 0, 0);
         put(&mut sim, 1, 0);
-        sim.queue_grew(CpuIdx(0));
+        sim.kernel.queue_grew(CpuIdx(0));
         sim.kernel.cpus[0].rq.clear();
         put(&mut sim, 1, 1);
-        assert!(sim.root_overloaded(), "stale until a pass looks");
-        sim.note_overload(0);
-        assert!(!sim.root_overloaded());
+        assert!(sim.kernel.root_overloaded(), "stale until a pass looks");
+        sim.kernel.note_overload(0);
+        assert!(!sim.kernel.root_overloaded());
         put(&mut sim, 2, 1);
-        sim.note_overload(0);
-        assert!(sim.root_overloaded());
+        sim.kernel.note_overload(0);
+        assert!(sim.kernel.root_overloaded());
         // Without the switch the gate is the instant's state: CPU 1 holds 2 now.
         let mut sim = four(false);
         put(&mut sim, 0, 0);
-        assert!(!sim.root_overloaded());
+        assert!(!sim.kernel.root_overloaded());
         put(&mut sim, 1, 0);
-        assert!(sim.root_overloaded());
+        assert!(sim.kernel.root_overloaded());
     }
 
     #[test]
@@ -145,8 +145,9 @@ mod tests {
             put(&mut sim, 0, 0);
             put(&mut sim, 1, 1);
             sim.kernel.overloaded = true;
-            sim.kernel.cpus[3].idle_since = Some(sim.now);
-            sim.newidle_balance(CpuIdx(3));
+            sim.kernel.cpus[3].idle_since = Some(sim.world.now);
+            sim.kernel
+                .newidle_balance(&mut sim.world, &mut sim.user, CpuIdx(3));
             let s = sim.kernel.cpus[3].newidle[0];
             assert_eq!((s.call, s.success), (calls, 256), "sticky {sticky}");
             assert!(sim.kernel.cpus[3].idle());

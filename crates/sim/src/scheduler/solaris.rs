@@ -21,40 +21,45 @@
 //! purpose, as the brief of this baseline is the dispatcher the papers observed.
 
 use super::Entry;
-use crate::state::{CpuIdx, Sim, St, ThreadIdx};
+use crate::state::{CpuIdx, Kernel, Programs, St, ThreadIdx, World};
 
-impl Sim {
+impl Kernel {
     /// Idle CPUs thread `t` may run on, in CPU order.
-    fn solaris_idle_cpus(&self, t: ThreadIdx) -> Vec<CpuIdx> {
+    fn solaris_idle_cpus(&self, world: &World, t: ThreadIdx) -> Vec<CpuIdx> {
         CpuIdx::all(self.cpus.len())
-            .filter(|&c| self.allowed(t, c) && self.kernel.cpus[c].idle())
+            .filter(|&c| self.allowed(world, t, c) && self.cpus[c].idle())
             .collect()
     }
 
     /// Where woken thread `t` goes: its previous CPU if idle, else a random idle CPU of
     /// the machine, else the previous CPU (if still allowed) to queue there.
-    pub(super) fn solaris_wake_cpu(&mut self, t: ThreadIdx) -> CpuIdx {
-        let prev = self.th[t].cpu;
-        if self.allowed(t, prev) && self.kernel.cpus[prev].idle() {
+    pub(super) fn solaris_wake_cpu(&mut self, world: &mut World, t: ThreadIdx) -> CpuIdx {
+        let prev = world.th[t].cpu;
+        if self.allowed(world, t, prev) && self.cpus[prev].idle() {
             return prev;
         }
-        let idle = self.solaris_idle_cpus(t);
+        let idle = self.solaris_idle_cpus(world, t);
         if !idle.is_empty() {
-            let i = self.rng.below(idle.len() as u64) as usize;
+            let i = world.rng.below(idle.len() as u64) as usize;
             return idle[i];
         }
-        if self.allowed(t, prev) {
+        if self.allowed(world, t, prev) {
             prev
         } else {
-            self.fallback_cpu(t)
+            self.fallback_cpu(world, t)
         }
     }
 
     /// CPU `c` has gone idle: it steals the longest-queued thread it may run from the CPU
     /// with the most queued threads (ties: the lowest CPU). Whether it took one.
-    pub(super) fn solaris_steal(&mut self, c: CpuIdx) -> bool {
+    pub(super) fn solaris_steal(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+    ) -> bool {
         let mut best: Option<(CpuIdx, usize, ThreadIdx)> = None; // (cpu, queued, thread)
-        for (src, cpu) in self.kernel.cpus.iter().enumerate() {
+        for (src, cpu) in self.cpus.iter().enumerate() {
             let src = CpuIdx::from(src);
             if src == c || cpu.rq.is_empty() {
                 continue;
@@ -63,8 +68,8 @@ impl Sim {
                 .rq
                 .iter()
                 .copied()
-                .filter(|&x| self.allowed(x, c))
-                .min_by_key(|&x| (self.th[x].runnable_since, x));
+                .filter(|&x| self.allowed(world, x, c))
+                .min_by_key(|&x| (world.th[x].runnable_since, x));
             let Some(x) = oldest else { continue };
             if best.is_none_or(|(_, n, _)| cpu.rq.len() > n) {
                 best = Some((src, cpu.rq.len(), x));
@@ -73,44 +78,56 @@ impl Sim {
         let Some((src, _, t)) = best else {
             return false;
         };
-        self.solaris_move_queued(t, src, c);
+        self.solaris_move_queued(world, programs, t, src, c);
         true
     }
 
     /// A tick of busy CPU `c`: if threads wait in its queue and some CPU idles, one of them
     /// (drawn at random) takes the longest-queued thread it may run.
-    pub(super) fn solaris_tick(&mut self, c: CpuIdx) {
-        if self.kernel.cpus[c].rq.is_empty() {
+    pub(super) fn solaris_tick(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        c: CpuIdx,
+    ) {
+        if self.cpus[c].rq.is_empty() {
             return;
         }
         let idle: Vec<CpuIdx> = CpuIdx::all(self.cpus.len())
-            .filter(|&x| x != c && self.kernel.cpus[x].idle())
+            .filter(|&x| x != c && self.cpus[x].idle())
             .collect();
         if idle.is_empty() {
             return;
         }
-        let dst = idle[self.rng.below(idle.len() as u64) as usize];
-        let oldest = self.kernel.cpus[c]
+        let dst = idle[world.rng.below(idle.len() as u64) as usize];
+        let oldest = self.cpus[c]
             .rq
             .iter()
             .copied()
-            .filter(|&x| self.allowed(x, dst))
-            .min_by_key(|&x| (self.th[x].runnable_since, x));
+            .filter(|&x| self.allowed(world, x, dst))
+            .min_by_key(|&x| (world.th[x].runnable_since, x));
         if let Some(t) = oldest {
-            self.solaris_move_queued(t, c, dst);
+            self.solaris_move_queued(world, programs, t, c, dst);
         }
     }
 
     /// Moves queued thread `t` from CPU `src`'s queue to CPU `dst`.
-    fn solaris_move_queued(&mut self, t: ThreadIdx, src: CpuIdx, dst: CpuIdx) {
-        debug_assert_eq!(self.th[t].st, St::Runnable);
-        let min_vr = self.min_vruntime_now(src).0 as i64;
-        self.kernel.cpus[src].rq.retain(|&x| x != t);
-        let th = &mut self.th[t];
+    fn solaris_move_queued(
+        &mut self,
+        world: &mut World,
+        programs: &mut dyn Programs,
+        t: ThreadIdx,
+        src: CpuIdx,
+        dst: CpuIdx,
+    ) {
+        debug_assert_eq!(world.th[t].st, St::Runnable);
+        let min_vr = self.min_vruntime_now(world, programs, src).0 as i64;
+        self.cpus[src].rq.retain(|&x| x != t);
+        let th = &mut world.th[t];
         th.lag = th.vruntime.0 as i64 - min_vr;
-        th.wait += self.now.saturating_sub(th.runnable_since);
-        self.set_cpu(t, dst);
-        self.enqueue(t, dst, Entry::Dispatch);
+        th.wait += world.now.saturating_sub(th.runnable_since);
+        self.set_cpu(world, programs, t, dst);
+        self.enqueue(world, programs, t, dst, Entry::Dispatch);
     }
 }
 
@@ -154,7 +171,7 @@ mod tests {
             opts.linux.baseline = b;
             let mut sim = Sim::new(&m, &w, &opts);
             sim.run_until(threadbalance_model::Nanos::from_millis(400));
-            sim.stats.cross_migrations
+            sim.world.stats.cross_migrations
         };
         let (linux, solaris) = (cross(Baseline::Linux), cross(Baseline::Solaris));
         assert!(
@@ -166,8 +183,11 @@ mod tests {
     #[test]
     fn solaris_wake_idle_prev_keeps_prev() {
         let mut sim = solaris(2);
-        sim.th[0].cpu = CpuIdx(5);
-        assert_eq!(sim.solaris_wake_cpu(ThreadIdx(0)), CpuIdx(5));
+        sim.world.th[0].cpu = CpuIdx(5);
+        assert_eq!(
+            sim.kernel.solaris_wake_cpu(&mut sim.world, ThreadIdx(0)),
+            CpuIdx(5)
+        );
     }
 
     #[test]
@@ -182,10 +202,10 @@ mod tests {
                 occupy(&mut sim, c, 1);
             }
         }
-        sim.th[0].cpu = CpuIdx(5);
+        sim.world.th[0].cpu = CpuIdx(5);
         let mut other_socket = 0;
         for _ in 0..200 {
-            let c = sim.solaris_wake_cpu(ThreadIdx(0));
+            let c = sim.kernel.solaris_wake_cpu(&mut sim.world, ThreadIdx(0));
             assert!(sim.kernel.cpus[c].idle(), "chose busy CPU {c}");
             other_socket += usize::from(c >= CpuIdx(16));
         }
@@ -199,8 +219,11 @@ mod tests {
         for c in 0..64 {
             occupy(&mut sim, c, 1);
         }
-        sim.th[0].cpu = CpuIdx(40);
-        assert_eq!(sim.solaris_wake_cpu(ThreadIdx(0)), CpuIdx(40));
+        sim.world.th[0].cpu = CpuIdx(40);
+        assert_eq!(
+            sim.kernel.solaris_wake_cpu(&mut sim.world, ThreadIdx(0)),
+            CpuIdx(40)
+        );
     }
 
     #[test]
@@ -208,18 +231,21 @@ mod tests {
         // CPU 3 queues threads 1 (since 10 ns) and 2 (since 5 ns), CPU 20 queues thread 3:
         // idle CPU 40 steals from CPU 3 (two queued), its oldest: thread 2.
         let mut sim = solaris(4);
-        sim.now = threadbalance_model::Nanos(100);
+        sim.world.now = threadbalance_model::Nanos(100);
         for (t, c, since) in [(1usize, 3u32, 10u64), (2, 3, 5), (3, 20, 1)] {
-            sim.th[t].st = crate::state::St::Runnable;
-            sim.th[t].cpu = CpuIdx(c);
-            sim.th[t].runnable_since = threadbalance_model::Nanos(since);
+            sim.world.th[t].st = crate::state::St::Runnable;
+            sim.world.th[t].cpu = CpuIdx(c);
+            sim.world.th[t].runnable_since = threadbalance_model::Nanos(since);
             sim.kernel.cpus[c as usize].rq.push(ThreadIdx::from(t));
         }
         occupy(&mut sim, 3, 0);
         occupy(&mut sim, 20, 0);
-        assert!(sim.solaris_steal(CpuIdx(40)));
-        assert_eq!(sim.th[2].cpu, CpuIdx(40));
+        assert!(
+            sim.kernel
+                .solaris_steal(&mut sim.world, &mut sim.user, CpuIdx(40))
+        );
+        assert_eq!(sim.world.th[2].cpu, CpuIdx(40));
         assert_eq!(sim.kernel.cpus[3].rq, vec![ThreadIdx(1)]);
-        assert_eq!(sim.stats.cross_migrations, 1);
+        assert_eq!(sim.world.stats.cross_migrations, 1);
     }
 }

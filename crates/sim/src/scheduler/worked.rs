@@ -22,9 +22,9 @@ fn kernel(spec: &str, n: usize, now_ms: u64) -> Sim {
         apps: vec![spinners(n, 10_000_000_000)],
     };
     let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-    sim.now = Nanos::from_millis(now_ms);
-    for th in &mut sim.th {
-        th.load_at = sim.now;
+    sim.world.now = Nanos::from_millis(now_ms);
+    for th in &mut sim.world.th {
+        th.load_at = sim.world.now;
     }
     sim
 }
@@ -41,21 +41,21 @@ fn th(i: usize) -> ThreadIdx {
 
 /// Thread `t` runs on CPU `c`, or waits in its queue when another thread runs there.
 fn put(sim: &mut Sim, t: usize, c: usize) {
-    sim.th[t].cpu = CpuIdx::from(c);
+    sim.world.th[t].cpu = CpuIdx::from(c);
     if sim.kernel.cpus[c].cur.is_none() {
         sim.kernel.cpus[c].cur = Some(ThreadIdx::from(t));
-        sim.th[t].st = St::Running;
+        sim.world.th[t].st = St::Running;
     } else {
         sim.kernel.cpus[c].rq.push(ThreadIdx::from(t));
-        sim.th[t].st = St::Runnable;
+        sim.world.th[t].st = St::Runnable;
     }
 }
 
 /// Thread `t` sleeps, last ran on CPU `c`, with PELT load `load`.
 fn sleeps(sim: &mut Sim, t: usize, c: usize, load: f64) {
-    sim.th[t].cpu = CpuIdx::from(c);
-    sim.th[t].st = St::Blocked;
-    sim.th[t].load_avg = load;
+    sim.world.th[t].cpu = CpuIdx::from(c);
+    sim.world.th[t].st = St::Blocked;
+    sim.world.th[t].load_avg = load;
 }
 
 /// Places threads 0, 1, … by the CPU counts `per_cpu` (the first of each CPU runs).
@@ -185,7 +185,9 @@ fn wake_affine_cases_follow_the_kernel_rules() {
             .iter()
             .position(|l| l.dom_of[waker] == l.dom_of[prev])
             .unwrap();
-        let got = sim.wake_affine(th(t), cpu(waker), cpu(prev), lv);
+        let got = sim
+            .kernel
+            .wake_affine(&sim.world, th(t), cpu(waker), cpu(prev), lv);
         assert_eq!(got, want, "wake_affine_{name}");
     }
 }
@@ -204,10 +206,11 @@ fn wake_wide_flipping_waker_keeps_prev() {
         put(&mut sim, 1, 2);
         put(&mut sim, 2, 3);
         sleeps(&mut sim, 3, 2, 0.05);
-        sim.th[0].wakee_flips = flips;
-        sim.th[3].wakee_flips = if flips > 0 { 2 } else { 0 };
+        sim.world.th[0].wakee_flips = flips;
+        sim.world.th[3].wakee_flips = if flips > 0 { 2 } else { 0 };
         assert_eq!(
-            sim.select_wake_cpu(th(3), Some(cpu(0))),
+            sim.kernel
+                .select_wake_cpu(&mut sim.world, th(3), Some(cpu(0))),
             cpu(want),
             "flips {flips}"
         );
@@ -223,9 +226,12 @@ fn select_wake_cpu_idle_prev_keeps_prev() {
     let mut sim = kernel("package:1 core:4 pu:1", 2, 0);
     put(&mut sim, 0, 0);
     sleeps(&mut sim, 1, 1, 1.0);
-    assert_eq!(sim.select_wake_cpu(th(1), None), cpu(1));
     assert_eq!(
-        sim.th[1].recent_cpu, None,
+        sim.kernel.select_wake_cpu(&mut sim.world, th(1), None),
+        cpu(1)
+    );
+    assert_eq!(
+        sim.world.th[1].recent_cpu, None,
         "prev was idle: recent_used_cpu untouched"
     );
 }
@@ -240,13 +246,13 @@ fn select_wake_cpu_busy_prev_prefers_recent_used_cpu_over_the_scan() {
         put(&mut sim, 0, 0);
         put(&mut sim, 1, 1);
         sleeps(&mut sim, 2, 1, 1.0);
-        sim.th[2].recent_cpu = recent;
+        sim.world.th[2].recent_cpu = recent;
         assert_eq!(
-            sim.select_wake_cpu(th(2), None),
+            sim.kernel.select_wake_cpu(&mut sim.world, th(2), None),
             cpu(want),
             "recent {recent:?}"
         );
-        assert_eq!(sim.th[2].recent_cpu, Some(CpuIdx(1)));
+        assert_eq!(sim.world.th[2].recent_cpu, Some(CpuIdx(1)));
     }
 }
 
@@ -279,10 +285,14 @@ fn idle_scan_depth_follows_sis_util() {
         for (c, &l) in loads.iter().enumerate() {
             if l > 0.0 {
                 put(&mut sim, c, c);
-                sim.th[c].load_avg = l;
+                sim.world.th[c].load_avg = l;
             }
         }
-        assert_eq!(sim.idle_scan(cpu(0)), want, "{spec} loads {loads:?}");
+        assert_eq!(
+            sim.kernel.idle_scan(&mut sim.world, cpu(0)),
+            want,
+            "{spec} loads {loads:?}"
+        );
     }
 }
 
@@ -295,11 +305,13 @@ fn select_idle_sibling_scan_depth_limits_the_search() {
     put(&mut sim, 1, 1);
     sleeps(&mut sim, 2, 0, 1.0);
     assert_eq!(
-        sim.select_idle_sibling(th(2), cpu(0), cpu(0), Some(1)),
+        sim.kernel
+            .select_idle_sibling(&sim.world, th(2), cpu(0), cpu(0), Some(1)),
         cpu(0)
     );
     assert_eq!(
-        sim.select_idle_sibling(th(2), cpu(0), cpu(0), Some(2)),
+        sim.kernel
+            .select_idle_sibling(&sim.world, th(2), cpu(0), cpu(0), Some(2)),
         cpu(2)
     );
 }
@@ -311,20 +323,32 @@ fn select_idle_sibling_smt_prefers_a_whole_idle_core_over_a_busy_cores_sibling()
     // CPU 1 is idle but shares core 0 with the busy CPU 0, so the idle-core pass skips it
     // and takes CPU 2, whose whole core is idle; it is not limited by SIS_UTIL's depth.
     let mut sim = kernel("package:1 core:2 pu:2", 3, 0);
-    assert_ne!(sim.hw.smt_factor, 1.0, "the machine must have SMT siblings");
-    assert_eq!(sim.hw.siblings[0], [CpuIdx(0), CpuIdx(1)]);
-    assert_eq!(sim.hw.siblings[2], [CpuIdx(2), CpuIdx(3)]);
+    assert_ne!(
+        sim.world.hw.smt_factor, 1.0,
+        "the machine must have SMT siblings"
+    );
+    assert_eq!(sim.world.hw.siblings[0], [CpuIdx(0), CpuIdx(1)]);
+    assert_eq!(sim.world.hw.siblings[2], [CpuIdx(2), CpuIdx(3)]);
     put(&mut sim, 0, 0);
     sleeps(&mut sim, 2, 0, 1.0);
-    assert_eq!(sim.select_idle_sibling(th(2), cpu(0), cpu(0), None), cpu(2));
     assert_eq!(
-        sim.select_idle_sibling(th(2), cpu(0), cpu(0), Some(1)),
+        sim.kernel
+            .select_idle_sibling(&sim.world, th(2), cpu(0), cpu(0), None),
+        cpu(2)
+    );
+    assert_eq!(
+        sim.kernel
+            .select_idle_sibling(&sim.world, th(2), cpu(0), cpu(0), Some(1)),
         cpu(2)
     );
     // With CPU 3 busy too no core is wholly idle: the plain scan takes the first idle CPU
     // in order, CPU 1.
     put(&mut sim, 1, 3);
-    assert_eq!(sim.select_idle_sibling(th(2), cpu(0), cpu(0), None), cpu(1));
+    assert_eq!(
+        sim.kernel
+            .select_idle_sibling(&sim.world, th(2), cpu(0), cpu(0), None),
+        cpu(1)
+    );
 }
 
 // ---- load balancing --------------------------------------------------------------------
@@ -358,11 +382,12 @@ fn balance(
     let mut sim = kernel(spec, 24, 10);
     let n = fill(&mut sim, per_cpu);
     for t in 0..n {
-        sim.th[t].last_ran = Nanos::from_millis(last_ran_ms);
+        sim.world.th[t].last_ran = Nanos::from_millis(last_ran_ms);
     }
     let lv = sim.kernel.levels.len() - 1;
     sim.kernel.cpus[0].failed[lv] = failed;
-    sim.load_balance(cpu(0), lv, kind);
+    sim.kernel
+        .load_balance(&mut sim.world, &mut sim.user, cpu(0), lv, kind);
     let nr = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
     (nr, sim.kernel.cpus[0].failed[lv])
 }
@@ -422,9 +447,10 @@ fn load_balance_cache_hot_thread_stays_until_cache_nice_tries_fail() {
         let mut sim = kernel(spec, 4, 10);
         put(&mut sim, 0, 1);
         put(&mut sim, 1, 1);
-        sim.th[1].last_ran = Nanos(9_900_000);
+        sim.world.th[1].last_ran = Nanos(9_900_000);
         sim.kernel.cpus[0].failed[0] = failed;
-        sim.load_balance(cpu(0), 0, Kind::Idle);
+        sim.kernel
+            .load_balance(&mut sim.world, &mut sim.user, cpu(0), 0, Kind::Idle);
         assert_eq!(sim.kernel.cpus[0].nr() == 1, moved, "failed {failed}");
     }
 }
@@ -466,10 +492,11 @@ fn load_balance_busy_cpus_never_push_a_running_thread() {
     for (failed, moved) in [(3, false), (4, true)] {
         let mut sim = kernel(spec, 8, 10);
         fill(&mut sim, &[2, 2, 2, 2]);
-        sim.add_noise_load(cpu(1), 3_000_000);
+        sim.kernel.add_noise_load(&mut sim.world, cpu(1), 3_000_000);
         let running = sim.kernel.cpus[1].cur;
         sim.kernel.cpus[0].failed[0] = failed;
-        sim.load_balance(cpu(0), 0, Kind::Busy);
+        sim.kernel
+            .load_balance(&mut sim.world, &mut sim.user, cpu(0), 0, Kind::Busy);
         let nr: Vec<usize> = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
         let want = if moved { [3, 1, 2, 2] } else { [2, 2, 2, 2] };
         assert_eq!(nr, want, "failed {failed}");
@@ -494,16 +521,25 @@ fn load_balance_passes_at_one_tick_read_the_queues_as_the_tick_found_them() {
     fill(&mut sim, &[1, 1, 2, 2]);
     sim.kernel.cpus[0].failed[0] = 1;
     sim.kernel.cpus[1].failed[0] = 1;
-    assert!(sim.load_balance(cpu(0), 0, Kind::Busy));
-    assert!(!sim.load_balance(cpu(1), 0, Kind::Busy));
+    assert!(
+        sim.kernel
+            .load_balance(&mut sim.world, &mut sim.user, cpu(0), 0, Kind::Busy)
+    );
+    assert!(
+        !sim.kernel
+            .load_balance(&mut sim.world, &mut sim.user, cpu(1), 0, Kind::Busy)
+    );
     let nr: Vec<usize> = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
     assert_eq!(nr.iter().filter(|&&n| n == 2).count(), 2, "{nr:?}");
     assert_eq!(&nr[..2], &[2, 1], "{nr:?}");
     assert_eq!(sim.kernel.cpus[1].failed[0], 2);
     // At the next tick CPU 1 reads the queues afresh and pulls from one of the two CPUs
     // now doubled.
-    sim.now += Nanos::from_millis(4);
-    assert!(sim.load_balance(cpu(1), 0, Kind::Busy));
+    sim.world.now += Nanos::from_millis(4);
+    assert!(
+        sim.kernel
+            .load_balance(&mut sim.world, &mut sim.user, cpu(1), 0, Kind::Busy)
+    );
     let nr: Vec<usize> = sim.kernel.cpus.iter().map(|c| c.nr()).collect();
     assert_eq!(nr.iter().filter(|&&n| n == 2).count(), 2, "{nr:?}");
     assert_eq!(nr[1], 2, "{nr:?}");
@@ -515,11 +551,11 @@ fn rebalance_of_a_busy_cpu_comes_a_jiffy_before_the_busy_interval() {
     // `get_sd_balance_interval` keeps busy periods off each other's multiples.
     let mut sim = kernel("package:1 core:4 pu:1", 4, 0);
     fill(&mut sim, &[1, 1, 1, 1]);
-    sim.now = Nanos::from_millis(59);
-    sim.rebalance(cpu(0));
+    sim.world.now = Nanos::from_millis(59);
+    sim.kernel.rebalance(&mut sim.world, &mut sim.user, cpu(0));
     assert_eq!(sim.kernel.cpus[0].last_balance[0], Nanos::ZERO);
-    sim.now = Nanos::from_millis(60);
-    sim.rebalance(cpu(0));
+    sim.world.now = Nanos::from_millis(60);
+    sim.kernel.rebalance(&mut sim.world, &mut sim.user, cpu(0));
     assert_eq!(sim.kernel.cpus[0].last_balance[0], Nanos::from_millis(60));
 }
 
@@ -530,8 +566,8 @@ fn kernel_helpers_place_threads_as_told() {
     fill(&mut sim, &[1, 2]);
     assert_eq!(sim.kernel.cpus[1].cur, Some(ThreadIdx(1)));
     assert_eq!(sim.kernel.cpus[1].rq, vec![ThreadIdx(2)]);
-    assert_eq!(sim.th[2].st, St::Runnable);
-    assert!(matches!(sim.th[0].act, Act::Idle));
+    assert_eq!(sim.world.th[2].st, St::Runnable);
+    assert!(matches!(sim.world.th[0].act, Act::Idle));
 }
 
 // ---- min_vruntime --------------------------------------------------------------------
@@ -544,12 +580,17 @@ fn min_vruntime_follows_the_thread_running_alone() {
     // take turns. Left at 0, the woken thread would run 100 ms before thread 0 ran again.
     let mut sim = kernel("package:1 core:2 pu:1", 2, 100);
     put(&mut sim, 0, 0);
-    sim.cpus[0].seg_start = Nanos::ZERO;
-    assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(100));
-    sim.th[1].st = St::Blocked;
-    sim.th[1].lag = 0;
-    sim.enqueue(th(1), cpu(0), Entry::Wakeup);
-    assert_eq!(sim.th[1].vruntime, Nanos::from_millis(100));
+    sim.user.cpus[0].seg_start = Nanos::ZERO;
+    assert_eq!(
+        sim.kernel
+            .min_vruntime_now(&mut sim.world, &mut sim.user, cpu(0)),
+        Nanos::from_millis(100)
+    );
+    sim.world.th[1].st = St::Blocked;
+    sim.world.th[1].lag = 0;
+    sim.kernel
+        .enqueue(&mut sim.world, &mut sim.user, th(1), cpu(0), Entry::Wakeup);
+    assert_eq!(sim.world.th[1].vruntime, Nanos::from_millis(100));
 }
 
 #[test]
@@ -559,11 +600,19 @@ fn min_vruntime_is_the_least_of_running_and_queued_and_never_goes_back() {
     // `update_min_vruntime` only moves forwards.
     let mut sim = kernel("package:1 core:2 pu:1", 2, 50);
     fill(&mut sim, &[2]);
-    sim.cpus[0].seg_start = Nanos::ZERO;
-    sim.th[1].vruntime = Nanos::from_millis(20);
-    assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(20));
-    sim.th[1].vruntime = Nanos::from_millis(10);
-    assert_eq!(sim.min_vruntime_now(cpu(0)), Nanos::from_millis(20));
+    sim.user.cpus[0].seg_start = Nanos::ZERO;
+    sim.world.th[1].vruntime = Nanos::from_millis(20);
+    assert_eq!(
+        sim.kernel
+            .min_vruntime_now(&mut sim.world, &mut sim.user, cpu(0)),
+        Nanos::from_millis(20)
+    );
+    sim.world.th[1].vruntime = Nanos::from_millis(10);
+    assert_eq!(
+        sim.kernel
+            .min_vruntime_now(&mut sim.world, &mut sim.user, cpu(0)),
+        Nanos::from_millis(20)
+    );
 }
 
 // ---- arrivals by migration -----------------------------------------------------------
@@ -575,17 +624,17 @@ fn min_vruntime_is_the_least_of_running_and_queued_and_never_goes_back() {
 fn runs_after_a_move_onto_a_busy_cpu(picked_ms: u64) -> ThreadIdx {
     let mut sim = kernel("package:1 core:2 pu:1", 3, 100);
     fill(&mut sim, &[1, 2]);
-    sim.cpus[0].seg_start = Nanos::ZERO;
-    sim.th[0].picked_at = Nanos::from_millis(100 - picked_ms);
-    sim.cpus[1].seg_start = Nanos::from_millis(99);
-    sim.th[1].vruntime = Nanos::from_millis(50);
-    sim.th[2].vruntime = Nanos::from_millis(45);
+    sim.user.cpus[0].seg_start = Nanos::ZERO;
+    sim.world.th[0].picked_at = Nanos::from_millis(100 - picked_ms);
+    sim.user.cpus[1].seg_start = Nanos::from_millis(99);
+    sim.world.th[1].vruntime = Nanos::from_millis(50);
+    sim.world.th[2].vruntime = Nanos::from_millis(45);
     sim.kernel.cpus[1].min_vruntime = Nanos::from_millis(48);
     sim.set_affinity(
         th(2),
         threadbalance_model::CpuSet::single(threadbalance_model::CpuId(0)),
     );
-    assert_eq!(sim.th[2].cpu, cpu(0));
+    assert_eq!(sim.world.th[2].cpu, cpu(0));
     sim.kernel.cpus[0].cur.unwrap()
 }
 

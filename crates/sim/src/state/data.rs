@@ -2,7 +2,7 @@
 //! programs and counters.
 
 #[cfg(doc)]
-use super::Sim;
+use super::Userspace;
 use crate::workload::Op;
 use threadbalance_model::{CpuSet, Nanos, ThreadKey};
 use threadbalance_policy::rng::Rng;
@@ -143,7 +143,7 @@ pub(crate) struct LockState {
     /// The CPU that released it last (`None`: never released).
     pub last_cpu: Option<super::CpuIdx>,
     pub spinners: Vec<super::ThreadIdx>,
-    /// Sleepers, the next to wake first (see [`Sim::park`]).
+    /// Sleepers, the next to wake first (see [`Userspace::park`]).
     pub waiters: std::collections::VecDeque<super::ThreadIdx>,
     /// Enqueues so far, for the queue's occasional FIFO turn (`qh_qcnt`).
     pub enqueues: u8,
@@ -181,7 +181,7 @@ pub(crate) struct QueueState {
 #[derive(Debug, Clone)]
 pub(crate) struct AppState {
     pub name: String,
-    /// Its first (leader or main) thread; the others follow it in `Sim::th`.
+    /// Its first (leader or main) thread; the others follow it in `World::th`.
     pub first: super::ThreadIdx,
     pub threads: usize,
     pub done: usize,
@@ -204,7 +204,7 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    /// Its threads' positions in `Sim::th`, to slice it.
+    /// Its threads' positions in `World::th`, to slice it.
     pub fn members(&self) -> std::ops::Range<usize> {
         self.first.ix()..self.first.ix() + self.threads
     }
@@ -237,7 +237,7 @@ pub(crate) struct Prog {
 /// does not see, woken at each tick to run for what the tick and its moves cost.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolThread {
-    /// Its place in `Sim::th` (the last one) and its application (the last one).
+    /// Its place in `World::th` (the last one) and its application (the last one).
     pub thread: super::ThreadIdx,
     pub app: super::AppIdx,
     /// CPU time charged and not yet run.

@@ -1,6 +1,6 @@
-//! Index newtypes: a CPU's place in `Sim::cpus`, a thread's place in `Sim::th`, a lock's,
-//! a barrier's and a queue's place in `Sim::locks`, `Sim::barriers` and `Sim::queues`, and an
-//! application's and a program's in `Sim::apps` and `Sim::progs`, so that one cannot be
+//! Index newtypes: a CPU's place in `Userspace::cpus`, a thread's place in `World::th`, a lock's,
+//! a barrier's and a queue's place in `Userspace::locks`, `Userspace::barriers` and `Userspace::queues`, and an
+//! application's and a program's in `Userspace::apps` and `Userspace::progs`, so that one cannot be
 //! passed where another is meant.
 //!
 //! They are positions in the simulator's own vectors, not the machine's ids: CPU index 3
@@ -52,33 +52,33 @@ macro_rules! idx {
 }
 
 idx!(
-    /// A CPU's index in `Sim::cpus` (and `Kernel::cpus`, `Hw`'s per-CPU tables).
+    /// A CPU's index in `Userspace::cpus` (and `Kernel::cpus`, `Hw`'s per-CPU tables).
     CpuIdx
 );
 idx!(
-    /// A thread's index in `Sim::th`.
+    /// A thread's index in `World::th`.
     ThreadIdx
 );
 idx!(
-    /// A lock's index in `Sim::locks` (an application's lock `k` is
+    /// A lock's index in `Userspace::locks` (an application's lock `k` is
     /// `AppState::lock(k)`).
     LockIdx
 );
 idx!(
-    /// An application's index in `Sim::apps`.
+    /// An application's index in `Userspace::apps`.
     AppIdx
 );
 idx!(
-    /// A program's index in `Sim::progs` (the ops a group of an application's threads run).
+    /// A program's index in `Userspace::progs` (the ops a group of an application's threads run).
     ProgIdx
 );
 idx!(
-    /// A barrier's index in `Sim::barriers` (an application's barrier `k` is
+    /// A barrier's index in `Userspace::barriers` (an application's barrier `k` is
     /// `AppState::barrier(k)`).
     BarrierIdx
 );
 idx!(
-    /// A queue's index in `Sim::queues` (an application's queue `k` is
+    /// A queue's index in `Userspace::queues` (an application's queue `k` is
     /// `AppState::queue(k)`).
     QueueIdx
 );

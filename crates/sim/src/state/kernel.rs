@@ -129,6 +129,8 @@ pub(crate) struct SdLevel {
 /// The kernel part's own state: what only [`crate::scheduler`] reads and writes.
 #[derive(Debug, Clone)]
 pub(crate) struct Kernel {
+    /// The model's parameters.
+    pub lx: Linux,
     /// Scheduling domains, lowest level first.
     pub levels: Vec<SdLevel>,
     /// Per LLC, when `SIS_UTIL`'s scan depth was last computed and the depth.

@@ -3,6 +3,7 @@
 //! queues. [`super::builtin`] parses a `name:key=value,…` spec and calls these.
 
 use super::*;
+use crate::kit::ferret_pipeline;
 
 pub(super) fn app(name: &str, groups: Vec<Group>, queues: Vec<QueueSpec>) -> App {
     App {
@@ -73,54 +74,6 @@ pub fn ferret(n: usize, items: u64) -> App {
     // The image database is loaded (first touched) by the main thread and read by all.
     a.shared_data = true;
     a
-}
-
-/// Ferret's six stages with `per` threads in each middle stage and `items` queries: the
-/// groups and the five bounded queues between them. Middle stages vary ±30 % per item;
-/// the load and out stages by `edge_spread`.
-pub(crate) fn ferret_pipeline(
-    per: usize,
-    items: u64,
-    edge_spread: f32,
-) -> (Vec<Group>, Vec<QueueSpec>) {
-    let q = |i: u16| Op::Put { queue: i };
-    let g = |i: u16| Op::Get { queue: i };
-    let work = |ms: f64, spread: f32, mem: f32| Op::Compute {
-        ns: ns(ms * MS),
-        spread,
-        mem,
-    };
-    let stage = |name: &str, input: u16, ms: f64, mem: f32| Group {
-        name: name.into(),
-        threads: per,
-        ops: vec![g(input), work(ms, 0.3, mem), q(input + 1)],
-        iterations: None,
-    };
-    let groups = vec![
-        Group {
-            name: "load".into(),
-            threads: 1,
-            ops: vec![work(0.05, edge_spread, 0.2), q(0)],
-            iterations: Some(items),
-        },
-        stage("segment", 0, 0.2, 0.1),
-        stage("extract", 1, 0.1, 0.1),
-        stage("vector", 2, 1.1, 0.3),
-        stage("rank", 3, 3.6, 0.7),
-        Group {
-            name: "out".into(),
-            threads: 1,
-            ops: vec![g(4), work(0.02, edge_spread, 0.1)],
-            iterations: None,
-        },
-    ];
-    let queues = (0..5)
-        .map(|_| QueueSpec {
-            capacity: 4 * per,
-            lines: 64,
-        })
-        .collect();
-    (groups, queues)
 }
 
 /// `streamcluster`: `n` threads, `phases` rounds of statically partitioned work whose cost
