@@ -138,6 +138,14 @@ pub struct ManageArgs {
     /// 0700) without XDG_RUNTIME_DIR].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Read each thread's hardware counters (instructions, cycles, last-level-cache
+    /// misses) and report its IPC and MPKI, with any policy; refused (exit 2) on a machine
+    /// without them, as a policy that needs them is.
+    #[arg(long)]
+    pub counters: bool,
+    /// For tests: hardware counters of plain values (IPC 1.5, MPKI 2) instead of the PMU's.
+    #[arg(long, hide = true)]
+    pub fake_counters: bool,
     /// For tests of crash recovery: panic after this many ticks.
     #[arg(long, hide = true, value_name = "TICKS")]
     pub fault_panic_after: Option<u64>,

@@ -9,6 +9,7 @@ mod bench;
 mod choices;
 mod cliux;
 mod compare;
+mod counters;
 mod daemon;
 mod daemon_bpf;
 mod daemon_groups;
