@@ -14,6 +14,7 @@ mod daemon;
 mod daemon_bpf;
 mod daemon_groups;
 mod descend;
+mod doctor;
 mod errors;
 mod handoff;
 mod install;
