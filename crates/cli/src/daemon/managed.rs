@@ -152,6 +152,14 @@ impl Managed {
                 .map_err(|e| Refused::Failed(e.into()))?,
         )
         .map_err(|e| Refused::Failed(anyhow!("policy {}: {e}", assignment.policy)))?;
+        // A policy that reads hardware counters is refused here, before anything is
+        // changed, on a machine without them.
+        let hw = crate::host::counter_source(
+            policy.as_ref(),
+            &assignment.policy,
+            crate::host::CounterAsk::Policy,
+        )
+        .map_err(Refused::Failed)?;
         let (dir, journal) = if journal && !observe {
             let dir = journal_dir(state, pid, start);
             let sub = StateDir::new(&dir);
@@ -192,6 +200,9 @@ impl Managed {
             }
         };
         crate::host::read_what_it_asks(&mut host, policy.as_ref());
+        if let Some(source) = hw {
+            host.read_hw_counters(source);
+        }
         Ok(Managed {
             pid,
             start,
