@@ -111,6 +111,51 @@ mod tests {
         assert!(!e.contains('\n'));
     }
 
+    /// A policy that reads counters and decides nothing (what `dino` asks of a host).
+    struct Counting;
+
+    impl Policy for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn decide(
+            &mut self,
+            _topo: &Topology,
+            _window: &threadbalance_model::Window,
+        ) -> threadbalance_model::Plan {
+            threadbalance_model::Plan::default()
+        }
+        fn reads_counters(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn counter_source_refuses_a_policy_that_reads_counters_where_there_are_none() {
+        let offered = PerfSource::system();
+        match (
+            counter_source(&Counting, "counting", CounterAsk::Policy),
+            offered,
+        ) {
+            (Ok(s), Ok(_)) => assert_eq!(s.map(|s| s.name()), Some("perf_event")),
+            (Err(e), Err(why)) => {
+                assert!(e.downcast_ref::<crate::InputError>().is_some());
+                let line = e.to_string();
+                assert!(
+                    line.starts_with(
+                        "policy counting reads hardware counters, and this machine has none: "
+                    ),
+                    "{line}"
+                );
+                assert!(line.contains(why.trim_start_matches("no hardware counters: ")));
+            }
+            (got, offered) => panic!("{:?} against {offered:?}", got.map(|s| s.is_some())),
+        }
+        // Told to use plain values instead, it starts anywhere.
+        let fake = counter_source(&Counting, "counting", CounterAsk::Fake).unwrap();
+        assert!(fake.is_some());
+    }
+
     #[test]
     fn counter_source_opens_nothing_unless_asked() {
         let topo = Topology::synthetic("package:1 core:2 pu:1").unwrap();

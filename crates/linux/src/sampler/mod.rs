@@ -23,7 +23,9 @@
 //!      every `stat_max_age` while it keeps running ──► new processes join this pass
 //!      `run` only: the children of `run` itself (orphans of the command re-parented to
 //!      its subreaper), every 100 ms and after a managed process exited
-//!    close the files of tids no longer listed
+//!      with hardware counters ([`Sampler::set_hw_counters`]): a kept thread's group is
+//!      opened at its first read, then read() once a read ──► Sample::counters
+//!    close the files of tids no longer listed (their counter groups with them)
 //!    every `memory_every`: proc/<pid>/numa_maps ──► Snapshot::memory
 //! ```
 //!
