@@ -61,11 +61,11 @@ pub fn counter_source(
     if ask == CounterAsk::Fake {
         return Ok(Some(Box::new(FakeCounterSource { step: FAKE_STEP })));
     }
-    let needed = policy.reads_counters() || ask == CounterAsk::Always;
-    if !needed {
+    let reads = policy.reads_counters();
+    if !reads && ask != CounterAsk::Always {
         return Ok(None);
     }
-    let who = if policy.reads_counters() {
+    let who = if reads {
         format!("policy {name} reads hardware counters")
     } else {
         "--counters asks for hardware counters".to_string()
