@@ -10,6 +10,7 @@
 //! threadbalance ctl [--socket PATH] status|list|threads|pause PID|resume PID|release PID|reload
 //! threadbalance top [--socket PATH] [--once] | top --pid PID [same options as attach]
 //! threadbalance topo [--sysfs-root DIR | --synthetic SPEC] [--json]
+//! threadbalance doctor [--json]
 //! threadbalance bench [--quick] [--repeat N] [--work-ms MS] [--policies P1,P2…] [--json FILE] [--cost]
 //! threadbalance sim --machine M --workload W --policy P1,P2… [--seed S] [--json] [--report F.svg]
 //! threadbalance man | completions bash|zsh|fish
@@ -35,6 +36,7 @@ mod bench;
 mod compare;
 mod ctl;
 mod daemon;
+mod doctor;
 mod host;
 mod jsonout;
 mod lockprobe;
@@ -81,6 +83,8 @@ enum Command {
     Attach(AttachArgs),
     /// Show the topology: packages, NUMA nodes, last-level caches, cores, CPUs.
     Topo(topo::TopoArgs),
+    /// What this machine offers the tool and what competes with it, one line each.
+    Doctor(doctor::DoctorArgs),
     /// Run a command under several policies in turn, interleaved, and compare them.
     Compare(compare::CompareArgs),
     /// Show on this machine what balancing does for a bundled workload (under a minute).
@@ -138,6 +142,14 @@ pub struct ManageArgs {
     /// 0700) without XDG_RUNTIME_DIR].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Read each thread's hardware counters (instructions, cycles, last-level-cache
+    /// misses) and report its IPC and MPKI, with any policy; refused (exit 2) on a machine
+    /// without them, as a policy that needs them is.
+    #[arg(long)]
+    pub counters: bool,
+    /// For tests: hardware counters of plain values (IPC 1.5, MPKI 2) instead of the PMU's.
+    #[arg(long, hide = true)]
+    pub fake_counters: bool,
     /// For tests of crash recovery: panic after this many ticks.
     #[arg(long, hide = true, value_name = "TICKS")]
     pub fault_panic_after: Option<u64>,
@@ -241,6 +253,7 @@ fn main() -> ExitCode {
         Command::Ctl(a) => ctl::run(&a),
         Command::Top(a) => top::run(&a),
         Command::Topo(a) => topo::topo(&a).map(|()| 0),
+        Command::Doctor(a) => doctor::run(&a),
         Command::Workload { scenario } => workload(&scenario),
         Command::Compare(a) => compare::run(&a),
         Command::Demo(a) => compare::demo(&a),

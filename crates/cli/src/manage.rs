@@ -44,6 +44,8 @@ pub(crate) struct Prepared {
     pub(crate) kind: PolicyKind,
     kind_default: bool,
     pub(crate) policy: Box<dyn Policy>,
+    /// The hardware counters, open, when the policy or the operator asked for them.
+    pub(crate) counters: Option<Box<dyn threadbalance_linux::perf::CounterSource>>,
     state: StateDir,
     /// The `--json` file, opened (not truncated) before the command starts; `None` for
     /// stdout (`--json -`).
@@ -60,6 +62,12 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
     let topo = s.topology(usable)?;
     let level = s.level(kind, &topo);
     let policy = s.build(kind, &topo)?;
+    let ask = match (args.fake_counters, args.counters) {
+        (true, _) => crate::host::CounterAsk::Fake,
+        (false, true) => crate::host::CounterAsk::Always,
+        (false, false) => crate::host::CounterAsk::Policy,
+    };
+    let counters = crate::host::counter_source(policy.as_ref(), &kind.to_string(), ask)?;
     if let Some(path) = &args.report {
         crate::trace::check_writable(path)?;
     }
@@ -96,6 +104,7 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
         kind,
         kind_default,
         policy,
+        counters,
         state,
         json,
     })
@@ -199,6 +208,9 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     host.restore_orphans();
     host.set_lock_probe(lock_probe);
     crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
+    if let Some(source) = p.counters.take() {
+        host.read_hw_counters(source);
+    }
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -210,6 +222,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         _ => "ended".to_string(),
     };
     summary.run_time = host.run_time_source();
+    summary.hw_counters = host.hw_counters_name().map(String::from);
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, &mut p.json, args);
     if summary.unrestored > 0 {
@@ -234,6 +247,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         Err(e) => format!("stopped: {e:#}"),
     };
     summary.run_time = host.run_time_source();
+    summary.hw_counters = host.hw_counters_name().map(String::from);
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, &mut p.json, args);
     if summary.unrestored > 0 {
@@ -300,6 +314,10 @@ pub(crate) fn open_attached(
     .map_err(crate::host::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
     crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
+    let mut p = p;
+    if let Some(source) = p.counters.take() {
+        host.read_hw_counters(source);
+    }
     Ok((p, lock, host))
 }
 

@@ -177,6 +177,66 @@ pub struct Summary {
     /// Tick-by-tick samples for `--report` (`None`: no plot asked for).
     #[serde(skip)]
     pub trace: Option<crate::trace::RunTrace>,
+    /// Where the hardware counters came from (`perf_event`), when they were read.
+    pub hw_counters: Option<String>,
+    /// Each thread's IPC and MPKI over the run, when its hardware counters were read.
+    pub thread_counters: Vec<ThreadCounters>,
+    #[serde(skip)]
+    hw: HwTotals,
+}
+
+/// One thread's hardware counters over the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadCounters {
+    /// Its process.
+    pub pid: i32,
+    /// The thread.
+    pub tid: i32,
+    /// Instructions per cycle: the windows' IPC weighted by run time (at a steady clock,
+    /// its instructions over its cycles).
+    pub ipc: f64,
+    /// Last-level-cache misses per thousand instructions: the windows' MPKI weighted by
+    /// instructions (run time × IPC).
+    pub mpki: f64,
+    /// Run time over the windows counted, seconds.
+    pub run_s: f64,
+}
+
+/// Per thread: run time, run time × IPC, run time × IPC × MPKI, over the windows with
+/// counters.
+type HwTotals = std::collections::BTreeMap<(i32, i32), [f64; 3]>;
+
+/// Threads listed one a line in the verbose summary, most run first (`--json` has all).
+const COUNTER_LINES: usize = 16;
+
+/// Adds `window`'s counted threads to `totals`.
+fn add_counters(totals: &mut HwTotals, window: &Window) {
+    let dt = window.duration().as_secs_f64();
+    for t in &window.threads {
+        if let (Some(ipc), Some(mpki)) = (t.ipc, t.mpki) {
+            let run = t.util * dt;
+            if run > 0.0 {
+                let e = totals.entry((t.key.pid.0, t.key.tid.0)).or_default();
+                e[0] += run;
+                e[1] += run * ipc;
+                e[2] += run * ipc * mpki;
+            }
+        }
+    }
+}
+
+/// The per-thread lines of `totals`, by pid and tid.
+fn thread_counters(totals: &HwTotals) -> Vec<ThreadCounters> {
+    totals
+        .iter()
+        .map(|(&(pid, tid), &[run, ipc_w, mpki_w])| ThreadCounters {
+            pid,
+            tid,
+            ipc: ipc_w / run,
+            mpki: if ipc_w > 0.0 { mpki_w / ipc_w } else { 0.0 },
+            run_s: run,
+        })
+        .collect()
 }
 
 impl Summary {
@@ -244,6 +304,9 @@ impl Summary {
             exact_lock: false,
             processes: std::collections::HashSet::new(),
             trace: None,
+            hw_counters: None,
+            thread_counters: Vec::new(),
+            hw: HwTotals::new(),
         }
     }
 
@@ -274,6 +337,7 @@ impl Summary {
                 note.clone(),
             ));
         }
+        add_counters(&mut self.hw, window);
         let dt = window.duration().as_secs_f64();
         if dt > 0.0 {
             let load = window.domain_load(topo, self.level);
@@ -369,6 +433,49 @@ impl Summary {
         };
         self.policy_summary = policy_summary;
         self.ended = ended;
+        self.thread_counters = thread_counters(&self.hw);
+    }
+
+    /// The hardware counters' lines: one (the run-time-weighted means over the threads)
+    /// or, when `verbose`, one a thread too; nothing when they were not read.
+    fn counter_lines(&self, s: &mut String, verbose: bool) {
+        let Some(source) = &self.hw_counters else {
+            return;
+        };
+        let t = &self.thread_counters;
+        let run: f64 = t.iter().map(|c| c.run_s).sum();
+        let ipc_w: f64 = t.iter().map(|c| c.ipc * c.run_s).sum();
+        let mpki_w: f64 = t.iter().map(|c| c.mpki * c.ipc * c.run_s).sum();
+        if run <= 0.0 {
+            let _ = writeln!(s, "   hardware counters ({source}): no thread counted");
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "   {:>12.2}    IPC, {:.2} MPKI over {} threads (hardware counters: {source}){}",
+            ipc_w / run,
+            if ipc_w > 0.0 { mpki_w / ipc_w } else { 0.0 },
+            t.len(),
+            if verbose { "" } else { "; -v: per thread" }
+        );
+        if verbose {
+            let mut most: Vec<&ThreadCounters> = t.iter().collect();
+            most.sort_by(|a, b| b.run_s.total_cmp(&a.run_s));
+            for c in most.iter().take(COUNTER_LINES) {
+                let _ = writeln!(
+                    s,
+                    "     thread {}/{}: IPC {:.2}, MPKI {:.2} ({:.3} s run)",
+                    c.pid, c.tid, c.ipc, c.mpki, c.run_s
+                );
+            }
+            if most.len() > COUNTER_LINES {
+                let _ = writeln!(
+                    s,
+                    "     … {} more threads (every one in --json)",
+                    most.len() - COUNTER_LINES
+                );
+            }
+        }
     }
 
     /// The human-readable form, for stderr: short, or with every detail when `verbose`.
@@ -466,6 +573,7 @@ impl Summary {
                 let _ = writeln!(s, "     {line}");
             }
         }
+        self.counter_lines(&mut s, verbose);
         if !verbose {
             let _ = writeln!(s, "{}", self.own_cpu_line());
             if let Some((what, value)) = self.policy_summary.lines().first() {
@@ -888,5 +996,76 @@ mod tests {
             assert!(long.contains(detail), "{detail:?} in {long}");
         }
         assert!(!long.contains("-v for the rest"), "{long}");
+    }
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+    use threadbalance_model::testutil;
+
+    #[test]
+    fn summary_gives_ipc_and_mpki_per_thread_weighted_as_the_counts() {
+        let topo = testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
+        // Thread 100 runs all of two 1 s windows, at IPC 2 then 1, MPKI 1 then 4: at a
+        // steady clock, 2c + 1c instructions over 2c cycles (IPC 1.5), and
+        // (2c·1 + 1c·4) / 3c misses per thousand (MPKI 2). Thread 101 runs half of each,
+        // uncounted in the second.
+        for (ipc, mpki, counted) in [(2.0, 1.0, true), (1.0, 4.0, false)] {
+            let mut w = testutil::window(1000, &[1.0, 0.5], &[0, 1]);
+            w.threads[0].ipc = Some(ipc);
+            w.threads[0].mpki = Some(mpki);
+            if counted {
+                w.threads[1].ipc = Some(0.5);
+                w.threads[1].mpki = Some(20.0);
+            }
+            s.record(&topo, &w, &TickReport::default());
+        }
+        // Without a source named, no line even so.
+        s.finish(Nanos::from_secs(2), PolicySummary::Nothing, "exit 0".into());
+        assert!(!s.to_text(true).contains("MPKI"));
+        s.hw_counters = Some("fake counters".into());
+        let t = &s.thread_counters;
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].pid, t[0].tid), (1, 100));
+        assert!((t[0].ipc - 1.5).abs() < 1e-9, "{t:?}");
+        assert!((t[0].mpki - 2.0).abs() < 1e-9, "{t:?}");
+        assert!((t[1].ipc - 0.5).abs() < 1e-9 && (t[1].mpki - 20.0).abs() < 1e-9);
+        assert!((t[1].run_s - 0.5).abs() < 1e-9);
+        let short = s.to_text(false);
+        assert!(
+            short.contains("IPC, ") && short.contains("MPKI over 2 threads"),
+            "{short}"
+        );
+        assert!(short.contains("-v: per thread") && !short.contains("thread 1/100"));
+        let long = s.to_text(true);
+        assert!(
+            long.contains("thread 1/100: IPC 1.50, MPKI 2.00 (2.000 s run)"),
+            "{long}"
+        );
+        assert!(
+            long.contains("thread 1/101: IPC 0.50, MPKI 20.00 (0.500 s run)"),
+            "{long}"
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["hw_counters"], "fake counters");
+        assert_eq!(json["thread_counters"][1]["tid"], 101);
+    }
+
+    #[test]
+    fn summary_without_counters_says_nothing_of_them() {
+        let topo = testutil::topo(1, 1, 2, 1);
+        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
+        s.record(
+            &topo,
+            &testutil::window(1000, &[1.0], &[0]),
+            &TickReport::default(),
+        );
+        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
+        assert!(s.thread_counters.is_empty());
+        assert!(!s.to_text(true).contains("IPC"));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["hw_counters"], serde_json::Value::Null);
     }
 }

@@ -74,6 +74,10 @@ pub struct TopArgs {
     /// With `--pid`: directory of journals and locks (as in `attach`).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// With `--pid`: read the threads' hardware counters and show their IPC and MPKI (as
+    /// in `attach`; refused, exit 2, on a machine without them).
+    #[arg(long, requires = "pid")]
+    pub counters: bool,
 }
 
 /// How often the daemon is asked, and the fastest the display follows a managed process.

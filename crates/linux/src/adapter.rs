@@ -274,6 +274,18 @@ impl LinuxAdapter {
         self.host.sampler_mut().read_switches(max_age);
     }
 
+    /// Reads each thread's hardware counters from `source` from now on (instructions,
+    /// cycles, LLC misses: IPC and MPKI in the windows), for a policy that asks
+    /// (`Policy::reads_counters`) or an operator who does.
+    pub fn read_hw_counters(&mut self, source: Box<dyn crate::perf::CounterSource>) {
+        self.host.sampler_mut().set_hw_counters(source);
+    }
+
+    /// The hardware counter source in use, by name (`perf_event`), if any.
+    pub fn hw_counters_name(&self) -> Option<&'static str> {
+        self.host.sampler().hw_counters_name()
+    }
+
     /// Reads the machine's CPU time from now on, so windows count time stolen by the
     /// hypervisor apart from blocked time: for a policy that asks (`Policy::reads_steal`).
     pub fn read_steal(&mut self) {

@@ -10,6 +10,7 @@
 //!   origin   whose mask is it?                 ours (the last set), the cpuset's, the program's
 //!   state    journals and locks on disk      StateDir, Journal, SystemWorld
 //!   untrusted files others may write         read_untrusted (no links, no FIFOs, capped), private dirs
+//!   perf     hardware counters per thread     perf_event_open groups, or why none
 //!   permit   may we manage it? (no writes)    refusal, may_set_affinity
 //!   signal   every catchable fatal signal    a flag the control loop reads
 //!   host     LinuxHost = Sampler + Actuator + Topology + CLOCK_MONOTONIC
@@ -45,6 +46,7 @@ pub mod host;
 pub mod ledger;
 pub mod origin;
 pub mod parse;
+pub mod perf;
 pub mod permit;
 pub mod read;
 pub mod runcount;

@@ -47,6 +47,10 @@ pub enum HostError {
     /// A system call or a file of the linux crate.
     #[error(transparent)]
     Linux(#[from] LinuxError),
+    /// The rule's policy reads hardware counters and this machine has none (the one line
+    /// that says why).
+    #[error(transparent)]
+    Counters(Box<dyn std::error::Error + Send + Sync>),
     /// The machine's topology, or the masks of a process's threads, could not be read.
     #[error(transparent)]
     Machine(Box<dyn std::error::Error + Send + Sync>),
@@ -256,6 +260,14 @@ impl DaemonHost for LinuxDaemon {
         how: Open<'_>,
     ) -> Result<LinuxProcess, TakeOnError<HostError>> {
         let failed = |e: LinuxError| TakeOnError::Host(HostError::Linux(e));
+        // A policy that reads hardware counters is refused here, before anything is
+        // changed, on a machine without them.
+        let hw = crate::host::counter_source(
+            how.policy,
+            how.policy.name(),
+            crate::host::CounterAsk::Policy,
+        )
+        .map_err(|e| TakeOnError::Host(HostError::Counters(e.into())))?;
         let (dir, journal) = if how.journal {
             let dir = journal_dir(&self.state, how.pid, how.start);
             let j = StateDir::new(&dir)
@@ -295,6 +307,9 @@ impl DaemonHost for LinuxDaemon {
             }
         };
         crate::host::read_what_it_asks(&mut adapter, how.policy);
+        if let Some(source) = hw {
+            adapter.read_hw_counters(source);
+        }
         Ok(LinuxProcess {
             pid: how.pid,
             adapter,

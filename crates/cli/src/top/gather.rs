@@ -28,6 +28,8 @@ pub fn thread_input(rates: &ThreadRates, moves: u64) -> ThreadInput {
         speed: rates.speed,
         lock: rates.lock_exact.then_some(rates.lock),
         moves,
+        ipc: rates.ipc,
+        mpki: rates.mpki,
     }
 }
 
@@ -136,5 +138,15 @@ mod tests {
         r.lock = 0.25;
         assert_eq!(thread_input(&r, 3).lock, Some(0.25));
         assert_eq!(thread_input(&r, 3).moves, 3);
+    }
+
+    #[test]
+    fn thread_input_carries_ipc_and_mpki_when_counted() {
+        let plain = thread_input(&rates(2), 0);
+        assert_eq!((plain.ipc, plain.mpki), (None, None));
+        let mut r = rates(2);
+        (r.ipc, r.mpki) = (Some(1.5), Some(2.0));
+        let counted = thread_input(&r, 0);
+        assert_eq!((counted.ipc, counted.mpki), (Some(1.5), Some(2.0)));
     }
 }

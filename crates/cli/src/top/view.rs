@@ -25,7 +25,7 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
-use threadbalance_daemon::control::threads::{ThreadRow, ThreadsView, percent};
+use threadbalance_daemon::control::threads::{ThreadRow, ThreadsView, counter_cells, percent};
 
 /// Everything one frame shows.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,6 +48,20 @@ pub struct Screen {
 pub const HEADER: &str =
     "  PID      TID      COMM             MASK         CPU   UTIL  SPEED  LOCK  MOVES";
 
+/// The columns added when a thread's hardware counters were read (`--counters`, a
+/// policy that reads them): "–" for a thread without.
+pub const COUNTER_HEADER: &str = "   IPC   MPKI";
+
+/// The header of `view`'s thread rows: [`HEADER`], and [`COUNTER_HEADER`] when a thread
+/// has counters.
+pub fn header_of(view: &ThreadsView) -> String {
+    if view.counted() {
+        format!("{HEADER}{COUNTER_HEADER}")
+    } else {
+        HEADER.to_string()
+    }
+}
+
 /// Width of a domain's utilization bar, in cells.
 const BAR: usize = 10;
 
@@ -69,15 +83,15 @@ pub fn bar(util: f64) -> String {
     format!("[{}{}]", "#".repeat(full), "-".repeat(BAR - full))
 }
 
-/// A thread's row, aligned under [`HEADER`].
-pub fn thread_line(t: &ThreadRow) -> String {
+/// A thread's row, aligned under [`header_of`] (`counted`: with the counter columns).
+pub fn thread_line(t: &ThreadRow, counted: bool) -> String {
     let comm: String = t.comm.chars().take(16).collect();
     let mask: String = if t.mask.chars().count() > 12 {
         t.mask.chars().take(11).chain(['…']).collect()
     } else {
         t.mask.clone()
     };
-    format!(
+    let mut line = format!(
         "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}",
         t.pid,
         t.tid,
@@ -88,12 +102,18 @@ pub fn thread_line(t: &ThreadRow) -> String {
         percent(t.speed),
         t.lock.map_or("–".to_string(), percent),
         t.moves
-    )
+    );
+    if counted {
+        let (ipc, mpki) = counter_cells(t);
+        line.push_str(&format!(" {ipc:>5} {mpki:>6}"));
+    }
+    line
 }
 
 /// The body: each domain, then its threads; then those elsewhere.
 pub fn body(view: &ThreadsView) -> Vec<BodyLine> {
     let mut out = Vec::new();
+    let counted = view.counted();
     for (i, d) in view.domains.iter().enumerate() {
         let plural = if d.threads == 1 { "" } else { "s" };
         // How busy the CPUs were when measured (never above 100 %); else the threads' sum.
@@ -108,7 +128,7 @@ pub fn body(view: &ThreadsView) -> Vec<BodyLine> {
         )));
         out.extend(
             view.threads_of(Some(i))
-                .map(|t| BodyLine::Thread(thread_line(t))),
+                .map(|t| BodyLine::Thread(thread_line(t, counted))),
         );
     }
     let mut elsewhere = view.threads_of(None).peekable();
@@ -116,7 +136,7 @@ pub fn body(view: &ThreadsView) -> Vec<BodyLine> {
         out.push(BodyLine::Domain(
             "elsewhere (a CPU outside the level's domains)".into(),
         ));
-        out.extend(elsewhere.map(|t| BodyLine::Thread(thread_line(t))));
+        out.extend(elsewhere.map(|t| BodyLine::Thread(thread_line(t, counted))));
     }
     if view.threads.is_empty() {
         out.push(BodyLine::Empty("no managed threads yet".into()));
@@ -162,7 +182,7 @@ pub fn draw(frame: &mut Frame, screen: &Screen) {
         title,
     );
     frame.render_widget(
-        Paragraph::new(HEADER).style(Style::new().add_modifier(Modifier::BOLD)),
+        Paragraph::new(header_of(&screen.view)).style(Style::new().add_modifier(Modifier::BOLD)),
         header,
     );
     let domain_style = if screen.color {
@@ -349,10 +369,39 @@ mod tests {
             .clone();
         t.comm = "a-very-long-thread-name".into();
         t.mask = "0,2,4,6,8,10,12".into();
-        let line = thread_line(&t);
+        let line = thread_line(&t, false);
         // 16 characters of the name, 11 of the mask and an ellipsis.
         assert!(line.contains(" a-very-long-thre 0,2,4,6,8,1… "), "{line}");
         assert_eq!(line.chars().count(), HEADER.chars().count());
+    }
+
+    #[test]
+    fn counter_columns_appear_when_a_thread_has_counters_with_a_dash_for_the_others() {
+        let topo = Topology::synthetic("package:1 core:2 pu:1").unwrap();
+        let mut a = ThreadInput::example(1, 2, 0);
+        (a.ipc, a.mpki) = (Some(1.456), Some(12.34));
+        let b = ThreadInput::example(1, 3, 1);
+        let view = ThreadsView::build(&topo, Level::Core, 1000, vec![a, b.clone()]);
+        assert_eq!(header_of(&view), format!("{HEADER}   IPC   MPKI"));
+        let lines: Vec<String> = body(&view)
+            .into_iter()
+            .filter_map(|l| match l {
+                BodyLine::Thread(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert!(lines[0].ends_with("  1.46   12.3"), "{lines:?}");
+        assert!(lines[1].ends_with("     –      –"), "{lines:?}");
+        for l in &lines {
+            assert_eq!(l.chars().count(), header_of(&view).chars().count(), "{l}");
+        }
+        // No thread counted: the columns are not shown.
+        let plain = ThreadsView::build(&topo, Level::Core, 1000, vec![b]);
+        assert_eq!(header_of(&plain), HEADER);
+        // `ctl threads` has the same columns.
+        let text = view.to_text();
+        assert!(text.contains("MOVES   IPC   MPKI\n"), "{text}");
+        assert!(text.contains("  1.46   12.3\n"), "{text}");
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! | `speed` | the speed balancing paper's progress rate: execution time over wall time, so the run share a thread got | fraction, schedstat |
 //! | `lock` | time waiting on futexes, **only when the probe measured it** (else `None`, shown as "–") | fraction, the BPF futex probe |
 //! | `moves` | moves carried out on the thread since it was first managed | count |
+//! | `ipc`, `mpki` | instructions per cycle, last-level-cache misses per thousand instructions, **only when its hardware counters were read** (else `None`, shown as "–"; the columns appear when one thread has them) | ratio, `perf_event_open` |
 //! | `cpu` | the CPU it last ran on | `stat` field 39 |
 //! | `mask` | the CPUs it may run on now | `sched_getaffinity`, kernel list form |
 //! | domain `util` | the summed `util` of the managed threads whose mask lies in the domain over its CPU count (1.0: every CPU busy with managed threads) | fraction |
@@ -98,6 +99,10 @@ pub struct ThreadInput {
     pub lock: Option<f64>,
     /// Moves carried out on it.
     pub moves: u64,
+    /// Instructions per cycle over the window, when its hardware counters were read.
+    pub ipc: Option<f64>,
+    /// Last-level-cache misses per thousand instructions, when they were read.
+    pub mpki: Option<f64>,
 }
 
 impl ThreadInput {
@@ -114,6 +119,8 @@ impl ThreadInput {
             speed: 0.0,
             lock: None,
             moves: 0,
+            ipc: None,
+            mpki: None,
         }
     }
 }
@@ -162,6 +169,13 @@ pub struct ThreadRow {
     /// Index into [`ThreadsView::domains`] of the group its mask puts it in (`None`: a
     /// mask unknown or outside the topology).
     pub domain: Option<usize>,
+    /// Instructions per cycle over the window, when its hardware counters were read
+    /// (absent from the answers of daemons that never read them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipc: Option<f64>,
+    /// Last-level-cache misses per thousand instructions, when they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpki: Option<f64>,
 }
 
 /// The managed threads grouped by domain: the answer to `threads`.
@@ -245,6 +259,8 @@ impl ThreadsView {
                     lock: t.lock,
                     moves: t.moves,
                     domain,
+                    ipc: t.ipc,
+                    mpki: t.mpki,
                 }
             })
             .collect();
@@ -302,6 +318,7 @@ impl ThreadsView {
     ///      \x20 7        8        worker           1              1    50%    50%     –      2\n");
     /// ```
     pub fn to_text(&self) -> String {
+        let counted = self.counted();
         let mut out = format!("level {}, window {} ms\n", self.level, self.window_ms);
         let mut groups: Vec<(String, Option<usize>)> = self
             .domains
@@ -332,13 +349,17 @@ impl ThreadsView {
             for t in self.threads_of(index) {
                 if header {
                     out.push_str(&format!(
-                        "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}\n",
+                        "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}",
                         "PID", "TID", "COMM", "MASK", "CPU", "UTIL", "SPEED", "LOCK", "MOVES"
                     ));
+                    if counted {
+                        out.push_str(&format!(" {:>5} {:>6}", "IPC", "MPKI"));
+                    }
+                    out.push('\n');
                     header = false;
                 }
                 out.push_str(&format!(
-                    "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}\n",
+                    "  {:<8} {:<8} {:<16} {:<12} {:>3} {:>6} {:>6} {:>5} {:>6}",
                     t.pid,
                     t.tid,
                     super::one_line(&t.comm),
@@ -349,6 +370,11 @@ impl ThreadsView {
                     t.lock.map_or("–".to_string(), percent),
                     t.moves
                 ));
+                if counted {
+                    let (ipc, mpki) = counter_cells(t);
+                    out.push_str(&format!(" {ipc:>5} {mpki:>6}"));
+                }
+                out.push('\n');
             }
         }
         out
@@ -386,6 +412,23 @@ fn group_of(topo: &Topology, level: Level, mask: &str) -> Option<Group> {
     } else {
         Group::Mask(set)
     })
+}
+
+impl ThreadsView {
+    /// Whether a thread has hardware counters: the IPC and MPKI columns are shown then.
+    pub fn counted(&self) -> bool {
+        self.threads
+            .iter()
+            .any(|t| t.ipc.is_some() || t.mpki.is_some())
+    }
+}
+
+/// A thread's IPC (two decimals) and MPKI (one) as table cells, "–" where not measured.
+pub fn counter_cells(t: &ThreadRow) -> (String, String) {
+    (
+        t.ipc.map_or("–".to_string(), |v| format!("{v:.2}")),
+        t.mpki.map_or("–".to_string(), |v| format!("{v:.1}")),
+    )
 }
 
 /// A fraction as a whole percentage (`0.456` → `46%`).

@@ -23,7 +23,9 @@
 //!      every `stat_max_age` while it keeps running ──► new processes join this pass
 //!      `run` only: the children of `run` itself (orphans of the command re-parented to
 //!      its subreaper), every 100 ms and after a managed process exited
-//!    close the files of tids no longer listed
+//!      with hardware counters ([`Sampler::set_hw_counters`]): a kept thread's group is
+//!      opened at its first read, then read() once a read ──► Sample::counters
+//!    close the files of tids no longer listed (their counter groups with them)
 //!    every `memory_every`: proc/<pid>/numa_maps ──► Snapshot::memory
 //! ```
 //!
@@ -213,6 +215,8 @@ pub struct Sampler {
     counters: Option<Box<dyn RunCounters>>,
     /// Why the faster source stopped, when it did.
     counters_stopped: Option<String>,
+    /// Per-thread hardware counters, when asked for ([`Sampler::set_hw_counters`]).
+    hw: Option<Box<dyn crate::perf::CounterSource>>,
     /// Reused buffer: the managed pids for the source.
     pid_buf: Vec<Pid>,
     /// Threads the faster source answered for in the last sample.
@@ -298,6 +302,7 @@ impl Sampler {
             has_schedstat,
             has_children_files,
             keep_budget: keep_budget(&cfg_files(has_schedstat, has_children_files, &cfg)),
+            hw: None,
             kept: 0,
             fresh: Vec::new(),
             counters: None,
@@ -375,6 +380,28 @@ impl Sampler {
     pub fn set_counters(&mut self, counters: Box<dyn RunCounters>) {
         self.counters = Some(counters);
         self.counters_stopped = None;
+    }
+
+    /// Reads each kept thread's hardware counters from `source` from now on
+    /// ([`threadbalance_model::Sample::counters`]): a group of descriptors per thread,
+    /// counted in the budget of threads that keep their files open (threads past it go
+    /// uncounted, as they go unkept). Threads already tracked are counted from their next
+    /// read; a thread's counters close with its files, when it goes.
+    pub fn set_hw_counters(&mut self, source: Box<dyn crate::perf::CounterSource>) {
+        let per_thread = cfg_files(self.has_schedstat, self.has_children_files, &self.cfg)
+            + source.fds_per_thread();
+        self.keep_budget = keep_budget(&per_thread);
+        self.hw = Some(source);
+    }
+
+    /// The hardware counter source in use, by name.
+    pub fn hw_counters_name(&self) -> Option<&'static str> {
+        self.hw.as_ref().map(|c| c.name())
+    }
+
+    /// How many threads have their hardware counters open.
+    pub fn hw_counted_threads(&self) -> usize {
+        self.threads.values().filter(|t| t.hw.is_some()).count()
     }
 
     /// The faster run-time source in use, by name.

@@ -38,6 +38,10 @@ pub(super) struct Tracked {
     /// Whether it ran since its `children` file was last read: only then can it have
     /// started a process that file does not list yet (following children only).
     pub(super) ran_unlisted: bool,
+    /// Its hardware counters, open (kept threads only, with a counter source).
+    pub(super) hw: Option<Box<dyn crate::perf::ThreadCounters>>,
+    /// Whether opening its hardware counters failed (not tried again).
+    pub(super) hw_failed: bool,
 }
 
 impl Tracked {
@@ -61,10 +65,13 @@ impl Tracked {
             ran_at: Nanos::ZERO,
             children_at: Nanos::ZERO,
             ran_unlisted: false,
+            hw: None,
+            hw_failed: false,
         }
     }
 
     fn close_all(&mut self) {
+        self.hw = None;
         self.stat = None;
         self.schedstat = None;
         self.status = None;
@@ -336,6 +343,18 @@ impl Sampler {
                 sample.voluntary = c.voluntary;
                 sample.involuntary = c.involuntary;
             }
+        }
+        if keep && let Some(src) = self.hw.as_mut() {
+            // Opened once, for a thread that keeps its files (so within the descriptor
+            // budget); out of descriptors, tried again at its next read.
+            if t.hw.is_none() && !t.hw_failed {
+                match src.open(tid) {
+                    Ok(c) => t.hw = Some(c),
+                    Err(e) if fd_short(&e) => {}
+                    Err(_) => t.hw_failed = true,
+                }
+            }
+            sample.counters = t.hw.as_mut().and_then(|c| c.read().ok());
         }
         let mut gone = false;
         // Switch counts change only while a thread runs: one that did not run since the

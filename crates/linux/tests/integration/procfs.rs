@@ -542,3 +542,42 @@ fn procfs_sampler_vouches_for_a_counted_thread_by_its_kept_schedstat() {
     write(dir.path(), "proc/103/task/103/schedstat", "");
     assert_eq!(s.kept_start_time(Pid(103), Tid(103)), None);
 }
+
+#[test]
+fn procfs_sampler_reads_hardware_counters_only_when_given_a_source() {
+    use threadbalance_linux::perf::FakeCounterSource;
+    use threadbalance_model::{HwCounters, Window};
+    let dir = tree_without_children_files();
+    let mut s = Sampler::new(
+        Root::new(dir.path()),
+        &[Pid(103)],
+        SamplerConfig::new(FACTS),
+    )
+    .unwrap();
+    let mut prev = Snapshot::default();
+    s.sample(Nanos::ZERO, &mut prev).unwrap();
+    assert_eq!(prev.threads[0].counters, None);
+    assert_eq!(s.hw_counters_name(), None);
+    // 3000 instructions, 2000 cycles and 6 LLC misses at every read: IPC 1.5, MPKI 2.
+    s.set_hw_counters(Box::new(FakeCounterSource {
+        step: HwCounters {
+            instructions: 3000,
+            cycles: 2000,
+            llc_misses: 6,
+        },
+    }));
+    s.sample(Nanos::from_millis(10), &mut prev).unwrap();
+    assert_eq!(prev.threads[0].counters.map(|c| c.cycles), Some(2000));
+    assert_eq!(s.hw_counted_threads(), 1);
+    let mut cur = Snapshot::default();
+    s.sample(Nanos::from_millis(20), &mut cur).unwrap();
+    assert_eq!(cur.threads[0].counters.map(|c| c.cycles), Some(4000));
+    let mut w = Window::default();
+    w.update(&prev, &cur);
+    let t = &w.threads[0];
+    assert_eq!((t.ipc, t.mpki), (Some(1.5), Some(2.0)));
+    // Without counters in the earlier sample of the thread, the window has none.
+    prev.threads[0].counters = None;
+    w.update(&prev, &cur);
+    assert_eq!((w.threads[0].ipc, w.threads[0].mpki), (None, None));
+}

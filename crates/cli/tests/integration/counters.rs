@@ -1,0 +1,73 @@
+//! Hardware counters: refused in one line (exit 2, nothing started) where the machine has
+//! none; IPC and MPKI per thread in the summary where it has them (here, on counters of
+//! plain values: IPC 1.5, MPKI 2 at every read).
+
+use crate::support::*;
+use serde_json::Value;
+use threadbalance_linux::perf::PerfSource;
+
+#[test]
+fn counters_refused_in_one_line_without_a_pmu_and_nothing_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let out = run(&["run", "--counters", "--", "touch", marker.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match PerfSource::system() {
+        Err(why) => {
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{stderr}");
+            assert!(
+                lines[0].starts_with(
+                    "threadbalance: --counters asks for hardware counters, and this machine has none: "
+                ),
+                "{stderr}"
+            );
+            // The same reason as the library gives, without its prefix.
+            let why = why.trim_start_matches("no hardware counters: ");
+            assert!(lines[0].contains(why), "{stderr} / {why}");
+            assert!(!marker.exists(), "the command ran");
+        }
+        Ok(_) => {
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert!(marker.exists());
+        }
+    }
+}
+
+#[test]
+fn counters_fake_source_gives_ipc_and_mpki_per_thread_in_the_summary_and_json() {
+    let bin = bin();
+    let out = run(&[
+        "run",
+        "--policy",
+        "none",
+        "--fake-counters",
+        "-v",
+        "--json",
+        "-",
+        "--",
+        bin.to_str().unwrap(),
+        "workload",
+        "spmd",
+        "--threads",
+        "2",
+        "--work-ms",
+        "300",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = &stdout[stdout.find("\n{").unwrap() + 1..];
+    let v: Value = serde_json::from_str(json).unwrap();
+    assert_schema(&v, "run");
+    assert_eq!(v["hw_counters"], "fake counters");
+    let threads = v["thread_counters"].as_array().unwrap();
+    assert!(threads.len() >= 2, "{threads:?}");
+    for t in threads {
+        assert!((t["ipc"].as_f64().unwrap() - 1.5).abs() < 1e-6, "{t}");
+        assert!((t["mpki"].as_f64().unwrap() - 2.0).abs() < 1e-6, "{t}");
+    }
+    assert!(stderr.contains("MPKI over"), "{stderr}");
+    assert!(stderr.contains(": IPC 1.50, MPKI 2.00 ("), "{stderr}");
+}
