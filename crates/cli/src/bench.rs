@@ -339,7 +339,9 @@ pub struct BenchReport {
 /// `threadbalance bench`.
 pub fn run(args: &BenchArgs) -> Result<u8> {
     if let Some(spec) = &args.soak_program {
-        return soak::program(&soak_plan::ProgramSpec::parse(spec).map_err(input_error)?);
+        return soak::program(
+            &soak_plan::ProgramSpec::parse(spec).map_err(crate::error::bad_input)?,
+        );
     }
     if args.soak {
         return soak::run(args.minutes, args.programs, args.json.as_deref());
@@ -377,7 +379,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let stencil = omp::Stencil::build();
     let openmp = match &stencil {
         Ok(s) => s.size().map_err(|e| format!("{e:#}")),
-        Err(why) => Err(why.clone()),
+        Err(why) => Err(format!("{why}")),
     };
     match &openmp {
         Ok(sizing) => {

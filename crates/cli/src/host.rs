@@ -4,7 +4,6 @@
 
 pub use threadbalance_linux::adapter::{LinuxAdapter, Target, pace};
 
-use crate::input_error;
 use threadbalance_linux::LinuxError;
 
 /// The adapter's error as the binary reports it: a missing or forbidden pid is bad input
@@ -12,7 +11,7 @@ use threadbalance_linux::LinuxError;
 pub fn adapter_error(e: LinuxError) -> anyhow::Error {
     match e {
         LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
-            input_error(e.to_string())
+            crate::error::bad_input(e)
         }
         other => other.into(),
     }

@@ -35,6 +35,7 @@ mod bench;
 mod compare;
 mod ctl;
 mod daemon;
+mod error;
 mod host;
 mod jsonout;
 mod lockprobe;
@@ -51,6 +52,8 @@ mod top;
 mod topo;
 mod trace;
 mod usable;
+
+pub use error::{InputError, input_error};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -144,12 +147,12 @@ pub struct ManageArgs {
 }
 
 /// `--cpu-budget PCT` as a share of one core.
-pub(crate) fn cpu_budget(s: &str) -> std::result::Result<f64, String> {
-    let pct: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?}: expected 0.1 to 100 (% of one core)"))?;
-    threadbalance_model::pace::cpu_budget_from_pct(pct)
+pub(crate) fn cpu_budget(s: &str) -> std::result::Result<f64, error::ValueError> {
+    let pct: f64 = s.trim().parse().map_err(|_| error::ValueError::NotA {
+        given: s.into(),
+        expected: "0.1 to 100 (% of one core)".into(),
+    })?;
+    Ok(threadbalance_model::pace::cpu_budget_from_pct(pct)?)
 }
 
 #[derive(Debug, Args)]
@@ -176,27 +179,10 @@ struct AttachArgs {
     manage: ManageArgs,
 }
 
-/// An error in what the user gave (exit status 2); anything else exits 1.
-#[derive(Debug)]
-pub struct InputError(pub String);
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for InputError {}
-
-/// Shorthand for an input error.
-pub fn input_error(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(InputError(msg.into()))
-}
-
 /// `threadbalance workload`: runs the scenario, prints its score.
 fn workload(scenario: &threadbalance_workload::Scenario) -> anyhow::Result<u8> {
     let score = threadbalance_workload::run(scenario).map_err(|e| match e {
-        threadbalance_workload::WorkloadError::Invalid { .. } => input_error(e.to_string()),
+        threadbalance_workload::WorkloadError::Invalid { .. } => error::bad_input(e),
         other => other.into(),
     })?;
     outln!("{}", score.to_json_line());
@@ -289,15 +275,16 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// The error and its causes on one line, `what: why: why…`, each cause once: a cause
-/// whose text its context already ends with (a library error that prints its source,
-/// `reading F: Permission denied (os error 13)`, over that io error) is not repeated.
+/// whose text the line already holds (a library error that prints its source,
+/// `reading F: Permission denied (os error 13)`, over that io error, or one that says it
+/// in parentheses) is not repeated. This is where an error's message is made.
 fn error_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
         if line.is_empty() {
             line = text;
-        } else if !text.is_empty() && !line.ends_with(&text) {
+        } else if !text.is_empty() && !line.contains(&text) {
             line.push_str(": ");
             line.push_str(&text);
         }

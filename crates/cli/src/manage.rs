@@ -22,6 +22,7 @@
 //! `recover`); a panic in the loop is caught, and the masks are restored as after any
 //! other stop.
 
+use crate::error::{bad_input, refused};
 use crate::host::{LinuxAdapter, Target};
 use crate::lockprobe::LockProbe;
 use crate::summary::{Ended, HostReport, Setup, Summary, Tally};
@@ -74,9 +75,7 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
                 .create(true)
                 .truncate(false)
                 .open(path)
-                .map_err(|e| {
-                    input_error(format!("--json {}: cannot write it: {e}", path.display()))
-                })?,
+                .map_err(|e| refused(format!("--json {}: cannot write it", path.display()), e))?,
         ),
         None => None,
     };
@@ -166,7 +165,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     let counters =
         threadbalance_linux::runcount::Counters::Loaded(threadbalance_linux::runcount::load());
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
-        .map_err(|e| input_error(format!("cannot execute {program:?}: {e}")))?;
+        .map_err(|e| refused(format!("cannot execute {program:?}"), e))?;
     let pid = Pid(child.id() as i32);
     // The probe counts the program's lock waits from its first instant, not from the
     // first sample (which comes after the journal is claimed and the host is opened).
@@ -264,7 +263,7 @@ pub(crate) fn open_attached(
     if let Some(why) = refusal {
         return Err(input_error(format!("{why}; not managed")));
     }
-    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
+    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(bad_input)?;
     if let Some(depth) = ancestor_depth(&root, me, pid) {
         errln!(
             "threadbalance: warning: process {pid} is {} of this threadbalance: every \
@@ -427,7 +426,7 @@ fn manage(
         Ok(threadbalance_manage::Ended::Signal(sig)) => Ok(Some(sig)),
         Ok(threadbalance_manage::Ended::TargetExited) => Ok(None),
         Err(LoopError::Host(e)) => Err(e.into()),
-        Err(e @ LoopError::Panic(_)) => Err(anyhow::anyhow!("{e}")),
+        Err(e @ LoopError::Panic(_)) => Err(e.into()),
     };
     (LoopEnd { tally, host, trace }, looped)
 }

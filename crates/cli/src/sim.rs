@@ -9,6 +9,7 @@
 
 use crate::compare::options::ProgressMode;
 use crate::compare::progress::Progress;
+use crate::error::{ValueError, bad_input};
 use crate::input_error;
 use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
@@ -118,8 +119,8 @@ pub struct SimArgs {
     progress: ProgressMode,
 }
 
-fn tick_cost(s: &str) -> std::result::Result<TickCost, String> {
-    s.parse()
+fn tick_cost(s: &str) -> std::result::Result<TickCost, ValueError> {
+    Ok(s.parse()?)
 }
 
 /// What the tool's own thread costs the simulated machine (`--tool-cpu`).
@@ -153,14 +154,12 @@ impl ToolCpu {
     }
 }
 
-fn tool_cpu(s: &str) -> std::result::Result<ToolCpu, String> {
+fn tool_cpu(s: &str) -> std::result::Result<ToolCpu, ValueError> {
     match s {
         "measured" => Ok(ToolCpu::Measured),
         "free" => Ok(ToolCpu::Free),
-        _ if s.contains(',') => s.parse().map(ToolCpu::Given),
-        _ => Err(format!(
-            "tool CPU {s:?}: expected measured, free or FIXED_US,PER_THREAD_US,PER_MOVE_US"
-        )),
+        _ if s.contains(',') => Ok(ToolCpu::Given(s.parse()?)),
+        _ => Err(ValueError::ToolCpu(s.into())),
     }
 }
 
@@ -188,7 +187,7 @@ const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
 /// Runs `threadbalance sim`.
 pub fn run(a: &SimArgs) -> Result<u8> {
     let baseline = match &a.baseline {
-        Some(b) => Some(b.parse::<Baseline>().map_err(input_error)?),
+        Some(b) => Some(b.parse::<Baseline>().map_err(bad_input)?),
         None => None,
     };
     if let Some(hz) = a.hz
@@ -259,10 +258,9 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     } else {
         None
     };
-    let machine =
-        threadbalance_sim::machine(&a.machine, local).map_err(|e| input_error(e.to_string()))?;
+    let machine = threadbalance_sim::machine(&a.machine, local).map_err(bad_input)?;
     let workload = threadbalance_sim::workload(&a.workload, a.threads, Some(&a.scenarios))
-        .map_err(|e| input_error(e.to_string()))?;
+        .map_err(bad_input)?;
     let settings = s.settings();
     let (policies, _) = s.policies(&[PolicyKind::None, PolicyKind::Tumbler]);
     let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
@@ -277,7 +275,7 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     }
     opts.phases = a.phases.is_some();
     let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
-        .map_err(|e| input_error(e.to_string()))?;
+        .map_err(bad_input)?;
     if a.json {
         let mut v = cmp.to_json();
         if let Some(o) = v.as_object_mut() {

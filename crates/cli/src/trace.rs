@@ -253,7 +253,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
         .truncate(false)
         .open(path)
         .map(drop)
-        .map_err(|e| crate::input_error(format!("--report {}: {e}", path.display())))
+        .map_err(|e| crate::error::refused(format!("--report {}", path.display()), e))
 }
 
 /// Writes the plot of a finished run, titled `title`, to its `--report` file `path`; a

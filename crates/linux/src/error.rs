@@ -39,7 +39,8 @@ pub enum LinuxError {
         /// The file.
         path: PathBuf,
         /// What was wrong with it.
-        why: String,
+        #[source]
+        why: Malformed,
     },
     /// The CPUs, caches and nodes read under a root do not make a consistent machine.
     #[error("topology under {root}: {source}")]
@@ -58,14 +59,50 @@ pub enum LinuxError {
     /// [`crate::untrusted::check_private_dir`]).
     #[error("{0}")]
     Dir(#[from] crate::untrusted::DirError),
-    /// A host fact (clock ticks per second, page size) could not be obtained.
-    #[error("host fact {name} unavailable: {why}")]
+    /// A host fact (clock ticks per second, page size) is not a positive number.
+    #[error("host fact {name} unavailable: not positive or unsupported")]
     HostFact {
         /// The `sysconf` name (`CLK_TCK`, `PAGE_SIZE`).
         name: &'static str,
-        /// Why it could not be read.
-        why: String,
     },
+    /// A host fact could not be read.
+    #[error("host fact {name} unavailable: {source}")]
+    HostFactRead {
+        /// The `sysconf` name (`CLK_TCK`, `PAGE_SIZE`).
+        name: &'static str,
+        /// Why.
+        #[source]
+        source: nix::errno::Errno,
+    },
+}
+
+/// What was wrong with a file's contents ([`LinuxError::Parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    /// A `/proc` or `/sys` text the parsers refused.
+    #[error(transparent)]
+    Parse(#[from] crate::parse::ParseError),
+    /// A value the model refused (a CPU list).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A journal without its first line.
+    #[error(transparent)]
+    Journal(#[from] crate::ledger::NotAJournal),
+    /// What the reader found wrong, in its words.
+    #[error("{0}")]
+    Said(String),
+}
+
+impl From<&str> for Malformed {
+    fn from(why: &str) -> Malformed {
+        Malformed::Said(why.to_owned())
+    }
+}
+
+impl From<String> for Malformed {
+    fn from(why: String) -> Malformed {
+        Malformed::Said(why)
+    }
 }
 
 impl LinuxError {
@@ -78,10 +115,10 @@ impl LinuxError {
     }
 
     /// A parse error on `path`.
-    pub(crate) fn parse(path: impl Into<PathBuf>, why: impl std::fmt::Display) -> LinuxError {
+    pub(crate) fn parse(path: impl Into<PathBuf>, why: impl Into<Malformed>) -> LinuxError {
         LinuxError::Parse {
             path: path.into(),
-            why: why.to_string(),
+            why: why.into(),
         }
     }
 }

@@ -203,15 +203,26 @@ fn one() -> u16 {
     1
 }
 
-fn duration(ns: Option<f64>, us: Option<f64>, ms: Option<f64>) -> Result<u64, String> {
+/// An operation's duration given wrong.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum BadDuration {
+    /// None, or more than one, of `ns`, `us` and `ms`.
+    #[error("give exactly one of ns, us, ms")]
+    Units,
+    /// Negative, or not a number.
+    #[error("duration {0} ns is not a non-negative number")]
+    Value(f64),
+}
+
+fn duration(ns: Option<f64>, us: Option<f64>, ms: Option<f64>) -> Result<u64, BadDuration> {
     let v = match (ns, us, ms) {
         (Some(x), None, None) => x,
         (None, Some(x), None) => x * 1e3,
         (None, None, Some(x)) => x * 1e6,
-        _ => return Err("give exactly one of ns, us, ms".into()),
+        _ => return Err(BadDuration::Units),
     };
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("duration {v} ns is not a non-negative number"));
+        return Err(BadDuration::Value(v));
     }
     Ok(v.round() as u64)
 }
@@ -237,8 +248,11 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                         spread,
                         mem,
                     } => Op::Compute {
-                        ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
+                        ns: duration(ns, us, ms).map_err(|source| SimError::ScenarioDuration {
+                            path: origin.to_path_buf(),
+                            group: g.name.clone(),
+                            source,
+                        })?,
                         spread,
                         mem,
                     },
@@ -250,8 +264,13 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                         lines,
                     } => Op::Lock {
                         lock,
-                        hold_ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
+                        hold_ns: duration(ns, us, ms).map_err(|source| {
+                            SimError::ScenarioDuration {
+                                path: origin.to_path_buf(),
+                                group: g.name.clone(),
+                                source,
+                            }
+                        })?,
                         lines,
                     },
                     RawOp::Ticket {
@@ -265,8 +284,13 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                     } => Op::Ticket {
                         lock,
                         items,
-                        hold_ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
+                        hold_ns: duration(ns, us, ms).map_err(|source| {
+                            SimError::ScenarioDuration {
+                                path: origin.to_path_buf(),
+                                group: g.name.clone(),
+                                source,
+                            }
+                        })?,
                         lines,
                         body,
                     },
@@ -274,8 +298,11 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                     RawOp::Put { queue } => Op::Put { queue },
                     RawOp::Get { queue } => Op::Get { queue },
                     RawOp::Sleep { ns, us, ms, spread } => Op::Sleep {
-                        ns: duration(ns, us, ms)
-                            .map_err(|w| bad(format!("group {}: {w}", g.name)))?,
+                        ns: duration(ns, us, ms).map_err(|source| SimError::ScenarioDuration {
+                            path: origin.to_path_buf(),
+                            group: g.name.clone(),
+                            source,
+                        })?,
                         spread,
                     },
                 });
@@ -305,7 +332,10 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
             start_ns: 0,
             main_thread: false,
         };
-        app.validate().map_err(bad)?;
+        app.validate().map_err(|source| SimError::ScenarioInvalid {
+            path: origin.to_path_buf(),
+            source,
+        })?;
         apps.push(app);
     }
     if apps.is_empty() {
@@ -380,11 +410,16 @@ pub fn read_scenario(name: &str, dir: &Path) -> Result<Option<Workload>, SimErro
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(refuse("no such file".into()));
         }
-        Err(e) => return Err(refuse(e.to_string())),
+        Err(e) => {
+            return Err(SimError::ScenarioRead {
+                path,
+                source: e.into(),
+            });
+        }
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| SimError::Scenario {
+    let text = std::fs::read_to_string(&path).map_err(|e| SimError::ScenarioRead {
         path: path.clone(),
-        why: e.to_string(),
+        source: e.into(),
     })?;
     parse_scenario(&text, &path).map(Some)
 }

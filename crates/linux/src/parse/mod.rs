@@ -46,6 +46,9 @@ pub struct ParseError {
     pub file: &'static str,
     /// What was wrong.
     pub why: String,
+    /// The model's refusal of a value in it (a CPU list), when that was what was wrong.
+    #[source]
+    pub source: Option<threadbalance_model::ModelError>,
 }
 
 impl ParseError {
@@ -53,6 +56,7 @@ impl ParseError {
         ParseError {
             file,
             why: why.into(),
+            source: None,
         }
     }
 }

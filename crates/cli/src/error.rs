@@ -1,0 +1,90 @@
+//! The binary's errors at the border: what the user gave, refused (exit status 2), and
+//! the values clap's parsers refuse. Anything else is a library's own error, carried in
+//! an [`anyhow::Error`] with its causes as sources, and exits 1.
+//!
+//! The message is made once, where it is printed: `main` writes the error and its
+//! causes on one line, each cause once (see `error_line` in `main.rs`). An input error
+//! keeps the error that refused the input as its source, never its text.
+
+use std::error::Error;
+
+/// A library's error, boxed.
+type Cause = Box<dyn Error + Send + Sync + 'static>;
+
+/// An error in what the user gave (exit status 2); anything else exits 1.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// What was wrong, in the binary's words, with no cause below it.
+    #[error("{0}")]
+    Said(String),
+    /// What was refused, in the binary's words (`--json out.json: cannot write it`), and
+    /// the error that refused it.
+    #[error("{what}")]
+    Refused {
+        /// What the user gave, and what could not be done with it.
+        what: String,
+        /// Why.
+        #[source]
+        source: Cause,
+    },
+    /// A library's error that is about the input: its own message, its own causes.
+    #[error(transparent)]
+    Of(Cause),
+}
+
+/// An input error the binary words itself.
+pub fn input_error(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(InputError::Said(msg.into()))
+}
+
+/// A library's error that is about the input (a bad spec, a missing pid): exit 2, its
+/// message and causes as they are.
+pub fn bad_input(e: impl Error + Send + Sync + 'static) -> anyhow::Error {
+    anyhow::Error::new(InputError::Of(Box::new(e)))
+}
+
+/// `what` the user gave, refused because of `source` (said after it).
+pub fn refused(
+    what: impl Into<String>,
+    source: impl Error + Send + Sync + 'static,
+) -> anyhow::Error {
+    anyhow::Error::new(InputError::Refused {
+        what: what.into(),
+        source: Box::new(source),
+    })
+}
+
+/// A value given on the command line that its parser refused; clap prints it after the
+/// option's name, on one line (its Display is the whole message).
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    /// Not a number of the kind the option takes.
+    #[error("{given:?}: expected {expected}")]
+    NotA {
+        /// The text given.
+        given: String,
+        /// What the option takes.
+        expected: String,
+    },
+    /// `--interval 0`.
+    #[error("must be at least 1 ms")]
+    ZeroInterval,
+    /// `--interval` not a whole number.
+    #[error("{0:?} is not a whole number of milliseconds")]
+    Interval(String),
+    /// `--cpus ""`, or a list naming no CPU.
+    #[error("an empty CPU list (expected e.g. 0-3,8)")]
+    EmptyCpuList,
+    /// `--tool-cpu` neither a word it knows nor three costs.
+    #[error("tool CPU {0:?}: expected measured, free or FIXED_US,PER_THREAD_US,PER_MOVE_US")]
+    ToolCpu(String),
+    /// A value the model refused (a CPU list).
+    #[error(transparent)]
+    Model(#[from] threadbalance_model::ModelError),
+    /// A CPU budget out of bounds.
+    #[error(transparent)]
+    Budget(#[from] threadbalance_model::pace::BudgetError),
+    /// A value the simulator refused (a tick cost).
+    #[error(transparent)]
+    Sim(#[from] threadbalance_sim::SimError),
+}
