@@ -190,56 +190,9 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         Some(b) => Some(b.parse::<Baseline>().map_err(bad_input)?),
         None => None,
     };
-    if let Some(hz) = a.hz
-        && !HZ_CHOICES.contains(&hz)
-    {
-        return Err(input_error(format!(
-            "--hz {hz}: kernels tick at 100, 250, 300 or 1000 Hz"
-        )));
-    }
-    if a.cpu_budget.is_some() && a.tick_cost.is_none() {
-        return Err(input_error(
-            "--cpu-budget: paces ticks that cost something; give --tick-cost too",
-        ));
-    }
-    if let Some(suite) = &a.suite {
-        if a.tick_cost.is_some() || a.tool_cpu != ToolCpu::Measured {
-            return Err(input_error(
-                "--tick-cost, --tool-cpu: the suite runs with free ticks and a tool that costs nothing, as calibrated; leave them out",
-            ));
-        }
-        if a.phases.is_some() {
-            return Err(input_error(
-                "--phases: the suite logs no phases; give it a workload run instead",
-            ));
-        }
-        if a.counters != Counters::Exact || a.hz.is_some() {
-            return Err(input_error(
-                "--counters, --hz: the suite runs the model as calibrated; leave them out",
-            ));
-        }
-        if suite != "papers" {
-            return Err(input_error(format!(
-                "unknown suite {suite:?} (known: papers)"
-            )));
-        }
-        let mut shown = Progress::new(a.progress);
-        let report =
-            threadbalance_sim::suite::suite_papers_with(&a.seeds, baseline, &mut |i, n, group| {
-                shown.show(&format!("suite {}/{n}: {group}", i + 1))
-            });
-        shown.clear();
-        if a.json {
-            let json = crate::schema::stamp(report.to_json());
-            outln!("{}", serde_json::to_string_pretty(&json)?);
-        } else {
-            out!("{}", report.to_table());
-        }
-        if let Some(path) = &a.report {
-            std::fs::write(path, report.to_svg())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        return Ok(0);
+    check(a)?;
+    if a.suite.is_some() {
+        return run_suite(a, baseline);
     }
     let s = &a.settings;
     if let Some(cpus) = &s.cpus {
@@ -277,78 +230,10 @@ pub fn run(a: &SimArgs) -> Result<u8> {
     let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
         .map_err(bad_input)?;
     if a.json {
-        let mut v = cmp.to_json();
-        if let Some(o) = v.as_object_mut() {
-            o.insert("baseline".into(), opts.linux.baseline.to_string().into());
-            o.insert("counters".into(), a.counters.name().into());
-            o.insert("hz".into(), opts.linux.hz.into());
-            if let Some(c) = opts.tick_cost {
-                o.insert(
-                    "tick_cost_us".into(),
-                    serde_json::json!({
-                        "fixed": c.fixed.0 as f64 / 1e3,
-                        "per_thread": c.per_thread_ns / 1e3,
-                        "per_move": c.per_move.0 as f64 / 1e3,
-                    }),
-                );
-                o.insert(
-                    "cpu_budget_pct".into(),
-                    (opts.cpu_budget.unwrap_or(pace::BUDGET) * 100.0).into(),
-                );
-                o.insert("moves_charged".into(), opts.cpu_budget.is_some().into());
-            }
-            o.insert(
-                "tool_cpu_us".into(),
-                opts.tool_cpu.map_or(serde_json::Value::Null, |c| {
-                    serde_json::json!({
-                        "fixed": c.fixed.0 as f64 / 1e3,
-                        "per_thread": c.per_thread_ns / 1e3,
-                        "per_move": c.per_move.0 as f64 / 1e3,
-                    })
-                }),
-            );
-        }
-        let json = crate::schema::stamp(v);
+        let json = crate::schema::stamp(json_of(a, &cmp, &opts));
         outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        if opts.linux.baseline != Baseline::Linux {
-            outln!("kernel model: {} (--baseline)", opts.linux.baseline);
-        }
-        if let Some(c) = opts.tick_cost {
-            match opts.cpu_budget {
-                None => outln!(
-                    "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
-                    c.fixed.0 as f64 / 1e3,
-                    c.per_thread_ns / 1e3
-                ),
-                Some(b) => outln!(
-                    "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and a move {:.1} µs (--tick-cost, --cpu-budget)",
-                    b * 100.0,
-                    c.fixed.0 as f64 / 1e3,
-                    c.per_thread_ns / 1e3,
-                    c.per_move.0 as f64 / 1e3
-                ),
-            }
-        }
-        match opts.tool_cpu {
-            Some(c) => outln!(
-                "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu)",
-                c.fixed.0 as f64 / 1e3,
-                c.per_thread_ns / 1e3,
-                c.per_move.0 as f64 / 1e3
-            ),
-            None => outln!("the tool's own CPU time is not charged (--tool-cpu free)"),
-        }
-        if a.counters == Counters::Proc || a.hz.is_some() {
-            outln!(
-                "run time and wait read {}, kernel ticking at {} Hz (--counters, --hz)",
-                match a.counters {
-                    Counters::Exact => "exact at each read",
-                    Counters::Proc => "as schedstat keeps them",
-                },
-                opts.linux.hz
-            );
-        }
+        say_costs(a, &opts);
         out!("{}", cmp.to_table());
     }
     if let Some(path) = &a.report {
@@ -364,4 +249,147 @@ pub fn run(a: &SimArgs) -> Result<u8> {
         std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(0)
+}
+
+/// Refuses the options that make no sense together, before anything runs.
+fn check(a: &SimArgs) -> Result<()> {
+    if let Some(hz) = a.hz
+        && !HZ_CHOICES.contains(&hz)
+    {
+        return Err(input_error(format!(
+            "--hz {hz}: kernels tick at 100, 250, 300 or 1000 Hz"
+        )));
+    }
+    if a.cpu_budget.is_some() && a.tick_cost.is_none() {
+        return Err(input_error(
+            "--cpu-budget: paces ticks that cost something; give --tick-cost too",
+        ));
+    }
+    if let Some(suite) = &a.suite {
+        if a.tick_cost.is_some() || a.tool_cpu != ToolCpu::Measured {
+            return Err(input_error(
+                "--tick-cost, --tool-cpu: the suite runs with free ticks and a tool that costs nothing, as calibrated; leave them out",
+            ));
+        }
+        if a.phases.is_some() {
+            return Err(input_error(
+                "--phases: the suite logs no phases; give it a workload run instead",
+            ));
+        }
+        if a.counters != Counters::Exact || a.hz.is_some() {
+            return Err(input_error(
+                "--counters, --hz: the suite runs the model as calibrated; leave them out",
+            ));
+        }
+        if suite != "papers" {
+            return Err(input_error(format!(
+                "unknown suite {suite:?} (known: papers)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--suite papers`: every claim of the papers, on the seeds given.
+fn run_suite(a: &SimArgs, baseline: Option<Baseline>) -> Result<u8> {
+    let mut shown = Progress::new(a.progress);
+    let report =
+        threadbalance_sim::suite::suite_papers_with(&a.seeds, baseline, &mut |i, n, group| {
+            shown.show(&format!("suite {}/{n}: {group}", i + 1))
+        });
+    shown.clear();
+    if a.json {
+        let json = crate::schema::stamp(report.to_json());
+        outln!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        out!("{}", report.to_table());
+    }
+    if let Some(path) = &a.report {
+        std::fs::write(path, report.to_svg())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(0)
+}
+
+/// The comparison as JSON, with the kernel model, the counters and the costs it ran with.
+fn json_of(
+    a: &SimArgs,
+    cmp: &threadbalance_sim::Comparison,
+    opts: &RunOptions,
+) -> serde_json::Value {
+    let mut v = cmp.to_json();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("baseline".into(), opts.linux.baseline.to_string().into());
+        o.insert("counters".into(), a.counters.name().into());
+        o.insert("hz".into(), opts.linux.hz.into());
+        if let Some(c) = opts.tick_cost {
+            o.insert(
+                "tick_cost_us".into(),
+                serde_json::json!({
+                    "fixed": c.fixed.0 as f64 / 1e3,
+                    "per_thread": c.per_thread_ns / 1e3,
+                    "per_move": c.per_move.0 as f64 / 1e3,
+                }),
+            );
+            o.insert(
+                "cpu_budget_pct".into(),
+                (opts.cpu_budget.unwrap_or(pace::BUDGET) * 100.0).into(),
+            );
+            o.insert("moves_charged".into(), opts.cpu_budget.is_some().into());
+        }
+        o.insert(
+            "tool_cpu_us".into(),
+            opts.tool_cpu.map_or(serde_json::Value::Null, |c| {
+                serde_json::json!({
+                    "fixed": c.fixed.0 as f64 / 1e3,
+                    "per_thread": c.per_thread_ns / 1e3,
+                    "per_move": c.per_move.0 as f64 / 1e3,
+                })
+            }),
+        );
+    }
+    v
+}
+
+/// The lines above the table: the kernel model, the pacing and the tool's costs, when not
+/// the defaults.
+fn say_costs(a: &SimArgs, opts: &RunOptions) {
+    if opts.linux.baseline != Baseline::Linux {
+        outln!("kernel model: {} (--baseline)", opts.linux.baseline);
+    }
+    if let Some(c) = opts.tick_cost {
+        match opts.cpu_budget {
+            None => outln!(
+                "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
+                c.fixed.0 as f64 / 1e3,
+                c.per_thread_ns / 1e3
+            ),
+            Some(b) => outln!(
+                "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and a move {:.1} µs (--tick-cost, --cpu-budget)",
+                b * 100.0,
+                c.fixed.0 as f64 / 1e3,
+                c.per_thread_ns / 1e3,
+                c.per_move.0 as f64 / 1e3
+            ),
+        }
+    }
+    match opts.tool_cpu {
+        Some(c) => outln!(
+            "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu)",
+            c.fixed.0 as f64 / 1e3,
+            c.per_thread_ns / 1e3,
+            c.per_move.0 as f64 / 1e3
+        ),
+        None => outln!("the tool's own CPU time is not charged (--tool-cpu free)"),
+    }
+    if a.counters == Counters::Proc || a.hz.is_some() {
+        outln!(
+            "run time and wait read {}, kernel ticking at {} Hz (--counters, --hz)",
+            match a.counters {
+                Counters::Exact => "exact at each read",
+                Counters::Proc => "as schedstat keeps them",
+            },
+            opts.linux.hz
+        );
+    }
 }
