@@ -103,15 +103,9 @@ pub const MACHINES: &[&str] = &[
     "local",
 ];
 
-/// A machine by name, `local` (which needs the caller's topology) or an hwloc-style spec.
-pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, SimError> {
-    let synth = |spec: &str| {
-        Topology::synthetic(spec).map_err(|source| SimError::MachineSpec {
-            name: name_or_spec.to_string(),
-            source,
-        })
-    };
-    let (topo, costs) = match name_or_spec {
+/// The spec and costs of a machine of the papers, by name.
+fn paper_machine(name: &str) -> Option<(&'static str, Costs)> {
+    Some(match name {
         // Shuffling §2, Fig. 2: 4 × 16-core Opteron 6272, memory 128 ns local, 201 ns remote.
         // Within a socket a line comes from the shared L3 (Fig. 2: "L3: 16 MB shared by 16
         // cores"): an L3 hit (≈ 26 ns on the Opteron 6100, 57 cycles at 2.2 GHz) plus the
@@ -121,7 +115,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
         // linked by HyperTransport 3 at 6.4 GT/s, 16 bits wide: 12.8 GB/s a direction, the
         // streams of about 2.5 cores.
         "opteron6272-4x16" => (
-            synth("package:4 numa:1 core:16 pu:1")?,
+            "package:4 numa:1 core:16 pu:1",
             Costs {
                 llc_ns: 40.0,
                 local_ns: 128.0,
@@ -141,7 +135,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
         // front-side bus (UMA): every miss costs the same; a core pair shares its L2 (a hit
         // is about 14 cycles at 1.6 GHz).
         "tigerton-4x4" => (
-            synth("package:4 l2:2 core:2 pu:1")?,
+            "package:4 l2:2 core:2 pu:1",
             Costs {
                 llc_ns: 10.0,
                 local_ns: 110.0,
@@ -161,7 +155,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
         // Speed balancing Table 1: Opteron 8350 "Barcelona", 4 × 4 cores, L3 per socket, NUMA
         // (an L3 hit plus a probe, as on the 6272).
         "barcelona-4x4" => (
-            synth("package:4 numa:1 core:4 pu:1")?,
+            "package:4 numa:1 core:4 pu:1",
             Costs {
                 llc_ns: 40.0,
                 local_ns: 100.0,
@@ -182,7 +176,7 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
         // Chiang & Su: 4 × 8-core Opteron 6320, NUMA factor 1.6; within a socket, the
         // shared L3, the 4 memory channels and the HyperTransport 3 links as on the 6272.
         "opteron6320-4x8" => (
-            synth("package:4 numa:1 core:8 pu:1")?,
+            "package:4 numa:1 core:8 pu:1",
             Costs {
                 llc_ns: 40.0,
                 local_ns: 100.0,
@@ -198,6 +192,26 @@ pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, S
                 llc_kb_per_core: 2048.0,
             },
         ),
+        _ => return None,
+    })
+}
+
+/// A machine by name, `local` (which needs the caller's topology) or an hwloc-style spec.
+pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, SimError> {
+    let synth = |spec: &str| {
+        Topology::synthetic(spec).map_err(|source| SimError::MachineSpec {
+            name: name_or_spec.to_string(),
+            source,
+        })
+    };
+    if let Some((spec, costs)) = paper_machine(name_or_spec) {
+        return Ok(Machine {
+            name: name_or_spec.to_string(),
+            topo: synth(spec)?,
+            costs,
+        });
+    }
+    let (topo, costs) = match name_or_spec {
         "local" => {
             let topo = local.ok_or_else(|| SimError::Machine {
                 name: "local".into(),

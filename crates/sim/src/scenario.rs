@@ -227,6 +227,56 @@ fn duration(ns: Option<f64>, us: Option<f64>, ms: Option<f64>) -> Result<u64, Ba
     Ok(v.round() as u64)
 }
 
+/// One operation of a scenario, its duration in nanoseconds.
+fn op(op: RawOp) -> Result<Op, BadDuration> {
+    Ok(match op {
+        RawOp::Compute {
+            ns,
+            us,
+            ms,
+            spread,
+            mem,
+        } => Op::Compute {
+            ns: duration(ns, us, ms)?,
+            spread,
+            mem,
+        },
+        RawOp::Lock {
+            lock,
+            ns,
+            us,
+            ms,
+            lines,
+        } => Op::Lock {
+            lock,
+            hold_ns: duration(ns, us, ms)?,
+            lines,
+        },
+        RawOp::Ticket {
+            lock,
+            items,
+            ns,
+            us,
+            ms,
+            lines,
+            body,
+        } => Op::Ticket {
+            lock,
+            items,
+            hold_ns: duration(ns, us, ms)?,
+            lines,
+            body,
+        },
+        RawOp::Barrier { barrier, wait } => Op::Barrier { barrier, wait },
+        RawOp::Put { queue } => Op::Put { queue },
+        RawOp::Get { queue } => Op::Get { queue },
+        RawOp::Sleep { ns, us, ms, spread } => Op::Sleep {
+            ns: duration(ns, us, ms)?,
+            spread,
+        },
+    })
+}
+
 /// Parses a scenario from TOML text; `origin` names it in errors.
 pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
     let bad = |why: String| SimError::Scenario {
@@ -238,75 +288,16 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
     for a in raw.app {
         let mut groups = Vec::new();
         for g in a.group {
-            let mut ops = Vec::new();
-            for op in g.ops {
-                ops.push(match op {
-                    RawOp::Compute {
-                        ns,
-                        us,
-                        ms,
-                        spread,
-                        mem,
-                    } => Op::Compute {
-                        ns: duration(ns, us, ms).map_err(|source| SimError::ScenarioDuration {
-                            path: origin.to_path_buf(),
-                            group: g.name.clone(),
-                            source,
-                        })?,
-                        spread,
-                        mem,
-                    },
-                    RawOp::Lock {
-                        lock,
-                        ns,
-                        us,
-                        ms,
-                        lines,
-                    } => Op::Lock {
-                        lock,
-                        hold_ns: duration(ns, us, ms).map_err(|source| {
-                            SimError::ScenarioDuration {
-                                path: origin.to_path_buf(),
-                                group: g.name.clone(),
-                                source,
-                            }
-                        })?,
-                        lines,
-                    },
-                    RawOp::Ticket {
-                        lock,
-                        items,
-                        ns,
-                        us,
-                        ms,
-                        lines,
-                        body,
-                    } => Op::Ticket {
-                        lock,
-                        items,
-                        hold_ns: duration(ns, us, ms).map_err(|source| {
-                            SimError::ScenarioDuration {
-                                path: origin.to_path_buf(),
-                                group: g.name.clone(),
-                                source,
-                            }
-                        })?,
-                        lines,
-                        body,
-                    },
-                    RawOp::Barrier { barrier, wait } => Op::Barrier { barrier, wait },
-                    RawOp::Put { queue } => Op::Put { queue },
-                    RawOp::Get { queue } => Op::Get { queue },
-                    RawOp::Sleep { ns, us, ms, spread } => Op::Sleep {
-                        ns: duration(ns, us, ms).map_err(|source| SimError::ScenarioDuration {
-                            path: origin.to_path_buf(),
-                            group: g.name.clone(),
-                            source,
-                        })?,
-                        spread,
-                    },
-                });
-            }
+            let ops = g
+                .ops
+                .into_iter()
+                .map(op)
+                .collect::<Result<Vec<Op>, BadDuration>>()
+                .map_err(|source| SimError::ScenarioDuration {
+                    path: origin.to_path_buf(),
+                    group: g.name.clone(),
+                    source,
+                })?;
             groups.push(Group {
                 name: g.name,
                 threads: g.threads,

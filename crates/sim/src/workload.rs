@@ -555,41 +555,7 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
             let frames = p.count("frames", 100)?;
             bodytrack(n, frames as u64)
         }
-        "lock-groups" => {
-            let n = p.count("threads", 64)?;
-            let groups = p.count("groups", 4)?;
-            let hold = match p.map.remove("hold").as_deref() {
-                None | Some("distinct") => crate::lockgroups::Hold::Distinct,
-                Some("equal") => crate::lockgroups::Hold::Equal,
-                Some(other) => {
-                    return Err(SimError::Workload {
-                        name: spec.to_string(),
-                        why: format!("hold={other} (expected equal or distinct)"),
-                    });
-                }
-            };
-            if groups > 16 {
-                return Err(SimError::Workload {
-                    name: spec.to_string(),
-                    why: format!("groups={groups}: at most 16"),
-                });
-            }
-            let hold_us = p.num("hold_us", 1.0)?;
-            let ratio = p.num("ratio", 2.0)?;
-            let outside = p.num("outside_us", 150.0)?;
-            let lines = p.count("lines", 64)?;
-            let ops = p.count("ops", 12_000)?;
-            crate::lockgroups::lock_groups(&crate::lockgroups::LockGroups {
-                threads: n,
-                groups,
-                hold,
-                hold_ns: ns(hold_us * US),
-                ratio,
-                outside_ns: ns(outside * US),
-                lines: lines.min(u32::MAX as usize) as u32,
-                ops: ops as u64,
-            })
-        }
+        "lock-groups" => lock_groups_builtin(spec, &mut p)?,
         "memcached-like" => {
             let n = p.count("threads", 64)?;
             let servers = p.count("servers", 4)?;
@@ -612,6 +578,45 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
         description,
         apps: vec![app],
     }))
+}
+
+/// `lock-groups` (see [`crate::lockgroups`]), its parameters taken from `p`.
+fn lock_groups_builtin(spec: &str, p: &mut Params) -> Result<App, SimError> {
+    let n = p.count("threads", 64)?;
+    let groups = p.count("groups", 4)?;
+    let hold = match p.map.remove("hold").as_deref() {
+        None | Some("distinct") => crate::lockgroups::Hold::Distinct,
+        Some("equal") => crate::lockgroups::Hold::Equal,
+        Some(other) => {
+            return Err(SimError::Workload {
+                name: spec.to_string(),
+                why: format!("hold={other} (expected equal or distinct)"),
+            });
+        }
+    };
+    if groups > 16 {
+        return Err(SimError::Workload {
+            name: spec.to_string(),
+            why: format!("groups={groups}: at most 16"),
+        });
+    }
+    let hold_us = p.num("hold_us", 1.0)?;
+    let ratio = p.num("ratio", 2.0)?;
+    let outside = p.num("outside_us", 150.0)?;
+    let lines = p.count("lines", 64)?;
+    let ops = p.count("ops", 12_000)?;
+    Ok(crate::lockgroups::lock_groups(
+        &crate::lockgroups::LockGroups {
+            threads: n,
+            groups,
+            hold,
+            hold_ns: ns(hold_us * US),
+            ratio,
+            outside_ns: ns(outside * US),
+            lines: lines.min(u32::MAX as usize) as u32,
+            ops: ops as u64,
+        },
+    ))
 }
 
 /// `parsec-mix` (see [`crate::parsec`]): several applications, so it is built apart.
