@@ -430,15 +430,21 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         affinity_after: own_affinity()?.to_string(),
         cells: results,
     };
-    // With `--json -` the JSON alone goes to stdout and the table to stderr.
-    match &args.json {
-        Some(path) if crate::jsonout::is_stdout(path) => err!("{}", to_table(&report)),
-        _ => out!("{}", to_table(&report)),
-    }
-    if let Some(path) = &args.json {
-        crate::jsonout::write(path, &crate::schema::versioned(&report))?;
-    }
+    print(&report, args.json.as_deref())?;
     Ok(0)
+}
+
+/// Prints the report's table, and writes its JSON to `json` when given (with `--json -`
+/// the JSON alone goes to stdout and the table to stderr).
+fn print(report: &BenchReport, json: Option<&std::path::Path>) -> Result<()> {
+    match json {
+        Some(path) if crate::jsonout::is_stdout(path) => err!("{}", to_table(report)),
+        _ => out!("{}", to_table(report)),
+    }
+    if let Some(path) = json {
+        crate::jsonout::write(path, &crate::schema::versioned(report))?;
+    }
+    Ok(())
 }
 
 /// The load average, with a warning when the machine looks busy (more runnable threads
