@@ -370,7 +370,7 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let mut cells = plan(m, quick);
     let stencil = omp::Stencil::build();
     let openmp = match &stencil {
-        Ok(s) => s.size().map_err(|e| format!("{e:#}")),
+        Ok(s) => s.size().map_err(|e| crate::error::one_line(&e)),
         Err(why) => Err(format!("{why}")),
     };
     fit_openmp(&mut cells, openmp.as_ref().map_err(String::as_str));
@@ -534,7 +534,7 @@ impl Cells<'_> {
             match self.simulator.map(|s| s.cell(&cell, &cpus, &comparison)) {
                 None => (Vec::new(), None),
                 Some(Ok(s)) => (s, None),
-                Some(Err(e)) => (Vec::new(), Some(format!("{e:#}"))),
+                Some(Err(e)) => (Vec::new(), Some(crate::error::one_line(&e))),
             };
         Ok(CellResult {
             cpu_list: cpus.to_string(),

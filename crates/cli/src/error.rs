@@ -3,7 +3,8 @@
 //! an [`anyhow::Error`] with its causes as sources, and exits 1.
 //!
 //! The message is made once, where it is printed: `main` writes the error and its
-//! causes on one line, each cause once (see `error_line` in `main.rs`). An input error
+//! causes on one line, each cause once ([`one_line`]; so does every other line that
+//! reports an error and goes on). An input error
 //! keeps the error that refused the input as its source, never its text.
 
 use std::error::Error;
@@ -87,4 +88,56 @@ pub enum ValueError {
     /// A value the simulator refused (a tick cost).
     #[error(transparent)]
     Sim(#[from] threadbalance_sim::SimError),
+}
+
+/// The error and its causes on one line, `what: why: why…`, each cause once: a cause
+/// whose text the line already holds (a library error that prints its source,
+/// `reading F: Permission denied (os error 13)`, over that io error, or one that says it
+/// in parentheses) is not repeated. This is where an error's message is made.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !text.is_empty() && !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_line_a_source_its_context_prints_is_said_once() {
+        // What a library error whose message ends with its source gives under `{:#}`.
+        #[derive(Debug)]
+        struct Reading(std::io::Error);
+        impl std::fmt::Display for Reading {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "reading /x/lock.1: {}", self.0)
+            }
+        }
+        impl std::error::Error for Reading {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let denied = || std::io::Error::from_raw_os_error(13);
+        let e = anyhow::Error::new(Reading(denied())).context("claiming the process");
+        assert_eq!(
+            one_line(&e),
+            "claiming the process: reading /x/lock.1: Permission denied (os error 13)"
+        );
+        // A context that does not repeat its source keeps it.
+        let e = anyhow::Error::new(denied()).context("writing out.json");
+        assert_eq!(
+            one_line(&e),
+            "writing out.json: Permission denied (os error 13)"
+        );
+    }
 }

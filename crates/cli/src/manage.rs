@@ -22,7 +22,7 @@
 //! `recover`); a panic in the loop is caught, and the masks are restored as after any
 //! other stop.
 
-use crate::error::{bad_input, refused};
+use crate::error::{bad_input, one_line, refused};
 use crate::host::{LinuxAdapter, Target};
 use crate::lockprobe::LockProbe;
 use crate::summary::{Ended, HostReport, Setup, Summary, Tally};
@@ -201,7 +201,10 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     let (loop_end, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
-        errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
+        errln!(
+            "threadbalance: stopped managing ({}); masks restored; waiting for {program}",
+            one_line(e)
+        );
     }
     let status = child.wait().context("waiting for the command")?;
     let ended = match (status.code(), status.signal()) {
@@ -230,7 +233,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     let ended = match &looped {
         Ok(Some(sig)) => Ended::Interrupted(*sig),
         Ok(None) => Ended::ProcessExited(pid),
-        Err(e) => Ended::Stopped(format!("{e:#}")),
+        Err(e) => Ended::Stopped(one_line(e)),
     };
     let (summary, trace) = loop_end.summary(&p, args, ended, host.now());
     report(&summary, trace.as_ref(), &mut p.json, args);
@@ -453,7 +456,7 @@ fn report(summary: &Summary, trace: Option<&RunTrace>, json: &mut Option<File>, 
         .filter(|p| crate::jsonout::is_stdout(p))
     {
         if let Err(e) = crate::jsonout::write(path, summary) {
-            errln!("threadbalance: {e:#}");
+            errln!("threadbalance: {}", one_line(&e));
         }
         return;
     }

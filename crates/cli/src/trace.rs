@@ -272,7 +272,11 @@ pub fn write_report(trace: &RunTrace, title: &str, path: &Path) {
                 png
             }
             Err(e) => {
-                errln!("threadbalance: drawing {}: {e:#}", path.display());
+                errln!(
+                    "threadbalance: drawing {}: {}",
+                    path.display(),
+                    crate::error::one_line(&e)
+                );
                 return;
             }
         },
