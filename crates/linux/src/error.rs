@@ -33,13 +33,14 @@ pub enum LinuxError {
         #[source]
         source: std::io::Error,
     },
-    /// A file was read but its contents did not make sense.
+    /// A file was read but its contents did not make sense. What was wrong is said in
+    /// the message, and kept typed in `why` (not as a source: it would be said twice by
+    /// a printer of the chain).
     #[error("parsing {path}: {why}")]
     Parse {
         /// The file.
         path: PathBuf,
         /// What was wrong with it.
-        #[source]
         why: Malformed,
     },
     /// The CPUs, caches and nodes read under a root do not make a consistent machine.

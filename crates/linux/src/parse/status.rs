@@ -80,7 +80,7 @@ pub fn parse_status(text: &str) -> Result<TaskStatus, ParseError> {
                 let list = std::str::from_utf8(value)
                     .map_err(|_| err("Cpus_allowed_list is not text".into()))?;
                 let set = CpuSet::parse_list(list).map_err(|e| ParseError {
-                    source: Some(e),
+                    refused: Some(e),
                     ..err("Cpus_allowed_list is not a CPU list".into())
                 })?;
                 out.cpus_allowed = Some(set);
