@@ -390,6 +390,7 @@ fn manage(
     if let Some(share) = args.cpu_budget {
         host.set_cpu_budget(share);
     }
+    let budget = host.cpu_budget();
     let mut tally = Tally::new(&p.topo, p.level, host.now());
     let mut trace = args
         .report
@@ -424,7 +425,7 @@ fn manage(
             }
         },
     );
-    let host = HostReport::read(host, &restored);
+    let host = HostReport::read(host, &restored, budget);
     let looped = match looped {
         Ok(threadbalance_manage::Ended::Signal(sig)) => Ok(Some(sig)),
         Ok(threadbalance_manage::Ended::TargetExited) => Ok(None),

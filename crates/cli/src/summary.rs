@@ -248,9 +248,14 @@ pub struct HostReport {
 }
 
 impl HostReport {
-    /// Reads the report from `host`, whose restore at the end gave `restored`.
-    pub fn read(host: &mut LinuxAdapter, restored: &RestoreReport) -> HostReport {
-        let (share, moves_charged) = host.cpu_budget();
+    /// Reads the report from `host`, whose restore at the end gave `restored` and whose
+    /// cost budget was `(share, moves_charged)` when the loop started
+    /// ([`LinuxAdapter::cpu_budget`] then: a policy's watching budget moves it since).
+    pub fn read(
+        host: &mut LinuxAdapter,
+        restored: &RestoreReport,
+        (share, moves_charged): (f64, bool),
+    ) -> HostReport {
         HostReport {
             restore: Restore::from(restored),
             handed_back: host.handed_back(),
