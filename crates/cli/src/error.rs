@@ -113,7 +113,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn error_line_a_source_its_context_prints_is_said_once() {
+    fn one_line_a_source_its_context_prints_is_said_once() {
         // What a library error whose message ends with its source gives under `{:#}`.
         #[derive(Debug)]
         struct Reading(std::io::Error);
@@ -139,5 +139,44 @@ mod tests {
             one_line(&e),
             "writing out.json: Permission denied (os error 13)"
         );
+    }
+
+    /// Whether `e` exits 2, as `main` decides it.
+    fn is_input(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.downcast_ref::<InputError>().is_some())
+    }
+
+    #[test]
+    fn refused_input_says_what_then_why_and_exits_2() {
+        let denied = std::io::Error::from_raw_os_error(13);
+        let e = refused("--json out.json: cannot write it", denied);
+        assert_eq!(
+            one_line(&e),
+            "--json out.json: cannot write it: Permission denied (os error 13)"
+        );
+        assert!(is_input(&e));
+        // The cause is kept as the error it was, not as its text.
+        let cause = e.chain().nth(1).unwrap();
+        assert!(cause.downcast_ref::<std::io::Error>().is_some());
+        assert!(!is_input(&anyhow::Error::new(
+            std::io::Error::from_raw_os_error(13)
+        )));
+    }
+
+    #[test]
+    fn bad_input_keeps_a_library_error_and_its_causes() {
+        let e = bad_input(
+            threadbalance_linux::permit::AffinityRefused::NotInspectable {
+                pid: threadbalance_model::Pid(7),
+                source: std::io::Error::from_raw_os_error(13),
+            },
+        );
+        assert!(is_input(&e));
+        // A cause the message already gives, in parentheses, is said once.
+        assert_eq!(
+            one_line(&e),
+            "process 7 may not be inspected by us (Permission denied (os error 13))"
+        );
+        assert_eq!(e.chain().count(), 2, "the io error is the source");
     }
 }
