@@ -339,7 +339,9 @@ pub struct BenchReport {
 /// `threadbalance bench`.
 pub fn run(args: &BenchArgs) -> Result<u8> {
     if let Some(spec) = &args.soak_program {
-        return soak::program(&soak_plan::ProgramSpec::parse(spec).map_err(input_error)?);
+        return soak::program(
+            &soak_plan::ProgramSpec::parse(spec).map_err(crate::error::bad_input)?,
+        );
     }
     if args.soak {
         return soak::run(args.minutes, args.programs, args.json.as_deref());
@@ -364,34 +366,14 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let allowed: Vec<_> = topo.cpus().iter().map(|c| c.id).collect();
     let m = allowed.len();
     let me = own_affinity()?;
-    let load_before = load_average();
-    if let Some([one, ..]) = load_before
-        && one > online as f64
-    {
-        errln!(
-            "threadbalance: warning: the machine looks busy (load average {one:.2} over {online} CPUs); \
-                 other programs will skew these results"
-        );
-    }
+    let load_before = load_warned(online);
     let mut cells = plan(m, quick);
     let stencil = omp::Stencil::build();
     let openmp = match &stencil {
-        Ok(s) => s.size().map_err(|e| format!("{e:#}")),
-        Err(why) => Err(why.clone()),
+        Ok(s) => s.size().map_err(|e| crate::error::one_line(&e)),
+        Err(why) => Err(format!("{why}")),
     };
-    match &openmp {
-        Ok(sizing) => {
-            for c in cells.iter_mut().filter(|c| c.group == Group::Openmp) {
-                let passes = sizing.passes_for((c.phase_ms > 0.0).then_some(c.phase_ms));
-                c.phase_ms = sizing.sweep_ms(passes);
-                c.passes = Some(passes);
-            }
-        }
-        Err(why) => {
-            errln!("threadbalance: the OpenMP cells are left out: {why}");
-            cells.retain(|c| c.group != Group::Openmp);
-        }
-    }
+    fit_openmp(&mut cells, openmp.as_ref().map_err(String::as_str));
     let kernel_hz = (!args.no_sim).then(predict::kernel_hz);
     let exe = std::env::current_exe().context("finding this program")?;
     let exe = exe.to_string_lossy().to_string();
@@ -404,6 +386,19 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         work_ms,
         omp: openmp.as_ref().ok(),
     });
+    let bench = Cells {
+        settings: &settings,
+        allowed: &allowed,
+        omp: match (&stencil, &openmp) {
+            (Ok(s), Ok(sizing)) => Some((s, sizing)),
+            _ => None,
+        },
+        exe: &exe,
+        work_ms,
+        repeat,
+        total,
+        simulator,
+    };
     let mut results = Vec::with_capacity(total);
     // SIGINT, SIGTERM, SIGHUP: finish the run under way, then stop before the next cell
     // (the temporary directory is removed and the mask put back on the way out).
@@ -412,16 +407,106 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         if let Some(sig) = crate::signals::take() {
             anyhow::bail!("interrupted by {sig} after {i} of {total} cells");
         }
-        let cpus: CpuSet = allowed.iter().take(cell.cpus).copied().collect();
-        let (command, env) = match (cell.group, &stencil, &openmp) {
-            (Group::Openmp, Ok(s), Ok(sizing)) => (
-                s.command(sizing, m, cell.passes.unwrap_or(1), work_ms),
+        results.push(bench.run(i, cell)?);
+    }
+    drop(stencil);
+    let run_time = compare::each_once(results.iter().flat_map(|c| &c.comparison.run_time));
+    let report = BenchReport {
+        machine: topo.describe(),
+        cpus: m,
+        cpu_list: topo.online().to_string(),
+        online_cpus: online,
+        load_before,
+        load_after: load_average(),
+        repeat,
+        work_ms,
+        quick,
+        policies: args.policies.iter().map(ToString::to_string).collect(),
+        run_time,
+        openmp_left_out: openmp.as_ref().err().cloned(),
+        openmp: openmp.ok(),
+        kernel_hz,
+        affinity_before: me.to_string(),
+        affinity_after: own_affinity()?.to_string(),
+        cells: results,
+    };
+    print(&report, args.json.as_deref())?;
+    Ok(0)
+}
+
+/// Prints the report's table, and writes its JSON to `json` when given (with `--json -`
+/// the JSON alone goes to stdout and the table to stderr).
+fn print(report: &BenchReport, json: Option<&std::path::Path>) -> Result<()> {
+    match json {
+        Some(path) if crate::jsonout::is_stdout(path) => err!("{}", to_table(report)),
+        _ => out!("{}", to_table(report)),
+    }
+    if let Some(path) = json {
+        crate::jsonout::write(path, &crate::schema::versioned(report))?;
+    }
+    Ok(())
+}
+
+/// The load average, with a warning when the machine looks busy (more runnable threads
+/// than its `online` CPUs).
+fn load_warned(online: usize) -> Option<[f64; 3]> {
+    let load = load_average();
+    if let Some([one, ..]) = load
+        && one > online as f64
+    {
+        errln!(
+            "threadbalance: warning: the machine looks busy (load average {one:.2} over {online} CPUs); \
+                 other programs will skew these results"
+        );
+    }
+    load
+}
+
+/// Sizes the OpenMP cells to the program's measured pass, or leaves them out, saying why.
+fn fit_openmp(cells: &mut Vec<Cell>, openmp: std::result::Result<&omp::Sizing, &str>) {
+    match openmp {
+        Ok(sizing) => {
+            for c in cells.iter_mut().filter(|c| c.group == Group::Openmp) {
+                let passes = sizing.passes_for((c.phase_ms > 0.0).then_some(c.phase_ms));
+                c.phase_ms = sizing.sweep_ms(passes);
+                c.passes = Some(passes);
+            }
+        }
+        Err(why) => {
+            errln!("threadbalance: the OpenMP cells are left out: {why}");
+            cells.retain(|c| c.group != Group::Openmp);
+        }
+    }
+}
+
+/// What every cell of a bench run shares.
+struct Cells<'a> {
+    settings: &'a SettingsArgs,
+    /// The CPUs this process may use, in order: a cell on k CPUs takes the first k.
+    allowed: &'a [threadbalance_model::CpuId],
+    /// The OpenMP program and its sizing, when it could be built.
+    omp: Option<(&'a omp::Stencil, &'a omp::Sizing)>,
+    exe: &'a str,
+    work_ms: u64,
+    repeat: usize,
+    total: usize,
+    simulator: Option<predict::Simulator<'a>>,
+}
+
+impl Cells<'_> {
+    /// Runs cell `i` under every policy, and simulates it when asked.
+    fn run(&self, i: usize, cell: Cell) -> Result<CellResult> {
+        let (total, repeat, m) = (self.total, self.repeat, self.allowed.len());
+        let cpus: CpuSet = self.allowed.iter().take(cell.cpus).copied().collect();
+        let (command, env) = match (cell.group, self.omp) {
+            (Group::Openmp, Some((s, sizing))) => (
+                s.command(sizing, m, cell.passes.unwrap_or(1), self.work_ms),
                 vec![("OMP_NUM_THREADS".to_string(), cell.threads.to_string())],
             ),
-            _ => (spmd_command(&exe, &cell, work_ms), Vec::new()),
+            _ => (spmd_command(self.exe, &cell, self.work_ms), Vec::new()),
         };
         let cmp = CompareArgs {
-            settings: settings.clone(),
+            settings: self.settings.clone(),
             repeat,
             json: false,
             opts: compare::options::CompareOptions::quiet(),
@@ -445,50 +530,20 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
         let comparison = compare::compare_with_progress(&cmp, &mut progress);
         drop(confined);
         let comparison = comparison?;
-        let (simulated, not_simulated) = match simulator.map(|s| s.cell(&cell, &cpus, &comparison))
-        {
-            None => (Vec::new(), None),
-            Some(Ok(s)) => (s, None),
-            Some(Err(e)) => (Vec::new(), Some(format!("{e:#}"))),
-        };
-        results.push(CellResult {
+        let (simulated, not_simulated) =
+            match self.simulator.map(|s| s.cell(&cell, &cpus, &comparison)) {
+                None => (Vec::new(), None),
+                Some(Ok(s)) => (s, None),
+                Some(Err(e)) => (Vec::new(), Some(crate::error::one_line(&e))),
+            };
+        Ok(CellResult {
             cpu_list: cpus.to_string(),
             cell,
             comparison,
             simulated,
             not_simulated,
-        });
+        })
     }
-    drop(stencil);
-    let run_time = compare::each_once(results.iter().flat_map(|c| &c.comparison.run_time));
-    let report = BenchReport {
-        machine: topo.describe(),
-        cpus: m,
-        cpu_list: topo.online().to_string(),
-        online_cpus: online,
-        load_before,
-        load_after: load_average(),
-        repeat,
-        work_ms,
-        quick,
-        policies: args.policies.iter().map(ToString::to_string).collect(),
-        run_time,
-        openmp_left_out: openmp.as_ref().err().cloned(),
-        openmp: openmp.ok(),
-        kernel_hz,
-        affinity_before: me.to_string(),
-        affinity_after: own_affinity()?.to_string(),
-        cells: results,
-    };
-    // With `--json -` the JSON alone goes to stdout and the table to stderr.
-    match &args.json {
-        Some(path) if crate::jsonout::is_stdout(path) => err!("{}", to_table(&report)),
-        _ => out!("{}", to_table(&report)),
-    }
-    if let Some(path) = &args.json {
-        crate::jsonout::write(path, &crate::schema::versioned(&report))?;
-    }
-    Ok(0)
 }
 
 /// `threadbalance workload spmd …` for a matrix or Figure 3 cell.

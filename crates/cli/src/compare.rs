@@ -23,6 +23,7 @@ pub mod progress;
 pub mod report;
 pub mod stats;
 
+use crate::error::refused;
 use crate::input_error;
 use crate::settings::SettingsArgs;
 use anyhow::{Context, Result, bail};
@@ -537,7 +538,7 @@ pub fn demo(args: &DemoArgs) -> Result<u8> {
     {
         // Found out now, before a minute of runs, that the file cannot be written.
         std::fs::File::create(path)
-            .map_err(|e| input_error(format!("--json {}: cannot write it: {e}", path.display())))?;
+            .map_err(|e| refused(format!("--json {}: cannot write it", path.display()), e))?;
     }
     let say = |text: &str| {
         if json_to_stdout {

@@ -281,7 +281,9 @@ fn bpf_checks(env: &Env) -> (Check, Check) {
 
 /// Loads the run-time counters as `run` does, then drops them.
 fn load_sched() -> Result<String, String> {
-    threadbalance_linux::runcount::load().map(|c| format!("{} loaded", c.name()))
+    threadbalance_linux::runcount::load()
+        .map(|c| format!("{} loaded", c.name()))
+        .map_err(|e| e.to_string())
 }
 
 /// Loads the futex probe as `run` does, then drops it.

@@ -13,7 +13,7 @@ use threadbalance_linux::perf::{CounterSource, FakeCounterSource, PerfSource};
 pub fn adapter_error(e: LinuxError) -> anyhow::Error {
     match e {
         LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
-            input_error(e.to_string())
+            crate::error::bad_input(e)
         }
         other => other.into(),
     }

@@ -37,6 +37,7 @@ mod compare;
 mod ctl;
 mod daemon;
 mod doctor;
+mod error;
 mod host;
 mod jsonout;
 mod lockprobe;
@@ -53,6 +54,8 @@ mod top;
 mod topo;
 mod trace;
 mod usable;
+
+pub use error::{InputError, input_error};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -156,12 +159,12 @@ pub struct ManageArgs {
 }
 
 /// `--cpu-budget PCT` as a share of one core.
-pub(crate) fn cpu_budget(s: &str) -> std::result::Result<f64, String> {
-    let pct: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?}: expected 0.1 to 100 (% of one core)"))?;
-    threadbalance_model::pace::cpu_budget_from_pct(pct)
+pub(crate) fn cpu_budget(s: &str) -> std::result::Result<f64, error::ValueError> {
+    let pct: f64 = s.trim().parse().map_err(|_| error::ValueError::NotA {
+        given: s.into(),
+        expected: "0.1 to 100 (% of one core)".into(),
+    })?;
+    Ok(threadbalance_model::pace::cpu_budget_from_pct(pct)?)
 }
 
 #[derive(Debug, Args)]
@@ -188,27 +191,10 @@ struct AttachArgs {
     manage: ManageArgs,
 }
 
-/// An error in what the user gave (exit status 2); anything else exits 1.
-#[derive(Debug)]
-pub struct InputError(pub String);
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for InputError {}
-
-/// Shorthand for an input error.
-pub fn input_error(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(InputError(msg.into()))
-}
-
 /// `threadbalance workload`: runs the scenario, prints its score.
 fn workload(scenario: &threadbalance_workload::Scenario) -> anyhow::Result<u8> {
     let score = threadbalance_workload::run(scenario).map_err(|e| match e {
-        threadbalance_workload::WorkloadError::Invalid { .. } => input_error(e.to_string()),
+        threadbalance_workload::WorkloadError::Invalid { .. } => error::bad_input(e),
         other => other.into(),
     })?;
     outln!("{}", score.to_json_line());
@@ -269,7 +255,7 @@ fn main() -> ExitCode {
         // The reader of our stdout went away (`… | head -1`): not a failure of ours.
         Err(e) if broken_pipe(&e) => 0,
         Err(e) => {
-            errln!("threadbalance: {}", error_line(&e));
+            errln!("threadbalance: {}", error::one_line(&e));
             if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) {
                 2
             } else {
@@ -301,55 +287,9 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
         .any(say::is_broken_pipe)
 }
 
-/// The error and its causes on one line, `what: why: why…`, each cause once: a cause
-/// whose text its context already ends with (a library error that prints its source,
-/// `reading F: Permission denied (os error 13)`, over that io error) is not repeated.
-fn error_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if line.is_empty() {
-            line = text;
-        } else if !text.is_empty() && !line.ends_with(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-    }
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_line_a_source_its_context_prints_is_said_once() {
-        // What a library error whose message ends with its source gives under `{:#}`.
-        #[derive(Debug)]
-        struct Reading(std::io::Error);
-        impl std::fmt::Display for Reading {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                write!(f, "reading /x/lock.1: {}", self.0)
-            }
-        }
-        impl std::error::Error for Reading {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let denied = || std::io::Error::from_raw_os_error(13);
-        let e = anyhow::Error::new(Reading(denied())).context("claiming the process");
-        assert_eq!(
-            error_line(&e),
-            "claiming the process: reading /x/lock.1: Permission denied (os error 13)"
-        );
-        // A context that does not repeat its source keeps it.
-        let e = anyhow::Error::new(denied()).context("writing out.json");
-        assert_eq!(
-            error_line(&e),
-            "writing out.json: Permission denied (os error 13)"
-        );
-    }
 
     #[test]
     fn broken_pipe_is_found_under_contexts() {

@@ -22,9 +22,11 @@
 //! `recover`); a panic in the loop is caught, and the masks are restored as after any
 //! other stop.
 
+use crate::error::{bad_input, one_line, refused};
 use crate::host::{LinuxAdapter, Target};
 use crate::lockprobe::LockProbe;
-use crate::summary::Summary;
+use crate::summary::{Ended, HostReport, Setup, Summary, Tally};
+use crate::trace::RunTrace;
 use crate::{ManageArgs, input_error, recover, signals};
 use anyhow::{Context, Result};
 use std::fs::File;
@@ -33,8 +35,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use threadbalance_linux::Root;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
-use threadbalance_manage::{Ended, LoopError, OnSignal};
-use threadbalance_model::{Level, Pid, Topology};
+use threadbalance_manage::{LoopError, OnSignal};
+use threadbalance_model::{Level, Nanos, Pid, Topology};
 use threadbalance_policy::{Host, Policy, PolicyKind};
 
 /// Everything checked before anything starts.
@@ -81,9 +83,7 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
                 .create(true)
                 .truncate(false)
                 .open(path)
-                .map_err(|e| {
-                    input_error(format!("--json {}: cannot write it: {e}", path.display()))
-                })?,
+                .map_err(|e| refused(format!("--json {}: cannot write it", path.display()), e))?,
         ),
         None => None,
     };
@@ -174,7 +174,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     let counters =
         threadbalance_linux::runcount::Counters::Loaded(threadbalance_linux::runcount::load());
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
-        .map_err(|e| input_error(format!("cannot execute {program:?}: {e}")))?;
+        .map_err(|e| refused(format!("cannot execute {program:?}"), e))?;
     let pid = Pid(child.id() as i32);
     // The probe counts the program's lock waits from its first instant, not from the
     // first sample (which comes after the journal is claimed and the host is opened).
@@ -211,21 +211,22 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     if let Some(source) = p.counters.take() {
         host.read_hw_counters(source);
     }
-    let (mut summary, looped) = manage(&mut host, &mut p, args, true);
+    let (loop_end, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
-        errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
+        errln!(
+            "threadbalance: stopped managing ({}); masks restored; waiting for {program}",
+            one_line(e)
+        );
     }
     let status = child.wait().context("waiting for the command")?;
     let ended = match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit {c}"),
-        (None, Some(s)) => format!("killed by signal {s}"),
-        _ => "ended".to_string(),
+        (Some(c), _) => Ended::Exit(c),
+        (None, Some(s)) => Ended::Killed(s),
+        _ => Ended::Unknown,
     };
-    summary.run_time = host.run_time_source();
-    summary.hw_counters = host.hw_counters_name().map(String::from);
-    summary.finish(host.now(), p.policy.summary(), ended);
-    report(&summary, &mut p.json, args);
-    if summary.unrestored > 0 {
+    let (summary, trace) = loop_end.summary(&p, args, ended, host.now());
+    report(&summary, trace.as_ref(), &mut p.json, args);
+    if summary.host.restore.unrestored > 0 {
         errln!("threadbalance: some masks could not be restored (listed above); exit status 1");
         return Ok(1);
     }
@@ -240,17 +241,15 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     }
     let pid = Pid(pid);
     let (mut p, _lock, mut host) = open_attached(args, "attach", pid, follow_children)?;
-    let (mut summary, looped) = manage(&mut host, &mut p, args, false);
+    let (loop_end, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
-        Ok(Some(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
-        Ok(None) => format!("process {pid} exited"),
-        Err(e) => format!("stopped: {e:#}"),
+        Ok(Some(sig)) => Ended::Interrupted(*sig),
+        Ok(None) => Ended::ProcessExited(pid),
+        Err(e) => Ended::Stopped(one_line(e)),
     };
-    summary.run_time = host.run_time_source();
-    summary.hw_counters = host.hw_counters_name().map(String::from);
-    summary.finish(host.now(), p.policy.summary(), ended);
-    report(&summary, &mut p.json, args);
-    if summary.unrestored > 0 {
+    let (summary, trace) = loop_end.summary(&p, args, ended, host.now());
+    report(&summary, trace.as_ref(), &mut p.json, args);
+    if summary.host.restore.unrestored > 0 {
         errln!("threadbalance: some masks could not be restored (listed above); exit status 1");
         return Ok(1);
     }
@@ -279,7 +278,7 @@ pub(crate) fn open_attached(
     if let Some(why) = refusal {
         return Err(input_error(format!("{why}; not managed")));
     }
-    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(input_error)?;
+    threadbalance_linux::permit::may_set_affinity(&root, pid).map_err(bad_input)?;
     if let Some(depth) = ancestor_depth(&root, me, pid) {
         errln!(
             "threadbalance: warning: process {pid} is {} of this threadbalance: every \
@@ -366,6 +365,35 @@ fn spawn_confined(
     Ok(child)
 }
 
+/// What the loop leaves for the summary: its tally, the host's report once every mask
+/// was restored, and the trace for `--report`.
+struct LoopEnd {
+    tally: Tally,
+    host: HostReport,
+    trace: Option<RunTrace>,
+}
+
+impl LoopEnd {
+    /// The run's summary, `ended` as said, at `end`, and its trace.
+    fn summary(
+        self,
+        p: &Prepared,
+        args: &ManageArgs,
+        ended: Ended,
+        end: Nanos,
+    ) -> (Summary, Option<RunTrace>) {
+        let setup = Setup::new(
+            p.kind,
+            p.kind_default,
+            &p.topo,
+            p.level,
+            args.settings.dry_run,
+        );
+        let summary = Summary::new(setup, self.tally, self.host, ended, p.policy.summary(), end);
+        (summary, self.trace)
+    }
+}
+
 /// Runs the control loop (`threadbalance_manage`), then restores every mask changed
 /// (before anything else, so an error, a panic or a command that lingers never leaves
 /// threads pinned).
@@ -374,22 +402,16 @@ fn manage(
     p: &mut Prepared,
     args: &ManageArgs,
     forward: bool,
-) -> (Summary, Result<Option<i32>>) {
+) -> (LoopEnd, Result<Option<i32>>) {
     if let Some(share) = args.cpu_budget {
         host.set_cpu_budget(share);
     }
-    let mut summary = Summary::new(
-        p.kind,
-        p.kind_default,
-        &p.topo,
-        p.level,
-        args.settings.dry_run,
-        host.now(),
-    );
-    summary.set_budget(host.cpu_budget());
-    if args.report.is_some() {
-        summary.trace = Some(crate::trace::RunTrace::new(&p.topo, p.level, host.now()));
-    }
+    let budget = host.cpu_budget();
+    let mut tally = Tally::new(&p.topo, p.level, host.now());
+    let mut trace = args
+        .report
+        .is_some()
+        .then(|| RunTrace::new(&p.topo, p.level, host.now()));
     let on_signal = if forward {
         OnSignal::Forward
     } else {
@@ -410,42 +432,48 @@ fn manage(
             {
                 errln!("threadbalance: {note}");
             }
-            summary.record(topo, window, tick);
-            if args.fault_panic_after.is_some_and(|n| summary.ticks >= n) {
-                panic!("--fault-panic-after {} ticks", summary.ticks);
+            tally.record(topo, window, tick);
+            if let Some(trace) = &mut trace {
+                trace.record(topo, window, tick);
+            }
+            if args.fault_panic_after.is_some_and(|n| tally.ticks >= n) {
+                panic!("--fault-panic-after {} ticks", tally.ticks);
             }
         },
     );
-    summary.set_restored(&restored);
-    summary.set_handed_back(host.handed_back());
-    summary.set_slices(host.slice_counts());
-    summary.set_paced(host.paced());
-    summary.set_watch_budget_max(host.watch_budget_max());
-    summary.set_steady_ticks(host.steady_ticks());
-    summary.lock_probe(host.lock_report());
+    let host = HostReport::read(host, &restored, budget);
     let looped = match looped {
-        Ok(Ended::Signal(sig)) => Ok(Some(sig)),
-        Ok(Ended::TargetExited) => Ok(None),
+        Ok(threadbalance_manage::Ended::Signal(sig)) => Ok(Some(sig)),
+        Ok(threadbalance_manage::Ended::TargetExited) => Ok(None),
         Err(LoopError::Host(e)) => Err(e.into()),
-        Err(e @ LoopError::Panic(_)) => Err(anyhow::anyhow!("{e}")),
+        Err(e @ LoopError::Panic(_)) => Err(e.into()),
     };
-    (summary, looped)
+    (LoopEnd { tally, host, trace }, looped)
 }
 
 /// Prints the summary, and writes it to the `--json` file opened at the start, or to
 /// stdout for `--json -` (the command has exited by now: its output and ours do not
 /// interleave). A file that cannot be written now is reported, and the command's status
 /// is kept.
-fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
+fn report(summary: &Summary, trace: Option<&RunTrace>, json: &mut Option<File>, args: &ManageArgs) {
     err!("{}", summary.to_text(args.verbose));
-    crate::trace::write_report(summary, args);
+    if let (Some(path), Some(trace)) = (&args.report, trace) {
+        let title = format!(
+            "policy {} at level {}: {} ticks, {} moves applied",
+            summary.setup.policy,
+            summary.setup.level,
+            summary.tally.ticks,
+            summary.tally.applied.done
+        );
+        crate::trace::write_report(trace, &title, path);
+    }
     if let Some(path) = args
         .json
         .as_deref()
         .filter(|p| crate::jsonout::is_stdout(p))
     {
         if let Err(e) = crate::jsonout::write(path, summary) {
-            errln!("threadbalance: {e:#}");
+            errln!("threadbalance: {}", one_line(&e));
         }
         return;
     }

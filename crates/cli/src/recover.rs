@@ -9,7 +9,7 @@
 //!      exit 0 when every mask that was still ours is back, 1 when one could not be
 //! ```
 
-use crate::input_error;
+use crate::error::bad_input;
 use anyhow::Result;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -46,43 +46,116 @@ pub fn state_dir(dir: Option<&PathBuf>) -> Result<StateDir> {
     Ok(StateDir::new(path))
 }
 
+/// A state directory refused: bad input (exit 2), found before anything changes.
+#[derive(Debug, thiserror::Error)]
+pub enum StateDirError {
+    /// The default directory under the temporary directory could not be made.
+    #[error("state directory {}: cannot create it ({source}); pass --state-dir DIR", path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// What is at the path could not be told.
+    #[error("state directory {}: cannot read what it is ({source}); remove it, or pass --state-dir DIR", path.display())]
+    Stat {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is there, but not private to us.
+    #[error("state directory {}: {why}; remove it, or pass --state-dir DIR", path.display())]
+    NotPrivate {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: NotPrivate,
+    },
+    /// `restore --state-dir` given a path that is not a directory.
+    #[error("state directory {}: not a directory", path.display())]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The directory could not be made private, or made at all.
+    #[error("state directory: {0}")]
+    Unusable(#[source] threadbalance_linux::LinuxError),
+    /// Files cannot be made, or removed, in it.
+    #[error("state directory {}: cannot {what} files in it: {source}", path.display())]
+    Files {
+        /// The directory.
+        path: PathBuf,
+        /// `create` or `remove`.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why a directory is not private to us.
+#[derive(Debug, thiserror::Error)]
+pub enum NotPrivate {
+    /// A file, a symbolic link.
+    #[error("not a directory")]
+    NotADirectory,
+    /// Someone else's.
+    #[error("it belongs to uid {owner}, not to us (uid {ours})")]
+    Owner {
+        /// Its owner.
+        owner: u32,
+        /// Us.
+        ours: u32,
+    },
+    /// Others may read or write it.
+    #[error("its mode is {0:04o}, not 0700 (others could read or write it)")]
+    Mode(u32),
+}
+
 /// Creates `path` with mode 0700, or checks that the one already there is a directory
 /// (not a symbolic link) owned by `uid` with mode 0700: in a directory every user may
 /// write, another user could have made it first, to read or plant our journals.
 pub fn private_dir(path: &Path, uid: u32) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let refuse = |why: String| {
-        input_error(format!(
-            "state directory {}: {why}; remove it, or pass --state-dir DIR",
-            path.display()
-        ))
+    let path_buf = || path.to_path_buf();
+    let refuse = |why: NotPrivate| {
+        bad_input(StateDirError::NotPrivate {
+            path: path_buf(),
+            why,
+        })
     };
     match std::fs::DirBuilder::new().mode(0o700).create(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
-            return Err(input_error(format!(
-                "state directory {}: cannot create it ({e}); pass --state-dir DIR",
-                path.display()
-            )));
+        Err(source) => {
+            return Err(bad_input(StateDirError::Create {
+                path: path_buf(),
+                source,
+            }));
         }
     }
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| refuse(format!("cannot read what it is ({e})")))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|source| {
+        bad_input(StateDirError::Stat {
+            path: path_buf(),
+            source,
+        })
+    })?;
     if !meta.file_type().is_dir() {
-        return Err(refuse("not a directory".into()));
+        return Err(refuse(NotPrivate::NotADirectory));
     }
     if meta.uid() != uid {
-        return Err(refuse(format!(
-            "it belongs to uid {}, not to us (uid {uid})",
-            meta.uid()
-        )));
+        return Err(refuse(NotPrivate::Owner {
+            owner: meta.uid(),
+            ours: uid,
+        }));
     }
     let mode = meta.mode() & 0o7777;
     if mode != 0o700 {
-        return Err(refuse(format!(
-            "its mode is {mode:04o}, not 0700 (others could read or write it)"
-        )));
+        return Err(refuse(NotPrivate::Mode(mode)));
     }
     Ok(())
 }
@@ -96,18 +169,26 @@ pub fn private_dir(path: &Path, uid: u32) -> Result<()> {
 /// or others, not a symlink); one that is not is refused here too, with exit 2.
 pub fn ready_state_dir(state: &StateDir) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let bad = |e: String| input_error(format!("state directory {}: {e}", state.path().display()));
+    let files = |what| {
+        move |source| {
+            bad_input(StateDirError::Files {
+                path: state.path().to_path_buf(),
+                what,
+                source,
+            })
+        }
+    };
     state
         .create()
-        .map_err(|e| input_error(format!("state directory: {e}")))?;
+        .map_err(|e| bad_input(StateDirError::Unusable(e)))?;
     let probe = state.path().join(format!(".probe.{}", std::process::id()));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&probe)
-        .map_err(|e| bad(format!("cannot create files in it: {e}")))?;
-    std::fs::remove_file(&probe).map_err(|e| bad(format!("cannot remove files in it: {e}")))
+        .map_err(files("create"))?;
+    std::fs::remove_file(&probe).map_err(files("remove"))
 }
 
 /// Replays the journals of dead instances under `state`; prints what was done when there
@@ -133,10 +214,9 @@ pub fn restore(args: &RestoreArgs) -> Result<u8> {
     // directory is a wrong path (exit 2).
     match std::fs::metadata(state.path()) {
         Ok(m) if !m.is_dir() => {
-            return Err(input_error(format!(
-                "state directory {}: not a directory",
-                state.path().display()
-            )));
+            return Err(bad_input(StateDirError::NotADirectory {
+                path: state.path().to_path_buf(),
+            }));
         }
         _ => {}
     }

@@ -21,6 +21,7 @@
 //! `compare` and `sim` take a comma-separated list of policies; `run` and `attach` take
 //! one ([`SettingsArgs::one_policy`]).
 
+use crate::error::ValueError;
 use crate::input_error;
 use anyhow::Result;
 use clap::builder::{PossibleValue, TypedValueParser};
@@ -133,7 +134,7 @@ impl SettingsArgs {
             ));
         }
         kind.build(&self.settings(), topo)
-            .map_err(|e| input_error(e.to_string()))
+            .map_err(crate::error::bad_input)
     }
 
     /// `topo` cut down to `--cpus` (unchanged without it); a list that names none of
@@ -149,7 +150,7 @@ impl SettingsArgs {
             )));
         }
         topo.restricted_to(cpus)
-            .map_err(|e| input_error(format!("--cpus {cpus}: {e}")))
+            .map_err(|e| crate::error::refused(format!("--cpus {cpus}"), e))
     }
 
     /// The options again as a command line, for a child `run` (`compare`): everything
@@ -230,19 +231,19 @@ where
 
 /// `--interval MS`: a whole number of milliseconds, at least 1 (a policy that looks again
 /// at once would spin).
-pub fn interval_ms(text: &str) -> Result<u64, String> {
+pub fn interval_ms(text: &str) -> Result<u64, ValueError> {
     match text.trim().parse::<u64>() {
-        Ok(0) => Err("must be at least 1 ms".into()),
+        Ok(0) => Err(ValueError::ZeroInterval),
         Ok(ms) => Ok(ms),
-        Err(_) => Err(format!("{text:?} is not a whole number of milliseconds")),
+        Err(_) => Err(ValueError::Interval(text.into())),
     }
 }
 
 /// `--cpus LIST`: taskset's CPU list (`0-3,8,10-11`), not empty.
-pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
-    let set = CpuSet::parse_list(text).map_err(|e| e.to_string())?;
+pub fn cpu_list(text: &str) -> Result<CpuSet, ValueError> {
+    let set = CpuSet::parse_list(text)?;
     if set.is_empty() {
-        return Err("an empty CPU list (expected e.g. 0-3,8)".into());
+        return Err(ValueError::EmptyCpuList);
     }
     Ok(set)
 }

@@ -9,6 +9,7 @@
 
 use crate::compare::options::ProgressMode;
 use crate::compare::progress::Progress;
+use crate::error::{ValueError, bad_input};
 use crate::input_error;
 use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
@@ -118,8 +119,8 @@ pub struct SimArgs {
     progress: ProgressMode,
 }
 
-fn tick_cost(s: &str) -> std::result::Result<TickCost, String> {
-    s.parse()
+fn tick_cost(s: &str) -> std::result::Result<TickCost, ValueError> {
+    Ok(s.parse()?)
 }
 
 /// What the tool's own thread costs the simulated machine (`--tool-cpu`).
@@ -153,14 +154,12 @@ impl ToolCpu {
     }
 }
 
-fn tool_cpu(s: &str) -> std::result::Result<ToolCpu, String> {
+fn tool_cpu(s: &str) -> std::result::Result<ToolCpu, ValueError> {
     match s {
         "measured" => Ok(ToolCpu::Measured),
         "free" => Ok(ToolCpu::Free),
-        _ if s.contains(',') => s.parse().map(ToolCpu::Given),
-        _ => Err(format!(
-            "tool CPU {s:?}: expected measured, free or FIXED_US,PER_THREAD_US,PER_MOVE_US"
-        )),
+        _ if s.contains(',') => Ok(ToolCpu::Given(s.parse()?)),
+        _ => Err(ValueError::ToolCpu(s.into())),
     }
 }
 
@@ -188,9 +187,72 @@ const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
 /// Runs `threadbalance sim`.
 pub fn run(a: &SimArgs) -> Result<u8> {
     let baseline = match &a.baseline {
-        Some(b) => Some(b.parse::<Baseline>().map_err(input_error)?),
+        Some(b) => Some(b.parse::<Baseline>().map_err(bad_input)?),
         None => None,
     };
+    check(a)?;
+    if a.suite.is_some() {
+        return run_suite(a, baseline);
+    }
+    let s = &a.settings;
+    if let Some(cpus) = &s.cpus {
+        return Err(input_error(format!(
+            "--cpus {cpus}: sim takes no CPU list; give --machine a spec of the CPUs wanted \
+             (e.g. \"package:1 core:4 pu:1\")"
+        )));
+    }
+    if s.dry_run {
+        return Err(input_error(
+            "--dry-run: sim changes no real affinity; leave it out",
+        ));
+    }
+    let local = if a.machine == "local" {
+        Some(crate::topo::read_system()?)
+    } else {
+        None
+    };
+    let machine = threadbalance_sim::machine(&a.machine, local).map_err(bad_input)?;
+    let workload = threadbalance_sim::workload(&a.workload, a.threads, Some(&a.scenarios))
+        .map_err(bad_input)?;
+    let settings = s.settings();
+    let (policies, _) = s.policies(&[PolicyKind::None, PolicyKind::Tumbler]);
+    let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
+    let mut opts = RunOptions::new(s.seed);
+    opts.linux.baseline = baseline.unwrap_or_default();
+    opts.tick_cost = a.tick_cost;
+    opts.cpu_budget = a.cpu_budget;
+    opts.tool_cpu = a.tool_cpu.charged(a.tick_cost);
+    opts.linux.schedstat_at_ticks = a.counters == Counters::Proc;
+    if let Some(hz) = a.hz {
+        opts.linux.hz = hz;
+    }
+    opts.phases = a.phases.is_some();
+    let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
+        .map_err(bad_input)?;
+    if a.json {
+        let json = crate::schema::stamp(json_of(a, &cmp, &opts));
+        outln!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        say_costs(a, &opts);
+        out!("{}", cmp.to_table());
+    }
+    if let Some(path) = &a.report {
+        std::fs::write(path, cmp.to_svg())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &a.phases {
+        let csv = threadbalance_sim::phases::to_csv(
+            cmp.results
+                .iter()
+                .map(|r| (r.policy.as_str(), r.phases.as_slice())),
+        );
+        std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(0)
+}
+
+/// Refuses the options that make no sense together, before anything runs.
+fn check(a: &SimArgs) -> Result<()> {
     if let Some(hz) = a.hz
         && !HZ_CHOICES.contains(&hz)
     {
@@ -224,146 +286,110 @@ pub fn run(a: &SimArgs) -> Result<u8> {
                 "unknown suite {suite:?} (known: papers)"
             )));
         }
-        let mut shown = Progress::new(a.progress);
-        let report =
-            threadbalance_sim::suite::suite_papers_with(&a.seeds, baseline, &mut |i, n, group| {
-                shown.show(&format!("suite {}/{n}: {group}", i + 1))
-            });
-        shown.clear();
-        if a.json {
-            let json = crate::schema::stamp(report.to_json());
-            outln!("{}", serde_json::to_string_pretty(&json)?);
-        } else {
-            out!("{}", report.to_table());
-        }
-        if let Some(path) = &a.report {
-            std::fs::write(path, report.to_svg())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        return Ok(0);
     }
-    let s = &a.settings;
-    if let Some(cpus) = &s.cpus {
-        return Err(input_error(format!(
-            "--cpus {cpus}: sim takes no CPU list; give --machine a spec of the CPUs wanted \
-             (e.g. \"package:1 core:4 pu:1\")"
-        )));
-    }
-    if s.dry_run {
-        return Err(input_error(
-            "--dry-run: sim changes no real affinity; leave it out",
-        ));
-    }
-    let local = if a.machine == "local" {
-        Some(crate::topo::read_system()?)
-    } else {
-        None
-    };
-    let machine =
-        threadbalance_sim::machine(&a.machine, local).map_err(|e| input_error(e.to_string()))?;
-    let workload = threadbalance_sim::workload(&a.workload, a.threads, Some(&a.scenarios))
-        .map_err(|e| input_error(e.to_string()))?;
-    let settings = s.settings();
-    let (policies, _) = s.policies(&[PolicyKind::None, PolicyKind::Tumbler]);
-    let names: Vec<String> = policies.iter().map(ToString::to_string).collect();
-    let mut opts = RunOptions::new(s.seed);
-    opts.linux.baseline = baseline.unwrap_or_default();
-    opts.tick_cost = a.tick_cost;
-    opts.cpu_budget = a.cpu_budget;
-    opts.tool_cpu = a.tool_cpu.charged(a.tick_cost);
-    opts.linux.schedstat_at_ticks = a.counters == Counters::Proc;
-    if let Some(hz) = a.hz {
-        opts.linux.hz = hz;
-    }
-    opts.phases = a.phases.is_some();
-    let cmp = threadbalance_sim::compare_with(&machine, &workload, &names, &settings, &opts)
-        .map_err(|e| input_error(e.to_string()))?;
+    Ok(())
+}
+
+/// `--suite papers`: every claim of the papers, on the seeds given.
+fn run_suite(a: &SimArgs, baseline: Option<Baseline>) -> Result<u8> {
+    let mut shown = Progress::new(a.progress);
+    let report =
+        threadbalance_sim::suite::suite_papers_with(&a.seeds, baseline, &mut |i, n, group| {
+            shown.show(&format!("suite {}/{n}: {group}", i + 1))
+        });
+    shown.clear();
     if a.json {
-        let mut v = cmp.to_json();
-        if let Some(o) = v.as_object_mut() {
-            o.insert("baseline".into(), opts.linux.baseline.to_string().into());
-            o.insert("counters".into(), a.counters.name().into());
-            o.insert("hz".into(), opts.linux.hz.into());
-            if let Some(c) = opts.tick_cost {
-                o.insert(
-                    "tick_cost_us".into(),
-                    serde_json::json!({
-                        "fixed": c.fixed.0 as f64 / 1e3,
-                        "per_thread": c.per_thread_ns / 1e3,
-                        "per_move": c.per_move.0 as f64 / 1e3,
-                    }),
-                );
-                o.insert(
-                    "cpu_budget_pct".into(),
-                    (opts.cpu_budget.unwrap_or(pace::BUDGET) * 100.0).into(),
-                );
-                o.insert("moves_charged".into(), opts.cpu_budget.is_some().into());
-            }
-            o.insert(
-                "tool_cpu_us".into(),
-                opts.tool_cpu.map_or(serde_json::Value::Null, |c| {
-                    serde_json::json!({
-                        "fixed": c.fixed.0 as f64 / 1e3,
-                        "per_thread": c.per_thread_ns / 1e3,
-                        "per_move": c.per_move.0 as f64 / 1e3,
-                    })
-                }),
-            );
-        }
-        let json = crate::schema::stamp(v);
+        let json = crate::schema::stamp(report.to_json());
         outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        if opts.linux.baseline != Baseline::Linux {
-            outln!("kernel model: {} (--baseline)", opts.linux.baseline);
-        }
+        out!("{}", report.to_table());
+    }
+    if let Some(path) = &a.report {
+        std::fs::write(path, report.to_svg())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(0)
+}
+
+/// The comparison as JSON, with the kernel model, the counters and the costs it ran with.
+fn json_of(
+    a: &SimArgs,
+    cmp: &threadbalance_sim::Comparison,
+    opts: &RunOptions,
+) -> serde_json::Value {
+    let mut v = cmp.to_json();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("baseline".into(), opts.linux.baseline.to_string().into());
+        o.insert("counters".into(), a.counters.name().into());
+        o.insert("hz".into(), opts.linux.hz.into());
         if let Some(c) = opts.tick_cost {
-            match opts.cpu_budget {
-                None => outln!(
-                    "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
-                    c.fixed.0 as f64 / 1e3,
-                    c.per_thread_ns / 1e3
-                ),
-                Some(b) => outln!(
-                    "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and a move {:.1} µs (--tick-cost, --cpu-budget)",
-                    b * 100.0,
-                    c.fixed.0 as f64 / 1e3,
-                    c.per_thread_ns / 1e3,
-                    c.per_move.0 as f64 / 1e3
-                ),
-            }
+            o.insert(
+                "tick_cost_us".into(),
+                serde_json::json!({
+                    "fixed": c.fixed.0 as f64 / 1e3,
+                    "per_thread": c.per_thread_ns / 1e3,
+                    "per_move": c.per_move.0 as f64 / 1e3,
+                }),
+            );
+            o.insert(
+                "cpu_budget_pct".into(),
+                (opts.cpu_budget.unwrap_or(pace::BUDGET) * 100.0).into(),
+            );
+            o.insert("moves_charged".into(), opts.cpu_budget.is_some().into());
         }
-        match opts.tool_cpu {
-            Some(c) => outln!(
-                "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu)",
+        o.insert(
+            "tool_cpu_us".into(),
+            opts.tool_cpu.map_or(serde_json::Value::Null, |c| {
+                serde_json::json!({
+                    "fixed": c.fixed.0 as f64 / 1e3,
+                    "per_thread": c.per_thread_ns / 1e3,
+                    "per_move": c.per_move.0 as f64 / 1e3,
+                })
+            }),
+        );
+    }
+    v
+}
+
+/// The lines above the table: the kernel model, the pacing and the tool's costs, when not
+/// the defaults.
+fn say_costs(a: &SimArgs, opts: &RunOptions) {
+    if opts.linux.baseline != Baseline::Linux {
+        outln!("kernel model: {} (--baseline)", opts.linux.baseline);
+    }
+    if let Some(c) = opts.tick_cost {
+        match opts.cpu_budget {
+            None => outln!(
+                "policy paced by a 0.8 % CPU budget, a tick costing {:.1} µs + {:.3} µs a thread (--tick-cost)",
+                c.fixed.0 as f64 / 1e3,
+                c.per_thread_ns / 1e3
+            ),
+            Some(b) => outln!(
+                "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and a move {:.1} µs (--tick-cost, --cpu-budget)",
+                b * 100.0,
                 c.fixed.0 as f64 / 1e3,
                 c.per_thread_ns / 1e3,
                 c.per_move.0 as f64 / 1e3
             ),
-            None => outln!("the tool's own CPU time is not charged (--tool-cpu free)"),
         }
-        if a.counters == Counters::Proc || a.hz.is_some() {
-            outln!(
-                "run time and wait read {}, kernel ticking at {} Hz (--counters, --hz)",
-                match a.counters {
-                    Counters::Exact => "exact at each read",
-                    Counters::Proc => "as schedstat keeps them",
-                },
-                opts.linux.hz
-            );
-        }
-        out!("{}", cmp.to_table());
     }
-    if let Some(path) = &a.report {
-        std::fs::write(path, cmp.to_svg())
-            .with_context(|| format!("writing {}", path.display()))?;
+    match opts.tool_cpu {
+        Some(c) => outln!(
+            "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu)",
+            c.fixed.0 as f64 / 1e3,
+            c.per_thread_ns / 1e3,
+            c.per_move.0 as f64 / 1e3
+        ),
+        None => outln!("the tool's own CPU time is not charged (--tool-cpu free)"),
     }
-    if let Some(path) = &a.phases {
-        let csv = threadbalance_sim::phases::to_csv(
-            cmp.results
-                .iter()
-                .map(|r| (r.policy.as_str(), r.phases.as_slice())),
+    if a.counters == Counters::Proc || a.hz.is_some() {
+        outln!(
+            "run time and wait read {}, kernel ticking at {} Hz (--counters, --hz)",
+            match a.counters {
+                Counters::Exact => "exact at each read",
+                Counters::Proc => "as schedstat keeps them",
+            },
+            opts.linux.hz
         );
-        std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(0)
 }

@@ -1,5 +1,11 @@
 //! The end-of-run summary, `perf stat`-like, on stderr and optionally as JSON.
 //!
+//! A summary is made once, after the loop, from typed parts ([`Summary::new`]): what was
+//! asked for ([`Setup`]), what the loop counted tick by tick ([`Tally`]), what the host
+//! reports once it has restored ([`HostReport`]), how the run ended ([`Ended`]) and the
+//! policy's own account ([`PolicySummary`]). It is rendered, as text and as JSON, in
+//! `render`.
+//!
 //! The text says only what means something: the tool's share of one core is given over a
 //! management of at least [`MIN_WALL_FOR_PCT`] (over a few milliseconds, start-up and the
 //! final restore dominate and the share reads "8738 %"); restoring says how many of the
@@ -25,24 +31,27 @@
 //!    (-v for the rest)
 //! ```
 
-use serde::Serialize;
-use std::fmt::Write;
+mod render;
+mod tally;
+
+pub use tally::{Tally, ThreadCounters};
+
+use crate::host::LinuxAdapter;
+use crate::lockprobe::LockReport;
+use threadbalance_linux::actuate::SliceCounts;
+use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::runcount::RunSource;
 use threadbalance_model::{
-    ApplyReport, Level, Nanos, PolicySummary, Topology, Window, coefficient_of_variation, mean,
+    Level, Nanos, Pid, PolicySummary, Topology, coefficient_of_variation, mean,
 };
-use threadbalance_policy::{PolicyKind, TickReport};
+use threadbalance_policy::PolicyKind;
 
 /// The shortest management, in seconds, over which the tool's CPU share is reported.
 pub const MIN_WALL_FOR_PCT: f64 = 0.1;
 
-/// How many of the policy's explanations the summary keeps (the last ones).
-const NOTES_KEPT: usize = 8;
-
-/// What a run did, accumulated tick by tick.
-#[derive(Debug, Clone, Serialize)]
-pub struct Summary {
-    /// The version of this JSON's shape (`schema/threadbalance.schema.json`).
-    pub schema_version: u32,
+/// What was asked for: the policy, where it placed threads, and whether it changed any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setup {
     /// The policy.
     pub policy: PolicyKind,
     /// Whether the policy is the default one (no `--policy` given).
@@ -56,656 +65,314 @@ pub struct Summary {
     pub cpus: String,
     /// Whether affinities were left untouched.
     pub dry_run: bool,
-    /// Wall time from start to end of management, seconds.
-    pub wall_s: f64,
-    /// Distinct threads seen.
-    pub threads_seen: u64,
-    /// Distinct processes whose threads were managed: the command (or the attached
-    /// process) and every descendant seen, orphans re-parented to `run` included; 1 when
-    /// children are not followed (`--no-children`) or the command started none.
-    pub processes_seen: u64,
-    /// Most threads alive at once.
-    pub threads_peak: usize,
-    /// Control ticks taken.
-    pub ticks: u64,
-    /// Moves the policy decided.
-    pub moves_decided: u64,
-    /// What the host did with them.
-    pub applied: ApplyReport,
-    /// Affinities put back at the end.
-    pub restored: u64,
-    /// Masks changed that restoring dealt with: put back, already back, gone with their
-    /// thread, or left (as the program chose them, or refused by the kernel).
-    pub restore_total: u64,
-    /// Of `restore_total`, threads already back on their original mask.
-    pub restore_already: u64,
-    /// Of `restore_total`, threads gone before they could be restored.
-    pub restore_vanished: u64,
-    /// Masks put back to the thread's original during the run, at the policy's asking
-    /// (`speed`'s guard handing the threads to Linux); not counted in `restored` or
-    /// `restore_total`, which are the restore at the end.
-    pub handed_back: u64,
-    /// Masks that could not be put back at the end (the kernel refused); each is listed in
-    /// `left`, and the exit status is 1.
-    pub unrestored: u64,
-    /// Threads that chose a mask of their own after we moved them: left as they are.
-    /// A mask is ours only when it is the last we set on that thread (`origin` in
-    /// `threadbalance-linux`), so a program that pins a thread to a mask we set on it
-    /// earlier is counted here, not in `restored`.
-    pub program_chose: u64,
-    /// Threads born pinned by their program to a CPU one of our threads held (told from
-    /// inheritance by their having migrated there): never ours, left as they are, and not
-    /// among the masks counted in `restore_total`.
-    pub program_born_pinned: u64,
-    /// Threads whose mask we found narrowed by their cgroup cpuset (during the run or at
-    /// the end): ours all the same, never counted in `program_chose`; kept managed, and
-    /// put back if still there at the end.
-    pub cpuset_narrowed: u64,
-    /// One line per mask not put back, with the reason.
-    pub left: Vec<String>,
-    /// Threads that ran in short time slices of ours while `speed` rotated them (see
-    /// "Short slices" in `speed`'s docs), and of those, given their own slice back (during
-    /// the run or at the end).
-    pub slices_set: u64,
-    pub slices_restored: u64,
-    /// Short slices asked for and not set: without `CAP_SYS_NICE`, on a kernel before
-    /// 6.12, on a thread not of a fair class with nice ≥ 0, or on one whose program set a
-    /// slice of its own.
-    pub slices_skipped: u64,
-    /// CPU time threadbalance itself used (user + system, its own process only), seconds.
-    pub tool_cpu_s: f64,
-    /// `tool_cpu_s` over the wall time: the share of one core the management cost; 0
-    /// when `tool_cpu_pct_known` is false.
-    pub tool_cpu_pct: f64,
-    /// Whether management lasted long enough (0.1 s) for `tool_cpu_pct` to mean anything.
-    pub tool_cpu_pct_known: bool,
-    /// Ticks the cost budget (0.8 % of one core, or `cpu_budget_pct`) pushed back: the
-    /// policy asked for a tick sooner than the tool could afford.
-    pub ticks_paced: u64,
-    /// The cost budget, % of one core: 0.8 for the ticks alone, or the operator's
-    /// `--cpu-budget`, which charges moves too (`moves_charged`).
-    pub cpu_budget_pct: f64,
-    /// Whether the budget charged moves as well as ticks (`--cpu-budget`).
-    pub moves_charged: bool,
-    /// The largest budget the ticks were held to, % of one core: `cpu_budget_pct`, or more
-    /// while the policy asked for more (`Policy::watch_budget`).
-    pub watch_budget_max_pct: f64,
-    /// CPU time a tick cost once every thread had been seen, µs: sampling, deciding and
-    /// the wait with its wake-up, as the cost budget charges them (moves and the ticks that
-    /// saw a thread for the first time are left out); 0 without two such ticks.
-    pub tick_cpu_us: f64,
-    /// The ticks `tick_cpu_us` is measured over.
-    pub steady_ticks: u64,
-    /// Mean utilization of each domain over the run (busy managed-thread time / CPU time).
-    pub domain_util: Vec<f64>,
-    /// Mean of `domain_util`.
-    pub domain_util_mean: f64,
-    /// Coefficient of variation of `domain_util`, averaged over the ticks (time-weighted).
-    pub domain_util_cv: f64,
-    /// Where the threads' run time and run-queue wait came from: `run time from BPF
-    /// sched_switch counters` (exact at each read), or `run time from /proc (why)` (a
-    /// queued thread's wait reported once it runs again); and, if the counters stopped
-    /// during the run, why. Results with one and with the other differ on many cores.
-    pub run_time: String,
-    /// Whether lock time was exact (the futex probe) or estimated from blocked time, and
-    /// why there was no probe.
-    pub lock_time: String,
-    /// What the futex probe saw (per-thread lock and sync waits, wake edges), or why it
-    /// did not run.
-    pub lock_probe: crate::lockprobe::LockReport,
-    /// The policy's own account, typed (`kind` names the policy family).
-    pub policy_summary: PolicySummary,
-    /// The last explanations the policy gave, with the time (seconds from start).
-    pub notes: Vec<(f64, String)>,
-    /// How the managed command ended ("exit 0", "signal 9"), or why management stopped.
-    pub ended: String,
-    #[serde(skip)]
-    start: Nanos,
-    #[serde(skip)]
-    cpu_at_start: f64,
-    #[serde(skip)]
-    busy: Vec<f64>,
-    #[serde(skip)]
-    cv_weighted: f64,
-    #[serde(skip)]
-    weight: f64,
-    #[serde(skip)]
-    exact_lock: bool,
-    /// The processes counted in `processes_seen`.
-    #[serde(skip)]
-    processes: std::collections::HashSet<threadbalance_model::Pid>,
-    /// Tick-by-tick samples for `--report` (`None`: no plot asked for).
-    #[serde(skip)]
-    pub trace: Option<crate::trace::RunTrace>,
-    /// Where the hardware counters came from (`perf_event`), when they were read.
-    pub hw_counters: Option<String>,
-    /// Each thread's IPC and MPKI over the run, when its hardware counters were read.
-    pub thread_counters: Vec<ThreadCounters>,
-    #[serde(skip)]
-    hw: HwTotals,
 }
 
-/// One thread's hardware counters over the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ThreadCounters {
-    /// Its process.
-    pub pid: i32,
-    /// The thread.
-    pub tid: i32,
-    /// Instructions per cycle: the windows' IPC weighted by run time (at a steady clock,
-    /// its instructions over its cycles).
-    pub ipc: f64,
-    /// Last-level-cache misses per thousand instructions: the windows' MPKI weighted by
-    /// instructions (run time × IPC).
-    pub mpki: f64,
-    /// Run time over the windows counted, seconds.
-    pub run_s: f64,
-}
-
-/// Per thread: run time, run time × IPC, run time × IPC × MPKI, over the windows with
-/// counters.
-type HwTotals = std::collections::BTreeMap<(i32, i32), [f64; 3]>;
-
-/// Threads listed one a line in the verbose summary, most run first (`--json` has all).
-const COUNTER_LINES: usize = 16;
-
-/// Adds `window`'s counted threads to `totals`.
-fn add_counters(totals: &mut HwTotals, window: &Window) {
-    let dt = window.duration().as_secs_f64();
-    for t in &window.threads {
-        if let (Some(ipc), Some(mpki)) = (t.ipc, t.mpki) {
-            let run = t.util * dt;
-            if run > 0.0 {
-                let e = totals.entry((t.key.pid.0, t.key.tid.0)).or_default();
-                e[0] += run;
-                e[1] += run * ipc;
-                e[2] += run * ipc * mpki;
-            }
-        }
-    }
-}
-
-/// The per-thread lines of `totals`, by pid and tid.
-fn thread_counters(totals: &HwTotals) -> Vec<ThreadCounters> {
-    totals
-        .iter()
-        .map(|(&(pid, tid), &[run, ipc_w, mpki_w])| ThreadCounters {
-            pid,
-            tid,
-            ipc: ipc_w / run,
-            mpki: if ipc_w > 0.0 { mpki_w / ipc_w } else { 0.0 },
-            run_s: run,
-        })
-        .collect()
-}
-
-impl Summary {
-    /// An empty summary for `policy` at `level`, starting at `start`.
+impl Setup {
+    /// `policy` (the default one when `policy_default`) at `level` of `topo`.
     pub fn new(
         policy: PolicyKind,
         policy_default: bool,
         topo: &Topology,
         level: Level,
         dry_run: bool,
-        start: Nanos,
-    ) -> Summary {
-        let domains = topo.domains(level).len();
-        Summary {
-            schema_version: crate::schema::SCHEMA_VERSION,
+    ) -> Setup {
+        Setup {
             policy,
             policy_default,
             level,
-            domains,
+            domains: topo.domains(level).len(),
             cpus: topo.online().to_string(),
             dry_run,
-            wall_s: 0.0,
-            threads_seen: 0,
-            processes_seen: 0,
-            threads_peak: 0,
-            ticks: 0,
-            moves_decided: 0,
-            applied: ApplyReport::default(),
-            restored: 0,
-            handed_back: 0,
-            restore_total: 0,
-            restore_already: 0,
-            restore_vanished: 0,
-            unrestored: 0,
-            program_chose: 0,
-            program_born_pinned: 0,
-            cpuset_narrowed: 0,
-            left: Vec::new(),
-            slices_set: 0,
-            slices_restored: 0,
-            slices_skipped: 0,
-            tool_cpu_s: 0.0,
-            tool_cpu_pct: 0.0,
-            tool_cpu_pct_known: false,
-            ticks_paced: 0,
-            cpu_budget_pct: crate::host::pace::BUDGET * 100.0,
+        }
+    }
+}
+
+/// How the managed command ended, or why management stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// `run`'s command exited with this status.
+    Exit(i32),
+    /// `run`'s command was killed by this signal.
+    Killed(i32),
+    /// `run`'s command ended with neither a status nor a signal.
+    Unknown,
+    /// `attach` was interrupted by this signal.
+    Interrupted(i32),
+    /// The attached process exited.
+    ProcessExited(Pid),
+    /// Management stopped on an error, said on one line.
+    Stopped(String),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Exit(c) => write!(f, "exit {c}"),
+            Ended::Killed(s) => write!(f, "killed by signal {s}"),
+            Ended::Unknown => f.write_str("ended"),
+            Ended::Interrupted(s) => {
+                write!(f, "interrupted by {}", crate::signals::signal_name(*s))
+            }
+            Ended::ProcessExited(pid) => write!(f, "process {pid} exited"),
+            Ended::Stopped(why) => write!(f, "stopped: {why}"),
+        }
+    }
+}
+
+/// Where the threads' run time and run-queue wait came from, and, if the counters
+/// stopped during the run, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunTime {
+    /// The source chosen at the start.
+    pub source: RunSource,
+    /// Why the counters stopped, when they did (run time from /proc from then on).
+    pub stopped: Option<String>,
+}
+
+impl std::fmt::Display for RunTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let chosen = self.source.describe();
+        match &self.stopped {
+            Some(why) => write!(f, "{chosen}, then /proc (the counters stopped: {why})"),
+            None => f.write_str(&chosen),
+        }
+    }
+}
+
+/// Whether lock time was exact or estimated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockTime {
+    /// Measured by the futex probe.
+    Exact,
+    /// Estimated from blocked time, with why there was no probe when that is known.
+    Estimate(Option<String>),
+}
+
+impl std::fmt::Display for LockTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockTime::Exact => f.write_str("exact (futex probe)"),
+            LockTime::Estimate(Some(why)) => write!(f, "estimate from blocked time ({why})"),
+            LockTime::Estimate(None) => f.write_str("estimate from blocked time"),
+        }
+    }
+}
+
+/// What restoring at the end did with the masks changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restore {
+    /// Affinities put back.
+    pub restored: u64,
+    /// Masks restoring dealt with: put back, already back, gone with their thread, or
+    /// left (as the program chose them, or refused by the kernel).
+    pub total: u64,
+    /// Of `total`, threads already back on their original mask.
+    pub already: u64,
+    /// Of `total`, threads gone before they could be restored.
+    pub vanished: u64,
+    /// Masks the kernel refused to put back; each is listed in `left`.
+    pub unrestored: u64,
+    /// Threads that chose a mask of their own after we moved them: left as they are.
+    pub program_chose: u64,
+    /// Threads born pinned by their program to a CPU one of ours held.
+    pub program_born_pinned: u64,
+    /// Threads whose mask was found narrowed by their cgroup cpuset: ours all the same.
+    pub cpuset_narrowed: u64,
+    /// One line per mask not put back, with the reason.
+    pub left: Vec<String>,
+}
+
+impl From<&RestoreReport> for Restore {
+    fn from(r: &RestoreReport) -> Restore {
+        let restored = u64::from(r.restored);
+        let already = u64::from(r.already);
+        let vanished = u64::from(r.vanished);
+        let unrestored = r.failures().count() as u64;
+        Restore {
+            restored,
+            total: restored + already + vanished + r.kept.len() as u64,
+            already,
+            vanished,
+            unrestored,
+            program_chose: (r.kept.len() as u64).saturating_sub(unrestored),
+            program_born_pinned: r.born_pinned.len() as u64,
+            cpuset_narrowed: r.narrowed.len() as u64,
+            left: crate::recover::kept_lines(r),
+        }
+    }
+}
+
+/// The cost budget the ticks were held to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// The budget, % of one core: 0.8 for the ticks alone, or the operator's
+    /// `--cpu-budget`, which charges moves too.
+    pub pct: f64,
+    /// Whether the budget charged moves as well as ticks (`--cpu-budget`).
+    pub moves_charged: bool,
+    /// The largest budget the ticks were held to, % of one core.
+    pub watch_max_pct: f64,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        let pct = crate::host::pace::BUDGET * 100.0;
+        Budget {
+            pct,
             moves_charged: false,
-            watch_budget_max_pct: crate::host::pace::BUDGET * 100.0,
-            tick_cpu_us: 0.0,
-            steady_ticks: 0,
-            domain_util: vec![0.0; domains],
-            domain_util_mean: 0.0,
-            domain_util_cv: 0.0,
-            run_time: String::new(),
-            lock_time: "estimate from blocked time".into(),
-            lock_probe: crate::lockprobe::LockReport::default(),
-            policy_summary: PolicySummary::Nothing,
-            notes: Vec::new(),
-            ended: String::new(),
-            start,
-            cpu_at_start: own_cpu_seconds(),
-            busy: vec![0.0; domains],
-            cv_weighted: 0.0,
-            weight: 0.0,
-            exact_lock: false,
-            processes: std::collections::HashSet::new(),
-            trace: None,
-            hw_counters: None,
-            thread_counters: Vec::new(),
-            hw: HwTotals::new(),
+            watch_max_pct: pct,
         }
     }
+}
 
-    /// Adds one tick and the window it decided on.
-    pub fn record(&mut self, topo: &Topology, window: &Window, tick: &TickReport) {
-        self.ticks += 1;
-        self.threads_seen += tick.appeared as u64;
-        if tick.appeared > 0 {
-            // A process is new only with a thread that is.
-            for t in window.threads.iter().filter(|t| t.appeared) {
-                self.processes.insert(t.key.pid);
-            }
-            self.processes_seen = self.processes.len() as u64;
-        }
-        self.threads_peak = self.threads_peak.max(tick.threads);
-        self.moves_decided += tick.moves as u64;
-        self.applied.add(&tick.applied);
-        self.exact_lock |= window.lock_exact;
-        if let Some(trace) = &mut self.trace {
-            trace.record(topo, window, tick);
-        }
-        if let Some(note) = &tick.note {
-            if self.notes.len() == NOTES_KEPT {
-                self.notes.remove(0);
-            }
-            self.notes.push((
-                tick.at.saturating_sub(self.start).as_secs_f64(),
-                note.clone(),
-            ));
-        }
-        add_counters(&mut self.hw, window);
-        let dt = window.duration().as_secs_f64();
-        if dt > 0.0 {
-            let load = window.domain_load(topo, self.level);
-            for (b, u) in self.busy.iter_mut().zip(&load.util) {
-                *b += u * dt;
-            }
-            self.cv_weighted += load.cv * dt;
-            self.weight += dt;
-        }
-    }
+/// What the host reports once the loop has ended and every mask was restored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostReport {
+    /// What restoring at the end did.
+    pub restore: Restore,
+    /// Masks put back during the run at the policy's asking (`speed`'s guard handing the
+    /// threads to Linux); not counted in `restore`, which is the restore at the end.
+    pub handed_back: u64,
+    /// What became of the short time slices asked for.
+    pub slices: SliceCounts,
+    /// Ticks the cost budget pushed back.
+    pub ticks_paced: u64,
+    /// The cost budget.
+    pub budget: Budget,
+    /// The ticks measured once every thread had been seen, and their CPU time.
+    pub steady: Option<(u64, Nanos)>,
+    /// Where run time came from.
+    pub run_time: RunTime,
+    /// What the futex probe saw, or why it did not run.
+    pub lock_probe: LockReport,
+    /// Where the hardware counters came from (`perf_event`), when they were read.
+    pub hw_counters: Option<String>,
+}
 
-    /// Records what restoring at the end did.
-    pub fn set_restored(&mut self, r: &threadbalance_linux::ledger::RestoreReport) {
-        self.restored = u64::from(r.restored);
-        self.restore_already = u64::from(r.already);
-        self.restore_vanished = u64::from(r.vanished);
-        self.restore_total =
-            self.restored + self.restore_already + self.restore_vanished + r.kept.len() as u64;
-        self.unrestored = r.failures().count() as u64;
-        self.program_chose = (r.kept.len() as u64).saturating_sub(self.unrestored);
-        self.program_born_pinned = r.born_pinned.len() as u64;
-        self.cpuset_narrowed = r.narrowed.len() as u64;
-        self.left = crate::recover::kept_lines(r);
-    }
-
-    /// Takes how many masks the policy handed back during the run.
-    pub fn set_handed_back(&mut self, n: u64) {
-        self.handed_back = n;
-    }
-
-    /// Takes what became of the time slices asked for.
-    pub fn set_slices(&mut self, c: threadbalance_linux::actuate::SliceCounts) {
-        self.slices_set = c.set;
-        self.slices_restored = c.restored;
-        self.slices_skipped = c.skipped;
-    }
-
-    /// Takes how many ticks the cost budget pushed back.
-    pub fn set_paced(&mut self, paced: u64) {
-        self.ticks_paced = paced;
-    }
-
-    /// Takes the cost budget: its share of one core, and whether it charges moves.
-    pub fn set_budget(&mut self, (share, moves): (f64, bool)) {
-        self.cpu_budget_pct = share * 100.0;
-        self.moves_charged = moves;
-        self.watch_budget_max_pct = self.cpu_budget_pct;
-    }
-
-    /// Takes the largest budget the ticks were held to, a share of one core.
-    pub fn set_watch_budget_max(&mut self, share: f64) {
-        self.watch_budget_max_pct = share * 100.0;
-    }
-
-    /// Takes what the steady-state ticks cost (see `tick_cpu_us`).
-    pub fn set_steady_ticks(&mut self, steady: threadbalance_linux::adapter::SteadyTicks) {
-        if let Some((n, cpu)) = steady.measured() {
-            self.steady_ticks = n;
-            self.tick_cpu_us = cpu.0 as f64 / 1e3 / n as f64;
+impl HostReport {
+    /// Reads the report from `host`, whose restore at the end gave `restored` and whose
+    /// cost budget was `(share, moves_charged)` when the loop started
+    /// ([`LinuxAdapter::cpu_budget`] then: a policy's watching budget moves it since).
+    pub fn read(
+        host: &mut LinuxAdapter,
+        restored: &RestoreReport,
+        (share, moves_charged): (f64, bool),
+    ) -> HostReport {
+        HostReport {
+            restore: Restore::from(restored),
+            handed_back: host.handed_back(),
+            slices: host.slice_counts(),
+            ticks_paced: host.paced(),
+            budget: Budget {
+                pct: share * 100.0,
+                moves_charged,
+                watch_max_pct: host.watch_budget_max() * 100.0,
+            },
+            steady: host.steady_ticks().measured(),
+            run_time: RunTime {
+                source: host.run_source().clone(),
+                stopped: host.counters_stopped().map(str::to_owned),
+            },
+            lock_probe: host.lock_report(),
+            hw_counters: host.hw_counters_name().map(String::from),
         }
     }
+}
 
-    /// Takes what the futex probe saw (before [`Summary::finish`]).
-    pub fn lock_probe(&mut self, report: crate::lockprobe::LockReport) {
-        self.lock_probe = report;
-    }
+/// Each domain's mean utilization over the run, and its spread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Utilization {
+    /// Mean utilization of each domain (busy managed-thread time / CPU time).
+    pub per_domain: Vec<f64>,
+    /// Mean of `per_domain`.
+    pub mean: f64,
+    /// Coefficient of variation across the domains, averaged over the ticks
+    /// (time-weighted).
+    pub cv: f64,
+}
 
-    /// Closes the summary at `end`.
-    pub fn finish(&mut self, end: Nanos, policy_summary: PolicySummary, ended: String) {
-        self.wall_s = end.saturating_sub(self.start).as_secs_f64();
+/// The tool's own CPU time over the management.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OwnCpu {
+    /// User + system CPU time of this process, seconds.
+    pub seconds: f64,
+    /// Its share of one core, %, when management lasted long enough
+    /// ([`MIN_WALL_FOR_PCT`]) for one to mean anything.
+    pub pct: Option<f64>,
+}
+
+/// What a run did: made once, after the loop, from its typed parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// What was asked for.
+    pub setup: Setup,
+    /// Wall time from start to end of management, seconds.
+    pub wall_s: f64,
+    /// What the loop counted.
+    pub tally: Tally,
+    /// What the host reported.
+    pub host: HostReport,
+    /// Each domain's utilization.
+    pub util: Utilization,
+    /// The tool's own CPU time.
+    pub own_cpu: OwnCpu,
+    /// Whether lock time was exact.
+    pub lock_time: LockTime,
+    /// The policy's own account.
+    pub policy: PolicySummary,
+    /// How the run ended.
+    pub ended: Ended,
+}
+
+impl Summary {
+    /// The summary of a management that ended at `end`.
+    pub fn new(
+        setup: Setup,
+        tally: Tally,
+        host: HostReport,
+        ended: Ended,
+        policy: PolicySummary,
+        end: Nanos,
+    ) -> Summary {
+        let wall_s = end.saturating_sub(tally.start()).as_secs_f64();
         // Over the same span as the wall time (not counting start-up), and not at all over
         // a span too short to mean anything (a target that had already exited).
-        self.tool_cpu_s = (own_cpu_seconds() - self.cpu_at_start).max(0.0);
-        self.tool_cpu_pct_known = self.wall_s >= MIN_WALL_FOR_PCT;
-        self.tool_cpu_pct = if self.tool_cpu_pct_known {
-            100.0 * self.tool_cpu_s / self.wall_s
-        } else {
-            0.0
+        let seconds = (own_cpu_seconds() - tally.cpu_at_start()).max(0.0);
+        let own_cpu = OwnCpu {
+            seconds,
+            pct: (wall_s >= MIN_WALL_FOR_PCT).then(|| 100.0 * seconds / wall_s),
         };
-        if self.weight > 0.0 {
-            self.domain_util = self.busy.iter().map(|b| b / self.weight).collect();
-            self.domain_util_cv = self.cv_weighted / self.weight;
-        }
-        self.domain_util_mean = mean(&self.domain_util);
-        if self.weight == 0.0 {
-            self.domain_util_cv = coefficient_of_variation(&self.domain_util);
-        }
-        let exact = self.exact_lock || self.lock_probe.exact;
-        self.lock_time = match (&self.lock_probe.why_not, exact) {
-            (_, true) => "exact (futex probe)".into(),
-            (Some(why), false) => format!("estimate from blocked time ({why})"),
-            (None, false) => "estimate from blocked time".into(),
-        };
-        self.policy_summary = policy_summary;
-        self.ended = ended;
-        self.thread_counters = thread_counters(&self.hw);
-    }
-
-    /// The hardware counters' lines: one (the run-time-weighted means over the threads)
-    /// or, when `verbose`, one a thread too; nothing when they were not read.
-    fn counter_lines(&self, s: &mut String, verbose: bool) {
-        let Some(source) = &self.hw_counters else {
-            return;
-        };
-        let t = &self.thread_counters;
-        let run: f64 = t.iter().map(|c| c.run_s).sum();
-        let ipc_w: f64 = t.iter().map(|c| c.ipc * c.run_s).sum();
-        let mpki_w: f64 = t.iter().map(|c| c.mpki * c.ipc * c.run_s).sum();
-        if run <= 0.0 {
-            let _ = writeln!(s, "   hardware counters ({source}): no thread counted");
-            return;
-        }
-        let _ = writeln!(
-            s,
-            "   {:>12.2}    IPC, {:.2} MPKI over {} threads (hardware counters: {source}){}",
-            ipc_w / run,
-            if ipc_w > 0.0 { mpki_w / ipc_w } else { 0.0 },
-            t.len(),
-            if verbose { "" } else { "; -v: per thread" }
-        );
-        if verbose {
-            let mut most: Vec<&ThreadCounters> = t.iter().collect();
-            most.sort_by(|a, b| b.run_s.total_cmp(&a.run_s));
-            for c in most.iter().take(COUNTER_LINES) {
-                let _ = writeln!(
-                    s,
-                    "     thread {}/{}: IPC {:.2}, MPKI {:.2} ({:.3} s run)",
-                    c.pid, c.tid, c.ipc, c.mpki, c.run_s
-                );
-            }
-            if most.len() > COUNTER_LINES {
-                let _ = writeln!(
-                    s,
-                    "     … {} more threads (every one in --json)",
-                    most.len() - COUNTER_LINES
-                );
-            }
-        }
-    }
-
-    /// The human-readable form, for stderr: short, or with every detail when `verbose`.
-    pub fn to_text(&self, verbose: bool) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "\n threadbalance summary: policy {}{} at level {} ({} domains) on CPUs {}{}",
-            self.policy,
-            if self.policy_default {
-                " (default)"
-            } else {
-                ""
+        let util = match tally.weighted_util() {
+            Some((per_domain, cv)) => Utilization {
+                mean: mean(&per_domain),
+                per_domain,
+                cv,
             },
-            self.level,
-            self.domains,
-            self.cpus,
-            if self.dry_run { ", dry run" } else { "" }
-        );
-        let processes = if self.processes_seen == 1 {
-            "process"
-        } else {
-            "processes"
-        };
-        if verbose {
-            let _ = writeln!(s, "   {:>12.3} s  wall time ({})", self.wall_s, self.ended);
-            let _ = writeln!(
-                s,
-                "   {:>12}    threads seen in {} {processes} (peak {} at once), {} ticks",
-                self.threads_seen, self.processes_seen, self.threads_peak, self.ticks
-            );
-        } else {
-            // The process count stays in the short summary: `in 1 process` under
-            // `run -- make` says nothing it started was seen.
-            let _ = writeln!(
-                s,
-                "   {:>12.3} s  wall time ({}), {} threads in {} {processes}",
-                self.wall_s, self.ended, self.threads_seen, self.processes_seen
-            );
-        }
-        let a = &self.applied;
-        if self.dry_run {
-            let _ = writeln!(
-                s,
-                "   {:>12}    moves decided, none applied (dry run)",
-                self.moves_decided
-            );
-        } else if verbose {
-            let _ = writeln!(
-                s,
-                "   {:>12}    moves made ({} decided: {} unchanged, {} vanished, {} denied), {}",
-                a.done,
-                self.moves_decided,
-                a.unchanged,
-                a.vanished,
-                a.denied,
-                self.restored_text()
-            );
-        } else {
-            let _ = writeln!(
-                s,
-                "   {:>12}    moves made, {}",
-                a.done,
-                self.restored_text()
-            );
-        }
-        if verbose && (self.slices_set > 0 || self.slices_skipped > 0) {
-            let _ = writeln!(
-                s,
-                "   {:>12}    threads ran in short time slices while rotated, {} given their own back{}",
-                self.slices_set,
-                self.slices_restored,
-                if self.slices_skipped > 0 {
-                    format!(
-                        "; {} not set (no CAP_SYS_NICE, a kernel before 6.12, not a fair-class thread of nice ≥ 0, or a slice its program set)",
-                        self.slices_skipped
-                    )
-                } else {
-                    String::new()
+            None => {
+                let per_domain = vec![0.0; setup.domains];
+                Utilization {
+                    mean: mean(&per_domain),
+                    cv: coefficient_of_variation(&per_domain),
+                    per_domain,
                 }
-            );
-        }
-        if self.program_chose > 0 || self.program_born_pinned > 0 || self.unrestored > 0 {
-            let born = match self.program_born_pinned {
-                0 => String::new(),
-                n => format!(" ({n} pinned as they started)"),
-            };
-            let _ = writeln!(
-                s,
-                "   {:>12}    left as their program set them{born}, {} NOT restored",
-                self.program_chose + self.program_born_pinned,
-                self.unrestored
-            );
-            for line in &self.left {
-                let _ = writeln!(s, "     {line}");
             }
-        }
-        self.counter_lines(&mut s, verbose);
-        if !verbose {
-            let _ = writeln!(s, "{}", self.own_cpu_line());
-            if let Some((what, value)) = self.policy_summary.lines().first() {
-                let _ = writeln!(s, "   {what}: {value}");
-            }
-            let _ = writeln!(
-                s,
-                "   (-v for the rest: threads, utilization per {}, pacing, the policy's account)",
-                self.level
-            );
-            return s;
-        }
-        let per: Vec<String> = self
-            .domain_util
-            .iter()
-            .enumerate()
-            .map(|(i, u)| format!("{}{}={:.1}%", self.level, i, u * 100.0))
-            .collect();
-        let _ = writeln!(
-            s,
-            "   {:>11.1}%    mean {} utilization  [{}]",
-            self.domain_util_mean * 100.0,
-            self.level,
-            per.join(" ")
-        );
-        let _ = writeln!(
-            s,
-            "   {:>12.3}    CV of {} utilization: its spread across the {}s (σ / mean; 0 = evenly loaded)",
-            self.domain_util_cv, self.level, self.level
-        );
-        let _ = writeln!(s, "{}", self.own_cpu_line());
-        if self.ticks_paced > 0 {
-            let _ = writeln!(
-                s,
-                "   {:>14}  ticks later than asked, to stay within {:.1} % of one core{}{}",
-                self.ticks_paced,
-                self.cpu_budget_pct,
-                if self.moves_charged {
-                    " (moves included)"
-                } else {
-                    ""
-                },
-                if self.watch_budget_max_pct > self.cpu_budget_pct {
-                    format!(
-                        " ({:.1} % while the policy asked for more)",
-                        self.watch_budget_max_pct
-                    )
-                } else {
-                    String::new()
-                }
-            );
-        }
-        let probe = &self.lock_probe;
-        if probe.exact || self.policy.reads_lock_time() {
-            let _ = writeln!(s, "   lock time: {}", self.lock_time);
-        }
-        if probe.exact {
-            let lock = probe.threads.iter().fold(0.0, |a, t| a + t.lock_s);
-            let sync = probe.threads.iter().fold(0.0, |a, t| a + t.sync_s);
-            let _ = writeln!(
-                s,
-                "   futex waits: {:.3} s lock, {:.3} s sync wait, over {} threads; {} lock and {} sync words; {} wake edges",
-                lock,
-                sync,
-                probe.threads.len(),
-                probe.addresses.0,
-                probe.addresses.1,
-                probe.edges.len()
-            );
-            if probe.dropped > 0 {
-                let _ = writeln!(
-                    s,
-                    "   futex probe: {} records lost (a map was full): lock time is low",
-                    probe.dropped
-                );
-            }
-        }
-        for (what, value) in &self.policy_summary.lines() {
-            let _ = writeln!(s, "   {what}: {value}");
-        }
-        for (t, note) in &self.notes {
-            let _ = writeln!(s, "   at {t:.3} s: {note}");
-        }
-        s
-    }
-
-    /// The tool's own CPU time, and its share of one core when management lasted long
-    /// enough for one to mean anything.
-    fn own_cpu_line(&self) -> String {
-        let share = if self.tool_cpu_pct_known {
-            format!("{:.2} % of one core", self.tool_cpu_pct)
-        } else {
-            format!("no share of one core: under {MIN_WALL_FOR_PCT} s of management")
         };
-        format!(
-            "   {:>12.3} s  threadbalance's own CPU time ({share})",
-            self.tool_cpu_s
-        )
-    }
-
-    /// "restored 3 of 4 (1 already back)": how many of the masks changed were put back,
-    /// and what became of the others.
-    fn restored_text(&self) -> String {
-        let mut text = format!(
-            "restored {} of {}",
-            self.restored + self.handed_back,
-            self.restore_total + self.handed_back
-        );
-        let kept = self
-            .restore_total
-            .saturating_sub(self.restored + self.restore_already + self.restore_vanished);
-        let others: Vec<String> = [
-            (self.handed_back, "handed back during the run"),
-            (self.restore_already, "already back"),
-            (self.restore_vanished, "gone with their thread"),
-            (kept, "left (below)"),
-        ]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{n} {what}"))
-        .collect();
-        if !others.is_empty() {
-            let _ = write!(text, " ({})", others.join(", "));
+        let lock_time = if tally.exact_lock() || host.lock_probe.exact {
+            LockTime::Exact
+        } else {
+            LockTime::Estimate(host.lock_probe.why_not.clone())
+        };
+        Summary {
+            setup,
+            wall_s,
+            tally,
+            host,
+            util,
+            own_cpu,
+            lock_time,
+            policy,
+            ended,
         }
-        if self.cpuset_narrowed > 0 {
-            let _ = write!(
-                text,
-                "; {} found narrowed by their cpuset, ours all the same",
-                self.cpuset_narrowed
-            );
-        }
-        text
     }
 }
 
@@ -719,353 +386,4 @@ fn own_cpu_seconds() -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use threadbalance_linux::ledger::RestoreReport;
-
-    /// A summary of `kind` at the core level of a one-socket, two-core machine.
-    fn on_two_cores(kind: PolicyKind) -> Summary {
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        Summary::new(kind, false, &topo, Level::Core, false, Nanos(0))
-    }
-
-    #[test]
-    fn summary_finish_right_after_start_reports_no_cpu_share() {
-        // Attaching to a process that had already exited used to print "70086 % of one
-        // core": start-up CPU time (topology reading) over a wall time of microseconds.
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(
-            PolicyKind::None,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(1_000),
-        );
-        s.finish(
-            Nanos(21_000),
-            PolicySummary::Nothing,
-            "process exited".into(),
-        );
-        assert_eq!(s.tool_cpu_pct, 0.0);
-        assert!(!s.tool_cpu_pct_known);
-        let text = s.to_text(false);
-        assert!(!text.contains("% of one core"), "{text}");
-        assert!(text.contains("no share of one core: under 0.1 s"), "{text}");
-    }
-
-    #[test]
-    fn summary_finish_after_50_ms_still_reports_no_cpu_share() {
-        // 50 ms of management is under the 0.1 s floor: a few milliseconds of start-up
-        // and restore CPU time over it would read as a large share of a core.
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
-        s.finish(
-            Nanos::from_millis(50),
-            PolicySummary::Nothing,
-            "exit 0".into(),
-        );
-        assert!(!s.tool_cpu_pct_known);
-        assert_eq!(s.tool_cpu_pct, 0.0);
-    }
-
-    #[test]
-    fn summary_finish_after_a_second_reports_the_share() {
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
-        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(s.tool_cpu_pct_known);
-        // The share is tool_cpu_s / 1 s, in percent.
-        assert!((s.tool_cpu_pct - 100.0 * s.tool_cpu_s).abs() < 1e-9);
-        assert!(s.to_text(false).contains("% of one core"));
-    }
-
-    fn restore_report(restored: u32, already: u32, vanished: u32) -> RestoreReport {
-        RestoreReport {
-            restored,
-            already,
-            vanished,
-            ..RestoreReport::default()
-        }
-    }
-
-    #[test]
-    fn summary_restored_says_n_of_m_and_what_became_of_the_rest() {
-        let mut s = on_two_cores(PolicyKind::Pbind);
-        // 3 put back + 1 already back + 2 gone = 6 masks changed.
-        s.set_restored(&restore_report(3, 1, 2));
-        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert_eq!(s.restore_total, 6);
-        let text = s.to_text(false);
-        assert!(
-            text.contains("restored 3 of 6 (1 already back, 2 gone with their thread)"),
-            "{text}"
-        );
-        // All put back: no parenthesis.
-        s.set_restored(&restore_report(4, 0, 0));
-        assert!(
-            s.to_text(false).contains("restored 4 of 4\n"),
-            "{}",
-            s.to_text(false)
-        );
-    }
-
-    #[test]
-    fn summary_program_choices_are_counted_apart_from_what_was_restored() {
-        // See: issue 39. 3 masks put back, one of them found narrowed by its cpuset; one
-        // thread pinned itself after we moved it, one was born pinned.
-        use threadbalance_linux::ledger::Kept;
-        use threadbalance_model::{CpuId, CpuSet, Pid, ThreadKey, Tid};
-        let k = |tid| ThreadKey {
-            pid: Pid(5),
-            tid: Tid(tid),
-            start_time: 1,
-        };
-        let mut s = on_two_cores(PolicyKind::Tumbler);
-        let mut r = restore_report(3, 0, 0);
-        r.kept = vec![(k(7), Kept::ProgramChoice(CpuSet::single(CpuId(1))))];
-        r.narrowed = vec![k(6)];
-        r.born_pinned = vec![k(8)];
-        s.set_restored(&r);
-        assert_eq!((s.restored, s.restore_total), (3, 4));
-        assert_eq!((s.program_chose, s.program_born_pinned), (1, 1));
-        assert_eq!(s.cpuset_narrowed, 1);
-        let text = s.to_text(true);
-        assert!(
-            text.contains("restored 3 of 4 (1 left (below)); 1 found narrowed by their cpuset"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "2    left as their program set them (1 pinned as they started), 0 NOT restored"
-            ),
-            "{text}"
-        );
-        let v = serde_json::to_value(&s).unwrap();
-        assert_eq!(v["program_born_pinned"], 1);
-        assert_eq!(v["cpuset_narrowed"], 1);
-    }
-
-    #[test]
-    fn summary_default_policy_is_named_as_the_default() {
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut given = Summary::new(
-            PolicyKind::Tumbler,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
-        given.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(
-            given
-                .to_text(false)
-                .contains("policy tumbler at level core")
-        );
-        let mut default = Summary::new(
-            PolicyKind::Tumbler,
-            true,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
-        default.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(
-            default
-                .to_text(false)
-                .contains("policy tumbler (default) at level core")
-        );
-    }
-
-    #[test]
-    fn summary_estimated_lock_time_shown_only_to_a_policy_that_reads_it() {
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        for (policy, shown) in [
-            (PolicyKind::Tumbler, false),
-            (PolicyKind::None, false),
-            (PolicyKind::Shuffling, true),
-        ] {
-            let mut s = Summary::new(policy, false, &topo, Level::Core, false, Nanos(0));
-            s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-            assert!(!s.lock_probe.exact);
-            assert_eq!(s.to_text(true).contains("lock time:"), shown, "{policy}");
-            // The JSON keeps it either way.
-            assert!(s.lock_time.starts_with("estimate from blocked time"));
-        }
-        // Measured exactly, it is shown whatever the policy.
-        let mut s = Summary::new(
-            PolicyKind::Tumbler,
-            false,
-            &topo,
-            Level::Core,
-            false,
-            Nanos(0),
-        );
-        s.lock_probe.exact = true;
-        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(s.to_text(true).contains("lock time: exact (futex probe)"));
-    }
-
-    #[test]
-    fn summary_cv_is_explained_where_printed() {
-        // Two cores, one busy 90 % and one 30 % of a one-second window: mean .6, σ .3,
-        // CV = .3 / .6 = .5.
-        let topo = threadbalance_model::testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
-        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        s.domain_util = vec![0.9, 0.3];
-        s.domain_util_mean = 0.6;
-        s.domain_util_cv = 0.5;
-        let text = s.to_text(true);
-        assert!(
-            text.contains(
-                "0.500    CV of core utilization: its spread across the cores (σ / mean; 0 = evenly loaded)"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("mean core utilization  [core0=90.0% core1=30.0%]"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn summary_restored_counts_the_masks_handed_back_during_the_run() {
-        // 310 moves, every mask handed back by the policy before the end (speed's guard
-        // giving the threads to Linux): the restore at the end found nothing left to do,
-        // and the summary must not read "restored 0 of 0".
-        let mut s = on_two_cores(PolicyKind::Speed);
-        s.applied.done = 310;
-        s.set_handed_back(310);
-        s.set_restored(&restore_report(0, 0, 0));
-        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        let text = s.to_text(false);
-        assert!(
-            text.contains(
-                "310    moves made, restored 310 of 310 (310 handed back during the run)"
-            ),
-            "{text}"
-        );
-        // Some handed back, the rest put back at the end.
-        s.set_handed_back(300);
-        s.set_restored(&restore_report(8, 2, 0));
-        let text = s.to_text(true);
-        assert!(
-            text.contains("restored 308 of 310 (300 handed back during the run, 2 already back)"),
-            "{text}"
-        );
-        // The JSON keeps the restore at the end apart.
-        assert_eq!((s.restored, s.restore_total, s.handed_back), (8, 10, 300));
-    }
-
-    #[test]
-    fn summary_short_by_default_the_details_with_verbose() {
-        let mut s = on_two_cores(PolicyKind::Tumbler);
-        s.applied.done = 12;
-        s.set_restored(&restore_report(4, 0, 0));
-        s.finish(
-            Nanos::from_secs(2),
-            PolicySummary::Tumbler(Default::default()),
-            "exit 0".into(),
-        );
-        let short = s.to_text(false);
-        let lines: Vec<&str> = short.lines().filter(|l| !l.trim().is_empty()).collect();
-        assert_eq!(lines.len(), 6, "{short}");
-        for want in [
-            "threadbalance summary: policy tumbler at level core",
-            "s  wall time (exit 0), 0 threads in 0 processes",
-            "12    moves made, restored 4 of 4",
-            "threadbalance's own CPU time (",
-            "regroupings: 0",
-            "-v for the rest",
-        ] {
-            assert!(short.contains(want), "{want:?} in {short}");
-        }
-        for detail in ["threads seen", "CV of core utilization", "last interval"] {
-            assert!(!short.contains(detail), "{detail:?} in {short}");
-        }
-        let long = s.to_text(true);
-        for detail in [
-            "threads seen",
-            "12    moves made (0 decided",
-            "CV of core utilization",
-            "last interval",
-        ] {
-            assert!(long.contains(detail), "{detail:?} in {long}");
-        }
-        assert!(!long.contains("-v for the rest"), "{long}");
-    }
-}
-
-#[cfg(test)]
-mod counter_tests {
-    use super::*;
-    use threadbalance_model::testutil;
-
-    #[test]
-    fn summary_gives_ipc_and_mpki_per_thread_weighted_as_the_counts() {
-        let topo = testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
-        // Thread 100 runs all of two 1 s windows, at IPC 2 then 1, MPKI 1 then 4: at a
-        // steady clock, 2c + 1c instructions over 2c cycles (IPC 1.5), and
-        // (2c·1 + 1c·4) / 3c misses per thousand (MPKI 2). Thread 101 runs half of each,
-        // uncounted in the second.
-        for (ipc, mpki, counted) in [(2.0, 1.0, true), (1.0, 4.0, false)] {
-            let mut w = testutil::window(1000, &[1.0, 0.5], &[0, 1]);
-            w.threads[0].ipc = Some(ipc);
-            w.threads[0].mpki = Some(mpki);
-            if counted {
-                w.threads[1].ipc = Some(0.5);
-                w.threads[1].mpki = Some(20.0);
-            }
-            s.record(&topo, &w, &TickReport::default());
-        }
-        // Without a source named, no line even so.
-        s.finish(Nanos::from_secs(2), PolicySummary::Nothing, "exit 0".into());
-        assert!(!s.to_text(true).contains("MPKI"));
-        s.hw_counters = Some("fake counters".into());
-        let t = &s.thread_counters;
-        assert_eq!(t.len(), 2);
-        assert_eq!((t[0].pid, t[0].tid), (1, 100));
-        assert!((t[0].ipc - 1.5).abs() < 1e-9, "{t:?}");
-        assert!((t[0].mpki - 2.0).abs() < 1e-9, "{t:?}");
-        assert!((t[1].ipc - 0.5).abs() < 1e-9 && (t[1].mpki - 20.0).abs() < 1e-9);
-        assert!((t[1].run_s - 0.5).abs() < 1e-9);
-        let short = s.to_text(false);
-        assert!(
-            short.contains("IPC, ") && short.contains("MPKI over 2 threads"),
-            "{short}"
-        );
-        assert!(short.contains("-v: per thread") && !short.contains("thread 1/100"));
-        let long = s.to_text(true);
-        assert!(
-            long.contains("thread 1/100: IPC 1.50, MPKI 2.00 (2.000 s run)"),
-            "{long}"
-        );
-        assert!(
-            long.contains("thread 1/101: IPC 0.50, MPKI 20.00 (0.500 s run)"),
-            "{long}"
-        );
-        let json = serde_json::to_value(&s).unwrap();
-        assert_eq!(json["hw_counters"], "fake counters");
-        assert_eq!(json["thread_counters"][1]["tid"], 101);
-    }
-
-    #[test]
-    fn summary_without_counters_says_nothing_of_them() {
-        let topo = testutil::topo(1, 1, 2, 1);
-        let mut s = Summary::new(PolicyKind::None, false, &topo, Level::Core, false, Nanos(0));
-        s.record(
-            &topo,
-            &testutil::window(1000, &[1.0], &[0]),
-            &TickReport::default(),
-        );
-        s.finish(Nanos::from_secs(1), PolicySummary::Nothing, "exit 0".into());
-        assert!(s.thread_counters.is_empty());
-        assert!(!s.to_text(true).contains("IPC"));
-        let json = serde_json::to_value(&s).unwrap();
-        assert_eq!(json["hw_counters"], serde_json::Value::Null);
-    }
-}
+mod tests;

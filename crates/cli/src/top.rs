@@ -122,18 +122,31 @@ fn settings_given(s: &SettingsArgs) -> bool {
         || s.dry_run
 }
 
+/// Why the daemon's threads could not be had.
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    /// The socket could not be reached, or its answer read.
+    #[error(transparent)]
+    Socket(#[from] threadbalance_daemon::control::socket::ClientError),
+    /// The daemon answered with an error, in its words.
+    #[error("{0}")]
+    Daemon(String),
+    /// The daemon answered something else.
+    #[error("unexpected answer: {0:?}")]
+    Unexpected(Box<Reply>),
+}
+
 /// Asks the daemon at `path` for its threads, with rates over `window_ms`.
-fn ask(path: &std::path::Path, window_ms: u64) -> Result<ThreadsView, String> {
+fn ask(path: &std::path::Path, window_ms: u64) -> Result<ThreadsView, AskError> {
     let response = threadbalance_daemon::control::socket::request(
         path,
         &Request::Threads { window_ms },
         ASK_TIMEOUT,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     match response.reply {
         Reply::Threads(view) => Ok(view),
-        Reply::Error { message } => Err(message),
-        other => Err(format!("unexpected answer: {other:?}")),
+        Reply::Error { message } => Err(AskError::Daemon(message)),
+        other => Err(AskError::Unexpected(Box::new(other))),
     }
 }
 
@@ -157,7 +170,7 @@ fn watch_daemon(args: &TopArgs, color: bool) -> Result<u8> {
         .socket
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
-    let first = ask(&path, args.window_ms).map_err(|e| anyhow::anyhow!("top: {e}"))?;
+    let first = ask(&path, args.window_ms).context("top")?;
     let mut screen = Screen {
         title: daemon_title(&path, &first),
         view: first,

@@ -2,7 +2,7 @@
 //! LLC, core, and the logical CPUs, SMT siblings grouped by core), the widest level with
 //! more than one domain, and the level each policy runs at when none is given.
 
-use crate::input_error;
+use crate::error::{bad_input, refused};
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
@@ -36,13 +36,13 @@ pub fn read_system() -> Result<Topology> {
 
 fn load(root: Option<&PathBuf>, synthetic: Option<&str>) -> Result<Topology> {
     if let Some(spec) = synthetic {
-        return Topology::synthetic(spec).map_err(|e| input_error(e.to_string()));
+        return Topology::synthetic(spec).map_err(bad_input);
     }
     let root = match root {
         Some(dir) => Root::new(dir),
         None => Root::system(),
     };
-    threadbalance_linux::read_topology(&root).map_err(|e| input_error(e.to_string()))
+    threadbalance_linux::read_topology(&root).map_err(bad_input)
 }
 
 /// Runs `topo`.
@@ -55,8 +55,7 @@ pub fn topo(args: &TopoArgs) -> Result<()> {
             .sysfs_root
             .as_ref()
             .map_or_else(Root::system, Root::new);
-        let cpuset = threadbalance_linux::read_cpuset(&root, "self")
-            .map_err(|e| input_error(e.to_string()))?;
+        let cpuset = threadbalance_linux::read_cpuset(&root, "self").map_err(bad_input)?;
         within_cpuset(t, cpuset)?
     };
     if args.json {
@@ -97,7 +96,7 @@ fn within_cpuset(
     let hidden = t.online().difference(&kept);
     let cut = t
         .restricted_to(&kept)
-        .map_err(|e| input_error(format!("cpuset {}: {e}", c.name)))?;
+        .map_err(|e| refused(format!("cpuset {}", c.name), e))?;
     Ok((cut, Some((c.name, hidden))))
 }
 

@@ -17,8 +17,6 @@
 //! writes the PNG without labels and says so). Any other extension is refused with one
 //! line and exit status 2 before anything starts.
 
-use crate::ManageArgs;
-use crate::summary::Summary;
 use std::path::Path;
 use threadbalance_model::{Level, Nanos, Topology, Window};
 use threadbalance_policy::TickReport;
@@ -255,20 +253,13 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
         .truncate(false)
         .open(path)
         .map(drop)
-        .map_err(|e| crate::input_error(format!("--report {}: {e}", path.display())))
+        .map_err(|e| crate::error::refused(format!("--report {}", path.display()), e))
 }
 
-/// Writes the plot of a finished run to its `--report` file; a failure is reported and
-/// the command's status kept.
-pub fn write_report(summary: &Summary, args: &ManageArgs) {
-    let (Some(path), Some(trace)) = (&args.report, &summary.trace) else {
-        return;
-    };
-    let title = format!(
-        "policy {} at level {}: {} ticks, {} moves applied",
-        summary.policy, summary.level, summary.ticks, summary.applied.done
-    );
-    let svg = trace.to_svg(&title);
+/// Writes the plot of a finished run, titled `title`, to its `--report` file `path`; a
+/// failure is reported and the command's status kept.
+pub fn write_report(trace: &RunTrace, title: &str, path: &Path) {
+    let svg = trace.to_svg(title);
     let bytes = match format_of(path) {
         Ok(Format::Png) => match svg_to_png(&svg) {
             Ok((png, fonts)) => {
@@ -281,7 +272,11 @@ pub fn write_report(summary: &Summary, args: &ManageArgs) {
                 png
             }
             Err(e) => {
-                errln!("threadbalance: drawing {}: {e:#}", path.display());
+                errln!(
+                    "threadbalance: drawing {}: {}",
+                    path.display(),
+                    crate::error::one_line(&e)
+                );
                 return;
             }
         },

@@ -81,9 +81,9 @@ pub enum ReadError {
     Parse {
         /// The file.
         path: PathBuf,
-        /// What was wrong.
+        /// What was wrong (boxed: it is large, and rare).
         #[source]
-        why: ParseError,
+        why: Box<ParseError>,
     },
     /// A file someone else may write was refused unread (a symlink, a FIFO or device, too
     /// large); the error names the file.

@@ -61,7 +61,7 @@ fn io_err(path: &Path, source: io::Error) -> ReadError {
 fn parse_err(path: &Path, why: ParseError) -> ReadError {
     ReadError::Parse {
         path: path.to_path_buf(),
-        why,
+        why: Box::new(why),
     }
 }
 

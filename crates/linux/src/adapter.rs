@@ -257,15 +257,16 @@ impl LinuxAdapter {
         })
     }
 
-    /// Where run time and wait came from, as one line: the source chosen when the adapter
-    /// opened (`run time from BPF sched_switch counters`, or `run time from /proc (why)`),
-    /// and, when the faster source stopped since, why and that `/proc` took over.
-    pub fn run_time_source(&self) -> String {
-        let chosen = self.run_source.describe();
-        match self.host.sampler().counters_stopped() {
-            Some(why) => format!("{chosen}, then /proc (the counters stopped: {why})"),
-            None => chosen,
-        }
+    /// Where run time and wait came from: the source chosen when the adapter opened (BPF
+    /// sched_switch counters, or `/proc` with why).
+    pub fn run_source(&self) -> &crate::runcount::RunSource {
+        &self.run_source
+    }
+
+    /// Why the faster run-time source stopped during the run (`/proc` took over), if it
+    /// did.
+    pub fn counters_stopped(&self) -> Option<&str> {
+        self.host.sampler().counters_stopped()
     }
 
     /// Reads the threads' context-switch counts from now on, no staler than `max_age`, for

@@ -33,13 +33,15 @@ pub enum LinuxError {
         #[source]
         source: std::io::Error,
     },
-    /// A file was read but its contents did not make sense.
+    /// A file was read but its contents did not make sense. What was wrong is said in
+    /// the message, and kept typed in `why` (not as a source: it would be said twice by
+    /// a printer of the chain).
     #[error("parsing {path}: {why}")]
     Parse {
         /// The file.
         path: PathBuf,
         /// What was wrong with it.
-        why: String,
+        why: Malformed,
     },
     /// The CPUs, caches and nodes read under a root do not make a consistent machine.
     #[error("topology under {root}: {source}")]
@@ -58,14 +60,50 @@ pub enum LinuxError {
     /// [`crate::untrusted::check_private_dir`]).
     #[error("{0}")]
     Dir(#[from] crate::untrusted::DirError),
-    /// A host fact (clock ticks per second, page size) could not be obtained.
-    #[error("host fact {name} unavailable: {why}")]
+    /// A host fact (clock ticks per second, page size) is not a positive number.
+    #[error("host fact {name} unavailable: not positive or unsupported")]
     HostFact {
         /// The `sysconf` name (`CLK_TCK`, `PAGE_SIZE`).
         name: &'static str,
-        /// Why it could not be read.
-        why: String,
     },
+    /// A host fact could not be read.
+    #[error("host fact {name} unavailable: {source}")]
+    HostFactRead {
+        /// The `sysconf` name (`CLK_TCK`, `PAGE_SIZE`).
+        name: &'static str,
+        /// Why.
+        #[source]
+        source: nix::errno::Errno,
+    },
+}
+
+/// What was wrong with a file's contents ([`LinuxError::Parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    /// A `/proc` or `/sys` text the parsers refused.
+    #[error(transparent)]
+    Parse(#[from] crate::parse::ParseError),
+    /// A value the model refused (a CPU list).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A journal without its first line.
+    #[error(transparent)]
+    Journal(#[from] crate::ledger::NotAJournal),
+    /// What the reader found wrong, in its words.
+    #[error("{0}")]
+    Said(String),
+}
+
+impl From<&str> for Malformed {
+    fn from(why: &str) -> Malformed {
+        Malformed::Said(why.to_owned())
+    }
+}
+
+impl From<String> for Malformed {
+    fn from(why: String) -> Malformed {
+        Malformed::Said(why)
+    }
 }
 
 impl LinuxError {
@@ -78,10 +116,10 @@ impl LinuxError {
     }
 
     /// A parse error on `path`.
-    pub(crate) fn parse(path: impl Into<PathBuf>, why: impl std::fmt::Display) -> LinuxError {
+    pub(crate) fn parse(path: impl Into<PathBuf>, why: impl Into<Malformed>) -> LinuxError {
         LinuxError::Parse {
             path: path.into(),
-            why: why.to_string(),
+            why: why.into(),
         }
     }
 }

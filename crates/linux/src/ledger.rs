@@ -257,6 +257,11 @@ pub struct Ledger {
     pub in_flight: Option<ThreadKey>,
 }
 
+/// A text that is not a journal: its first line is not the magic one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a journal (the first line is not {MAGIC:?})")]
+pub struct NotAJournal;
+
 impl Ledger {
     /// Folds one record in.
     pub fn apply(&mut self, r: &Record) {
@@ -323,10 +328,10 @@ impl Ledger {
 
     /// Reads a journal's text. Lines that are not records are skipped (a last line cut
     /// short by a crash among them); a text without the magic first line is refused.
-    pub fn parse(text: &str) -> Result<Ledger, String> {
+    pub fn parse(text: &str) -> Result<Ledger, NotAJournal> {
         let mut lines = text.split_inclusive('\n');
         if lines.next().map(str::trim_end) != Some(MAGIC) {
-            return Err(format!("not a journal (the first line is not {MAGIC:?})"));
+            return Err(NotAJournal);
         }
         let mut ledger = Ledger::default();
         for line in lines {

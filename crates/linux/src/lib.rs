@@ -61,7 +61,7 @@ pub mod untrusted;
 
 pub use actuate::{Actuator, affinity_of, set_affinity};
 pub use adapter::LinuxAdapter;
-pub use error::LinuxError;
+pub use error::{LinuxError, Malformed};
 pub use host::{LinuxHost, monotonic_now};
 pub use read::{
     Cpuset, HostFacts, Root, ThreadInfo, read_cpuset, read_numa_balancing, read_process_memory,

@@ -89,28 +89,62 @@ pub fn may_set(ours: &Creds, theirs: &Creds) -> bool {
     ours.cap_eff & (1 << CAP_SYS_NICE) != 0 || ours.euid == theirs.uid || ours.euid == theirs.euid
 }
 
+/// Why we may not change the affinity of a process's threads.
+#[derive(Debug, thiserror::Error)]
+pub enum AffinityRefused {
+    /// `/proc/self/status` could not be read or parsed.
+    #[error("cannot read our own credentials")]
+    OwnCredentials,
+    /// The process's `status` could not be read or parsed.
+    #[error("process {pid}: cannot read its credentials")]
+    Credentials {
+        /// The process.
+        pid: Pid,
+    },
+    /// Another user's process, and we lack `CAP_SYS_NICE`.
+    #[error("process {pid} belongs to uid {uid} and we are uid {euid} without CAP_SYS_NICE")]
+    NotOwner {
+        /// The process.
+        pid: Pid,
+        /// Its owner.
+        uid: u32,
+        /// Our effective uid.
+        euid: u32,
+    },
+    /// Its `environ` may not be opened by us (ptrace access mode).
+    #[error("process {pid} may not be inspected by us ({source})")]
+    NotInspectable {
+        /// The process.
+        pid: Pid,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Whether we may change the affinity of `pid`'s threads, found out without changing any:
 /// `Err` says why not.
-pub fn may_set_affinity(root: &Root, pid: Pid) -> Result<(), String> {
+pub fn may_set_affinity(root: &Root, pid: Pid) -> Result<(), AffinityRefused> {
     let read = |p: &std::path::Path| {
         std::fs::read_to_string(p)
             .ok()
             .and_then(|t| parse_creds(&t))
     };
     let self_status = root.join("proc/self/status");
-    let ours = read(&self_status).ok_or("cannot read our own credentials")?;
-    let theirs = read(&root.proc_dir(pid).join("status"))
-        .ok_or_else(|| format!("process {pid}: cannot read its credentials"))?;
+    let ours = read(&self_status).ok_or(AffinityRefused::OwnCredentials)?;
+    let theirs =
+        read(&root.proc_dir(pid).join("status")).ok_or(AffinityRefused::Credentials { pid })?;
     if !may_set(&ours, &theirs) {
-        return Err(format!(
-            "process {pid} belongs to uid {} and we are uid {} without CAP_SYS_NICE",
-            theirs.uid, ours.euid
-        ));
+        return Err(AffinityRefused::NotOwner {
+            pid,
+            uid: theirs.uid,
+            euid: ours.euid,
+        });
     }
     let environ = root.proc_dir(pid).join("environ");
     std::fs::File::open(&environ)
         .map(drop)
-        .map_err(|e| format!("process {pid} may not be inspected by us ({e})"))
+        .map_err(|source| AffinityRefused::NotInspectable { pid, source })
 }
 
 #[cfg(test)]

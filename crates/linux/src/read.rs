@@ -138,14 +138,8 @@ impl HostFacts {
         let get = |name: &'static str, var: SysconfVar| -> Result<u64, LinuxError> {
             match sysconf(var) {
                 Ok(Some(v)) if v > 0 => Ok(v as u64),
-                Ok(_) => Err(LinuxError::HostFact {
-                    name,
-                    why: "not positive or unsupported".into(),
-                }),
-                Err(e) => Err(LinuxError::HostFact {
-                    name,
-                    why: e.to_string(),
-                }),
+                Ok(_) => Err(LinuxError::HostFact { name }),
+                Err(source) => Err(LinuxError::HostFactRead { name, source }),
             }
         };
         Ok(HostFacts {

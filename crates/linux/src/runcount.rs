@@ -121,23 +121,35 @@ pub fn choose(host: &mut crate::LinuxHost) -> RunSource {
 /// Loads the fastest run-time source this build and machine allow, with no host yet to
 /// give it to, or says why there is none ([`choose`] gives it at once; `run` loads it
 /// before it starts its command, see [`Counters::Loaded`]).
-pub fn load() -> Result<Box<dyn RunCounters>, String> {
+pub fn load() -> Result<Box<dyn RunCounters>, NoCounters> {
     #[cfg(feature = "bpf")]
     {
         crate::schedbpf::SchedProbe::load()
             .map(|probe| Box::new(probe) as Box<dyn RunCounters>)
-            .map_err(|why| why.0)
+            .map_err(NoCounters::Refused)
     }
     #[cfg(not(feature = "bpf"))]
     {
-        Err("built without the bpf feature".into())
+        Err(NoCounters::NotBuilt)
     }
+}
+
+/// Why the faster run-time source is not used ([`load`]); said in [`RunSource::Proc`].
+#[derive(Debug, thiserror::Error)]
+pub enum NoCounters {
+    /// The BPF program could not be loaded or attached.
+    #[cfg(feature = "bpf")]
+    #[error(transparent)]
+    Refused(crate::bpf::ProbeUnavailable),
+    /// This build has no BPF programs.
+    #[error("built without the bpf feature")]
+    NotBuilt,
 }
 
 /// Gives `host`'s sampler the source [`load`] loaded, or leaves it on `/proc` with why.
 fn give_loaded(
     host: &mut crate::LinuxHost,
-    loaded: Result<Box<dyn RunCounters>, String>,
+    loaded: Result<Box<dyn RunCounters>, NoCounters>,
 ) -> RunSource {
     match loaded {
         Ok(counters) => {
@@ -145,7 +157,7 @@ fn give_loaded(
             host.sampler_mut().set_counters(counters);
             RunSource::Fast(name)
         }
-        Err(why) => RunSource::Proc(why),
+        Err(why) => RunSource::Proc(format!("{why}")),
     }
 }
 
@@ -163,7 +175,7 @@ pub enum Counters {
     /// was never seen (the command's threads are found by listing its task directory; the
     /// counters follow the ones born after that). Announced as [`Counters::Choose`] is,
     /// when given: a command that cannot be started gets its one line of error alone.
-    Loaded(Result<Box<dyn RunCounters>, String>),
+    Loaded(Result<Box<dyn RunCounters>, NoCounters>),
     /// This source (a handle on counters several hosts share: the daemon's, see
     /// [`crate::runshare`]), or `/proc` when `None`; nothing is loaded or said here, the
     /// owner of the shared counters says it once.

@@ -250,14 +250,24 @@ mod tests {
         }
     }
 
+    /// A process the fake host could not read.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Unreadable(Pid);
+
+    impl std::fmt::Display for Unreadable {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read {}", self.0)
+        }
+    }
+
     impl Host for Proc {
-        type Error = String;
+        type Error = Unreadable;
         fn now(&self) -> Nanos {
             Nanos(0)
         }
-        fn sample(&mut self, into: &mut Snapshot) -> Result<(), String> {
+        fn sample(&mut self, into: &mut Snapshot) -> Result<(), Unreadable> {
             if self.fail {
-                return Err(format!("cannot read {}", self.pid));
+                return Err(Unreadable(self.pid));
             }
             into.clear();
             into.at = Nanos(u64::from(self.pid.0 as u32));
@@ -378,7 +388,9 @@ mod tests {
         assert_eq!(snap.threads.len(), 2);
         let dropped = j.dropped();
         assert!(matches!(dropped[0], Dropped::Exited(Pid(1))));
-        assert!(matches!(&dropped[1], Dropped::Failed(Pid(2), e) if e == "cannot read 2"));
+        assert!(
+            matches!(&dropped[1], Dropped::Failed(Pid(2), e) if e.to_string() == "cannot read 2")
+        );
         // A move for a dropped member's thread is not carried out: it counts as vanished.
         let r = j.apply(&Plan {
             moves: vec![

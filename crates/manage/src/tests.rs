@@ -20,12 +20,22 @@ struct Fake {
     budgets: Vec<Option<f64>>,
 }
 
+/// A sample the fake host was told to fail, by its number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SampleFailed(u32);
+
+impl std::fmt::Display for SampleFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sample {} failed", self.0)
+    }
+}
+
 impl Host for Fake {
-    type Error = String;
+    type Error = SampleFailed;
     fn now(&self) -> Nanos {
         self.clock
     }
-    fn sample(&mut self, into: &mut Snapshot) -> Result<(), String> {
+    fn sample(&mut self, into: &mut Snapshot) -> Result<(), SampleFailed> {
         self.samples += 1;
         if let Some((n, gone)) = self.fail
             && n == self.samples
@@ -33,7 +43,7 @@ impl Host for Fake {
             if gone {
                 self.exit_at = Some(self.clock);
             }
-            return Err(format!("sample {n} failed"));
+            return Err(SampleFailed(n));
         }
         into.at = self.clock;
         into.threads.clear();
@@ -221,7 +231,7 @@ fn manage_host_error_while_the_target_runs_is_an_error_and_still_restores() {
         &mut |_, _| {},
     );
     match ended {
-        Err(LoopError::Host(e)) => assert_eq!(e, "sample 3 failed"),
+        Err(LoopError::Host(e)) => assert_eq!(e.to_string(), "sample 3 failed"),
         other => panic!("{other:?}"),
     }
     assert_eq!((p.decisions, restored), (2, 1));

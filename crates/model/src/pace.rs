@@ -78,15 +78,21 @@ pub fn steady_gap_within(tick: Nanos, budget: f64) -> Nanos {
 /// interval is worth.
 pub const MIN_CPU_BUDGET: f64 = 0.001;
 
+/// An operator's whole CPU budget (`--cpu-budget PCT`) outside 0.1–100 % of one core.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("CPU budget {pct} %: expected 0.1 to 100 (% of one core)")]
+pub struct BudgetError {
+    /// The budget given, % of one core.
+    pub pct: f64,
+}
+
 /// Checks an operator's whole budget, given in % of one core (`--cpu-budget PCT`), and
 /// returns it as a share of one core: 0.1–100 %.
-pub fn cpu_budget_from_pct(pct: f64) -> Result<f64, String> {
+pub fn cpu_budget_from_pct(pct: f64) -> Result<f64, BudgetError> {
     if pct.is_finite() && (MIN_CPU_BUDGET * 100.0..=100.0).contains(&pct) {
         Ok(pct / 100.0)
     } else {
-        Err(format!(
-            "CPU budget {pct} %: expected 0.1 to 100 (% of one core)"
-        ))
+        Err(BudgetError { pct })
     }
 }
 
@@ -187,7 +193,7 @@ mod tests {
         assert_eq!(cpu_budget_from_pct(100.0), Ok(1.0));
         for bad in [0.0, 0.05, 100.5, -1.0, f64::NAN, f64::INFINITY] {
             let e = cpu_budget_from_pct(bad).unwrap_err();
-            assert!(e.contains("expected 0.1 to 100"), "{e}");
+            assert!(e.to_string().contains("expected 0.1 to 100"), "{e}");
         }
     }
 

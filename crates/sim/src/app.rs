@@ -218,25 +218,22 @@ impl App {
     }
 
     /// Checks indices and sizes; called by every constructor.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         let threads = self
             .groups
             .iter()
             .try_fold(0usize, |n, g| n.checked_add(g.threads));
         if self.groups.is_empty() || threads == Some(0) {
-            return Err(format!("application {:?} has no thread", self.name));
+            return Err(Invalid::NoThread(self.name.clone()));
         }
         check_threads(threads.unwrap_or(usize::MAX))?;
         for g in &self.groups {
             if g.ops.is_empty() {
-                return Err(format!("group {:?} has no operation", g.name));
+                return Err(Invalid::NoOperation(g.name.clone()));
             }
             let reads = g.ops.iter().any(|o| matches!(o, Op::Get { .. }));
             if g.iterations.is_none() && !reads {
-                return Err(format!(
-                    "group {:?} has no iteration count and reads no queue: it would never end",
-                    g.name
-                ));
+                return Err(Invalid::NeverEnds(g.name.clone()));
             }
             for (i, op) in g.ops.iter().enumerate() {
                 match *op {
@@ -246,31 +243,24 @@ impl App {
                             .iter()
                             .any(|o| matches!(o, Op::Ticket { .. }));
                         if body == 0 || end > g.ops.len() || nested || items == 0 {
-                            return Err(format!(
-                                "group {:?}: a ticket op needs items ≥ 1 and a body of 1 or \
-                                 more following ops without another ticket op",
-                                g.name
-                            ));
+                            return Err(Invalid::Ticket(g.name.clone()));
                         }
                     }
                     Op::Put { queue } | Op::Get { queue }
                         if usize::from(queue) >= self.queues.len() =>
                     {
-                        return Err(format!(
-                            "group {:?} uses queue {queue}, not declared",
-                            g.name
-                        ));
+                        return Err(Invalid::Queue {
+                            group: g.name.clone(),
+                            queue,
+                        });
                     }
                     Op::Compute { spread, mem, .. }
                         if !(0.0..=1.0).contains(&spread) || !(0.0..=1.0).contains(&mem) =>
                     {
-                        return Err(format!(
-                            "group {:?}: spread and mem must be within 0..1",
-                            g.name
-                        ));
+                        return Err(Invalid::SpreadMem(g.name.clone()));
                     }
                     Op::Sleep { spread, .. } if !(0.0..=1.0).contains(&spread) => {
-                        return Err(format!("group {:?}: spread must be within 0..1", g.name));
+                        return Err(Invalid::Spread(g.name.clone()));
                     }
                     _ => {}
                 }
@@ -283,18 +273,11 @@ impl App {
                 .iter()
                 .any(|o| !matches!(o, Op::Compute { .. } | Op::Sleep { .. }));
             if main.threads != 1 || main.iterations.is_none() || sync {
-                return Err(format!(
-                    "application {:?}: the main thread's group must have one thread, an \
-                     iteration count and only compute and sleep operations",
-                    self.name
-                ));
+                return Err(Invalid::MainThread(self.name.clone()));
             }
         }
         if self.queues.iter().any(|q| q.capacity == 0) {
-            return Err(format!(
-                "application {:?} has a queue of capacity 0",
-                self.name
-            ));
+            return Err(Invalid::EmptyQueue(self.name.clone()));
         }
         Ok(())
     }
@@ -313,12 +296,55 @@ impl App {
 pub const MAX_THREADS: usize = 65_536;
 
 /// `Err` naming `threads` when it is above [`MAX_THREADS`].
-pub fn check_threads(threads: usize) -> Result<(), String> {
+pub fn check_threads(threads: usize) -> Result<(), Invalid> {
     if threads > MAX_THREADS {
-        return Err(format!(
-            "{threads} threads: the simulator holds at most {MAX_THREADS} (all applications \
-             together)"
-        ));
+        return Err(Invalid::TooManyThreads(threads));
     }
     Ok(())
+}
+
+/// What is wrong with an application as given (a built-in's parameters, a scenario).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    /// An application without a thread.
+    #[error("application {0:?} has no thread")]
+    NoThread(String),
+    /// More threads than the simulator holds ([`MAX_THREADS`]).
+    #[error("{0} threads: the simulator holds at most {MAX_THREADS} (all applications together)")]
+    TooManyThreads(usize),
+    /// A group without an operation.
+    #[error("group {0:?} has no operation")]
+    NoOperation(String),
+    /// A group that would loop forever.
+    #[error("group {0:?} has no iteration count and reads no queue: it would never end")]
+    NeverEnds(String),
+    /// A ticket op without items or a body.
+    #[error(
+        "group {0:?}: a ticket op needs items ≥ 1 and a body of 1 or more following ops \
+         without another ticket op"
+    )]
+    Ticket(String),
+    /// A queue used and not declared.
+    #[error("group {group:?} uses queue {queue}, not declared")]
+    Queue {
+        /// The group.
+        group: String,
+        /// The queue's index.
+        queue: u16,
+    },
+    /// A compute op's spread or memory share out of 0..1.
+    #[error("group {0:?}: spread and mem must be within 0..1")]
+    SpreadMem(String),
+    /// A sleep op's spread out of 0..1.
+    #[error("group {0:?}: spread must be within 0..1")]
+    Spread(String),
+    /// A main thread's group that is not one thread computing and sleeping.
+    #[error(
+        "application {0:?}: the main thread's group must have one thread, an iteration \
+         count and only compute and sleep operations"
+    )]
+    MainThread(String),
+    /// A queue that holds nothing.
+    #[error("application {0:?} has a queue of capacity 0")]
+    EmptyQueue(String),
 }

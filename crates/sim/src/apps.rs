@@ -104,11 +104,12 @@ pub fn run_per_app(
     let topo = machine.topo.clone();
     let mut instances = Vec::new();
     for app in &sim.user.apps {
-        let built =
-            threadbalance_policy::build(policy, settings, &topo).map_err(|e| SimError::Policy {
+        let built = threadbalance_policy::build(policy, settings, &topo).map_err(|e| {
+            SimError::PolicyBuild {
                 name: policy.to_string(),
-                why: e.to_string(),
-            })?;
+                source: e,
+            }
+        })?;
         instances.push(Instance {
             pid: sim.world.th[app.first].key.pid,
             policy: built,

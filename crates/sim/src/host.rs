@@ -194,9 +194,9 @@ pub fn run_policy(
     opts: &RunOptions,
 ) -> Result<RunResult, SimError> {
     let mut p = threadbalance_policy::build(policy, settings, &machine.topo).map_err(|e| {
-        SimError::Policy {
+        SimError::PolicyBuild {
             name: policy.to_string(),
-            why: e.to_string(),
+            source: e,
         }
     })?;
     let mut sim = Sim::new(machine, workload, opts);
@@ -415,7 +415,7 @@ mod tests {
         );
         for bad in ["", "x", "-1", "1,2,3,4", "1,2,-3", "nan", "1e9"] {
             let e = bad.parse::<crate::TickCost>().unwrap_err();
-            assert!(e.contains("FIXED_US"), "{bad:?}: {e}");
+            assert!(e.to_string().contains("FIXED_US"), "{bad:?}: {e}");
         }
     }
 

@@ -63,7 +63,7 @@ pub mod suite;
 pub mod verdict;
 pub mod workload;
 
-pub use error::SimError;
+pub use error::{SimError, Violation};
 pub use host::{SimHost, run_policy};
 pub use machine::{Costs, MACHINES, Machine, machine};
 pub use report::{Comparison, RunResult};
@@ -98,9 +98,9 @@ pub fn workload(
             .iter()
             .try_fold(0usize, |n, a| n.checked_add(a.threads()))
             .unwrap_or(usize::MAX);
-        workload::check_threads(threads).map_err(|why| SimError::Workload {
+        workload::check_threads(threads).map_err(|source| SimError::WorkloadInvalid {
             name: name.to_string(),
-            why,
+            source,
         })?;
         return Ok(Workload {
             name: name.to_string(),
@@ -159,9 +159,11 @@ pub fn compare_with(
     }
     // Build every policy first so a bad name fails before any simulation.
     for p in policies {
-        threadbalance_policy::build(p, settings, &machine.topo).map_err(|e| SimError::Policy {
-            name: p.clone(),
-            why: e.to_string(),
+        threadbalance_policy::build(p, settings, &machine.topo).map_err(|e| {
+            SimError::PolicyBuild {
+                name: p.clone(),
+                source: e,
+            }
         })?;
     }
     let mut results = Vec::new();

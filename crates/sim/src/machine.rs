@@ -201,9 +201,9 @@ fn paper_machine(name: &str) -> Option<(&'static str, Costs)> {
 /// A machine by name, `local` (which needs the caller's topology) or an hwloc-style spec.
 pub fn machine(name_or_spec: &str, local: Option<Topology>) -> Result<Machine, SimError> {
     let synth = |spec: &str| {
-        Topology::synthetic(spec).map_err(|e| SimError::Machine {
+        Topology::synthetic(spec).map_err(|source| SimError::MachineSpec {
             name: name_or_spec.to_string(),
-            why: e.to_string(),
+            source,
         })
     };
     if let Some((spec, costs)) = paper_machine(name_or_spec) {

@@ -85,10 +85,15 @@ fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
-type DrawResult<T> = Result<T, String>;
+/// Why plotters could not draw, as its backend describes it (`Debug`: the backend's
+/// error type is generic here); the SVG says it in the plot's place.
+#[derive(Debug)]
+struct DrawError(String);
 
-fn err<E: std::fmt::Debug>(e: E) -> String {
-    format!("{e:?}")
+type DrawResult<T> = Result<T, DrawError>;
+
+fn err<E: std::fmt::Debug>(e: E) -> DrawError {
+    DrawError(format!("{e:?}"))
 }
 
 /// Panels over one time axis `0..x_end` seconds, under `title`.
@@ -106,7 +111,7 @@ pub fn timeline_marked_svg(title: &str, x_end: f64, panels: &[Panel], marks: &[M
     };
     match drawn {
         Ok(()) => out,
-        Err(e) => failed_svg(title, &e),
+        Err(DrawError(e)) => failed_svg(title, &e),
     }
 }
 
@@ -345,7 +350,7 @@ pub fn effects_svg(title: &str, points: &[EffectPoint], key: &[String]) -> Strin
     };
     match drawn {
         Ok(()) => out,
-        Err(e) => failed_svg(title, &e),
+        Err(DrawError(e)) => failed_svg(title, &e),
     }
 }
 

@@ -203,79 +203,32 @@ fn one() -> u16 {
     1
 }
 
-fn duration(ns: Option<f64>, us: Option<f64>, ms: Option<f64>) -> Result<u64, String> {
+/// An operation's duration given wrong.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum BadDuration {
+    /// None, or more than one, of `ns`, `us` and `ms`.
+    #[error("give exactly one of ns, us, ms")]
+    Units,
+    /// Negative, or not a number.
+    #[error("duration {0} ns is not a non-negative number")]
+    Value(f64),
+}
+
+fn duration(ns: Option<f64>, us: Option<f64>, ms: Option<f64>) -> Result<u64, BadDuration> {
     let v = match (ns, us, ms) {
         (Some(x), None, None) => x,
         (None, Some(x), None) => x * 1e3,
         (None, None, Some(x)) => x * 1e6,
-        _ => return Err("give exactly one of ns, us, ms".into()),
+        _ => return Err(BadDuration::Units),
     };
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("duration {v} ns is not a non-negative number"));
+        return Err(BadDuration::Value(v));
     }
     Ok(v.round() as u64)
 }
 
-/// Parses a scenario from TOML text; `origin` names it in errors.
-pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
-    let bad = |why: String| SimError::Scenario {
-        path: origin.to_path_buf(),
-        why,
-    };
-    let raw: RawScenario = toml::from_str(text).map_err(|e| bad(one_line(text, &e)))?;
-    let mut apps = Vec::new();
-    for a in raw.app {
-        let mut groups = Vec::new();
-        for g in a.group {
-            let mut ops = Vec::new();
-            for op in g.ops {
-                ops.push(op_of(op).map_err(|w| bad(format!("group {}: {w}", g.name)))?);
-            }
-            groups.push(Group {
-                name: g.name,
-                threads: g.threads,
-                ops,
-                iterations: g.iterations,
-            });
-        }
-        let app = App {
-            name: a.name,
-            groups,
-            queues: a
-                .queue
-                .into_iter()
-                .map(|q| QueueSpec {
-                    capacity: q.capacity,
-                    lines: q.lines,
-                })
-                .collect(),
-            footprint_kb: a.footprint_kb.unwrap_or(256),
-            spin_ns: a.spin_us.map_or(10_000, |u| (u.max(0.0) * 1e3) as u64),
-            shared_data: a.shared_data,
-            memory_kb: 0,
-            start_ns: 0,
-            main_thread: false,
-        };
-        app.validate().map_err(bad)?;
-        apps.push(app);
-    }
-    if apps.is_empty() {
-        return Err(bad("no [[app]]".into()));
-    }
-    let name = raw.name.unwrap_or_else(|| {
-        origin
-            .file_stem()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-    });
-    Ok(Workload {
-        name,
-        description: raw.description,
-        apps,
-    })
-}
-
-/// A scenario's op as the simulator runs it; `Err`: its duration is not one.
-fn op_of(op: RawOp) -> Result<Op, String> {
+/// One operation of a scenario, its duration in nanoseconds.
+fn op(op: RawOp) -> Result<Op, BadDuration> {
     Ok(match op {
         RawOp::Compute {
             ns,
@@ -321,6 +274,73 @@ fn op_of(op: RawOp) -> Result<Op, String> {
             ns: duration(ns, us, ms)?,
             spread,
         },
+    })
+}
+
+/// Parses a scenario from TOML text; `origin` names it in errors.
+pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
+    let bad = |why: String| SimError::Scenario {
+        path: origin.to_path_buf(),
+        why,
+    };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| bad(one_line(text, &e)))?;
+    let mut apps = Vec::new();
+    for a in raw.app {
+        let mut groups = Vec::new();
+        for g in a.group {
+            let ops = g
+                .ops
+                .into_iter()
+                .map(op)
+                .collect::<Result<Vec<Op>, BadDuration>>()
+                .map_err(|source| SimError::ScenarioDuration {
+                    path: origin.to_path_buf(),
+                    group: g.name.clone(),
+                    source,
+                })?;
+            groups.push(Group {
+                name: g.name,
+                threads: g.threads,
+                ops,
+                iterations: g.iterations,
+            });
+        }
+        let app = App {
+            name: a.name,
+            groups,
+            queues: a
+                .queue
+                .into_iter()
+                .map(|q| QueueSpec {
+                    capacity: q.capacity,
+                    lines: q.lines,
+                })
+                .collect(),
+            footprint_kb: a.footprint_kb.unwrap_or(256),
+            spin_ns: a.spin_us.map_or(10_000, |u| (u.max(0.0) * 1e3) as u64),
+            shared_data: a.shared_data,
+            memory_kb: 0,
+            start_ns: 0,
+            main_thread: false,
+        };
+        app.validate().map_err(|source| SimError::ScenarioInvalid {
+            path: origin.to_path_buf(),
+            source,
+        })?;
+        apps.push(app);
+    }
+    if apps.is_empty() {
+        return Err(bad("no [[app]]".into()));
+    }
+    let name = raw.name.unwrap_or_else(|| {
+        origin
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+    });
+    Ok(Workload {
+        name,
+        description: raw.description,
+        apps,
     })
 }
 
@@ -381,11 +401,16 @@ pub fn read_scenario(name: &str, dir: &Path) -> Result<Option<Workload>, SimErro
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(refuse("no such file".into()));
         }
-        Err(e) => return Err(refuse(e.to_string())),
+        Err(e) => {
+            return Err(SimError::ScenarioRead {
+                path,
+                source: e.into(),
+            });
+        }
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| SimError::Scenario {
+    let text = std::fs::read_to_string(&path).map_err(|e| SimError::ScenarioRead {
         path: path.clone(),
-        why: e.to_string(),
+        source: e.into(),
     })?;
     parse_scenario(&text, &path).map(Some)
 }

@@ -19,7 +19,9 @@
 //! (`ferret-pipeline+streamcluster`).
 
 use crate::SimError;
-pub use crate::app::{App, FirstTouch, Group, MAX_THREADS, Op, QueueSpec, Wait, check_threads};
+pub use crate::app::{
+    App, FirstTouch, Group, Invalid, MAX_THREADS, Op, QueueSpec, Wait, check_threads,
+};
 pub(crate) use crate::params::{MS, Params, US, ns};
 use serde::Serialize;
 
@@ -142,9 +144,9 @@ pub fn builtin(spec: &str, threads: Option<usize>) -> Result<Option<Workload>, S
         _ => return Ok(None),
     };
     p.finish()?;
-    app.validate().map_err(|why| SimError::Workload {
+    app.validate().map_err(|source| SimError::WorkloadInvalid {
         name: spec.to_string(),
-        why,
+        source,
     })?;
     let description = BUILTINS
         .iter()
@@ -189,9 +191,9 @@ fn parsec_mix_builtin(
         a.start_ns = 0;
     }
     for a in &apps {
-        a.validate().map_err(|why| SimError::Workload {
+        a.validate().map_err(|source| SimError::WorkloadInvalid {
             name: spec.to_string(),
-            why,
+            source,
         })?;
     }
     let description = BUILTINS

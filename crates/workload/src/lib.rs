@@ -39,7 +39,7 @@ mod uneven;
 
 pub use barrier::{BarrierKind, PhaseBarrier};
 pub use locks::{LocksOpts, MutexKind};
-pub use pipeline::{PipelineOpts, StageSpec};
+pub use pipeline::{BadStage, PipelineOpts, StageSpec};
 pub use spmd::SpmdOpts;
 pub use uneven::UnevenOpts;
 

@@ -27,23 +27,36 @@ pub struct StageSpec {
     pub cost_us: f64,
 }
 
+/// A `--stage` that is not `name:threads:cost_us`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadStage {
+    /// Not three fields.
+    #[error("{0:?} is not name:threads:cost_us")]
+    Shape(String),
+    /// The thread count is not a number.
+    #[error("{0:?} is not a thread count")]
+    Threads(String),
+    /// The cost is not a number.
+    #[error("{0:?} is not a cost in µs")]
+    Cost(String),
+    /// No thread, or a negative cost.
+    #[error("{0:?}: threads must be ≥ 1 and cost ≥ 0")]
+    Range(String),
+}
+
 impl FromStr for StageSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<StageSpec, String> {
+    type Err = BadStage;
+    fn from_str(s: &str) -> Result<StageSpec, BadStage> {
         let mut parts = s.split(':');
         let (Some(name), Some(t), Some(c), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err(format!("{s:?} is not name:threads:cost_us"));
+            return Err(BadStage::Shape(s.into()));
         };
-        let threads: u32 = t
-            .parse()
-            .map_err(|_| format!("{t:?} is not a thread count"))?;
-        let cost_us: f64 = c
-            .parse()
-            .map_err(|_| format!("{c:?} is not a cost in µs"))?;
+        let threads: u32 = t.parse().map_err(|_| BadStage::Threads(t.into()))?;
+        let cost_us: f64 = c.parse().map_err(|_| BadStage::Cost(c.into()))?;
         if threads == 0 || cost_us.is_nan() || cost_us < 0.0 {
-            return Err(format!("{s:?}: threads must be ≥ 1 and cost ≥ 0"));
+            return Err(BadStage::Range(s.into()));
         }
         Ok(StageSpec {
             name: name.to_string(),

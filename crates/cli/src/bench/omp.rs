@@ -78,31 +78,57 @@ pub struct Stencil {
     exe: PathBuf,
 }
 
+/// Why the OpenMP program could not be built (the benchmark then leaves it out).
+#[derive(Debug, thiserror::Error)]
+pub enum StencilError {
+    /// No private temporary directory.
+    #[error("creating a temporary directory: {0}")]
+    TempDir(#[source] std::io::Error),
+    /// The source could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The source file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `cc` could not be run.
+    #[error("no C compiler (cc): {0}")]
+    NoCompiler(#[source] std::io::Error),
+    /// `cc -fopenmp` failed: its first line on stderr.
+    #[error("cc -fopenmp failed: {0}")]
+    Compile(String),
+}
+
 impl Stencil {
     /// Writes the source to a fresh temporary directory and compiles it with
     /// `cc -O2 -fopenmp`; `Err` says why it could not (no compiler, no OpenMP).
-    pub fn build() -> Result<Stencil, String> {
+    pub fn build() -> Result<Stencil, StencilError> {
         let dir = tempfile::Builder::new()
             .prefix("threadbalance-bench-")
             .tempdir()
-            .map_err(|e| format!("creating a temporary directory: {e}"))?;
+            .map_err(StencilError::TempDir)?;
         let stencil = Stencil {
             exe: dir.path().join("omp_stencil"),
             dir,
         };
         let src = stencil.dir.path().join("omp_stencil.c");
-        std::fs::write(&src, SOURCE).map_err(|e| format!("writing {}: {e}", src.display()))?;
+        std::fs::write(&src, SOURCE).map_err(|source| StencilError::Write {
+            path: src.clone(),
+            source,
+        })?;
         let out = Command::new("cc")
             .args(["-O2", "-fopenmp"])
             .arg(&src)
             .arg("-o")
             .arg(&stencil.exe)
             .output()
-            .map_err(|e| format!("no C compiler (cc): {e}"))?;
+            .map_err(StencilError::NoCompiler)?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let last = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-            return Err(format!("cc -fopenmp failed: {last}"));
+            return Err(StencilError::Compile(last.to_string()));
         }
         Ok(stencil)
     }

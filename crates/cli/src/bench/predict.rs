@@ -165,10 +165,8 @@ impl Simulator<'_> {
             .restricted_to(cpus)
             .with_context(|| format!("cutting the topology to CPUs {cpus}"))?;
         let k = topo.cpus().len().max(1);
-        let machine =
-            threadbalance_sim::machine("local", Some(topo)).map_err(|e| anyhow!("{e}"))?;
-        let workload = threadbalance_sim::workload::builtin(&spec, Some(cell.threads))
-            .map_err(|e| anyhow!("{e}"))?
+        let machine = threadbalance_sim::machine("local", Some(topo))?;
+        let workload = threadbalance_sim::workload::builtin(&spec, Some(cell.threads))?
             .ok_or_else(|| anyhow!("{spec}: not a workload of the simulator"))?;
         let settings = self.settings.settings();
         let fair_s = work_s * cell.threads.max(k) as f64 / k as f64;
@@ -202,7 +200,7 @@ impl Simulator<'_> {
                 });
                 let run =
                     threadbalance_sim::run_policy(&machine, &workload, &r.policy, &settings, &opts)
-                        .map_err(|e| anyhow!("simulating {} on {spec}: {e}", r.policy))?;
+                        .with_context(|| format!("simulating {} on {spec}", r.policy))?;
                 if run.runtime_s > 0.0 {
                     pcts.push(100.0 * fair_s / run.runtime_s);
                 }

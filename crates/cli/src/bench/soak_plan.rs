@@ -116,10 +116,15 @@ pub struct ProgramSpec {
     pub tag: String,
 }
 
+/// A `--soak-program` not of the form `THREADS:LIFE_MS:FORK_MS:TAG`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--soak-program {0:?}: expected THREADS:LIFE_MS:FORK_MS:TAG")]
+pub struct BadProgramSpec(pub String);
+
 impl ProgramSpec {
     /// `THREADS:LIFE_MS:FORK_MS:TAG`.
-    pub fn parse(text: &str) -> Result<ProgramSpec, String> {
-        let bad = || format!("--soak-program {text:?}: expected THREADS:LIFE_MS:FORK_MS:TAG");
+    pub fn parse(text: &str) -> Result<ProgramSpec, BadProgramSpec> {
+        let bad = || BadProgramSpec(text.to_string());
         let mut it = text.splitn(4, ':');
         let mut num = || {
             it.next()

@@ -11,6 +11,7 @@
 //! input (exit 2) and nothing runs; `-` means stdout, and at most one output may take it.
 
 use super::report::Report;
+use crate::error::refused;
 use crate::input_error;
 use anyhow::{Context, Result};
 use std::fs::File;
@@ -33,7 +34,7 @@ impl Target {
             return Ok(Target::Stdout);
         }
         let file = File::create(path)
-            .map_err(|e| input_error(format!("{flag} {}: cannot write it: {e}", path.display())))?;
+            .map_err(|e| refused(format!("{flag} {}: cannot write it", path.display()), e))?;
         Ok(Target::File(path.to_path_buf(), file))
     }
 

@@ -2,6 +2,7 @@
 //! exports and progress. `bench` and `demo` fill them with [`CompareOptions::default`] and
 //! change what they need.
 
+use crate::error::ValueError;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -65,22 +66,23 @@ pub struct CompareOptions {
 pub const MAX_RUNS: usize = 10_000;
 
 /// A count of runs from 0 to [`MAX_RUNS`].
-fn runs(s: &str, least: usize) -> Result<usize, String> {
+fn runs(s: &str, least: usize) -> Result<usize, ValueError> {
     match s.trim().parse::<usize>() {
         Ok(n) if (least..=MAX_RUNS).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "{s:?}: expected a whole number from {least} to {MAX_RUNS}"
-        )),
+        _ => Err(ValueError::NotA {
+            given: s.into(),
+            expected: format!("a whole number from {least} to {MAX_RUNS}"),
+        }),
     }
 }
 
 /// `--warmup N`: 0 to [`MAX_RUNS`].
-pub fn warmup_runs(s: &str) -> Result<usize, String> {
+pub fn warmup_runs(s: &str) -> Result<usize, ValueError> {
     runs(s, 0)
 }
 
 /// `--repeat N`: 1 to [`MAX_RUNS`].
-pub fn repeat_runs(s: &str) -> Result<usize, String> {
+pub fn repeat_runs(s: &str) -> Result<usize, ValueError> {
     runs(s, 1)
 }
 

@@ -191,7 +191,7 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
     match looped {
         Ok(_) => Ok(0),
         Err(LoopError::Host(e)) => Err(e.into()),
-        Err(e @ LoopError::Panic(_)) => Err(anyhow::anyhow!("{e}")),
+        Err(e @ LoopError::Panic(_)) => Err(e.into()),
     }
 }
 

@@ -40,12 +40,15 @@ pub use sysfs::{parse_cpumask, parse_distance_row, parse_sysfs_int, sysfs_value}
 /// Why a `/proc` text could not be parsed. The reader that knows the path turns it into
 /// [`crate::LinuxError::Parse`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: {why}")]
+#[error("{file}: {why}{}", refused.as_ref().map_or(String::new(), |e| format!(": {e}")))]
 pub struct ParseError {
     /// Which kind of file was being parsed (`stat`, `schedstat`, `status`, `numa_maps`).
     pub file: &'static str,
     /// What was wrong.
     pub why: String,
+    /// The model's refusal of a value in it (a CPU list), when that was what was wrong:
+    /// said after `why`.
+    pub refused: Option<threadbalance_model::ModelError>,
 }
 
 impl ParseError {
@@ -53,6 +56,7 @@ impl ParseError {
         ParseError {
             file,
             why: why.into(),
+            refused: None,
         }
     }
 }

@@ -79,7 +79,10 @@ pub fn parse_status(text: &str) -> Result<TaskStatus, ParseError> {
             b"Cpus_allowed_list" => {
                 let list = std::str::from_utf8(value)
                     .map_err(|_| err("Cpus_allowed_list is not text".into()))?;
-                let set = CpuSet::parse_list(list).map_err(|e| err(e.to_string()))?;
+                let set = CpuSet::parse_list(list).map_err(|e| ParseError {
+                    refused: Some(e),
+                    ..err("Cpus_allowed_list is not a CPU list".into())
+                })?;
                 out.cpus_allowed = Some(set);
             }
             _ => {}

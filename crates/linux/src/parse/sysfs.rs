@@ -49,7 +49,8 @@ pub fn parse_cpumask(text: &str) -> Result<CpuSet, ParseError> {
                 "{group:?} is not a group of 1 to 8 hex digits"
             )));
         }
-        let bits = u32::from_str_radix(group, 16).map_err(|e| bad(e.to_string()))?;
+        let bits = u32::from_str_radix(group, 16)
+            .map_err(|_| bad(format!("{group:?} is not a group of 1 to 8 hex digits")))?;
         for bit in 0..32u32 {
             if bits & (1 << bit) == 0 {
                 continue;

@@ -157,17 +157,13 @@ impl TickCost {
 }
 
 impl std::str::FromStr for TickCost {
-    type Err = String;
+    type Err = crate::SimError;
     /// `FIXED_US[,PER_THREAD_US[,PER_MOVE_US]]`, in µs: `"20"`, `"20,0.07"` or
     /// `"20,0.07,46"`.
-    fn from_str(s: &str) -> Result<TickCost, String> {
-        let bad = || {
-            format!(
-                "tick cost {s:?}: expected FIXED_US[,PER_THREAD_US[,PER_MOVE_US]], e.g. 20,0.07"
-            )
-        };
+    fn from_str(s: &str) -> Result<TickCost, crate::SimError> {
+        let bad = || crate::SimError::TickCost { given: s.into() };
         let mut parts = s.split(',');
-        let us = |x: Option<&str>| -> Result<f64, String> {
+        let us = |x: Option<&str>| -> Result<f64, crate::SimError> {
             let v: f64 = x.unwrap_or("0").trim().parse().map_err(|_| bad())?;
             if v.is_finite() && (0.0..1e6).contains(&v) {
                 Ok(v)
@@ -436,19 +432,22 @@ impl Sim {
     ///   thread on exactly one run queue of an allowed CPU;
     /// * a lock has at most one holder, and that holder is inside its critical section;
     /// * CPU time is conserved: the time threads ran equals the time CPUs were busy.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub fn check_invariants(&self) -> Result<(), crate::Violation> {
         let mut seen = vec![0u32; self.world.th.len()];
         self.kernel.count_queued(&self.world, &mut seen)?;
         for (t, th) in self.world.th.iter().enumerate() {
             let expect = u32::from(matches!(th.st, St::Running | St::Runnable));
             if seen[t] != expect {
-                return Err(format!("thread {t} ({:?}) is on {} CPUs", th.st, seen[t]));
+                return Err(crate::Violation(format!(
+                    "thread {t} ({:?}) is on {} CPUs",
+                    th.st, seen[t]
+                )));
             }
             if expect == 1 && !th.allowed.contains(self.world.hw.cpu_id[th.cpu]) {
-                return Err(format!(
+                return Err(crate::Violation(format!(
                     "thread {t} is on CPU {} outside its affinity",
                     th.cpu
-                ));
+                )));
             }
         }
         for (l, lock) in self.user.locks.iter().enumerate() {
@@ -457,9 +456,9 @@ impl Sim {
                 let inside =
                     matches!(self.world.th[h].act, Act::Work { lock: Some(x), .. } if x == l);
                 if !inside {
-                    return Err(format!(
+                    return Err(crate::Violation(format!(
                         "lock {l} held by thread {h} outside its critical section"
-                    ));
+                    )));
                 }
             }
             let holders = self
@@ -469,16 +468,18 @@ impl Sim {
                 .filter(|th| matches!(th.act, Act::Work { lock: Some(x), .. } if x == l))
                 .count();
             if holders > 1 {
-                return Err(format!("lock {l} has {holders} threads inside"));
+                return Err(crate::Violation(format!(
+                    "lock {l} has {holders} threads inside"
+                )));
             }
         }
         let ran: Nanos = self.world.th.iter().map(|t| t.run).sum();
         let busy: Nanos = self.user.cpus.iter().map(|c| c.busy_ns).sum();
         if ran != busy {
-            return Err(format!(
+            return Err(crate::Violation(format!(
                 "threads ran {} ns but CPUs were busy {} ns",
                 ran.0, busy.0
-            ));
+            )));
         }
         Ok(())
     }

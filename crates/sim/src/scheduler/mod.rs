@@ -348,30 +348,34 @@ impl Kernel {
     /// Counts, per thread, the run queues it is on (running or queued) into `seen`; the
     /// first running thread that is not `Running` there, or queued thread that is not
     /// `Runnable` there (the run-queue half of `Sim::check_invariants`).
-    pub(crate) fn count_queued(&self, world: &World, seen: &mut [u32]) -> Result<(), String> {
+    pub(crate) fn count_queued(
+        &self,
+        world: &World,
+        seen: &mut [u32],
+    ) -> Result<(), crate::Violation> {
         for (c, cpu) in self.cpus.iter().enumerate() {
             let c = CpuIdx::from(c);
             if let Some(t) = cpu.cur {
                 seen[t.ix()] += 1;
                 if world.th[t].st != St::Running || world.th[t].cpu != c {
-                    return Err(format!(
+                    return Err(crate::Violation(format!(
                         "CPU {c} runs thread {t} which is not running there"
-                    ));
+                    )));
                 }
             }
             for &t in &cpu.rq {
                 seen[t.ix()] += 1;
                 if world.th[t].st != St::Runnable || world.th[t].cpu != c {
-                    return Err(format!(
+                    return Err(crate::Violation(format!(
                         "thread {t} queued on CPU {c} but not runnable there"
-                    ));
+                    )));
                 }
             }
             for &t in &cpu.delayed {
                 if world.th[t].st != St::Blocked || world.th[t].cpu != c || cpu.cur.is_none() {
-                    return Err(format!(
+                    return Err(crate::Violation(format!(
                         "thread {t} delayed on CPU {c} but not asleep there, or the CPU idles"
-                    ));
+                    )));
                 }
             }
         }

@@ -45,16 +45,13 @@ impl fmt::Display for Baseline {
 }
 
 impl FromStr for Baseline {
-    type Err = String;
+    type Err = crate::SimError;
 
-    fn from_str(s: &str) -> Result<Baseline, String> {
+    fn from_str(s: &str) -> Result<Baseline, crate::SimError> {
         match s {
             "linux" => Ok(Baseline::Linux),
             "solaris" => Ok(Baseline::Solaris),
-            other => Err(format!(
-                "unknown baseline {other:?} (known: {})",
-                Baseline::NAMES.join(", ")
-            )),
+            other => Err(crate::SimError::Baseline { name: other.into() }),
         }
     }
 }
@@ -71,6 +68,6 @@ mod tests {
         }
         assert_eq!(Baseline::default(), Baseline::Linux);
         let err = "freebsd".parse::<Baseline>().unwrap_err();
-        assert!(err.contains("linux, solaris"), "{err}");
+        assert!(err.to_string().contains("linux, solaris"), "{err}");
     }
 }
