@@ -377,6 +377,7 @@ mod peers;
 mod signals;
 mod sparse;
 mod track;
+pub mod tuned;
 
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
@@ -384,6 +385,7 @@ use signals::follow;
 use threadbalance_model::{
     Level, Nanos, NodeId, Plan, PolicySummary, SpeedSummary, Target, ThreadKey, Topology, Window,
 };
+use tuned::*;
 
 /// Settings of the `speed` policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -421,95 +423,6 @@ impl Default for SpeedSettings {
         }
     }
 }
-
-/// The time slice of a thread the rotation moves (see "Short slices" in the module docs):
-/// half a millisecond, so that at HZ 1000 two threads on a core take turns at every tick.
-const SHORT_SLICE: Nanos = Nanos::from_micros(500);
-/// Short slices only while the rounds come at least this often (smoothed gap): shorter
-/// than the kernel's own slice (about 3 ms from 8 CPUs), a round may end before a thread moved
-/// to a shared core has had its turn there; with longer rounds the kernel's slices share
-/// the core within the round already (see "Short slices" in the module docs).
-const SHORT_SLICES_GAPS: (Nanos, Nanos) = (Nanos::from_micros(1_500), Nanos::from_micros(3_500));
-/// Once on, short slices stay while the smoothed gap stays within this wider band.
-const SHORT_SLICES_KEEP: (Nanos, Nanos) = (Nanos::from_micros(1_200), Nanos::from_micros(4_500));
-/// Below this fraction of a span running or runnable, a thread counts as idle.
-const IDLE: f64 = 0.05;
-/// Threads that sleep this fraction of their time or more block, whatever their switches
-/// say (see `speed/signals.rs`): with phases of 100 ms and more a thread blocks a few times
-/// a second and is preempted hundreds of times on a shared core.
-const SLEEPING: f64 = 0.05;
-/// Involuntary switches per thread-second above which threads are taken to be yielding at
-/// synchronization points (preemption alone gives a few hundred per second).
-const YIELD_RATE: f64 = 2000.0;
-/// The interval is this fraction of the estimated phase (see the module docs).
-const PHASE_FRACTION: f64 = 0.0625;
-/// Time constant of the smoothing of the synchronization signals, in seconds.
-const SIGNAL_TAU_S: f64 = 0.2;
-/// How stale the switch counts may be: a quarter of `SIGNAL_TAU_S`. The smoothing is
-/// linear in the counts (a window's weight is its length over τ, its rate its count over
-/// its length), so counts that arrive every 50 ms instead of every 1–2 ms tick average to
-/// the same rates, a little later. `status`, which a live host reads for them, costs
-/// about 17 µs a thread here (2-core VM): read every 10 ms, it took a tick with three
-/// threads from 15 to 25 µs, and the budget-paced rounds from 800 to 500 in a run.
-const SWITCHES_MAX_AGE: Nanos = Nanos::from_millis(50);
-/// Time constant of the decay of the credits, in seconds: a few phases of a fine-grained
-/// program, so a lead earned asleep at a barrier does not follow a thread for long.
-const CREDIT_TAU_S: f64 = 0.02;
-/// While the host holds the rounds back, the credits' time constant is at most this many
-/// smoothed gaps between rounds (see "Credits in paced rounds" in the module docs).
-const PACED_CREDIT_ROUNDS: f64 = 2.0;
-/// The watching budget asked of a pacing host while the rotation turns, a share of one
-/// core per core the rotation turns over (see "Rounds bought" in the module docs):
-/// 0.16 %, so that 16 cores reach `ROUNDS_BUDGET_MAX` and up to 5 keep the host's
-/// default (0.8 % of one core, which is 0.4 % of a 2-core machine).
-const ROUNDS_BUDGET_PER_CORE: f64 = 0.0016;
-/// At most this share of one core: a tick of 25 µs (this VM's BPF tick with 17–24
-/// threads) then comes every millisecond, the rounds' floor.
-const ROUNDS_BUDGET_MAX: f64 = 0.025;
-/// Threads that block between phases of at least this much work (CPU time per voluntary
-/// switch, s) are left to the default budget: Linux's own pull at each phase's end does
-/// much of a rotation's work there, and each further round's moves cost refills.
-const ROUNDS_BUDGET_PHASE_S: f64 = 0.025;
-/// Time constant of the duty cycle the peer test compares, s.
-const DUTY_TAU_S: f64 = 1.0;
-/// Growth of the interval per round with even counts, once `QUIET_ROUNDS` rounds in a row
-/// had nothing to rotate.
-const BACKOFF: f64 = 1.5;
-const QUIET_ROUNDS: u32 = 16;
-/// A pair is swapped when the light thread's credit exceeds the heavy one's by more than
-/// this many intervals on a heavy core cost (see the module docs).
-const MARGIN_INTERVALS: f64 = 0.0;
-/// Cores are levelled or rotated only when the fuller ones are measurably slower: their
-/// threads' speed (exec over exec + run-queue wait, summed over the core's threads for the
-/// round) below this fraction of the emptier ones' (the paper's `T_s`).
-const SLOWER: f64 = 0.9;
-/// Swaps per round and node: at most one per `SWAP_SHARE` cores, and at least
-/// `MIN_SWAPS` (what moving costs the threads and the tool stays bounded; the best pairs
-/// go first), times the periods asked a round spans when the host holds rounds back
-/// (`sparse::Sparse::periods_per_round`).
-const SWAP_SHARE: usize = 4;
-const MIN_SWAPS: usize = 8;
-/// A heavy core's thread that waited for a CPU through at least this fraction of the last
-/// window is held back now and swaps first, whatever its credit, when the threads block
-/// (see "Held back now" in the module docs).
-const HELD: f64 = 0.5;
-/// A thread moved to a light core "sped up" when its rate rose by this factor.
-const SPED_UP: f64 = 1.1;
-/// See `RELEASE_ABOVE`/`ADOPT_BELOW` in the module docs: threads that mostly sleep.
-const RELEASE_ABOVE: f64 = 0.4;
-const ADOPT_BELOW: f64 = 0.25;
-/// A thread watched this long, ns, that ran or waited for a CPU less than `IDLE` of that
-/// time is released at once (see `update_known`).
-const ASLEEP_AGE: f64 = 20e6;
-/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): a
-/// second. The policy never reads them; the summary's per-core utilization does, and may
-/// lag by that much for threads Linux moves. Re-reading `stat` (3 µs a thread) on every
-/// tick is what made slow, budget-paced ticks of many threads cost twice what they must.
-const MAX_STAT_AGE: Nanos = Nanos::from_secs(1);
-/// The guard measures over the last this-many intervals of a stint, and at least
-/// `GUARD_MIN_MEASURE`.
-const GUARD_INTERVALS: u64 = 50;
-const GUARD_MIN_MEASURE: Nanos = Nanos::from_millis(200);
 
 /// One core (a domain at the balancing level).
 #[derive(Debug, Clone)]

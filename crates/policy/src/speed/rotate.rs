@@ -3,8 +3,7 @@
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{
-    CREDIT_TAU_S, HELD, IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed,
-    per_core_cmp,
+    CREDIT_TAU_S, HELD, IDLE, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp,
 };
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
@@ -342,8 +341,6 @@ impl Speed {
         }
         heavy.sort_unstable_by(up);
         light.sort_unstable_by(down);
-        let t = f64::from(lo);
-        let margin = (1.0 / t - 1.0 / (t + 1.0)) * self.interval.0 as f64 * MARGIN_INTERVALS;
         let mut used = std::mem::take(&mut self.used);
         used.clear();
         used.resize(light.len(), false);
@@ -358,7 +355,7 @@ impl Speed {
             let any = (first_free < light.len()).then_some(first_free);
             let llc_x = self.queues[self.placed[x].queue].llc;
             let held_x = blocking && self.placed[x].held >= HELD;
-            let worth = |y: usize| held_x || self.placed[y].credit - self.placed[x].credit > margin;
+            let worth = |y: usize| held_x || self.placed[y].credit - self.placed[x].credit > 0.0;
             let near = (first_free..light.len()).find(|&j| {
                 !used[j] && self.queues[self.placed[light[j]].queue].llc == llc_x && worth(light[j])
             });

@@ -197,38 +197,13 @@
 //! and this rule lent them all for good before.)
 
 use super::guard::MARGIN;
+use super::tuned::{
+    GAP_WEIGHT, LEND, LEND_LATE, LENT_PACE_TICKS, LOOK_FROM, MAX_SPAN, MIN_ROUNDS, PACED,
+    TAKE_BACK, TRIAL_PHASES, TRIAL_SETTLE, TRIAL_SPAN, TRIAL_VETO,
+};
 use super::{Mark, Speed};
 use threadbalance_model::pace::Pace;
 use threadbalance_model::{Move, Nanos, Target, Window};
-
-/// The gap is smoothed with this weight per round (about four rounds).
-const GAP_WEIGHT: f64 = 0.25;
-/// Rounds seen before the gap is trusted.
-const MIN_ROUNDS: u32 = 2;
-/// The host holds rounds back when the gap exceeds this many periods asked for.
-const PACED: f64 = 2.0;
-/// Lend when the gap exceeds this many phases seen; place again below `TAKE_BACK`.
-pub(super) const LEND: f64 = 1.5;
-/// `LEND` when the waits may be reported late (read from `schedstat`).
-pub(super) const LEND_LATE: f64 = 1.0;
-pub(super) const TAKE_BACK: f64 = 0.8;
-/// Rounds held back to at least this far apart are worth a look before placing (see "A
-/// look at the pace", "Why 100 ms").
-const LOOK_FROM: Nanos = Nanos::from_millis(100);
-/// The most periods asked one round is taken to span (`Sparse::periods_per_round`).
-const MAX_SPAN: f64 = 64.0;
-/// Ticks after the threads were lent over which the ticks' own pace is read (see
-/// `Sparse::moves_gap`): the first is charged with the moves that lent them.
-const LENT_PACE_TICKS: u32 = 3;
-/// The spans "Lending on trial" measures: at least this long, and at least
-/// `TRIAL_PHASES` phases of work; the lent threads' span opens `TRIAL_SETTLE` after the
-/// lending (the guard's probe settles as long).
-const TRIAL_SPAN: Nanos = Nanos::from_millis(200);
-const TRIAL_PHASES: f64 = 8.0;
-const TRIAL_SETTLE: Nanos = Nanos::from_millis(25);
-/// After a lost trial, lending is tried again only once the gap is this many times the
-/// one that lent.
-const TRIAL_VETO: f64 = 1.5;
 
 /// The sparse-rounds rule's own measure of the rotation and of Linux (see "Lending on
 /// trial" in the module docs).
