@@ -374,6 +374,7 @@ mod few;
 mod fine;
 pub mod guard;
 mod peers;
+mod regime;
 mod signals;
 mod sparse;
 mod track;
@@ -381,6 +382,7 @@ pub mod tuned;
 
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
+use regime::{IntervalRule, Lent, Regime, Round, Seen};
 use signals::follow;
 use threadbalance_model::{
     Level, Nanos, NodeId, Plan, PolicySummary, SpeedSummary, Target, ThreadKey, Topology, Window,
@@ -545,8 +547,6 @@ pub struct Speed {
     /// Whether the last window's waits may be reported late (`Window::waits_late`): then
     /// a swap stays two moves ("One move a swap" in the module docs).
     waits_late: bool,
-    /// Whether the last round rotated: some node has uneven counts with threads to turn.
-    rotating_now: bool,
     /// Whether the placed threads run in short slices now.
     sliced: bool,
     /// The watching budget the last decision asked for ([`Speed::rounds_budget`]).
@@ -557,7 +557,8 @@ pub struct Speed {
     /// round.
     q_exec: Vec<f64>,
     q_want: Vec<f64>,
-    started: bool,
+    /// The policy's mode (see [`regime`]): who places the threads, and the rotation's clock.
+    regime: Regime,
     interval: Nanos,
     /// Rotation period multiplier from unhelpful moves (1 = every interval).
     slow_down: u64,
@@ -580,7 +581,6 @@ pub struct Speed {
     counted: bool,
     /// Seconds of windows the signals have been averaged over (see `observe_signals`).
     signals_age: f64,
-    quiet_rounds: u32,
     guard: Option<Guard>,
     /// When the guard's measured span started (and whether it is open).
     seg_open: bool,
@@ -701,13 +701,12 @@ impl Speed {
             mates: Vec::new(),
             touched: Vec::new(),
             waits_late: false,
-            rotating_now: false,
             sliced: false,
             asked_budget: None,
             node_load: Vec::new(),
             q_exec: Vec::new(),
             q_want: Vec::new(),
-            started: false,
+            regime: Regime::Unstarted,
             slow_down: 1,
             next_round: Nanos::ZERO,
             last_round: Nanos::ZERO,
@@ -720,7 +719,6 @@ impl Speed {
             slice_rate: 0.0,
             counted: false,
             signals_age: 0.0,
-            quiet_rounds: 0,
             guard: None,
             seg_open: false,
             seg_at: Nanos::ZERO,
@@ -754,6 +752,30 @@ impl Speed {
         self.guard.as_ref().is_none_or(|g| g.mode.managing())
     }
 
+    /// What the tick has seen so far, for the regime's transition: whether the guard lets
+    /// the policy manage, and why the threads are lent (the sparse-rounds reasons first).
+    fn seen(&self, round: Round) -> Seen {
+        let lent = if self.sparse.active {
+            Some(Lent::Sparse {
+                looking: self.sparse.looking,
+            })
+        } else if self.sparse.looking {
+            Some(Lent::Look)
+        } else if self.peers.apart {
+            Some(Lent::NotPeers)
+        } else if self.few.active {
+            Some(Lent::Few)
+        } else {
+            None
+        };
+        Seen {
+            managing: self.managing(),
+            lent,
+            sparse: self.sparse.active,
+            round,
+        }
+    }
+
     /// The watching budget to ask of a pacing host, a share of one core (see "Rounds
     /// bought" in the module docs): `ROUNDS_BUDGET_PER_CORE` per core the rotation turns
     /// over, at most `ROUNDS_BUDGET_MAX`, while the policy manages and its rotation turns
@@ -766,8 +788,9 @@ impl Speed {
         if !self.cfg.rounds_budget {
             return None;
         }
-        let turning = self.stats.rotating_rounds > 0 && self.quiet_rounds < QUIET_ROUNDS;
-        let turning = turning || self.sparse.active || self.sparse.looking;
+        let quiet = self.regime.rotation().quiet;
+        let turning = self.stats.rotating_rounds > 0 && quiet < QUIET_ROUNDS;
+        let turning = turning || self.regime.lent_or_looking();
         // The work between two blocking points, wherever the threads block at all: not
         // only where they count as blocking (`work_phase_ns`), since with phases of 100 ms
         // a rotation's preemptions outnumber the voluntary switches many times over.
@@ -876,7 +899,7 @@ impl Speed {
             .gap()
             .is_some_and(|g| g > lo.0 as f64 && g <= hi.0 as f64);
         // Under the guard's probe, or handed back, Linux places the threads: its own slices.
-        self.sliced = self.cfg.short_slices && self.managing() && self.rotating_now && often;
+        self.sliced = self.cfg.short_slices && self.regime.turning() && often;
         let short = self.sliced.then_some(SHORT_SLICE);
         let mut out = Vec::new();
         for p in self.placed.iter_mut() {
@@ -942,8 +965,8 @@ impl Policy for Speed {
         let wanted = self.observe_signals(w);
         self.fine_now = self.fine_now_from_signals();
         let mut guard_note = None;
-        if !self.started {
-            self.started = true;
+        if !self.regime.started() {
+            self.regime = self.regime.next(&self.seen(Round::None));
             self.next_round = now + self.interval;
             self.last_round = now;
             self.started_at = now;
@@ -973,22 +996,26 @@ impl Policy for Speed {
             let due = now + Nanos(self.interval.0 / 2);
             if self.next_round <= due {
                 self.sparse.round_at(now, self.started_at);
-                let rotating = self.managing() && self.round(now, &mut moves);
+                let managed = self.managing();
+                let rotating = managed && self.round(now, &mut moves);
                 let managing = self.managing();
                 self.check_sparse(now, rotating, managing, w.waits_late, &mut moves);
-                self.quiet_rounds = if rotating {
-                    0
-                } else {
-                    self.quiet_rounds.saturating_add(1)
+                let round = match (managed, rotating) {
+                    (false, _) => Round::Skipped,
+                    (true, true) => Round::Turned,
+                    (true, false) => Round::Still,
                 };
-                self.interval = match self.fixed {
-                    Some(f) => f,
+                self.regime = self.regime.next(&self.seen(round));
+                self.interval = match (self.fixed, self.regime.interval_rule()) {
+                    (Some(f), _) => f,
                     // Lent for sparse rounds: keep asking for what a rotation would, to
                     // see when rounds come fast enough again.
-                    None if rotating || self.sparse.active => follow(self.interval, wanted),
-                    None if self.quiet_rounds < QUIET_ROUNDS => wanted.max(self.interval),
-                    None => Nanos((self.interval.0 as f64 * BACKOFF) as u64)
-                        .clamp(wanted, self.cfg.max_interval),
+                    (None, IntervalRule::Follow) => follow(self.interval, wanted),
+                    (None, IntervalRule::Hold) => wanted.max(self.interval),
+                    (None, IntervalRule::BackOff) => {
+                        Nanos((self.interval.0 as f64 * BACKOFF) as u64)
+                            .clamp(wanted, self.cfg.max_interval)
+                    }
                 };
                 self.note_interval();
                 let period = Nanos(self.interval.0.saturating_mul(self.slow_down))
@@ -1012,6 +1039,7 @@ impl Policy for Speed {
             next = next.min(at.max(now));
         }
         let floor = Nanos(self.cfg.min_interval.0 / 4);
+        self.regime = self.regime.next(&self.seen(Round::None));
         let slices = self.slices();
         self.asked_budget = self.rounds_budget();
         if let Some(share) = self.asked_budget {

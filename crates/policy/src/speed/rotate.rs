@@ -77,7 +77,6 @@ impl Speed {
         if rotating {
             self.stats.rotating_rounds += 1;
         }
-        self.rotating_now = rotating;
         rotating
     }
 
@@ -509,7 +508,7 @@ impl Speed {
         let rates = self.segment_rate(now);
         let rate = rates.map(|(least, _)| least);
         let level = rates.is_some_and(|(least, mean)| least >= LEVEL * mean);
-        let even = self.counts_even() && level && !self.rotating_now;
+        let even = self.counts_even() && level && !self.regime.rotation().turned;
         let active = self.placed.iter().filter(|p| !p.released).count().max(1);
         let fair = (self.queues.len() as f64 / active as f64).min(1.0);
         self.seg_open = false;
@@ -539,7 +538,7 @@ impl Speed {
             // then. A round comes at once instead, from the shortest interval, which the
             // signals then set as at the start.
             self.slow_down = 1;
-            self.quiet_rounds = 0;
+            self.regime = self.regime.next(&self.seen(super::Round::Resumed));
             self.next_round = now;
             self.interval = self.fixed.unwrap_or(self.cfg.min_interval);
         }

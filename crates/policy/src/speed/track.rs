@@ -139,7 +139,7 @@ impl Speed {
     /// asked for only while the policy manages; otherwise it keeps its books.
     pub(super) fn track(&mut self, w: &Window, moves: &mut Vec<Move>) {
         let dt = w.duration().0 as f64;
-        let first = !self.started;
+        let first = !self.regime.started();
         let managing = self.managing();
         self.sleep_shared = self.sleep_shared_now();
         // The usual tick: the same threads as last time, updated in place.
