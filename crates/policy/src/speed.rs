@@ -373,10 +373,10 @@
 mod few;
 mod fine;
 pub mod guard;
+mod host;
 mod peers;
 mod regime;
 mod signals;
-mod sparse;
 mod track;
 pub mod tuned;
 
@@ -487,7 +487,7 @@ struct Placed {
     /// Its `exec` and `wait` when the guard's measured span opened (see [`guard`]).
     seg: Mark,
     /// Its `exec` and `wait` when the sparse-rounds rule's measured span opened (see
-    /// "Lending on trial" in [`sparse`]).
+    /// "Lending on trial" in [`host::sparse`]).
     trial: Mark,
     /// `exec` and `wait` at the last round, its speed over that round (exec over the time
     /// it wanted a CPU; `None` when it hardly wanted one), and that speed before it moved
@@ -589,14 +589,14 @@ pub struct Speed {
     peers: peers::Peers,
     /// Whether the busy threads are no more than the cores (see [`few`]).
     few: few::Few,
-    /// Whether rounds come too sparsely for the phases (see [`sparse`]).
-    sparse: sparse::Sparse,
+    /// Whether rounds come too sparsely for the phases (see [`host::sparse`]).
+    sparse: host::sparse::Sparse,
     /// The phase the synchronization signals give, ns (`None` when they give none:
     /// yielding threads, or no synchronization seen).
     phase_ns: Option<f64>,
     /// The CPU time a thread runs between two blocking points, ns: the phase's work,
     /// whoever places the threads (`None` unless the threads block). The sparse-rounds
-    /// rule holds the gap between rounds against it (see [`sparse`]).
+    /// rule holds the gap between rounds against it (see [`host::sparse`]).
     work_phase_ns: Option<f64>,
     /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
     fine_now: bool,
@@ -724,7 +724,7 @@ impl Speed {
             seg_at: Nanos::ZERO,
             peers: peers::Peers::default(),
             few: few::Few::default(),
-            sparse: sparse::Sparse::default(),
+            sparse: host::sparse::Sparse::default(),
             phase_ns: None,
             work_phase_ns: None,
             fine_now: false,
@@ -776,32 +776,6 @@ impl Speed {
         }
     }
 
-    /// The watching budget to ask of a pacing host, a share of one core (see "Rounds
-    /// bought" in the module docs): `ROUNDS_BUDGET_PER_CORE` per core the rotation turns
-    /// over, at most `ROUNDS_BUDGET_MAX`, while the policy manages and its rotation turns
-    /// (it has rotated, and not `QUIET_ROUNDS` rounds in a row went by without a swap: with
-    /// blocking barriers a round at a phase's end often finds nothing to swap) or the
-    /// threads are lent or looked at for sparse rounds (so that the gaps that judge the
-    /// lending are the rotation's); unless the threads block between long phases of work.
-    /// `None` where that is no more than the host's default.
-    fn rounds_budget(&self) -> Option<f64> {
-        if !self.cfg.rounds_budget {
-            return None;
-        }
-        let quiet = self.regime.rotation().quiet;
-        let turning = self.stats.rotating_rounds > 0 && quiet < QUIET_ROUNDS;
-        let turning = turning || self.regime.lent_or_looking();
-        // The work between two blocking points, wherever the threads block at all: not
-        // only where they count as blocking (`work_phase_ns`), since with phases of 100 ms
-        // a rotation's preemptions outnumber the voluntary switches many times over.
-        let long = self.counted
-            && self.vol_rate > 0.0
-            && self.run_rate >= ROUNDS_BUDGET_PHASE_S * self.vol_rate;
-        let share = (ROUNDS_BUDGET_PER_CORE * self.queues.len() as f64).min(ROUNDS_BUDGET_MAX);
-        (turning && self.managing() && !long && share > threadbalance_model::pace::BUDGET)
-            .then_some(share)
-    }
-
     /// The queue with the fewest placed threads; ties go to the core whose node, then
     /// whose LLC, holds the fewest threads per core, then to the lowest index.
     ///
@@ -844,16 +818,6 @@ impl Speed {
             .unwrap_or(0)
     }
 
-    /// The credits' time constant, ns: `CREDIT_TAU_S`, or `PACED_CREDIT_ROUNDS` smoothed
-    /// gaps between rounds when the host holds the rounds back and that is shorter.
-    fn credit_tau_ns(&self) -> f64 {
-        let tau = CREDIT_TAU_S * 1e9;
-        match self.sparse.gap() {
-            Some(gap) if self.sparse.held() => (PACED_CREDIT_ROUNDS * gap).clamp(1.0, tau),
-            _ => tau,
-        }
-    }
-
     /// The index in `nodes` of queue `q`'s node.
     fn node_ix(&self, q: &Queue) -> usize {
         self.nodes.binary_search(&q.node).unwrap_or(0)
@@ -881,53 +845,6 @@ fn per_core_cmp((a, b): (u32, u32), (c, d): (u32, u32)) -> std::cmp::Ordering {
 }
 
 mod rotate;
-
-impl Speed {
-    /// The slices to change: while the rotation runs, every placed thread runs in short
-    /// slices ([`SHORT_SLICE`]); otherwise (no rotation, the guard's probe or hand-back),
-    /// and once released or lent, in its own (see "Short slices" in the module docs).
-    fn slices(&mut self) -> Vec<threadbalance_model::SliceChange> {
-        // On inside the band, off outside a wider one: a gap near an edge does not turn the
-        // slices over every round.
-        let (lo, hi) = if self.sliced {
-            SHORT_SLICES_KEEP
-        } else {
-            SHORT_SLICES_GAPS
-        };
-        let often = self
-            .sparse
-            .gap()
-            .is_some_and(|g| g > lo.0 as f64 && g <= hi.0 as f64);
-        // Under the guard's probe, or handed back, Linux places the threads: its own slices.
-        self.sliced = self.cfg.short_slices && self.regime.turning() && often;
-        let short = self.sliced.then_some(SHORT_SLICE);
-        let mut out = Vec::new();
-        for p in self.placed.iter_mut() {
-            let want = if p.released { None } else { short };
-            if want != p.slice {
-                p.slice = want;
-                out.push(threadbalance_model::SliceChange {
-                    thread: p.key,
-                    slice: want,
-                });
-            }
-        }
-        out
-    }
-
-    /// Whether `key` ran in a short slice of ours on a core it shares with another placed
-    /// thread. Without short slices on, no thread has one (`slices` clears them all), so
-    /// the usual tick does not search.
-    fn sliced_and_shared(&self, key: ThreadKey) -> bool {
-        self.sliced
-            && self
-                .placed
-                .binary_search_by(|p| p.key.cmp(&key))
-                .ok()
-                .map(|i| &self.placed[i])
-                .is_some_and(|p| p.slice.is_some() && !p.released && self.queues[p.queue].load >= 2)
-    }
-}
 
 impl Policy for Speed {
     /// Speed reads only run time and run-queue wait (fresh from `schedstat` on every

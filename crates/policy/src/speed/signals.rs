@@ -30,7 +30,7 @@ impl Speed {
             switching += u64::from(switched);
             if switched {
                 run += t.util;
-                asleep += t.blocked - t.late;
+                asleep += super::host::observe(t).blocked;
             }
             vol += t.voluntary;
             slices += t.timeslices;
@@ -90,7 +90,7 @@ impl Speed {
             };
             let phase_ns = 1e9 / wakeups;
             // The sparse-rounds rule reads a phase only from threads that block (see
-            // [`sparse`]): yielding threads keep every core busy either way.
+            // `host::sparse`): yielding threads keep every core busy either way.
             // At least a third of the switches voluntary: threads block.
             let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_prog_rate;
             self.phase_ns = blocking.then_some(phase_ns);
