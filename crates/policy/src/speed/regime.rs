@@ -98,7 +98,7 @@ impl Rotation {
     }
 }
 
-/// How the interval of the next round is chosen (see the module docs of `speed`).
+/// How the interval of the next round is chosen (see "The regime" in `docs/speed-rules.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum IntervalRule {
     /// Follow the signals: down at once, up by at most `BACKOFF` a round (the rotation

@@ -1,5 +1,5 @@
 //! The planner's round (levelling and the rotation), the back-off of moves that did not
-//! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
+//! speed anything up, and the guard's bookkeeping; see `docs/speed-rules.md`.
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{
@@ -91,7 +91,7 @@ impl Speed {
     ///
     /// Where queues are SMT siblings, ties go to the CPU of the fullest physical core (for
     /// the fullest) and of the emptiest (for the emptiest): a levelling move then also
-    /// evens the cores (see "Siblings" in the module docs).
+    /// evens the cores (see "Siblings" in `docs/speed-rules.md`).
     fn view(&self, node: Option<NodeId>) -> Option<View> {
         let (mut hi, mut lo, mut cores) = (None::<usize>, None::<usize>, 0);
         let mut core_load = Vec::new();
@@ -268,7 +268,7 @@ impl Speed {
         heavy.clear();
         light.clear();
         // Heavy cores of two threads and light ones of one: a swap can be one move (see
-        // "One move a swap" in the module docs), for which each heavy core's two threads
+        // "One move a swap" in `docs/speed-rules.md`), for which each heavy core's two threads
         // are noted, and the cores this round's moves change.
         let one_move = hi == 2 && lo == 1 && !self.waits_late;
         // Threads and CPUs of each physical core, where queues are SMT siblings, and whether
@@ -316,7 +316,7 @@ impl Speed {
             .saturating_mul(self.sparse.periods_per_round());
         // Heavy threads held back now go first when the threads block between phases
         // shorter than the credits' memory and do equal work (see "Held back now" in the
-        // module docs), then the least credited.
+        // `docs/speed-rules.md`), then the least credited.
         let blocking = self.phase_ns.is_some()
             && self
                 .work_phase_ns
@@ -347,7 +347,7 @@ impl Speed {
         for &x in &heavy {
             // The light thread with the most credit, unless one of the `cap` best behind
             // the same LLC is worth the swap too: that one (see "Nodes and LLCs" in the
-            // module docs). With one LLC that is the same thread.
+            // `docs/speed-rules.md`). With one LLC that is the same thread.
             while first_free < light.len() && used[first_free] {
                 first_free += 1;
             }
@@ -574,7 +574,7 @@ impl Speed {
 }
 
 /// The thread that moves instead of a swap of `x`, on heavy core `qx`, with the lone thread
-/// of light core `qy` (see "One move a swap" in `speed`'s module docs): `x`'s core-mate as
+/// of light core `qy` (see "One move a swap" in `docs/speed-rules.md`): `x`'s core-mate as
 /// the round found it (`mates`), unless a move of this round changed either core already
 /// (`touched`). `None`: swap.
 fn mate_to_move(

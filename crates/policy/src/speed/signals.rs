@@ -1,7 +1,7 @@
 //! The synchronization signals and the interval they call for: voluntary and involuntary
 //! switches (or timeslices) per running thread-second, averaged over about τ = 0.2 s, give
 //! the phase, and a round lasts a sixteenth of it, within `min_interval`…`max_interval`
-//! (the table in `speed`'s module docs).
+//! ("The interval" in `docs/speed-rules.md`).
 
 use super::{BACKOFF, IDLE, PHASE_FRACTION, SIGNAL_TAU_S, SLEEPING, Speed, YIELD_RATE};
 use threadbalance_model::{Nanos, Window};
