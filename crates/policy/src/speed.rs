@@ -5,7 +5,7 @@
 //!
 //! The rules as they are now, each with the figure that keeps it, are in
 //! `docs/speed-rules.md`; every tuned number, with its mechanism and what it was measured
-//! on, is in [`tuned`]. In short: with N threads on M queues (logical CPUs by default), the
+//! on, is in `speed/tuned.rs`. In short: with N threads on M queues (logical CPUs by default), the
 //! k = N mod M heavy queues hold one thread more than the others. One planner sees every
 //! thread and gives each a *credit*, how far ahead of the program's mean it is in time not
 //! held back; every round it pairs the heavy queues' threads of least credit with the light
@@ -45,7 +45,7 @@ mod peers;
 mod regime;
 mod signals;
 mod track;
-pub mod tuned;
+mod tuned;
 
 use crate::{Policy, PolicyError, Settings};
 use guard::Guard;
