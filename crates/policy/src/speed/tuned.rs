@@ -5,7 +5,9 @@
 //! Three groups:
 //! - **The core** (the rotation, the signals, the per-thread books, [`super::few`],
 //!   [`super::peers`], [`super::fine`]): what a policy that sees every thread's run time,
-//!   run-queue wait and switches decides, whatever the host. 24 numbers.
+//!   run-queue wait and switches decides, whatever the host. 25 numbers. Not counted:
+//!   structural factors (a majority of the judged threads, doubling a period, a round due
+//!   within half an interval).
 //! - **The host layer** ([`super::host`]): what compensates for a live host, whose ticks
 //!   are paced by a CPU budget, whose `/proc` counters report waits late and whose
 //!   kernel slices are longer than a round. 25 numbers (in 23 constants).
@@ -37,6 +39,14 @@ pub(super) const SLEEPING: f64 = 0.05;
 /// a few hundred a second (a 3 ms slice: ~330/s); a yield barrier gives one per yield.
 /// Measured: kept from `speed-v1` (real, 16 cores); no sweep of its own.
 pub(super) const YIELD_RATE: f64 = 2000.0;
+
+/// ×2: threads block when their program's involuntary switches are at most this many times
+/// their voluntary ones (at least a third of the switches voluntary); only then do the
+/// signals give a phase of work, which the sparse-rounds rule holds the rounds against.
+/// Mechanism: a blocking barrier gives one voluntary switch a phase and a few preemptions;
+/// a yield barrier almost only involuntary ones (0 against ~100 a thread-second,
+/// simulated). Measured: no sweep of its own.
+pub(super) const INVOL_PER_VOL: f64 = 2.0;
 
 /// 1/16: the round is this fraction of the phase the switches give. Mechanism: a doubled
 /// thread waits at most one round per phase, so a round of P/16 costs a phase about 6 %;
