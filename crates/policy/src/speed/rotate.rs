@@ -315,7 +315,7 @@ impl Speed {
             .max(MIN_SWAPS)
             .saturating_mul(self.sparse.periods_per_round());
         // Heavy threads held back now go first when the threads block between phases
-        // shorter than the credits' memory and do equal work (see "Held back now" in the
+        // shorter than the credits' memory and do equal work (see "Held back now" in
         // `docs/speed-rules.md`), then the least credited.
         let blocking = self.phase_ns.is_some()
             && self
@@ -346,7 +346,7 @@ impl Speed {
         let mut first_free = 0;
         for &x in &heavy {
             // The light thread with the most credit, unless one of the `cap` best behind
-            // the same LLC is worth the swap too: that one (see "Nodes and LLCs" in the
+            // the same LLC is worth the swap too: that one (see "Nodes and LLCs" in
             // `docs/speed-rules.md`). With one LLC that is the same thread.
             while first_free < light.len() && used[first_free] {
                 first_free += 1;
