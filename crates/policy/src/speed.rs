@@ -5,12 +5,12 @@
 //!
 //! The rules as they are now, each with the figure that keeps it, are in
 //! `docs/speed-rules.md`; every tuned number, with its mechanism and what it was measured
-//! on, is in `speed/tuned.rs`. In short: with N threads on M queues (logical CPUs by default), the
-//! k = N mod M heavy queues hold one thread more than the others. One planner sees every
-//! thread and gives each a *credit*, how far ahead of the program's mean it is in time not
-//! held back; every round it pairs the heavy queues' threads of least credit with the light
-//! queues' threads of most credit and swaps them while the light one is ahead, so the
-//! doubling rotates within a phase. Counts never change but to level them.
+//! on, is in `speed/tuned.rs`. In short: with N threads on M queues (logical CPUs by
+//! default), the k = N mod M heavy queues hold one thread more than the others. One planner
+//! sees every thread and gives each a *credit*, how far ahead of the program's mean it is
+//! in time not held back; every round it pairs the heavy queues' threads of least credit
+//! with the light queues' threads of most credit and swaps them while the light one is
+//! ahead, so the doubling rotates within a phase. Counts never change but to level them.
 //!
 //! ```text
 //!   window ─► credit_i ← credit_i·e^(−dt/τ) + (free_i − mean_j free_j),  free = dt − wait

@@ -13,6 +13,8 @@
 //!   more watching budget while it turns ([`rounds_budget_share`]).
 //! - **Sparse rounds** ([`sparse`]): threads lent to Linux while rounds are too far apart
 //!   for the phases, a look at the host's pace, lending on trial.
+//! - **Moves' cost on SMT** ([`swap_margin_ns`]): where the queues are SMT siblings and
+//!   the threads block, a swap needs a lead of `SMT_SWAP_MARGIN` of a phase's work.
 //! - **Short slices** ([`short_slices_often`]): while rounds come every 1.5–3.5 ms the
 //!   threads the rotation moves run in 0.5 ms slices.
 //!
@@ -29,7 +31,7 @@ pub(in crate::speed) mod sparse;
 use super::Speed;
 use super::tuned::{
     CREDIT_TAU_S, PACED_CREDIT_ROUNDS, QUIET_ROUNDS, ROUNDS_BUDGET_MAX, ROUNDS_BUDGET_PER_CORE,
-    ROUNDS_BUDGET_PHASE_S, SHORT_SLICE, SHORT_SLICES_GAPS, SHORT_SLICES_KEEP,
+    ROUNDS_BUDGET_PHASE_S, SHORT_SLICE, SHORT_SLICES_GAPS, SHORT_SLICES_KEEP, SMT_SWAP_MARGIN,
 };
 use threadbalance_model::{Nanos, SliceChange, ThreadKey, ThreadRates};
 
@@ -83,6 +85,19 @@ pub(super) fn paced_credit_tau_ns(gap: Option<f64>, held: bool) -> f64 {
 pub(super) fn rounds_budget_share(queues: usize) -> Option<f64> {
     let share = (ROUNDS_BUDGET_PER_CORE * queues as f64).min(ROUNDS_BUDGET_MAX);
     (share > threadbalance_model::pace::BUDGET).then_some(share)
+}
+
+/// The lead in credit, ns, a light thread needs over a heavy one before they swap:
+/// `SMT_SWAP_MARGIN` of the work between blocking points where the queues are SMT siblings
+/// and the threads block (`work_phase_ns`), else none. A swap costs a live host a move (the
+/// tool's CPU time, taken from a CPU of the program, and the moved thread's refill), and
+/// on SMT siblings with blocking barriers at N = 5M/4…3M/2 the rounds' many small turns
+/// cost more than they gain.
+pub(super) fn swap_margin_ns(siblings: bool, work_phase_ns: Option<f64>) -> f64 {
+    match work_phase_ns {
+        Some(work) if siblings => SMT_SWAP_MARGIN * work,
+        _ => 0.0,
+    }
 }
 
 /// Whether rounds come often enough for short slices: the smoothed gap (`gap`, ns) within
@@ -237,6 +252,14 @@ mod tests {
         assert_eq!(rounds_budget_share(8), Some(ROUNDS_BUDGET_PER_CORE * 8.0));
         assert_eq!(rounds_budget_share(16), Some(ROUNDS_BUDGET_MAX));
         assert_eq!(rounds_budget_share(256), Some(ROUNDS_BUDGET_MAX));
+    }
+
+    #[test]
+    fn swaps_need_a_lead_only_on_smt_siblings_with_blocking_phases() {
+        assert_eq!(swap_margin_ns(false, Some(10e6)), 0.0);
+        assert_eq!(swap_margin_ns(true, None), 0.0);
+        assert_eq!(swap_margin_ns(true, Some(10e6)), SMT_SWAP_MARGIN * 10e6);
+        assert!(swap_margin_ns(true, Some(10e6)) > 0.0);
     }
 
     #[test]

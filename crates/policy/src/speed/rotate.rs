@@ -340,6 +340,10 @@ impl Speed {
         }
         heavy.sort_unstable_by(up);
         light.sort_unstable_by(down);
+        // The lead a light thread needs over a heavy one to swap: none but on SMT siblings
+        // with blocking phases, where moves cost more than such a turn gains (the host
+        // layer's `swap_margin_ns`).
+        let margin = super::host::swap_margin_ns(self.siblings, self.work_phase_ns);
         let mut used = std::mem::take(&mut self.used);
         used.clear();
         used.resize(light.len(), false);
@@ -354,7 +358,7 @@ impl Speed {
             let any = (first_free < light.len()).then_some(first_free);
             let llc_x = self.queues[self.placed[x].queue].llc;
             let held_x = blocking && self.placed[x].held >= HELD;
-            let worth = |y: usize| held_x || self.placed[y].credit - self.placed[x].credit > 0.0;
+            let worth = |y: usize| held_x || self.placed[y].credit - self.placed[x].credit > margin;
             let near = (first_free..light.len()).find(|&j| {
                 !used[j] && self.queues[self.placed[light[j]].queue].llc == llc_x && worth(light[j])
             });
