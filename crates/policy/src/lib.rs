@@ -32,7 +32,6 @@ pub mod handoff_partition;
 pub mod numa_select;
 pub mod shuffling;
 pub mod speed;
-pub mod speed_v1;
 pub mod tumbler;
 
 pub use engine::{Engine, Host, TickReport};

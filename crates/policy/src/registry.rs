@@ -311,12 +311,6 @@ pub fn build(
     settings: &Settings,
     topo: &Topology,
 ) -> Result<Box<dyn Policy>, PolicyError> {
-    // Calibration reference only (the design measured on a real 16-core machine): built by
-    // name for the simulator's tests, not a `PolicyKind` and not offered on the command line.
-    if name == "speed-v1" {
-        let settings = settings.resolved(PolicyKind::Speed, topo);
-        return Ok(Box::new(crate::speed_v1::SpeedV1::new(&settings, topo)?));
-    }
     // `speed` with the kernel's own slices: the reference its short slices are measured
     // against (see "Short slices" in `speed`'s module docs).
     if name == "speed-long-slices" {

@@ -193,12 +193,25 @@ pub fn run_policy(
     settings: &Settings,
     opts: &RunOptions,
 ) -> Result<RunResult, SimError> {
-    let mut p = threadbalance_policy::build(policy, settings, &machine.topo).map_err(|e| {
+    let p = threadbalance_policy::build(policy, settings, &machine.topo).map_err(|e| {
         SimError::PolicyBuild {
             name: policy.to_string(),
             source: e,
         }
     })?;
+    run_built(machine, workload, policy, p, opts)
+}
+
+/// [`run_policy`] with a policy built by the caller (one the registry does not name, such
+/// as a test's reference policy); `policy` names it in the result, and `"none"` runs no
+/// tool.
+pub fn run_built(
+    machine: &Machine,
+    workload: &Workload,
+    policy: &str,
+    mut p: Box<dyn threadbalance_policy::Policy>,
+    opts: &RunOptions,
+) -> Result<RunResult, SimError> {
     let mut sim = Sim::new(machine, workload, opts);
     // The tool's own thread, charged at each tick (`RunOptions::tool_cpu`); under `none`
     // no tool runs.

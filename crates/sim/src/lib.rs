@@ -64,7 +64,7 @@ pub mod verdict;
 pub mod workload;
 
 pub use error::{SimError, Violation};
-pub use host::{SimHost, run_policy};
+pub use host::{SimHost, run_built, run_policy};
 pub use machine::{Costs, MACHINES, Machine, machine};
 pub use report::{Comparison, RunResult};
 pub use run::{MEASURED, RunOptions, Sim, TickCost, TimelinePoint};

@@ -66,16 +66,13 @@
 //! Linux and hands the threads back when Linux does better.
 
 use super::Speed;
+use super::tuned::EQUAL_WORK;
 
 /// Whether a phase of `phase_ns` (from the synchronization signals; `None` when they give
 /// none) is shorter than the shortest round, `min_interval_ns`.
 pub(super) fn fine_phase(phase_ns: Option<f64>, min_interval_ns: u64) -> bool {
     phase_ns.is_some_and(|s| s > 0.0 && s < min_interval_ns as f64)
 }
-
-/// Barrier peers do the same work: their CPU shares, over their lives, are within this
-/// factor of each other (a server's threads and its clients are not).
-const EQUAL_WORK: f64 = 1.15;
 
 /// Whether the CPU shares `works` of the threads that ran are within `EQUAL_WORK`.
 pub(super) fn equal_work(works: impl Iterator<Item = f64>) -> bool {

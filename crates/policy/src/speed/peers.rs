@@ -97,20 +97,9 @@
 //! 20 ms rule of `update_known`). A thread that stops working for good drops out of equal
 //! work as its CPU share, averaged over a second, falls away, and is released then.
 
+use super::tuned::{FIRST_STINT, GAP_APART, HOLD, MIN_AGE, WORK_APART};
 use super::{ASLEEP_AGE, IDLE, Placed, RELEASE_ABOVE, Speed};
 use threadbalance_model::{Move, Nanos};
-
-/// Blocked fractions further apart than this: not peers.
-const GAP_APART: f64 = 0.2;
-/// CPU shares further apart than this fraction of the largest: the threads do unequal
-/// work.
-const WORK_APART: f64 = 0.15;
-/// How long a verdict must hold before the policy acts on it.
-const HOLD: Nanos = Nanos::from_millis(150);
-/// A thread counts in the test once placed this long (`Placed::started`), ns.
-const MIN_AGE: f64 = 50e6;
-/// The first stint with Linux after the threads were found apart; it doubles each time.
-const FIRST_STINT: Nanos = Nanos::from_secs(4);
 
 /// Whether the busy threads are peers, and since when the verdict has been changing.
 #[derive(Debug, Clone, Default)]

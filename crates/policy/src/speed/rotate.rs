@@ -1,10 +1,9 @@
 //! The planner's round (levelling and the rotation), the back-off of moves that did not
-//! speed anything up, and the guard's bookkeeping; see the module docs of `speed`.
+//! speed anything up, and the guard's bookkeeping; see `docs/speed-rules.md`.
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{
-    CREDIT_TAU_S, HELD, IDLE, MARGIN_INTERVALS, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed,
-    per_core_cmp,
+    CREDIT_TAU_S, HELD, IDLE, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp,
 };
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
@@ -78,7 +77,6 @@ impl Speed {
         if rotating {
             self.stats.rotating_rounds += 1;
         }
-        self.rotating_now = rotating;
         rotating
     }
 
@@ -93,7 +91,7 @@ impl Speed {
     ///
     /// Where queues are SMT siblings, ties go to the CPU of the fullest physical core (for
     /// the fullest) and of the emptiest (for the emptiest): a levelling move then also
-    /// evens the cores (see "Siblings" in the module docs).
+    /// evens the cores (see "Siblings" in `docs/speed-rules.md`).
     fn view(&self, node: Option<NodeId>) -> Option<View> {
         let (mut hi, mut lo, mut cores) = (None::<usize>, None::<usize>, 0);
         let mut core_load = Vec::new();
@@ -270,7 +268,7 @@ impl Speed {
         heavy.clear();
         light.clear();
         // Heavy cores of two threads and light ones of one: a swap can be one move (see
-        // "One move a swap" in the module docs), for which each heavy core's two threads
+        // "One move a swap" in `docs/speed-rules.md`), for which each heavy core's two threads
         // are noted, and the cores this round's moves change.
         let one_move = hi == 2 && lo == 1 && !self.waits_late;
         // Threads and CPUs of each physical core, where queues are SMT siblings, and whether
@@ -317,8 +315,8 @@ impl Speed {
             .max(MIN_SWAPS)
             .saturating_mul(self.sparse.periods_per_round());
         // Heavy threads held back now go first when the threads block between phases
-        // shorter than the credits' memory and do equal work (see "Held back now" in the
-        // module docs), then the least credited.
+        // shorter than the credits' memory and do equal work (see "Held back now" in
+        // `docs/speed-rules.md`), then the least credited.
         let blocking = self.phase_ns.is_some()
             && self
                 .work_phase_ns
@@ -342,16 +340,18 @@ impl Speed {
         }
         heavy.sort_unstable_by(up);
         light.sort_unstable_by(down);
-        let t = f64::from(lo);
-        let margin = (1.0 / t - 1.0 / (t + 1.0)) * self.interval.0 as f64 * MARGIN_INTERVALS;
+        // The lead a light thread needs over a heavy one to swap: none but on SMT siblings
+        // with blocking phases, where moves cost more than such a turn gains (the host
+        // layer's `swap_margin_ns`).
+        let margin = super::host::swap_margin_ns(self.siblings, self.work_phase_ns);
         let mut used = std::mem::take(&mut self.used);
         used.clear();
         used.resize(light.len(), false);
         let mut first_free = 0;
         for &x in &heavy {
             // The light thread with the most credit, unless one of the `cap` best behind
-            // the same LLC is worth the swap too: that one (see "Nodes and LLCs" in the
-            // module docs). With one LLC that is the same thread.
+            // the same LLC is worth the swap too: that one (see "Nodes and LLCs" in
+            // `docs/speed-rules.md`). With one LLC that is the same thread.
             while first_free < light.len() && used[first_free] {
                 first_free += 1;
             }
@@ -512,7 +512,7 @@ impl Speed {
         let rates = self.segment_rate(now);
         let rate = rates.map(|(least, _)| least);
         let level = rates.is_some_and(|(least, mean)| least >= LEVEL * mean);
-        let even = self.counts_even() && level && !self.rotating_now;
+        let even = self.counts_even() && level && !self.regime.rotation().turned;
         let active = self.placed.iter().filter(|p| !p.released).count().max(1);
         let fair = (self.queues.len() as f64 / active as f64).min(1.0);
         self.seg_open = false;
@@ -542,7 +542,7 @@ impl Speed {
             // then. A round comes at once instead, from the shortest interval, which the
             // signals then set as at the start.
             self.slow_down = 1;
-            self.quiet_rounds = 0;
+            self.regime = self.regime.next(&self.seen(super::Round::Resumed));
             self.next_round = now;
             self.interval = self.fixed.unwrap_or(self.cfg.min_interval);
         }
@@ -578,7 +578,7 @@ impl Speed {
 }
 
 /// The thread that moves instead of a swap of `x`, on heavy core `qx`, with the lone thread
-/// of light core `qy` (see "One move a swap" in `speed`'s module docs): `x`'s core-mate as
+/// of light core `qy` (see "One move a swap" in `docs/speed-rules.md`): `x`'s core-mate as
 /// the round found it (`mates`), unless a move of this round changed either core already
 /// (`touched`). `None`: swap.
 fn mate_to_move(

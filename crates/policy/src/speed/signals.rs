@@ -1,9 +1,11 @@
 //! The synchronization signals and the interval they call for: voluntary and involuntary
 //! switches (or timeslices) per running thread-second, averaged over about τ = 0.2 s, give
 //! the phase, and a round lasts a sixteenth of it, within `min_interval`…`max_interval`
-//! (the table in `speed`'s module docs).
+//! ("The interval" in `docs/speed-rules.md`).
 
-use super::{BACKOFF, IDLE, PHASE_FRACTION, SIGNAL_TAU_S, SLEEPING, Speed, YIELD_RATE};
+use super::{
+    BACKOFF, IDLE, INVOL_PER_VOL, PHASE_FRACTION, SIGNAL_TAU_S, SLEEPING, Speed, YIELD_RATE,
+};
 use threadbalance_model::{Nanos, Window};
 
 impl Speed {
@@ -30,7 +32,7 @@ impl Speed {
             switching += u64::from(switched);
             if switched {
                 run += t.util;
-                asleep += t.blocked - t.late;
+                asleep += super::host::observe(t).blocked;
             }
             vol += t.voluntary;
             slices += t.timeslices;
@@ -90,9 +92,9 @@ impl Speed {
             };
             let phase_ns = 1e9 / wakeups;
             // The sparse-rounds rule reads a phase only from threads that block (see
-            // [`sparse`]): yielding threads keep every core busy either way.
+            // `host::sparse`): yielding threads keep every core busy either way.
             // At least a third of the switches voluntary: threads block.
-            let blocking = self.counted && 2.0 * self.vol_rate >= self.invol_prog_rate;
+            let blocking = self.counted && INVOL_PER_VOL * self.vol_rate >= self.invol_prog_rate;
             self.phase_ns = blocking.then_some(phase_ns);
             // The work between two blocking points: CPU time per voluntary switch. Unlike
             // the phase on the wall clock it does not stretch when the threads wait for a

@@ -19,25 +19,15 @@ impl Speed {
         managing: bool,
         moves: &mut Vec<Move>,
     ) {
-        // Time reported late was read as blocked in the windows it belongs to, and a
-        // queued thread's wait (added only when it runs again) as free: now that wait
-        // counts as wanted and comes off the time not held back that the credits add up,
-        // and all late time comes off the blocked averages, which would otherwise hold a
-        // thread that shares a core for a sleeper (see `ThreadRates::late`).
-        p.last_free = ((1.0 - t.latency).clamp(0.0, 1.0) - t.late_wait) * dt;
+        // The window with late counters accounted for (the host layer's `observe`).
+        let seen = super::host::observe(t);
+        p.last_free = seen.free * dt;
         p.held = t.latency;
         p.exec += t.speed * dt;
         p.life_work += life_weight(dt, p.age + dt) * (t.speed - p.life_work);
-        // All the wait the window reported: the room its run time left, and the late wait
-        // beyond it (`latency` alone is clamped to the window).
-        let waited = if t.late_wait > 0.0 {
-            t.late_wait + (1.0 - t.util - t.stolen).max(0.0)
-        } else {
-            t.latency
-        };
-        p.wait += waited * dt;
+        p.wait += seen.waited * dt;
         p.age += dt;
-        let blocked = t.blocked - t.late;
+        let blocked = seen.blocked;
         if p.lent || p.released {
             // With Linux, its duty cycle is Linux's doing, not evidence of how it fares
             // pinned: the peer test's averages start again when it is placed.
@@ -139,7 +129,7 @@ impl Speed {
     /// asked for only while the policy manages; otherwise it keeps its books.
     pub(super) fn track(&mut self, w: &Window, moves: &mut Vec<Move>) {
         let dt = w.duration().0 as f64;
-        let first = !self.started;
+        let first = !self.regime.started();
         let managing = self.managing();
         self.sleep_shared = self.sleep_shared_now();
         // The usual tick: the same threads as last time, updated in place.

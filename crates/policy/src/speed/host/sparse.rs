@@ -22,7 +22,7 @@
 //! holds the rounds back (G more than twice the periods asked for those rounds, smoothed
 //! alike, so that a gap after a long period asked, a backed-off rotation, does not count)
 //! and G > 1.5 S while the rotation runs, every placed thread is *lent* to Linux (its
-//! original mask, as [`super::few`] does); the policy keeps asking for rounds every B and
+//! original mask, as [`super::super::few`] does); the policy keeps asking for rounds every B and
 //! keeps measuring. When G < 0.8 S again (the budget recovered, or the phases
 //! lengthened), or the signals no longer give a phase, the lent threads are placed again
 //! on the emptiest cores and the rotation takes over.
@@ -188,7 +188,7 @@
 //! 54.9 % of a core against the rotation's 56.6–61.1 %). Every simulated row is unchanged
 //! (the model's lendings come before the first span).
 //!
-//! **Barrier peers with phases finer than any round are left to [`super::fine`].** No
+//! **Barrier peers with phases finer than any round are left to [`super::super::fine`].** No
 //! rotation follows such phases at any pace, and `fine` holds the threads evenly placed,
 //! which lending would give up: while `fine` holds, this rule does not lend, and gives back
 //! what it lent once it starts to hold. Fine phases of unequal work (`memcached-like`'s
@@ -196,39 +196,14 @@
 //! stencil, 3 threads on 2 cores, read 0.3 ms phases against rounds paced to every 5 ms,
 //! and this rule lent them all for good before.)
 
-use super::guard::MARGIN;
-use super::{Mark, Speed};
+use super::super::guard::MARGIN;
+use super::super::tuned::{
+    GAP_WEIGHT, LEND, LEND_LATE, LENT_PACE_TICKS, LOOK_FROM, MAX_SPAN, MIN_ROUNDS, PACED,
+    TAKE_BACK, TRIAL_PHASES, TRIAL_SETTLE, TRIAL_SPAN, TRIAL_VETO,
+};
+use super::super::{Mark, Speed};
 use threadbalance_model::pace::Pace;
 use threadbalance_model::{Move, Nanos, Target, Window};
-
-/// The gap is smoothed with this weight per round (about four rounds).
-const GAP_WEIGHT: f64 = 0.25;
-/// Rounds seen before the gap is trusted.
-const MIN_ROUNDS: u32 = 2;
-/// The host holds rounds back when the gap exceeds this many periods asked for.
-const PACED: f64 = 2.0;
-/// Lend when the gap exceeds this many phases seen; place again below `TAKE_BACK`.
-pub(super) const LEND: f64 = 1.5;
-/// `LEND` when the waits may be reported late (read from `schedstat`).
-pub(super) const LEND_LATE: f64 = 1.0;
-pub(super) const TAKE_BACK: f64 = 0.8;
-/// Rounds held back to at least this far apart are worth a look before placing (see "A
-/// look at the pace", "Why 100 ms").
-const LOOK_FROM: Nanos = Nanos::from_millis(100);
-/// The most periods asked one round is taken to span (`Sparse::periods_per_round`).
-const MAX_SPAN: f64 = 64.0;
-/// Ticks after the threads were lent over which the ticks' own pace is read (see
-/// `Sparse::moves_gap`): the first is charged with the moves that lent them.
-const LENT_PACE_TICKS: u32 = 3;
-/// The spans "Lending on trial" measures: at least this long, and at least
-/// `TRIAL_PHASES` phases of work; the lent threads' span opens `TRIAL_SETTLE` after the
-/// lending (the guard's probe settles as long).
-const TRIAL_SPAN: Nanos = Nanos::from_millis(200);
-const TRIAL_PHASES: f64 = 8.0;
-const TRIAL_SETTLE: Nanos = Nanos::from_millis(25);
-/// After a lost trial, lending is tried again only once the gap is this many times the
-/// one that lent.
-const TRIAL_VETO: f64 = 1.5;
 
 /// The sparse-rounds rule's own measure of the rotation and of Linux (see "Lending on
 /// trial" in the module docs).
@@ -251,11 +226,11 @@ struct Trial {
 
 /// Whether the threads are lent to Linux because rounds are too sparse for the phases.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Sparse {
+pub(in crate::speed) struct Sparse {
     /// Every busy thread is lent to Linux now for this reason.
-    pub(super) active: bool,
+    pub(in crate::speed) active: bool,
     /// How many times the threads were lent.
-    pub(super) hand_backs: u64,
+    pub(in crate::speed) hand_backs: u64,
     /// Smoothed gap between rounds, ns, and the rounds it has seen.
     gap: f64,
     rounds: u32,
@@ -276,10 +251,10 @@ pub(super) struct Sparse {
     pace: Option<f64>,
     /// Looking (see "A look at the pace"): the threads are lent until a window at the
     /// host's pace has been read; and whether the first pace the host gave was seen.
-    pub(super) looking: bool,
+    pub(in crate::speed) looking: bool,
     paced_seen: bool,
     /// The last lending or taking back, explained.
-    pub(super) last: Option<String>,
+    pub(in crate::speed) last: Option<String>,
     /// The gap that lent the threads, ns, while they are lent (see "Moves charged to the
     /// budget").
     lent_gap: Option<f64>,
@@ -298,14 +273,14 @@ impl Sparse {
     /// clock (`Speed::last_round`) stops while the guard's probe hands them to Linux, and
     /// the gap read across a probe (a quarter of a second and more) said nothing of how
     /// often the host lets the policy run.
-    pub(super) fn round_at(&mut self, now: Nanos, start: Nanos) {
+    pub(in crate::speed) fn round_at(&mut self, now: Nanos, start: Nanos) {
         let last = self.last_at.unwrap_or(start);
         self.last_at = Some(now);
         self.observe(now.saturating_sub(last).0 as f64);
     }
 
     /// Notes a round `gap` ns after the last one.
-    pub(super) fn observe(&mut self, gap: f64) {
+    pub(in crate::speed) fn observe(&mut self, gap: f64) {
         if self.rounds == 0 {
             self.gap = gap;
             self.asked_avg = self.asked;
@@ -319,12 +294,12 @@ impl Sparse {
     }
 
     /// The smoothed gap between rounds, ns (`None` before the first round).
-    pub(super) fn gap(&self) -> Option<f64> {
+    pub(in crate::speed) fn gap(&self) -> Option<f64> {
         (self.rounds > 0).then_some(self.gap)
     }
 
     /// Notes the period the policy asks for until the next round.
-    pub(super) fn ask(&mut self, period: Nanos) {
+    pub(in crate::speed) fn ask(&mut self, period: Nanos) {
         self.asked = period.0 as f64;
     }
 
@@ -332,7 +307,7 @@ impl Sparse {
     /// both, over `PACED` times the period asked. Two sparse rounds in a row say as much
     /// as the average, without waiting for it to forget the first cheap ticks (the
     /// pacer's burst).
-    pub(super) fn held(&self) -> bool {
+    pub(in crate::speed) fn held(&self) -> bool {
         let last_two = self.last_gaps[0].min(self.last_gaps[1]);
         self.rounds >= MIN_ROUNDS
             && (self.gap > PACED * self.asked_avg.max(self.asked)
@@ -343,7 +318,7 @@ impl Sparse {
     /// (the smoothed gap over the period asked, whole periods, at most `MAX_SPAN`); 1
     /// otherwise. The rotation allows this many times its swaps a round, so that what it
     /// may move a second stays what it would be with the rounds it asked for.
-    pub(super) fn periods_per_round(&self) -> usize {
+    pub(in crate::speed) fn periods_per_round(&self) -> usize {
         if !self.held() {
             return 1;
         }
@@ -364,7 +339,7 @@ impl Sparse {
     }
 
     /// How many times lending lost its trial (see "Lending on trial").
-    pub(super) fn trials_lost(&self) -> u64 {
+    pub(in crate::speed) fn trials_lost(&self) -> u64 {
         self.trial.lost
     }
 
@@ -417,7 +392,7 @@ impl Sparse {
     /// the threads were lent, the least of those paces. The first of them is charged with
     /// the moves that lent the threads, so its pace is not the ticks' alone; the least
     /// of the few that follow is.
-    pub(super) fn note_pace(&mut self, pace: Pace) {
+    pub(in crate::speed) fn note_pace(&mut self, pace: Pace) {
         self.pace = match pace {
             Pace::Gap(g) => Some(g.0 as f64),
             Pace::Free | Pace::Unknown => None,
@@ -436,7 +411,7 @@ impl Speed {
     /// and places the lent ones again when they come fast enough (see the module docs).
     /// Called after a round at `now`; `rotating` is what that round found, `waits_late`
     /// whether the window's waits may be reported late (`Window::waits_late`).
-    pub(super) fn check_sparse(
+    pub(in crate::speed) fn check_sparse(
         &mut self,
         now: Nanos,
         rotating: bool,
@@ -527,7 +502,7 @@ impl Speed {
     }
 
     /// Opens a measured span at `now`: marks the threads `counts` picks.
-    fn open_trial_span(&mut self, now: Nanos, counts: impl Fn(&super::Placed) -> bool) {
+    fn open_trial_span(&mut self, now: Nanos, counts: impl Fn(&super::super::Placed) -> bool) {
         for p in self.placed.iter_mut() {
             p.trial = if counts(p) {
                 Mark::of(p)
@@ -591,13 +566,18 @@ impl Speed {
     /// Whether the signals give a phase finer than any round (`fine`'s test without its
     /// equal-work half, which needs placed threads: a look has none).
     fn fine_phase_seen(&self) -> bool {
-        super::fine::fine_phase(self.phase_ns, self.cfg.min_interval.0)
+        super::super::fine::fine_phase(self.phase_ns, self.cfg.min_interval.0)
     }
 
     /// Starts a look (see "A look at the pace" in the module docs) at the first tick whose
     /// window gives the host's pace: when rounds are held back to `LOOK_FROM` or more, every
     /// placed thread is lent to Linux until a window at that pace has been read.
-    pub(super) fn start_look(&mut self, w: &Window, managing: bool, moves: &mut Vec<Move>) {
+    pub(in crate::speed) fn start_look(
+        &mut self,
+        w: &Window,
+        managing: bool,
+        moves: &mut Vec<Move>,
+    ) {
         let Pace::Gap(g) = w.pace else {
             return;
         };
@@ -625,7 +605,7 @@ impl Speed {
     /// the threads stay lent when its phases are too short for rounds that sparse (the
     /// sparse-rounds rule takes them back as it would after lending them), and are placed
     /// again otherwise.
-    pub(super) fn check_look(
+    pub(in crate::speed) fn check_look(
         &mut self,
         now: Nanos,
         w: &Window,

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // A frozen copy: its unused settings stay as they were measured.
 //! `speed-v1`: **calibration reference, not a policy to use.** This is the speed balancing
 //! design that was measured on a real 16-core machine (`calibration/linux-6.18-16core.md`,
 //! §2, threadbalance at commit 7907d26), kept unchanged apart from its names so that the
@@ -5,8 +6,8 @@
 //! yield barriers (28 % of the fair share, about 900 moves/s), 2–9 % slower at 17 and 20
 //! threads with block barriers, +27 % at 17 threads with yield barriers; on 2 cores it
 //! lifted 3 threads with 10 ms phases by 1.23× (yield) and 1.14× (block). The policy to
-//! use is [`crate::speed`]; `speed-v1` is built by name only and is not listed by
-//! [`crate::names`].
+//! use is `speed`; `speed-v1` lives with the simulator's tests that hold it to those
+//! machines (`run_built` runs it), and is neither in the registry nor in the production crate.
 //!
 //! What follows is that version's own documentation.
 //!
@@ -89,12 +90,12 @@
 //! placed threads; buffers are reused, so ticks at 2 ms do not allocate once the thread set
 //! is stable.
 
-use crate::rng::Rng;
-use crate::{Policy, PolicyError, Settings};
 use threadbalance_model::{
     Level, Move, Nanos, NodeId, Plan, PolicySummary, Reason, SpeedSummary, Target, ThreadKey,
     Topology, Window,
 };
+use threadbalance_policy::rng::Rng;
+use threadbalance_policy::{Policy, PolicyError, Settings};
 
 /// How a thread's speed is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,7 +271,7 @@ impl SpeedV1 {
         if settings.interval.is_some_and(|i| i.0 == 0) {
             return Err(bad("interval must be positive".into()));
         }
-        let level = settings.level_for(crate::PolicyKind::Speed, topo);
+        let level = settings.level_for(threadbalance_policy::PolicyKind::Speed, topo);
         let queues = topo
             .domains(level)
             .iter()
