@@ -125,7 +125,7 @@ impl LinuxHost {
         let me = Pid(std::process::id() as i32);
         if let (Ok(Some(since)), Some(&first)) =
             (read_start_time(&root, me, Tid(me.0)), pids.first())
-            && let Ok(base) = crate::actuate::affinity_of(Tid(first.0))
+            && let Ok(base) = crate::affinity::affinity_of(Tid(first.0))
         {
             actuator.inherit_from(since, base);
         }

@@ -53,8 +53,8 @@
 //! ```
 
 use crate::LinuxError;
+use crate::counted::RunCounters;
 use crate::read::{HostFacts, Root, is_gone, process_error};
-use crate::runcount::RunCounters;
 use nix::sys::stat::fstat;
 use std::collections::HashMap;
 use std::fs::File;
