@@ -26,7 +26,7 @@ mod groups;
 mod managed;
 mod threads;
 
-use crate::{input_error, signals};
+use crate::input_error;
 use anyhow::{Context, Result};
 use clap::Args;
 use groups::Groups;
@@ -47,6 +47,7 @@ use threadbalance_daemon::{Config, Decision, HandsOff, log, read};
 use threadbalance_linux::Root;
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runshare::SharedCounters;
+use threadbalance_linux::signal;
 use threadbalance_linux::state::StateDir;
 use threadbalance_model::{CpuSet, DisplayWindow, Level, Nanos, Pid, Topology};
 use threadbalance_policy::PolicyKind;
@@ -203,7 +204,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         root,
         config,
     };
-    signals::install().context("installing signal handlers")?;
+    signal::catch_fatal_signals().context("installing signal handlers")?;
     if args.oneshot {
         return oneshot(&mut d);
     }
@@ -254,7 +255,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
     match &looped {
         Ok(sig) => tracing::info!(
             "stopped by {}: {}",
-            signals::signal_name(*sig),
+            signal::signal_name(*sig),
             crate::recover::describe(&released)
         ),
         Err(e) => tracing::error!("stopped: {e:#}; {}", crate::recover::describe(&released)),
@@ -358,7 +359,7 @@ impl Daemon {
         let mut next_sample = Instant::now();
         let mut next_display = Instant::now();
         loop {
-            if let Some(sig) = signals::take() {
+            if let Some(sig) = signal::take_signal() {
                 if sig == libc::SIGHUP {
                     self.start_reload(None);
                 } else {

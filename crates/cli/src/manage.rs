@@ -22,17 +22,18 @@
 //! `recover`); a panic in the loop is caught, and the masks are restored as after any
 //! other stop.
 
-use crate::host::{LinuxAdapter, Target};
-use crate::lockprobe::LockProbe;
 use crate::summary::Summary;
-use crate::{ManageArgs, input_error, recover, signals};
+use crate::{ManageArgs, input_error, recover};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
-use threadbalance_linux::Root;
+use threadbalance_linux::adapter::lockprobe::LockProbe;
+use threadbalance_linux::adapter::{LinuxAdapter, Target};
+use threadbalance_linux::signal;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
+use threadbalance_linux::{LinuxError, Root};
 use threadbalance_manage::{Ended, LoopError, OnSignal};
 use threadbalance_model::{Level, Pid, Topology};
 use threadbalance_policy::{Host, Policy, PolicyKind};
@@ -153,7 +154,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     let Some((program, rest)) = command.split_first() else {
         return Err(input_error("no command given"));
     };
-    signals::install().context("installing signal handlers")?;
+    signal::catch_fatal_signals().context("installing signal handlers")?;
     raise_fd_limit();
     // The command's orphans (a process it started, then exited) become ours, so that one
     // born of a thread we confined is found and restored at the end.
@@ -184,7 +185,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             journal,
             counters,
         )
-        .map_err(crate::host::adapter_error)
+        .map_err(crate::manage::adapter_error)
         .map(|h| (lock, h))
     });
     let (_lock, mut host) = match host {
@@ -198,7 +199,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     };
     host.restore_orphans();
     host.set_lock_probe(lock_probe);
-    crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
+    crate::manage::read_what_it_asks(&mut host, p.policy.as_ref());
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -229,7 +230,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
     let (mut p, _lock, mut host) = open_attached(args, "attach", pid, follow_children)?;
     let (mut summary, looped) = manage(&mut host, &mut p, args, false);
     let ended = match &looped {
-        Ok(Some(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
+        Ok(Some(sig)) => format!("interrupted by {}", signal::signal_name(*sig)),
         Ok(None) => format!("process {pid} exited"),
         Err(e) => format!("stopped: {e:#}"),
     };
@@ -260,8 +261,8 @@ pub(crate) fn open_attached(
     // state directory.
     let root = Root::system();
     let me = Pid(std::process::id() as i32);
-    let refusal =
-        threadbalance_linux::permit::refusal(&root, pid, me).map_err(crate::host::adapter_error)?;
+    let refusal = threadbalance_linux::permit::refusal(&root, pid, me)
+        .map_err(crate::manage::adapter_error)?;
     if let Some(why) = refusal {
         return Err(input_error(format!("{why}; not managed")));
     }
@@ -283,7 +284,7 @@ pub(crate) fn open_attached(
         );
     }
     let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
-    signals::install().context("installing signal handlers")?;
+    signal::catch_fatal_signals().context("installing signal handlers")?;
     raise_fd_limit();
     let dry_run = args.settings.dry_run;
     let (lock, journal) = claim(&p, pid, dry_run)?;
@@ -297,9 +298,9 @@ pub(crate) fn open_attached(
         p.policy.stat_max_age(),
         journal,
     )
-    .map_err(crate::host::adapter_error)?;
+    .map_err(crate::manage::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
-    crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
+    crate::manage::read_what_it_asks(&mut host, p.policy.as_ref());
     Ok((p, lock, host))
 }
 
@@ -378,7 +379,7 @@ fn manage(
         OnSignal::Stop
     };
     let topo = &p.topo;
-    let mut take = signals::take;
+    let mut take = signal::take_signal;
     // The adapter is the loop's host: it reaps `run`'s orphans at every turn.
     let (restored, looped) = threadbalance_manage::manage(
         host,
@@ -442,5 +443,27 @@ fn report(summary: &Summary, json: &mut Option<File>, args: &ManageArgs) {
         });
     if let Err(e) = written {
         errln!("threadbalance: writing {}: {e}", path.display());
+    }
+}
+
+/// The adapter's error as the binary reports it: a missing or forbidden pid is bad input
+/// (exit 2, nothing has changed yet); anything else is a failure.
+pub(crate) fn adapter_error(e: LinuxError) -> anyhow::Error {
+    match e {
+        LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
+            input_error(e.to_string())
+        }
+        other => other.into(),
+    }
+}
+
+/// Tells `host` to read what `policy` asks for beyond the usual counters: switch counts
+/// (`Policy::reads_switches`) and the machine's stolen time (`Policy::reads_steal`).
+pub(crate) fn read_what_it_asks(host: &mut LinuxAdapter, policy: &dyn Policy) {
+    if let Some(age) = policy.reads_switches() {
+        host.read_switches(age);
+    }
+    if policy.reads_steal() {
+        host.read_steal();
     }
 }

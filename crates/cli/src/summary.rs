@@ -152,7 +152,7 @@ pub struct Summary {
     pub lock_time: String,
     /// What the futex probe saw (per-thread lock and sync waits, wake edges), or why it
     /// did not run.
-    pub lock_probe: crate::lockprobe::LockReport,
+    pub lock_probe: threadbalance_linux::adapter::lockprobe::LockReport,
     /// The policy's own account, typed (`kind` names the policy family).
     pub policy_summary: PolicySummary,
     /// The last explanations the policy gave, with the time (seconds from start).
@@ -222,9 +222,9 @@ impl Summary {
             tool_cpu_pct: 0.0,
             tool_cpu_pct_known: false,
             ticks_paced: 0,
-            cpu_budget_pct: crate::host::pace::BUDGET * 100.0,
+            cpu_budget_pct: threadbalance_linux::adapter::pace::BUDGET * 100.0,
             moves_charged: false,
-            watch_budget_max_pct: crate::host::pace::BUDGET * 100.0,
+            watch_budget_max_pct: threadbalance_linux::adapter::pace::BUDGET * 100.0,
             tick_cpu_us: 0.0,
             steady_ticks: 0,
             domain_util: vec![0.0; domains],
@@ -232,7 +232,7 @@ impl Summary {
             domain_util_cv: 0.0,
             run_time: String::new(),
             lock_time: "estimate from blocked time".into(),
-            lock_probe: crate::lockprobe::LockReport::default(),
+            lock_probe: threadbalance_linux::adapter::lockprobe::LockReport::default(),
             policy_summary: PolicySummary::Nothing,
             notes: Vec::new(),
             ended: String::new(),
@@ -337,7 +337,7 @@ impl Summary {
     }
 
     /// Takes what the futex probe saw (before [`Summary::finish`]).
-    pub fn lock_probe(&mut self, report: crate::lockprobe::LockReport) {
+    pub fn lock_probe(&mut self, report: threadbalance_linux::adapter::lockprobe::LockReport) {
         self.lock_probe = report;
     }
 

@@ -507,19 +507,7 @@ impl Actuator {
             }
             None => self.original_of(key, &current),
         };
-        let want = match mv.to {
-            Target::Original => original.clone(),
-            Target::Domain { level, index } => match topo.domains(level).get(index) {
-                Some(d) => d.cpus.intersection(&original),
-                None => return MoveOutcome::Denied,
-            },
-            Target::Cpu(cpu) => {
-                if topo.cpu(cpu).is_none() {
-                    return MoveOutcome::Denied;
-                }
-                CpuSet::single(cpu).intersection(&original)
-            }
-        };
+        let want = mv.to.cpus(topo, &original);
         if want.is_empty() {
             return MoveOutcome::Denied;
         }

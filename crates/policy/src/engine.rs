@@ -46,19 +46,6 @@ pub struct TickReport {
     pub note: Option<String>,
 }
 
-/// Totals over a run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EngineTotals {
-    /// Ticks taken.
-    pub ticks: u64,
-    /// Distinct threads seen (by key).
-    pub threads_seen: u64,
-    /// Moves asked for.
-    pub moves: u64,
-    /// What the host did with them.
-    pub applied: ApplyReport,
-}
-
 /// Sample → window → decide → apply, with buffers kept between ticks.
 #[derive(Debug, Default)]
 pub struct Engine {
@@ -66,7 +53,6 @@ pub struct Engine {
     cur: Snapshot,
     window: Window,
     primed: bool,
-    totals: EngineTotals,
 }
 
 impl Engine {
@@ -99,10 +85,6 @@ impl Engine {
         } else {
             host.apply(&plan)
         };
-        self.totals.ticks += 1;
-        self.totals.threads_seen += appeared as u64;
-        self.totals.moves += plan.moves.len() as u64;
-        self.totals.applied.add(&applied);
         std::mem::swap(&mut self.prev, &mut self.cur);
         Ok(TickReport {
             at: self.prev.at,
@@ -126,11 +108,6 @@ impl Engine {
     /// ([`threadbalance_model::DisplayWindow`]).
     pub fn latest(&self) -> &Snapshot {
         &self.prev
-    }
-
-    /// Totals since the engine was made.
-    pub fn totals(&self) -> &EngineTotals {
-        &self.totals
     }
 }
 

@@ -263,7 +263,7 @@ impl PolicyKind {
             | PolicyKind::NumaBce
             | PolicyKind::NumaExclBase
             | PolicyKind::NumaExcl
-            | PolicyKind::NumaMbPlus => crate::numa_select::build(self.name(), settings, topo),
+            | PolicyKind::NumaMbPlus => crate::numa_select::build(self.name(), settings),
         }
     }
 }

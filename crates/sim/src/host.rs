@@ -22,8 +22,7 @@ use crate::workload::Workload;
 use std::convert::Infallible;
 use threadbalance_model::pace::{Pace, steady_gap_within};
 use threadbalance_model::{
-    ApplyReport, CpuSet, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, Target,
-    WakeEdge,
+    ApplyReport, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, WakeEdge,
 };
 use threadbalance_policy::{Engine, Host, Settings};
 
@@ -75,18 +74,6 @@ impl<'a> SimHost<'a> {
                 })
             }));
     }
-
-    fn target_set(&self, original: &CpuSet, to: Target) -> CpuSet {
-        let topo = &self.sim.topo;
-        match to {
-            Target::Domain { level, index } => topo
-                .domains(level)
-                .get(index)
-                .map_or_else(CpuSet::new, |d| d.cpus.intersection(original)),
-            Target::Cpu(c) => CpuSet::single(c).intersection(original),
-            Target::Original => original.clone(),
-        }
-    }
 }
 
 impl Host for SimHost<'_> {
@@ -117,8 +104,9 @@ impl Host for SimHost<'_> {
             return Ok(());
         }
         self.sim.memory_at = Some(now);
-        // Resident memory per node: pages stay where they were first touched (no page
-        // migration): the shared data on its owner's node, or each thread's own pages.
+        // Resident memory per node: each live thread's pages on its home node, where they
+        // were first touched or where automatic NUMA balancing has moved them since
+        // (`autonuma.rs`).
         for app in &self.sim.apps[..self.sim.program_apps()] {
             let mut per_node = vec![0u64; self.sim.hw.nnode];
             let bytes = app.memory_bytes;
@@ -153,7 +141,7 @@ impl Host for SimHost<'_> {
                 Err(_) => MoveOutcome::Vanished,
                 Ok(t) if matches!(self.sim.th[t].st, St::Done | St::New) => MoveOutcome::Vanished,
                 Ok(t) => {
-                    let set = self.target_set(&self.sim.th[t].original, mv.to);
+                    let set = mv.to.cpus(&self.sim.topo, &self.sim.th[t].original);
                     if set.is_empty() {
                         MoveOutcome::Denied
                     } else if set == self.sim.th[t].allowed {
@@ -271,7 +259,7 @@ mod tests {
     use super::*;
     use crate::machine::machine;
     use crate::workload::{Wait, ep_barrier};
-    use threadbalance_model::Level;
+    use threadbalance_model::{Level, Target};
 
     #[test]
     fn host_memory_sits_where_the_leader_or_each_thread_first_touched() {

@@ -14,10 +14,10 @@
 //! killed by SIGKILL leaves one journal per process it had changed, and the next daemon
 //! (or `threadbalance restore`) replays every one of them (see [`crate::recover::restore_tree`]).
 
-use crate::host::{LinuxAdapter, Target};
 use anyhow::{Result, anyhow};
 use std::path::PathBuf;
 use threadbalance_daemon::allowed::Allowed;
+use threadbalance_linux::adapter::{LinuxAdapter, Target};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runshare::{SharedCounters, Watch};
 use threadbalance_linux::state::{ProcessLock, StateDir};
@@ -191,7 +191,7 @@ impl Managed {
                 return Err(Refused::Failed(e.into()));
             }
         };
-        crate::host::read_what_it_asks(&mut host, policy.as_ref());
+        crate::manage::read_what_it_asks(&mut host, policy.as_ref());
         Ok(Managed {
             pid,
             start,
