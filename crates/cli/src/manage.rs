@@ -181,7 +181,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             &p.topo,
             target,
             dry_run,
-            p.policy.stat_max_age(),
+            p.policy.needs(),
             journal,
             counters,
         )
@@ -199,7 +199,6 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     };
     host.restore_orphans();
     host.set_lock_probe(lock_probe);
-    crate::manage::read_what_it_asks(&mut host, p.policy.as_ref());
     let (mut summary, looped) = manage(&mut host, &mut p, args, true);
     if let Err(e) = &looped {
         errln!("threadbalance: stopped managing ({e:#}); masks restored; waiting for {program}");
@@ -295,12 +294,11 @@ pub(crate) fn open_attached(
             follow_children,
         },
         dry_run,
-        p.policy.stat_max_age(),
+        p.policy.needs(),
         journal,
     )
     .map_err(crate::manage::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
-    crate::manage::read_what_it_asks(&mut host, p.policy.as_ref());
     Ok((p, lock, host))
 }
 
@@ -454,16 +452,5 @@ pub(crate) fn adapter_error(e: LinuxError) -> anyhow::Error {
             input_error(e.to_string())
         }
         other => other.into(),
-    }
-}
-
-/// Tells `host` to read what `policy` asks for beyond the usual counters: switch counts
-/// (`Policy::reads_switches`) and the machine's stolen time (`Policy::reads_steal`).
-pub(crate) fn read_what_it_asks(host: &mut LinuxAdapter, policy: &dyn Policy) {
-    if let Some(age) = policy.reads_switches() {
-        host.read_switches(age);
-    }
-    if policy.reads_steal() {
-        host.read_steal();
     }
 }

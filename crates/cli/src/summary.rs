@@ -519,7 +519,7 @@ impl Summary {
             );
         }
         let probe = &self.lock_probe;
-        if probe.exact || self.policy.reads_lock_time() {
+        if probe.exact || self.policy.needs().lock_probe() {
             let _ = writeln!(s, "   lock time: {}", self.lock_time);
         }
         if probe.exact {

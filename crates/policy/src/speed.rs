@@ -378,7 +378,7 @@ mod signals;
 mod sparse;
 mod track;
 
-use crate::{Policy, PolicyError, Settings};
+use crate::{Needs, Policy, PolicyError, Settings};
 use guard::Guard;
 use signals::follow;
 use threadbalance_model::{
@@ -501,11 +501,22 @@ const ADOPT_BELOW: f64 = 0.25;
 /// A thread watched this long, ns, that ran or waited for a CPU less than `IDLE` of that
 /// time is released at once (see `update_known`).
 const ASLEEP_AGE: f64 = 20e6;
-/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): a
+/// How stale last CPU and state may be for this policy (see `Needs::stat_max_age`): a
 /// second. The policy never reads them; the summary's per-core utilization does, and may
 /// lag by that much for threads Linux moves. Re-reading `stat` (3 µs a thread) on every
 /// tick is what made slow, budget-paced ticks of many threads cost twice what they must.
 const MAX_STAT_AGE: Nanos = Nanos::from_secs(1);
+
+/// What speed reads. Only run time and run-queue wait (fresh from `schedstat` on every
+/// sample), and it knows where it placed every thread, so last CPU and state may be as
+/// old as its longest interval. The synchronization signals read voluntary and
+/// involuntary switches: blocking and yielding threads, hence the phases the
+/// sparse-rounds and fine-phase rules go by.
+pub const NEEDS: Needs = Needs {
+    stat_max_age: Some(MAX_STAT_AGE),
+    switches: Some(SWITCHES_MAX_AGE),
+    ..Needs::NOTHING
+};
 /// The guard measures over the last this-many intervals of a stint, and at least
 /// `GUARD_MIN_MEASURE`.
 const GUARD_INTERVALS: u64 = 50;
@@ -994,17 +1005,8 @@ impl Speed {
 }
 
 impl Policy for Speed {
-    /// Speed reads only run time and run-queue wait (fresh from `schedstat` on every
-    /// sample) and knows where it placed every thread, so last CPU and state may be as old
-    /// as its longest interval.
-    fn stat_max_age(&self) -> Option<Nanos> {
-        Some(MAX_STAT_AGE)
-    }
-
-    /// The synchronization signals read voluntary and involuntary switches: blocking and
-    /// yielding threads, hence the phases the sparse-rounds and fine-phase rules go by.
-    fn reads_switches(&self) -> Option<Nanos> {
-        Some(SWITCHES_MAX_AGE)
+    fn needs(&self) -> Needs {
+        NEEDS
     }
 
     fn name(&self) -> &'static str {

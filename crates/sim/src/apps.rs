@@ -116,7 +116,11 @@ pub fn run_per_app(
             next: Nanos(0),
         });
     }
-    let wakes = instances.iter().any(|i| i.policy.reads_wake_edges());
+    // One policy, so one set of needs: every instance's is the first's.
+    let needs = instances
+        .first()
+        .map(|i| i.policy.needs())
+        .unwrap_or_default();
     // The daemon attaches once the programs have started their threads (as run_policy).
     let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
     for i in &mut instances {
@@ -128,10 +132,10 @@ pub fn run_per_app(
     let mut full = Snapshot::default();
     while let Some(_tick) = sim.run_until(horizon) {
         let now = sim.now;
-        let Ok(()) = SimHost::with_wakes(&mut sim, wakes).sample(&mut full);
+        let Ok(()) = SimHost::new(&mut sim, &needs).sample(&mut full);
         for i in instances.iter_mut().filter(|i| i.next <= now) {
             let mut view = AppView {
-                sim: SimHost::with_wakes(&mut sim, wakes),
+                sim: SimHost::new(&mut sim, &needs),
                 full: &full,
                 pid: i.pid,
             };
@@ -176,13 +180,14 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.run_until(Nanos::from_millis(5));
         let mut full = Snapshot::default();
-        let Ok(()) = SimHost::new(&mut sim).sample(&mut full);
+        let Ok(()) =
+            SimHost::new(&mut sim, &threadbalance_policy::Needs::NOTHING).sample(&mut full);
         let pids: Vec<Pid> = sim.apps.iter().map(|a| sim.th[a.first].key.pid).collect();
         assert_eq!(pids.len(), 2);
         let mut seen = 0;
         for pid in pids {
             let mut view = AppView {
-                sim: SimHost::new(&mut sim),
+                sim: SimHost::new(&mut sim, &threadbalance_policy::Needs::NOTHING),
                 full: &full,
                 pid,
             };

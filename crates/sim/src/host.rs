@@ -2,7 +2,7 @@
 //!
 //! `sample` reports what `/proc` would (run and wait time, user/system time, context
 //! switches, last CPU, state) plus what the BPF futex probe would (lock time as Solaris
-//! `LCK` counts it; with [`SimHost::with_wakes`], the wake edges: lock hand-offs from one
+//! `LCK` counts it; for a policy whose [`Needs`] ask for them, the wake edges: lock hand-offs from one
 //! thread to another) and the migration count; `apply` changes simulated affinities: a thread running or queued on a
 //! CPU it may no longer use moves at once and pays its cache refill there.
 //!
@@ -24,7 +24,7 @@ use threadbalance_model::pace::{Pace, steady_gap_within};
 use threadbalance_model::{
     ApplyReport, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, WakeEdge,
 };
-use threadbalance_policy::{Engine, Host, Settings};
+use threadbalance_policy::{Engine, Host, Needs, Settings};
 
 /// The simulator as a [`Host`].
 #[derive(Debug)]
@@ -35,22 +35,16 @@ pub struct SimHost<'a> {
 }
 
 impl<'a> SimHost<'a> {
-    /// A host view of `sim`; samples carry no wake edges.
-    pub fn new(sim: &'a mut Sim) -> SimHost<'a> {
+    /// A host view of `sim` sampling what a policy with `needs` reads: the one place the
+    /// simulator reads [`Needs`]. Its samples carry the wake edges (`Snapshot::wakes`,
+    /// every lock hand-off from one thread to another so far) only when the policy reads
+    /// them, since building them costs a pass over the graph per sample. Everything else
+    /// the simulator knows is sampled fresh at every tick whatever the needs: staleness,
+    /// switch counts, stolen time and lock time cost it nothing.
+    pub fn new(sim: &'a mut Sim, needs: &Needs) -> SimHost<'a> {
         SimHost {
             sim,
-            wakes: false,
-            pace: Pace::Free,
-        }
-    }
-
-    /// A host view of `sim` whose samples carry the wake edges (`Snapshot::wakes`): every
-    /// lock hand-off from one thread to another so far. Building them costs a pass over
-    /// the graph per sample, so only policies that read them ask for them.
-    pub fn with_wakes(sim: &'a mut Sim, wakes: bool) -> SimHost<'a> {
-        SimHost {
-            sim,
-            wakes,
+            wakes: needs.wake_edges,
             pace: Pace::Free,
         }
     }
@@ -188,6 +182,7 @@ pub fn run_policy(
         sim.add_tool();
     }
     let topo = machine.topo.clone();
+    let needs = p.needs();
     let mut engine = Engine::new();
     // The daemon attaches once the program has started its threads.
     let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
@@ -216,7 +211,7 @@ pub fn run_policy(
             (Some(_), None) => Pace::Unknown,
             (Some(_), Some(c)) => Pace::Gap(steady_gap_within(c, budget)),
         };
-        let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges()).paced(pace);
+        let mut host = SimHost::new(&mut sim, &needs).paced(pace);
         let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
         ticks += 1;
         if opts.cpu_budget.is_none() {
@@ -260,6 +255,21 @@ mod tests {
     use crate::machine::machine;
     use crate::workload::{Wait, ep_barrier};
     use threadbalance_model::{Level, Target};
+
+    #[test]
+    fn the_host_gathers_wake_edges_only_when_the_policy_needs_them() {
+        let m = machine("package:2 core:2 pu:1", None).unwrap();
+        let w = crate::workload("ep-barrier:phase_ms=5,work_ms=40", Some(2), None).unwrap();
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.run_until(Nanos::from_millis(5));
+        let mut snap = Snapshot::default();
+        let Ok(()) = SimHost::new(&mut sim, &Needs::NOTHING).sample(&mut snap);
+        assert!(!snap.wakes_measured);
+        let needs = threadbalance_policy::PolicyKind::Handoff.needs();
+        let Ok(()) = SimHost::new(&mut sim, &needs).sample(&mut snap);
+        assert!(snap.wakes_measured);
+        assert!(!snap.threads.is_empty());
+    }
 
     #[test]
     fn host_memory_sits_where_the_leader_or_each_thread_first_touched() {
@@ -306,14 +316,14 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         // During the setup only the main threads exist.
         sim.run_until(Nanos::from_millis(50));
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         let mut snap = Snapshot::default();
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.threads.len(), 2);
         // Later: the workers run, the main threads sleep in pthread_join; no new memory
         // sample within `memory_every` (2 s).
         sim.run_until(Nanos::from_millis(300));
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.threads.len(), 8);
         assert!(snap.memory.is_empty());
@@ -325,7 +335,7 @@ mod tests {
                 .all(|s| s.state == threadbalance_model::ThreadState::Sleeping)
         );
         sim.run_until(Nanos::from_millis(2_100));
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.memory.len(), 2);
         // Leader first touch: 600 MB on one node. Thread first touch: 4 × 40 MB in all.
@@ -349,7 +359,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.run_until(Nanos::from_millis(2));
         let key = sim.th[0].key;
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         let mut snap = Snapshot::default();
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.threads.len(), 2);

@@ -178,11 +178,11 @@ impl Managed {
                 follow_children: false,
             },
             observe,
-            policy.stat_max_age(),
+            policy.needs(),
             journal,
             handed.counters,
         );
-        let mut host = match host {
+        let host = match host {
             Ok(h) => h,
             Err(e) => {
                 if let Some(d) = &dir {
@@ -191,7 +191,6 @@ impl Managed {
                 return Err(Refused::Failed(e.into()));
             }
         };
-        crate::manage::read_what_it_asks(&mut host, policy.as_ref());
         Ok(Managed {
             pid,
             start,

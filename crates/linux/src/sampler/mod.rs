@@ -464,7 +464,7 @@ impl Sampler {
     /// Reads the context-switch counts from now on, no staler than `max_age` (see
     /// [`SamplerConfig::read_status`] and [`SamplerConfig::status_max_age`]) and for at
     /// most [`STATUS_PER_SAMPLE`] threads a sample: for a policy that asks for them
-    /// (`Policy::reads_switches`).
+    /// (`Needs::switches`).
     pub fn read_switches(&mut self, max_age: Nanos) {
         self.cfg.read_status = true;
         self.cfg.status_max_age = max_age;
@@ -472,7 +472,7 @@ impl Sampler {
     }
 
     /// Reads the machine's CPU time from now on ([`SamplerConfig::read_cpu_time`]): for a
-    /// policy that asks (`Policy::reads_steal`).
+    /// policy that asks (`Needs::steal`).
     pub fn read_steal(&mut self) {
         self.cfg.read_cpu_time = true;
     }
