@@ -11,7 +11,8 @@
 //!                                  + lockprobe::LockProbe::fill (exact lock time, feature bpf)
 //!    LoopHost::target_exited     ─► ppoll(pidfd, 0), unless the wait just before timed out
 //!                                   (no pidfd: /proc/PID/stat)
-//!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline, later if over budget)
+//!    Host::earliest              ─► the next tick, later if over budget (Pacer::hold)
+//!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline)
 //!    LoopHost::forward           ─► kill(target, sig)
 //!    LoopHost::housekeeping      ─► run only: waitpid(orphan, WNOHANG), once a second
 //!                                   (the orphans themselves are sampled and managed as
@@ -338,20 +339,14 @@ impl LinuxAdapter {
         self.exited
     }
 
-    /// Sleeps until `deadline`, or later while the tool is over its cost budget (see
-    /// [`pace`]), or until the target exits or a signal arrives.
+    /// Sleeps until `deadline` (which the loop's step has already held back while the tool
+    /// was over its cost budget, [`Host::earliest`]), or until the target exits or a
+    /// signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
-        let cpu = own_cpu();
-        let watching = cpu.saturating_sub(self.acting);
-        let charged = if self.charge_moves { cpu } else { watching };
+        let (watching, charged) = self.cpu_spent();
         self.turns.waited(charged);
         self.steady.waiting(watching);
-        let paced = self
-            .pacer
-            .earliest(now, charged)
-            .min(deadline + pace::MAX_DELAY);
-        let deadline = deadline.max(paced);
         if deadline <= now {
             return;
         }
@@ -367,6 +362,14 @@ impl LinuxAdapter {
                 std::thread::sleep(std::time::Duration::from_nanos(pause.0));
             }
         }
+    }
+
+    /// This process's CPU time spent watching (all of it but the moves), and what the
+    /// budget charges: all of it under an operator's whole budget, the watching otherwise.
+    fn cpu_spent(&self) -> (Nanos, Nanos) {
+        let cpu = own_cpu();
+        let watching = cpu.saturating_sub(self.acting);
+        (watching, if self.charge_moves { cpu } else { watching })
     }
 
     /// The target's pid.
@@ -470,6 +473,12 @@ impl Host for LinuxAdapter {
         let share = pace::watch_share(share);
         self.watch_max = self.watch_max.max(share);
         self.pacer.set_budget(share);
+    }
+
+    /// The next tick held back while the tool is over its CPU budget (see [`pace`]).
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        let (_, charged) = self.cpu_spent();
+        self.pacer.hold(due, self.host.now(), charged)
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

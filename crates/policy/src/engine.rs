@@ -23,6 +23,15 @@ pub trait Host {
     /// the next tick ([`Policy::watch_budget`]; `None`: the host's default). A host that
     /// does not pace its ticks, or holds an operator's whole budget, ignores it.
     fn watch_budget(&mut self, _share: Option<f64>) {}
+
+    /// The earliest the next tick may start, when the policy wants it at `due`: `due`
+    /// itself, or later while the ticks so far have cost more CPU time than the host's
+    /// budget allows (never more than [`threadbalance_model::pace::MAX_DELAY`] later, see
+    /// [`threadbalance_model::pace::Pacer::hold`]). Asked once a tick, after it. A host
+    /// that does not pace its ticks (the default) returns `due`.
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        due
+    }
 }
 
 /// What one tick did.

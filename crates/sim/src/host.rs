@@ -16,15 +16,17 @@ use crate::SimError;
 use crate::machine::Machine;
 use crate::queue::EventKind;
 use crate::report::RunResult;
+use crate::run::TickCost;
 use crate::run::{RunOptions, Sim, St};
 use crate::state::ThreadIdx;
 use crate::workload::Workload;
 use std::convert::Infallible;
-use threadbalance_model::pace::{Pace, steady_gap_within};
+use threadbalance_manage::Ticker;
+use threadbalance_model::pace::{self, Pace, Pacer, steady_gap_within};
 use threadbalance_model::{
     ApplyReport, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, WakeEdge,
 };
-use threadbalance_policy::{Engine, Host, Needs, Settings};
+use threadbalance_policy::{Host, Needs, Settings};
 
 /// The simulator as a [`Host`].
 #[derive(Debug)]
@@ -32,6 +34,62 @@ pub struct SimHost<'a> {
     sim: &'a mut Sim,
     wakes: bool,
     pace: Pace,
+    budget: Option<&'a mut Budget>,
+}
+
+/// The tool's CPU budget over a simulated run, kept from tick to tick as the live loop's
+/// pacer keeps it: each tick charged what it costs live ([`RunOptions::tick_cost`]; its
+/// moves too under an operator's whole budget, [`RunOptions::cpu_budget`]), and the next
+/// tick held back while the tool is over budget ([`Pacer::hold`], through the loop step's
+/// [`Host::earliest`]).
+#[derive(Debug)]
+pub struct Budget {
+    cost: TickCost,
+    /// An operator's whole budget: it charges moves, and the policy's asks do not move it.
+    operator: bool,
+    pacer: Pacer,
+    /// The tool's CPU time so far.
+    spent: Nanos,
+    /// What the last tick cost, as a live host knows it at the next (`Pace`).
+    last: Option<Nanos>,
+    /// Moves done by the tick under way.
+    moves: u32,
+}
+
+impl Budget {
+    /// The budget `opts` set, or `None` when ticks cost nothing (no tick cost).
+    pub fn of(opts: &RunOptions) -> Option<Budget> {
+        let cost = opts.tick_cost?;
+        Some(Budget {
+            cost,
+            operator: opts.cpu_budget.is_some(),
+            pacer: Pacer::new(opts.cpu_budget.unwrap_or(pace::BUDGET), pace::BURST),
+            spent: Nanos::ZERO,
+            last: None,
+            moves: 0,
+        })
+    }
+
+    /// The pace the next sample reports: unknown before the first tick was charged.
+    fn pace(&self) -> Pace {
+        match self.last {
+            None => Pace::Unknown,
+            Some(c) => Pace::Gap(steady_gap_within(c, self.pacer.budget())),
+        }
+    }
+
+    /// Charges a tick over `threads` threads, and holds the next, due at `due`, while over
+    /// budget at `now`.
+    fn charge(&mut self, threads: usize, now: Nanos, due: Nanos) -> Nanos {
+        let mut tick = self.cost.of(threads);
+        let moves = std::mem::take(&mut self.moves);
+        if self.operator {
+            tick += Nanos(self.cost.per_move.0 * u64::from(moves));
+        }
+        self.last = Some(tick);
+        self.spent += tick;
+        self.pacer.hold(due, now, self.spent)
+    }
 }
 
 impl<'a> SimHost<'a> {
@@ -46,12 +104,42 @@ impl<'a> SimHost<'a> {
             sim,
             wakes: needs.wake_edges,
             pace: Pace::Free,
+            budget: None,
         }
     }
 
-    /// The same host, its samples saying that ticks are paced so (`Snapshot::pace`).
-    pub fn paced(self, pace: Pace) -> SimHost<'a> {
-        SimHost { pace, ..self }
+    /// The same host, its ticks paced by `budget` (none: free), and its samples saying so
+    /// (`Snapshot::pace`).
+    pub fn paced(self, budget: Option<&'a mut Budget>) -> SimHost<'a> {
+        let pace = budget.as_deref().map_or(Pace::Free, Budget::pace);
+        SimHost {
+            pace,
+            budget,
+            ..self
+        }
+    }
+
+    /// The pace its samples report.
+    pub(crate) fn pace(&self) -> Pace {
+        self.pace
+    }
+
+    /// [`Host::earliest`] for a tick over `threads` threads (those its policy manages).
+    pub(crate) fn earliest_over(&mut self, threads: usize, due: Nanos) -> Nanos {
+        let now = self.sim.now();
+        match self.budget.as_deref_mut() {
+            Some(b) => b.charge(threads, now, due),
+            None => due,
+        }
+    }
+
+    /// [`Host::watch_budget`]: the policy's ask moves the budget, unless an operator set it.
+    pub(crate) fn grant(&mut self, share: Option<f64>) {
+        if let Some(b) = self.budget.as_deref_mut()
+            && !b.operator
+        {
+            b.pacer.set_budget(pace::watch_share(share));
+        }
     }
 
     fn sample_wakes(&self, into: &mut Snapshot) {
@@ -148,6 +236,9 @@ impl Host for SimHost<'_> {
             };
             report.count(outcome);
         }
+        if let Some(b) = self.budget.as_deref_mut() {
+            b.moves = report.done;
+        }
         for s in &plan.slices {
             if let Ok(t) = self.sim.th.binary_search_by(|t| t.key.cmp(&s.thread))
                 && !matches!(self.sim.th[t].st, St::Done | St::New)
@@ -156,6 +247,18 @@ impl Host for SimHost<'_> {
             }
         }
         report
+    }
+
+    fn watch_budget(&mut self, share: Option<f64>) {
+        self.grant(share);
+    }
+
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        let alive = self.sim.th[..self.sim.program_threads()]
+            .iter()
+            .filter(|t| !matches!(t.st, St::Done | St::New))
+            .count();
+        self.earliest_over(alive, due)
     }
 }
 
@@ -183,62 +286,28 @@ pub fn run_policy(
     }
     let topo = machine.topo.clone();
     let needs = p.needs();
-    let mut engine = Engine::new();
     // The daemon attaches once the program has started its threads.
     let first = Nanos(sim.lx.spawn_gap_ns * sim.th.len() as u64 + 1_000_000);
+    let mut ticker = Ticker::new(first);
     sim.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
     let mut ticks = 0u64;
-    // The live loop's budget, when ticks cost something: the tool's CPU time so far, and
-    // the pacer that turns it into the earliest next tick (see `RunOptions::tick_cost`).
-    // An operator's whole budget charges moves too (`RunOptions::cpu_budget`).
-    // Without one, the policy may raise the watching budget after each decision
-    // (`Policy::watch_budget`), as it may a live loop's.
-    let mut budget = opts.cpu_budget.unwrap_or(threadbalance_model::pace::BUDGET);
-    let mut paced = opts.tick_cost.map(|c| {
-        (
-            c,
-            Nanos::ZERO,
-            threadbalance_model::pace::Pacer::new(budget, threadbalance_model::pace::BURST),
-        )
-    });
-    // What the last tick cost, as a live host knows it at the next (`Pace`): nothing before
-    // the first.
-    let mut last_cost: Option<Nanos> = None;
+    // The live loop's budget, when ticks cost something (see `RunOptions::tick_cost`).
+    let mut budget = Budget::of(opts);
     while let Some(_tick) = sim.run_until(horizon) {
-        let pace = match (&paced, last_cost) {
-            (None, _) => Pace::Free,
-            (Some(_), None) => Pace::Unknown,
-            (Some(_), Some(c)) => Pace::Gap(steady_gap_within(c, budget)),
-        };
-        let mut host = SimHost::new(&mut sim, &needs).paced(pace);
-        let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
+        let now = sim.now;
+        let mut host = SimHost::new(&mut sim, &needs).paced(budget.as_mut());
+        let Ok(report) = ticker.tick(&mut host, &topo, p.as_mut(), now);
         ticks += 1;
-        if opts.cpu_budget.is_none() {
-            budget = threadbalance_model::pace::watch_share(p.watch_budget());
-        }
-        let next = report.next_in.max(Nanos::from_millis(1));
-        let mut at = sim.now + next;
-        let alive = sim.th[..sim.program_threads()]
-            .iter()
-            .filter(|t| !matches!(t.st, St::Done | St::New))
-            .count();
         if let Some(c) = tool_cost {
+            let alive = sim.th[..sim.program_threads()]
+                .iter()
+                .filter(|t| !matches!(t.st, St::Done | St::New))
+                .count();
             let moves = Nanos(c.per_move.0 * u64::from(report.applied.done));
             sim.charge_tool(c.of(alive) + moves);
         }
-        if let Some((cost, spent, pacer)) = paced.as_mut() {
-            let mut tick = cost.of(alive);
-            if opts.cpu_budget.is_some() {
-                tick += Nanos(cost.per_move.0 * u64::from(report.applied.done));
-            }
-            last_cost = Some(tick);
-            *spent += tick;
-            pacer.set_budget(budget);
-            let earliest = pacer.earliest(sim.now, *spent);
-            at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));
-        }
-        sim.q.push(at, EventKind::Policy, 0, 0);
+        sim.q.push(ticker.next(), EventKind::Policy, 0, 0);
     }
     Ok(RunResult::measure(
         &sim,

@@ -221,6 +221,11 @@ impl Host for TopShell<'_> {
         }
         report
     }
+
+    /// The adapter's pacing: `top` keeps to the CPU budget as `attach` does.
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        self.host.earliest(due)
+    }
 }
 
 impl LoopHost for TopShell<'_> {
