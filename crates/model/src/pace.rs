@@ -187,9 +187,9 @@ mod tests {
         let mut p = Pacer::new(0.01, Nanos::ZERO);
         let due = Nanos::from_millis(10);
         assert_eq!(p.hold(due, Nanos::ZERO, Nanos::ZERO), due, "first look");
-        // 1 ms of CPU over 1 ms of wall at 1 %: owed 990 µs of CPU, 99 ms of wall.
+        // 1 ms of CPU at 1 % with no burst: 1 ms owed, paid in 100 ms of wall from now.
         let at = p.hold(due, Nanos::from_millis(1), Nanos::from_millis(1));
-        assert_eq!(at, Nanos::from_millis(1) + Nanos::from_millis(99));
+        assert_eq!(at, Nanos::from_millis(1) + Nanos::from_millis(100));
         // Far over: held no more than MAX_DELAY past when it was due.
         let mut p = Pacer::new(0.01, Nanos::ZERO);
         p.hold(due, Nanos::ZERO, Nanos::ZERO);
