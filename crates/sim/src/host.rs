@@ -6,8 +6,10 @@
 //! thread to another) and the migration count; `apply` changes simulated affinities: a thread running or queued on a
 //! CPU it may no longer use moves at once and pays its cache refill there.
 //!
-//! [`run_policy`] drives a whole run: events until the next policy tick, then
-//! `Engine::tick(SimHost)`, then events again, until every thread exited. After each tick
+//! [`run_policy`] drives a whole run: events until the next policy tick, then the loop
+//! step every host takes (`threadbalance_manage::Ticker::tick` over a `SimHost`, paced by
+//! a [`Budget`] when ticks cost something), then events again, until every thread
+//! exited. After each tick
 //! the tool's own thread is charged what the tick and its moves cost
 //! (`RunOptions::tool_cpu`, on by default; see `run/tool.rs`) and runs that long on a CPU
 //! of the machine.
