@@ -402,9 +402,9 @@ pub fn run(args: &BenchArgs) -> Result<u8> {
     let mut results = Vec::with_capacity(total);
     // SIGINT, SIGTERM, SIGHUP: finish the run under way, then stop before the next cell
     // (the temporary directory is removed and the mask put back on the way out).
-    crate::signals::install().context("installing signal handlers")?;
+    threadbalance_linux::signal::catch_fatal_signals().context("installing signal handlers")?;
     for (i, cell) in cells.into_iter().enumerate() {
-        if let Some(sig) = crate::signals::take() {
+        if let Some(sig) = threadbalance_linux::signal::take_signal() {
             anyhow::bail!("interrupted by {sig} after {i} of {total} cells");
         }
         results.push(bench.run(i, cell)?);

@@ -261,6 +261,9 @@ fn run_args(args: &CompareArgs, policy: PolicyKind) -> Vec<String> {
 
 /// Runs the warm-ups and the measured runs, interleaved, and reads the machine's business
 /// around them.
+///
+/// Long because it is one schedule (checks, warm-ups, then the runs interleaved by
+/// policy, with the machine's load read around them) that reads best whole.
 pub fn measure(args: &CompareArgs, progress: &mut dyn FnMut(usize, &str)) -> Result<Measured> {
     let policies = args.policies();
     check(&args.settings, &policies, args.repeat, &args.command)?;

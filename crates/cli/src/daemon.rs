@@ -25,7 +25,7 @@
 
 mod host;
 
-use crate::{input_error, signals};
+use crate::input_error;
 use anyhow::{Context, Result};
 use clap::Args;
 use host::{HostError, LinuxDaemon};
@@ -42,6 +42,7 @@ use threadbalance_daemon::metrics::exposition::{ExpositionError, Exposure, Metri
 use threadbalance_daemon::serve::{Daemon, Start};
 use threadbalance_daemon::{ConfigError, log, read};
 use threadbalance_linux::Root;
+use threadbalance_linux::signal;
 use threadbalance_linux::state::StateDir;
 
 /// Options of `threadbalance daemon`.
@@ -141,7 +142,7 @@ pub fn run(args: &DaemonArgs) -> Result<u8> {
         metrics: Arc::clone(&metrics),
     };
     let mut d = Daemon::new(host, start);
-    signals::install().context("installing signal handlers")?;
+    signal::catch_fatal_signals().context("installing signal handlers")?;
     if args.oneshot {
         d.oneshot();
         return Ok(0);
@@ -200,7 +201,7 @@ fn serve(
     let failed = released.report.failures().count();
     let said = crate::recover::describe(&released.report);
     match &looped {
-        Ok(sig) => tracing::info!("stopped by {}: {said}", signals::signal_name(*sig)),
+        Ok(sig) => tracing::info!("stopped by {}: {said}", signal::signal_name(*sig)),
         Err(e) => tracing::error!("stopped: {e}; {said}"),
     }
     looped?;

@@ -1,34 +1,9 @@
-//! The Linux host of the control loop, now in the `linux` crate
-//! (`threadbalance_linux::adapter`), shared by `run`, `attach` and the daemon. Re-exported
-//! here under the paths the binary has always used.
-
-pub use threadbalance_linux::adapter::{LinuxAdapter, Target, pace};
+//! What the binary's Linux hosts (`run`, `attach`, `top`, the daemon) open beside the
+//! adapter (`threadbalance_linux::adapter`): the hardware counters a policy or the operator
+//! asks for, or the one line refusing to start without them.
 
 use crate::input_error;
-use threadbalance_linux::LinuxError;
 use threadbalance_linux::perf::{CounterSource, FakeCounterSource, PerfSource};
-
-/// The adapter's error as the binary reports it: a missing or forbidden pid is bad input
-/// (exit 2, nothing has changed yet); anything else is a failure.
-pub fn adapter_error(e: LinuxError) -> anyhow::Error {
-    match e {
-        LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => {
-            crate::error::bad_input(e)
-        }
-        other => other.into(),
-    }
-}
-
-/// Tells `host` to read what `policy` asks for beyond the usual counters: switch counts
-/// (`Policy::reads_switches`) and the machine's stolen time (`Policy::reads_steal`).
-pub fn read_what_it_asks(host: &mut LinuxAdapter, policy: &dyn threadbalance_policy::Policy) {
-    if let Some(age) = policy.reads_switches() {
-        host.read_switches(age);
-    }
-    if policy.reads_steal() {
-        host.read_steal();
-    }
-}
 
 /// Where the hardware counters come from, when asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +36,7 @@ pub fn counter_source(
     if ask == CounterAsk::Fake {
         return Ok(Some(Box::new(FakeCounterSource { step: FAKE_STEP })));
     }
-    let reads = policy.reads_counters();
+    let reads = policy.needs().counters;
     if !reads && ask != CounterAsk::Always {
         return Ok(None);
     }
@@ -125,8 +100,11 @@ mod tests {
         ) -> threadbalance_model::Plan {
             threadbalance_model::Plan::default()
         }
-        fn reads_counters(&self) -> bool {
-            true
+        fn needs(&self) -> threadbalance_policy::Needs {
+            threadbalance_policy::Needs {
+                counters: true,
+                ..threadbalance_policy::Needs::NOTHING
+            }
         }
     }
 
@@ -162,7 +140,7 @@ mod tests {
         let policy: Box<dyn Policy> = PolicyKind::Tumbler
             .build(&threadbalance_policy::Settings::default(), &topo)
             .unwrap();
-        assert!(!policy.reads_counters());
+        assert!(!policy.needs().counters);
         let none = counter_source(policy.as_ref(), "tumbler", CounterAsk::Policy).unwrap();
         assert!(none.is_none());
         let fake = counter_source(policy.as_ref(), "tumbler", CounterAsk::Fake).unwrap();

@@ -23,18 +23,19 @@
 //! other stop.
 
 use crate::error::{bad_input, one_line, refused};
-use crate::host::{LinuxAdapter, Target};
-use crate::lockprobe::LockProbe;
 use crate::summary::{Ended, HostReport, Setup, Summary, Tally};
 use crate::trace::RunTrace;
-use crate::{ManageArgs, input_error, recover, signals};
+use crate::{ManageArgs, input_error, recover};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
-use threadbalance_linux::Root;
+use threadbalance_linux::adapter::lockprobe::LockProbe;
+use threadbalance_linux::adapter::{LinuxAdapter, Target};
+use threadbalance_linux::signal;
 use threadbalance_linux::state::{Journal, ProcessLock, StateDir};
+use threadbalance_linux::{LinuxError, Root};
 use threadbalance_manage::{LoopError, OnSignal};
 use threadbalance_model::{Level, Nanos, Pid, Topology};
 use threadbalance_policy::{Host, Policy, PolicyKind};
@@ -162,7 +163,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     let Some((program, rest)) = command.split_first() else {
         return Err(input_error("no command given"));
     };
-    signals::install().context("installing signal handlers")?;
+    signal::catch_fatal_signals().context("installing signal handlers")?;
     raise_fd_limit();
     // The command's orphans (a process it started, then exited) become ours, so that one
     // born of a thread we confined is found and restored at the end.
@@ -189,11 +190,11 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
             &p.topo,
             target,
             dry_run,
-            p.policy.stat_max_age(),
+            p.policy.needs(),
             journal,
             counters,
         )
-        .map_err(crate::host::adapter_error)
+        .map_err(crate::manage::adapter_error)
         .map(|h| (lock, h))
     });
     let (_lock, mut host) = match host {
@@ -207,7 +208,6 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     };
     host.restore_orphans();
     host.set_lock_probe(lock_probe);
-    crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     if let Some(source) = p.counters.take() {
         host.read_hw_counters(source);
     }
@@ -273,8 +273,8 @@ pub(crate) fn open_attached(
     // state directory.
     let root = Root::system();
     let me = Pid(std::process::id() as i32);
-    let refusal =
-        threadbalance_linux::permit::refusal(&root, pid, me).map_err(crate::host::adapter_error)?;
+    let refusal = threadbalance_linux::permit::refusal(&root, pid, me)
+        .map_err(crate::manage::adapter_error)?;
     if let Some(why) = refusal {
         return Err(input_error(format!("{why}; not managed")));
     }
@@ -296,7 +296,7 @@ pub(crate) fn open_attached(
         );
     }
     let p = prepare(args, command, crate::usable::read_allowed_for(pid)?)?;
-    signals::install().context("installing signal handlers")?;
+    signal::catch_fatal_signals().context("installing signal handlers")?;
     raise_fd_limit();
     let dry_run = args.settings.dry_run;
     let (lock, journal) = claim(&p, pid, dry_run)?;
@@ -307,12 +307,11 @@ pub(crate) fn open_attached(
             follow_children,
         },
         dry_run,
-        p.policy.stat_max_age(),
+        p.policy.needs(),
         journal,
     )
-    .map_err(crate::host::adapter_error)?;
+    .map_err(crate::manage::adapter_error)?;
     host.set_lock_probe(LockProbe::start_for(p.policy.as_ref()));
-    crate::host::read_what_it_asks(&mut host, p.policy.as_ref());
     let mut p = p;
     if let Some(source) = p.counters.take() {
         host.read_hw_counters(source);
@@ -418,7 +417,7 @@ fn manage(
         OnSignal::Stop
     };
     let topo = &p.topo;
-    let mut take = signals::take;
+    let mut take = signal::take_signal;
     // The adapter is the loop's host: it reaps `run`'s orphans at every turn.
     let (restored, looped) = threadbalance_manage::manage(
         host,
@@ -488,5 +487,14 @@ fn report(summary: &Summary, trace: Option<&RunTrace>, json: &mut Option<File>, 
         });
     if let Err(e) = written {
         errln!("threadbalance: writing {}: {e}", path.display());
+    }
+}
+
+/// The adapter's error as the binary reports it: a missing or forbidden pid is bad input
+/// (exit 2, nothing has changed yet); anything else is a failure.
+pub(crate) fn adapter_error(e: LinuxError) -> anyhow::Error {
+    match e {
+        LinuxError::NoSuchProcess { .. } | LinuxError::PermissionDenied { .. } => bad_input(e),
+        other => other.into(),
     }
 }

@@ -36,9 +36,9 @@ mod tally;
 
 pub use tally::{Tally, ThreadCounters};
 
-use crate::host::LinuxAdapter;
-use crate::lockprobe::LockReport;
 use threadbalance_linux::actuate::SliceCounts;
+use threadbalance_linux::adapter::LinuxAdapter;
+use threadbalance_linux::adapter::lockprobe::LockReport;
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runcount::RunSource;
 use threadbalance_model::{
@@ -111,7 +111,11 @@ impl std::fmt::Display for Ended {
             Ended::Killed(s) => write!(f, "killed by signal {s}"),
             Ended::Unknown => f.write_str("ended"),
             Ended::Interrupted(s) => {
-                write!(f, "interrupted by {}", crate::signals::signal_name(*s))
+                write!(
+                    f,
+                    "interrupted by {}",
+                    threadbalance_linux::signal::signal_name(*s)
+                )
             }
             Ended::ProcessExited(pid) => write!(f, "process {pid} exited"),
             Ended::Stopped(why) => write!(f, "stopped: {why}"),
@@ -216,7 +220,7 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Budget {
-        let pct = crate::host::pace::BUDGET * 100.0;
+        let pct = threadbalance_linux::adapter::pace::BUDGET * 100.0;
         Budget {
             pct,
             moves_charged: false,

@@ -181,11 +181,11 @@ fn watch_daemon(args: &TopArgs, color: bool) -> Result<u8> {
         out!("{}", view::frame_text(&screen, 100));
         return Ok(0);
     }
-    crate::signals::install().context("installing signal handlers")?;
+    threadbalance_linux::signal::catch_fatal_signals().context("installing signal handlers")?;
     let mut ui = Ui::enter(std::mem::take(&mut screen))?;
     let mut next = Instant::now() + REFRESH;
     ui.draw();
-    while !ui.quit && crate::signals::take().is_none() {
+    while !ui.quit && threadbalance_linux::signal::take_signal().is_none() {
         if Instant::now() >= next {
             if !ui.screen.paused {
                 match ask(&path, args.window_ms) {

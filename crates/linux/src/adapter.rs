@@ -11,7 +11,8 @@
 //!                                  + lockprobe::LockProbe::fill (exact lock time, feature bpf)
 //!    LoopHost::target_exited     ─► ppoll(pidfd, 0), unless the wait just before timed out
 //!                                   (no pidfd: /proc/PID/stat)
-//!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline, later if over budget)
+//!    Host::earliest              ─► the next tick, later if over budget (Pacer::hold)
+//!    LoopHost::wait_until        ─► ppoll(pidfd, until the deadline)
 //!    LoopHost::forward           ─► kill(target, sig)
 //!    LoopHost::housekeeping      ─► run only: waitpid(orphan, WNOHANG), once a second
 //!                                   (the orphans themselves are sampled and managed as
@@ -31,7 +32,7 @@ use nix::unistd::Pid as NixPid;
 use std::os::fd::{AsFd, OwnedFd};
 use threadbalance_manage::LoopHost;
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot, Topology};
-use threadbalance_policy::Host;
+use threadbalance_policy::{Host, Needs};
 
 pub mod lockprobe;
 use lockprobe::{LockProbe, LockReport};
@@ -186,21 +187,24 @@ impl LinuxAdapter {
         topo: &Topology,
         target: Target,
         dry_run: bool,
-        stat_max_age: Option<Nanos>,
+        needs: Needs,
         journal: Option<Journal>,
     ) -> Result<LinuxAdapter, LinuxError> {
         let counters = crate::runcount::Counters::Choose;
-        LinuxAdapter::with_counters(topo, target, dry_run, stat_max_age, journal, counters)
+        LinuxAdapter::with_counters(topo, target, dry_run, needs, journal, counters)
     }
 
     /// As [`LinuxAdapter::new`], with run time from where `counters` says: the daemon
     /// gives each process a handle on its one shared probe ([`crate::runshare`]) instead of
-    /// a probe of its own.
+    /// a probe of its own. The one place the policy's [`Needs`] set what is sampled: how
+    /// stale `stat` may be, switch counts (`status`), the machine's stolen time
+    /// (`/proc/stat`). Its lock probe is [`LockProbe::start_for`]'s, started apart because
+    /// `run` starts it before its command.
     pub fn with_counters(
         topo: &Topology,
         target: Target,
         dry_run: bool,
-        stat_max_age: Option<Nanos>,
+        needs: Needs,
         journal: Option<Journal>,
         counters: crate::runcount::Counters,
     ) -> Result<LinuxAdapter, LinuxError> {
@@ -222,7 +226,7 @@ impl LinuxAdapter {
         if topo.nodes().len() <= 1 {
             cfg.memory_every = None;
         }
-        if let Some(age) = stat_max_age {
+        if let Some(age) = needs.stat_max_age {
             // A policy that allows stale `stat` fields reads run time and wait only, and
             // a sleeping thread has none to report: it is read less often while it sleeps.
             cfg.stat_max_age = age;
@@ -234,6 +238,12 @@ impl LinuxAdapter {
             // part of the command's tree all the same.
             host.sampler_mut()
                 .adopt_orphans_of(Pid(std::process::id() as i32));
+        }
+        if let Some(age) = needs.switches {
+            host.sampler_mut().read_switches(age);
+        }
+        if needs.steal {
+            host.sampler_mut().read_steal();
         }
         let run_source = counters.give(&mut host);
         Ok(LinuxAdapter {
@@ -269,15 +279,9 @@ impl LinuxAdapter {
         self.host.sampler().counters_stopped()
     }
 
-    /// Reads the threads' context-switch counts from now on, no staler than `max_age`, for
-    /// a policy that asks for them (`Policy::reads_switches`).
-    pub fn read_switches(&mut self, max_age: Nanos) {
-        self.host.sampler_mut().read_switches(max_age);
-    }
-
     /// Reads each thread's hardware counters from `source` from now on (instructions,
     /// cycles, LLC misses: IPC and MPKI in the windows), for a policy that asks
-    /// (`Policy::reads_counters`) or an operator who does.
+    /// (`Needs::counters`) or an operator who does.
     pub fn read_hw_counters(&mut self, source: Box<dyn crate::perf::CounterSource>) {
         self.host.sampler_mut().set_hw_counters(source);
     }
@@ -285,12 +289,6 @@ impl LinuxAdapter {
     /// The hardware counter source in use, by name (`perf_event`), if any.
     pub fn hw_counters_name(&self) -> Option<&'static str> {
         self.host.sampler().hw_counters_name()
-    }
-
-    /// Reads the machine's CPU time from now on, so windows count time stolen by the
-    /// hypervisor apart from blocked time: for a policy that asks (`Policy::reads_steal`).
-    pub fn read_steal(&mut self) {
-        self.host.sampler_mut().read_steal();
     }
 
     /// Whether the next samples leave the machine's CPU time to another host that reads it
@@ -354,20 +352,14 @@ impl LinuxAdapter {
         self.exited
     }
 
-    /// Sleeps until `deadline`, or later while the tool is over its cost budget (see
-    /// [`pace`]), or until the target exits or a signal arrives.
+    /// Sleeps until `deadline` (which the loop's step has already held back while the tool
+    /// was over its cost budget, [`Host::earliest`]), or until the target exits or a
+    /// signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
-        let cpu = own_cpu();
-        let watching = cpu.saturating_sub(self.acting);
-        let charged = if self.charge_moves { cpu } else { watching };
+        let (watching, charged) = self.cpu_spent();
         self.turns.waited(charged);
         self.steady.waiting(watching);
-        let paced = self
-            .pacer
-            .earliest(now, charged)
-            .min(deadline + pace::MAX_DELAY);
-        let deadline = deadline.max(paced);
         if deadline <= now {
             return;
         }
@@ -383,6 +375,14 @@ impl LinuxAdapter {
                 std::thread::sleep(std::time::Duration::from_nanos(pause.0));
             }
         }
+    }
+
+    /// This process's CPU time spent watching (all of it but the moves), and what the
+    /// budget charges: all of it under an operator's whole budget, the watching otherwise.
+    fn cpu_spent(&self) -> (Nanos, Nanos) {
+        let cpu = own_cpu();
+        let watching = cpu.saturating_sub(self.acting);
+        (watching, if self.charge_moves { cpu } else { watching })
     }
 
     /// The target's pid.
@@ -488,6 +488,12 @@ impl Host for LinuxAdapter {
         self.pacer.set_budget(share);
     }
 
+    /// The next tick held back while the tool is over its CPU budget (see [`pace`]).
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        let (_, charged) = self.cpu_spent();
+        self.pacer.hold(due, self.host.now(), charged)
+    }
+
     fn apply(&mut self, plan: &Plan) -> ApplyReport {
         // Slices alone are applied too: the round that stops a rotation gives the threads
         // back the kernel's slice and may move nothing.
@@ -571,6 +577,45 @@ mod tests {
     use super::{LoopTurns, SteadyTicks};
     use threadbalance_model::Nanos;
     use threadbalance_model::pace::Pace;
+
+    #[test]
+    fn the_constructor_samples_what_the_policy_needs() {
+        use super::{LinuxAdapter, Target};
+        use crate::runcount::Counters;
+        use threadbalance_policy::Needs;
+        // Attached to this very process, changing nothing (dry run, no journal, /proc for
+        // run time).
+        let topo = crate::read_topology(&crate::Root::system()).unwrap();
+        let open = |needs: Needs| {
+            let target = Target::Attached {
+                pid: threadbalance_model::Pid(std::process::id() as i32),
+                follow_children: false,
+            };
+            let host = LinuxAdapter::with_counters(
+                &topo,
+                target,
+                true,
+                needs,
+                None,
+                Counters::Given(None),
+            )
+            .unwrap();
+            host.host.sampler().config().clone()
+        };
+        let plain = open(Needs::NOTHING);
+        assert!(!plain.read_status && !plain.read_cpu_time);
+        let wants = Needs {
+            stat_max_age: Some(Nanos::from_secs(1)),
+            switches: Some(Nanos::from_millis(50)),
+            steal: true,
+            ..Needs::NOTHING
+        };
+        let cfg = open(wants);
+        assert!(cfg.read_status && cfg.read_cpu_time);
+        assert_eq!(cfg.status_max_age, Nanos::from_millis(50));
+        assert_eq!(cfg.stat_max_age, Nanos::from_secs(1));
+        assert_ne!(plain.stat_max_age, cfg.stat_max_age);
+    }
 
     #[test]
     fn loop_turns_pace_the_samples_by_the_last_turns_cpu_time() {

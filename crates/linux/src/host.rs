@@ -125,7 +125,7 @@ impl LinuxHost {
         let me = Pid(std::process::id() as i32);
         if let (Ok(Some(since)), Some(&first)) =
             (read_start_time(&root, me, Tid(me.0)), pids.first())
-            && let Ok(base) = crate::actuate::affinity_of(Tid(first.0))
+            && let Ok(base) = crate::affinity::affinity_of(Tid(first.0))
         {
             actuator.inherit_from(since, base);
         }
@@ -220,10 +220,11 @@ impl LinuxHost {
     /// Whether any of the processes given to [`LinuxHost::new`] is still running (exists and
     /// is not a zombie).
     pub fn target_alive(&self) -> bool {
+        let ticks_per_sec = self.sampler.config().facts.ticks_per_sec;
         self.sampler.targets().iter().any(|&pid| {
             let path = self.root.proc_dir(pid).join("stat");
             std::fs::read(&path).is_ok_and(|text| {
-                crate::parse::parse_stat_bytes(&text, 100).is_ok_and(|s| {
+                crate::parse::parse_stat_bytes(&text, ticks_per_sec).is_ok_and(|s| {
                     !matches!(
                         s.state,
                         threadbalance_model::ThreadState::Zombie

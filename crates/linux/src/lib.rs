@@ -5,6 +5,7 @@
 //!   parse/   &str → model, pure and panic-free     stat, schedstat, status, numa_maps, sysfs
 //!   read     Root → model, I/O at the edge         read_topology, read_threads, …
 //!   sampler  the hot path                          pread on kept fds, Snapshot reuse
+//!   affinity a thread's mask, read and set           affinity_of, set_affinity (any size)
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   ledger   journal records, replay rules     what to put back, after any stop
 //!   origin   whose mask is it?                 ours (the last set), the cpuset's, the program's
@@ -18,6 +19,8 @@
 //!            the host of the shared control loop (threadbalance_manage::LoopHost)
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
+//!   counted  what a faster run-time source answers  RunCounters, Counted (a leaf)
+//!   holders  the shared counters' bookkeeping      Holders, ShareStats (pure, a leaf)
 //!   runcount where run time comes from: /proc, or a faster source chosen by `choose`
 //!   runshare one set of counters shared by many hosts (the daemon's), handed out per host
 //!   schedbpf the faster source (feature `bpf`): BPF on sched_switch, read from mapped memory
@@ -38,10 +41,13 @@
 
 pub mod actuate;
 pub mod adapter;
+pub mod affinity;
 #[cfg(feature = "bpf")]
 pub mod bpf;
+pub mod counted;
 mod error;
 pub mod futex;
+pub mod holders;
 pub mod host;
 pub mod ledger;
 pub mod origin;
@@ -59,8 +65,9 @@ pub mod slice;
 pub mod state;
 pub mod untrusted;
 
-pub use actuate::{Actuator, affinity_of, set_affinity};
+pub use actuate::Actuator;
 pub use adapter::LinuxAdapter;
+pub use affinity::{affinity_of, set_affinity};
 pub use error::{LinuxError, Malformed};
 pub use host::{LinuxHost, monotonic_now};
 pub use read::{

@@ -41,7 +41,7 @@ pub mod shared;
 mod slots;
 
 use crate::bpf::{Links, ProbeUnavailable};
-use crate::runcount::{Counted, RunCounters};
+use crate::counted::{Counted, RunCounters};
 use crate::{LinuxError, monotonic_now};
 use aya::{Ebpf, include_bytes_aligned};
 pub use slots::{Claim, Raw, SLOTS, Slots};

@@ -23,7 +23,7 @@
 //! [`StateDir::default_path`] knows where it lives on a real system.
 
 use crate::LinuxError;
-use crate::actuate::{affinity_of, set_affinity};
+use crate::affinity::{affinity_of, set_affinity};
 use crate::ledger::{Ledger, Record, RestoreReport, World, replay};
 use crate::read::{Root, read_start_time};
 use crate::untrusted::{self, UntrustedError, effective_uid};

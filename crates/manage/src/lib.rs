@@ -7,7 +7,8 @@
 //!      host.housekeeping()                       (run: reap the command's orphans)
 //!      signal?  forward: host.forward(sig)  │  otherwise: stop with it
 //!      host.target_exited()? stop
-//!      Ticker::tick_if_due: sample ─► window ─► policy.decide ─► host.apply ─► on_tick
+//!      Ticker::tick_if_due: sample ─► window ─► policy.decide ─► host.apply
+//!          ─► next = host.earliest(now + max(next_in, MIN_TICK))   (pacing) ─► on_tick
 //!      host.wait_until(ticker.next())            (wakes early on exit or a signal)
 //!  } ─► host.restore_all()   also after an error or a panic (caught, reported)
 //! ```
@@ -17,6 +18,10 @@
 //! Linux host (`threadbalance_linux::adapter::LinuxAdapter`) and the unsafe system calls it
 //! needs live in the `linux` crate, which depends on this one; signals come in through a function the caller passes, so this crate does no I/O
 //! of its own and its tests drive the loop with a host made of plain values.
+//!
+//! [`Ticker::tick`] is the one step around a tick: the simulator's loops
+//! (`threadbalance_sim::run_policy`, `threadbalance_sim::apps::run_per_app`) take it too,
+//! with their simulated host pacing its ticks as the Linux host paces live ones.
 //!
 //! The daemon manages many processes from one thread, so it does not call [`control_loop`]:
 //! it keeps one [`Ticker`] per group of processes, the same step the loop takes, over a
@@ -92,8 +97,7 @@ impl Ticker {
         self.engine.latest()
     }
 
-    /// Ticks if due at `now`: samples, decides, applies, and sets the next due time to
-    /// what the policy asked (at least [`MIN_TICK`] later). `Ok(None)` when not due.
+    /// Ticks if due at `now` ([`Ticker::tick`]); `Ok(None)` when not due.
     pub fn tick_if_due<H: Host>(
         &mut self,
         host: &mut H,
@@ -104,9 +108,23 @@ impl Ticker {
         if now < self.next {
             return Ok(None);
         }
+        self.tick(host, topo, policy, now).map(Some)
+    }
+
+    /// The one step of every loop around a tick, live or simulated: samples, decides and
+    /// applies at `now` ([`Engine::tick`]), then sets the next due time to what the policy
+    /// asked, at least [`MIN_TICK`] later, and later still while the host's CPU budget
+    /// holds it back ([`Host::earliest`]: the pacing).
+    pub fn tick<H: Host>(
+        &mut self,
+        host: &mut H,
+        topo: &Topology,
+        policy: &mut dyn Policy,
+        now: Nanos,
+    ) -> Result<TickReport, H::Error> {
         let tick = self.engine.tick(host, topo, policy)?;
-        self.next = now + tick.next_in.max(MIN_TICK);
-        Ok(Some(tick))
+        self.next = host.earliest(now + tick.next_in.max(MIN_TICK));
+        Ok(tick)
     }
 }
 

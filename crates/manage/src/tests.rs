@@ -18,6 +18,8 @@ struct Fake {
     housekeeping: u32,
     /// The watching budgets the policy asked for, one per tick.
     budgets: Vec<Option<f64>>,
+    /// How much later than asked its budget lets each tick come (its pacing).
+    hold: Nanos,
 }
 
 /// A sample the fake host was told to fail, by its number.
@@ -54,6 +56,9 @@ impl Host for Fake {
     }
     fn watch_budget(&mut self, share: Option<f64>) {
         self.budgets.push(share);
+    }
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        due + self.hold
     }
 }
 
@@ -316,4 +321,28 @@ fn ticker_not_due_does_not_sample_and_a_zero_interval_waits_min_tick() {
     let r = t.tick_if_due(&mut host, &topo(), &mut Zero, Nanos::from_millis(5));
     assert!(matches!(r, Ok(Some(_))));
     assert_eq!(t.next(), Nanos::from_millis(6));
+}
+
+#[test]
+fn ticker_step_waits_what_the_policy_asks_then_what_the_hosts_pacing_adds() {
+    // 100 ms asked, 30 ms more held by the host's budget: ticks at 0, 130, 260 ms.
+    let mut host = Fake {
+        hold: Nanos::from_millis(30),
+        ..Fake::default()
+    };
+    let mut p = policy();
+    let mut t = Ticker::new(Nanos::ZERO);
+    let mut at = Vec::new();
+    while at.len() < 3 {
+        let now = host.clock;
+        if t.tick_if_due(&mut host, &topo(), &mut p, now)
+            .unwrap()
+            .is_some()
+        {
+            at.push(now);
+        }
+        host.clock = t.next();
+    }
+    assert_eq!(at, [0, 130, 260].map(Nanos::from_millis));
+    assert_eq!(host.samples, 3);
 }

@@ -157,6 +157,14 @@ impl Pacer {
         wall + Nanos(owed as u64)
     }
 
+    /// The earliest a tick the loop wants at `due` may start, when the process has spent
+    /// `cpu` in all at wall time `now` ([`Pacer::earliest`]): `due`, or later while over
+    /// budget, but never more than [`MAX_DELAY`] past `due`. Every pacing host holds its
+    /// ticks through this.
+    pub fn hold(&mut self, due: Nanos, now: Nanos, cpu: Nanos) -> Nanos {
+        due.max(self.earliest(now, cpu).min(due + MAX_DELAY))
+    }
+
     /// The share of one core it allows.
     pub fn budget(&self) -> f64 {
         self.budget
@@ -179,6 +187,21 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hold_keeps_a_tick_within_budget_and_delays_one_over_it_at_most_max_delay() {
+        let mut p = Pacer::new(0.01, Nanos::ZERO);
+        let due = Nanos::from_millis(10);
+        assert_eq!(p.hold(due, Nanos::ZERO, Nanos::ZERO), due, "first look");
+        // 1 ms of CPU at 1 % with no burst: 1 ms owed, paid in 100 ms of wall from now.
+        let at = p.hold(due, Nanos::from_millis(1), Nanos::from_millis(1));
+        assert_eq!(at, Nanos::from_millis(1) + Nanos::from_millis(100));
+        // Far over: held no more than MAX_DELAY past when it was due.
+        let mut p = Pacer::new(0.01, Nanos::ZERO);
+        p.hold(due, Nanos::ZERO, Nanos::ZERO);
+        let at = p.hold(due, Nanos::from_millis(1), Nanos::from_secs(10));
+        assert_eq!(at, due + MAX_DELAY);
+    }
 
     #[test]
     fn pace_cpu_budget_is_a_share_of_one_core_within_bounds() {

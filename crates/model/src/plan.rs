@@ -1,6 +1,6 @@
 //! What a policy wants done: moves, each with its reason, and when to look again.
 
-use crate::{CpuId, Level, Nanos, NodeId, ThreadKey};
+use crate::{CpuId, CpuSet, Level, Nanos, NodeId, ThreadKey, Topology};
 use serde::Serialize;
 
 /// Where a thread should be allowed to run.
@@ -19,6 +19,26 @@ pub enum Target {
     Cpu(CpuId),
     /// Back to the mask the thread had before we touched it.
     Original,
+}
+
+impl Target {
+    /// The CPUs a thread whose mask was `original` before it was first moved may run on
+    /// under this target: the domain's or the CPU's within `original`, or `original`
+    /// itself. Empty when the target names no domain or CPU of `topo`, or none of
+    /// `original`'s: such a move is refused. The one resolution every host applies.
+    pub fn cpus(self, topo: &Topology, original: &CpuSet) -> CpuSet {
+        match self {
+            Target::Domain { level, index } => topo
+                .domains(level)
+                .get(index)
+                .map_or_else(CpuSet::new, |d| d.cpus.intersection(original)),
+            Target::Cpu(cpu) if topo.cpu(cpu).is_some() => {
+                CpuSet::single(cpu).intersection(original)
+            }
+            Target::Cpu(_) => CpuSet::new(),
+            Target::Original => original.clone(),
+        }
+    }
 }
 
 /// Why a move was decided: the core explains itself with values.
@@ -178,5 +198,37 @@ impl ApplyReport {
         self.unchanged += other.unchanged;
         self.vanished += other.vanished;
         self.denied += other.denied;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_resolves_within_the_original_mask_and_is_empty_when_unknown() {
+        let topo = Topology::synthetic("package:2 core:2 pu:1").unwrap();
+        let all: CpuSet = topo.cpus().iter().map(|c| c.id).collect();
+        let first_two: CpuSet = [CpuId(0), CpuId(1)].into_iter().collect();
+        let package = |index| Target::Domain {
+            level: Level::Package,
+            index,
+        };
+        assert_eq!(
+            package(1).cpus(&topo, &all),
+            [CpuId(2), CpuId(3)].into_iter().collect()
+        );
+        // Never beyond the mask the thread had: package 1 holds none of CPUs 0 and 1.
+        assert!(package(1).cpus(&topo, &first_two).is_empty());
+        assert!(package(2).cpus(&topo, &all).is_empty(), "no such package");
+        assert_eq!(
+            Target::Cpu(CpuId(1)).cpus(&topo, &all),
+            CpuSet::single(CpuId(1))
+        );
+        assert!(
+            Target::Cpu(CpuId(9)).cpus(&topo, &all).is_empty(),
+            "no such CPU"
+        );
+        assert_eq!(Target::Original.cpus(&topo, &first_two), first_two);
     }
 }

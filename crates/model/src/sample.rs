@@ -199,7 +199,7 @@ pub struct Snapshot {
     /// Whether `wakes` was measured at this instant.
     pub wakes_measured: bool,
     /// The machine's CPU time, when the host measures it (Linux, for a policy that asks:
-    /// `Policy::reads_steal`); `None` otherwise, and then no time counts as stolen.
+    /// `Needs::steal`); `None` otherwise, and then no time counts as stolen.
     pub cpu_time: Option<CpuTime>,
     /// Whether the threads' run-queue waits may be reported late: read (for most threads)
     /// from `schedstat`, which adds a queued thread's wait only once it runs again, and

@@ -469,11 +469,12 @@ mod synthetic {
     /// part of a topology that grows with the square of a count, to 1024² entries.
     const MAX_NODES: u64 = 1024;
 
-    pub(super) fn parse(spec: &str) -> Result<Topology, ModelError> {
-        let bad = |why: String| ModelError::Synthetic {
-            spec: spec.to_string(),
-            why,
-        };
+    /// The levels of a synthetic spec, top down, with the number of objects at the last
+    /// (every count checked: known type, not 0, in order, no overflow past [`MAX_PUS`]).
+    fn levels_of(
+        spec: &str,
+        bad: &dyn Fn(String) -> ModelError,
+    ) -> Result<(Vec<(Kind, u32)>, u64), ModelError> {
         let mut levels: Vec<(Kind, u32)> = Vec::new();
         // The number of objects at the level just parsed: the product of the counts so far,
         // checked at every step so that no count, however large, can overflow it.
@@ -482,17 +483,8 @@ mod synthetic {
             let (name, count) = tok
                 .split_once(':')
                 .ok_or_else(|| bad(format!("{tok:?} is not type:count")))?;
-            let kind = match name.to_ascii_lowercase().as_str() {
-                "package" | "socket" => Kind::Package,
-                "die" => Kind::Die,
-                "numa" | "node" | "numanode" => Kind::Numa,
-                "l3" | "l3cache" | "llc" => Kind::L3,
-                "l2" | "l2cache" => Kind::L2,
-                "l1" | "l1cache" | "l1d" => Kind::L1,
-                "core" => Kind::Core,
-                "pu" => Kind::Pu,
-                other => return Err(bad(format!("unknown type {other:?}"))),
-            };
+            let kind = kind_named(name)
+                .ok_or_else(|| bad(format!("unknown type {:?}", name.to_ascii_lowercase())))?;
             let count: u32 = count
                 .parse()
                 .map_err(|_| bad(format!("{count:?} is not a count")))?;
@@ -515,6 +507,30 @@ mod synthetic {
             }
             levels.push((kind, count));
         }
+        Ok((levels, objects))
+    }
+
+    /// The level a synthetic spec names `name` (any case; hwloc's names and a few more).
+    fn kind_named(name: &str) -> Option<Kind> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "package" | "socket" => Kind::Package,
+            "die" => Kind::Die,
+            "numa" | "node" | "numanode" => Kind::Numa,
+            "l3" | "l3cache" | "llc" => Kind::L3,
+            "l2" | "l2cache" => Kind::L2,
+            "l1" | "l1cache" | "l1d" => Kind::L1,
+            "core" => Kind::Core,
+            "pu" => Kind::Pu,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn parse(spec: &str) -> Result<Topology, ModelError> {
+        let bad = |why: String| ModelError::Synthetic {
+            spec: spec.to_string(),
+            why,
+        };
+        let (levels, objects) = levels_of(spec, &bad)?;
         if levels.is_empty() {
             return Err(bad("empty".into()));
         }

@@ -23,6 +23,15 @@ pub trait Host {
     /// the next tick ([`Policy::watch_budget`]; `None`: the host's default). A host that
     /// does not pace its ticks, or holds an operator's whole budget, ignores it.
     fn watch_budget(&mut self, _share: Option<f64>) {}
+
+    /// The earliest the next tick may start, when the policy wants it at `due`: `due`
+    /// itself, or later while the ticks so far have cost more CPU time than the host's
+    /// budget allows (never more than [`threadbalance_model::pace::MAX_DELAY`] later, see
+    /// [`threadbalance_model::pace::Pacer::hold`]). Asked once a tick, after it. A host
+    /// that does not pace its ticks (the default) returns `due`.
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        due
+    }
 }
 
 /// What one tick did.
@@ -46,19 +55,6 @@ pub struct TickReport {
     pub note: Option<String>,
 }
 
-/// Totals over a run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EngineTotals {
-    /// Ticks taken.
-    pub ticks: u64,
-    /// Distinct threads seen (by key).
-    pub threads_seen: u64,
-    /// Moves asked for.
-    pub moves: u64,
-    /// What the host did with them.
-    pub applied: ApplyReport,
-}
-
 /// Sample → window → decide → apply, with buffers kept between ticks.
 #[derive(Debug, Default)]
 pub struct Engine {
@@ -66,7 +62,6 @@ pub struct Engine {
     cur: Snapshot,
     window: Window,
     primed: bool,
-    totals: EngineTotals,
 }
 
 impl Engine {
@@ -99,10 +94,6 @@ impl Engine {
         } else {
             host.apply(&plan)
         };
-        self.totals.ticks += 1;
-        self.totals.threads_seen += appeared as u64;
-        self.totals.moves += plan.moves.len() as u64;
-        self.totals.applied.add(&applied);
         std::mem::swap(&mut self.prev, &mut self.cur);
         Ok(TickReport {
             at: self.prev.at,
@@ -126,11 +117,6 @@ impl Engine {
     /// ([`threadbalance_model::DisplayWindow`]).
     pub fn latest(&self) -> &Snapshot {
         &self.prev
-    }
-
-    /// Totals since the engine was made.
-    pub fn totals(&self) -> &EngineTotals {
-        &self.totals
     }
 }
 

@@ -69,7 +69,13 @@
 use crate::grouping::{Assignment, Placement, equal_size};
 use crate::handoff_partition::{Graph, cut, partition};
 use crate::rng::Rng;
-use crate::{Policy, PolicyKind, Settings};
+use crate::{Needs, Policy, PolicyKind, Settings};
+
+/// What handoff reads: the wake edges (who hands a lock to whom), not lock time.
+pub const NEEDS: Needs = Needs {
+    wake_edges: true,
+    ..Needs::NOTHING
+};
 use threadbalance_model::{
     HandoffSummary, Level, Move, Nanos, Plan, PolicySummary, Reason, Target, Topology, Window,
 };
@@ -239,8 +245,8 @@ impl Policy for Handoff {
         "handoff"
     }
 
-    fn reads_wake_edges(&self) -> bool {
-        true
+    fn needs(&self) -> Needs {
+        NEEDS
     }
 
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
@@ -563,11 +569,12 @@ mod tests {
         let t = topo(2, 1, 2, 1);
         let p = crate::build("handoff", &Settings::new(Level::Package), &t).unwrap();
         assert_eq!(p.name(), "handoff");
-        assert!(p.reads_wake_edges() && !p.reads_lock_time());
+        assert!(p.needs().wake_edges && !p.needs().lock_time);
         assert!(
             !crate::build("tumbler", &Settings::new(Level::Package), &t)
                 .unwrap()
-                .reads_wake_edges()
+                .needs()
+                .wake_edges
         );
     }
 }

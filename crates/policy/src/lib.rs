@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 mod engine;
+mod needs;
 mod registry;
 pub mod rng;
 
@@ -35,6 +36,7 @@ pub mod speed;
 pub mod tumbler;
 
 pub use engine::{Engine, Host, TickReport};
+pub use needs::Needs;
 pub use registry::{PolicyError, PolicyKind, Settings, build, names};
 
 use threadbalance_model::{Plan, PolicySummary, Topology, Window};
@@ -55,56 +57,21 @@ pub trait Policy {
         PolicySummary::Nothing
     }
 
-    /// How stale a thread's slow-changing fields (last CPU, state, user and system time)
-    /// may be when this policy decides; `None` keeps the host's default (10 ms on Linux,
-    /// where re-reading them is the costliest part of a sample). A policy that places every
-    /// thread itself and reads only run time and run-queue wait can allow much more.
-    fn stat_max_age(&self) -> Option<threadbalance_model::Nanos> {
-        None
-    }
-
-    /// How fresh the context-switch counts (`Sample::voluntary`, `Sample::involuntary`)
-    /// must be for this policy; `None` (the default) when it does not read them. A host
-    /// that pays for them (Linux's `status` file) reads them only for policies that ask,
-    /// no staler than this; the counts are cumulative, so a policy that averages them over
-    /// longer loses nothing.
-    fn reads_switches(&self) -> Option<threadbalance_model::Nanos> {
-        None
-    }
-
-    /// Whether the policy reads the machine's stolen time (`Snapshot::cpu_time`, which makes
-    /// `ThreadRates::stolen`): a host that pays for it (Linux reads `/proc/stat`, whose
-    /// size grows with the CPUs and interrupts) reads it only for policies that ask. A
-    /// policy that estimates lock time from blocked time asks, since stolen time would
-    /// otherwise read as blocked.
-    fn reads_steal(&self) -> bool {
-        false
-    }
-
-    /// Whether the policy reads exact lock time (`Sample::lock`): a host loads and reads
-    /// its lock probe (the BPF futex probe on Linux) only for policies that do.
-    fn reads_lock_time(&self) -> bool {
-        false
-    }
-
-    /// Whether the policy reads the who-wakes-whom graph (`Snapshot::wakes`): a host
-    /// gathers wake edges only for policies that do.
-    fn reads_wake_edges(&self) -> bool {
-        false
-    }
-
-    /// Whether the policy reads hardware counters (`Sample::counters`: instructions, cycles,
-    /// last-level-cache misses): a host opens them only for policies that do, and a live
-    /// host without them refuses such a policy.
-    fn reads_counters(&self) -> bool {
-        false
+    /// What the policy wants its host to read for it beyond what every host reads
+    /// (switch counts, stolen time, lock time, wake edges, hardware counters, fresher or
+    /// staler `stat` fields). Asked once, before the first tick: a host configures its
+    /// sampling from it when it opens.
+    fn needs(&self) -> Needs {
+        Needs::NOTHING
     }
 
     /// The share of one core a host that paces its ticks may spend watching (sampling
     /// and deciding) until the next tick, when this policy wants its ticks sooner than the
     /// default budget ([`threadbalance_model::pace::BUDGET`]) allows; asked after each
     /// decision. `None` (the default) keeps the default. A host never lowers its budget
-    /// for it, and an operator's whole budget (`--cpu-budget`) stands.
+    /// for it, and an operator's whole budget (`--cpu-budget`) stands. Not part of
+    /// [`Needs`]: it changes with what the policy decides (a rotation over more cores
+    /// buys more rounds), so it is asked at every tick, not once.
     fn watch_budget(&self) -> Option<f64> {
         None
     }

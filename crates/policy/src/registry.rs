@@ -4,7 +4,7 @@
 //! `ValueEnum` with the `clap` feature), the names in JSON and the registry's `build` all
 //! come from its table.
 
-use crate::Policy;
+use crate::{Needs, Policy};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -215,10 +215,25 @@ impl PolicyKind {
         }
     }
 
-    /// Whether it decides on lock time, or on wake edges (`handoff`), which the same probe
-    /// measures (for the others an estimated lock time says nothing).
-    pub fn reads_lock_time(self) -> bool {
-        matches!(self, PolicyKind::Shuffling | PolicyKind::Handoff)
+    /// What the policy wants its host to read ([`crate::Policy::needs`]), without building
+    /// it: the same constant the policy returns.
+    pub fn needs(self) -> Needs {
+        match self {
+            PolicyKind::Speed => crate::speed::NEEDS,
+            PolicyKind::Shuffling => crate::shuffling::NEEDS,
+            PolicyKind::Handoff => crate::handoff::NEEDS,
+            PolicyKind::None
+            | PolicyKind::Psets
+            | PolicyKind::Pbind
+            | PolicyKind::Tumbler
+            | PolicyKind::NumaFirstFit
+            | PolicyKind::NumaTm
+            | PolicyKind::NumaMb
+            | PolicyKind::NumaBce
+            | PolicyKind::NumaExclBase
+            | PolicyKind::NumaExcl
+            | PolicyKind::NumaMbPlus => Needs::NOTHING,
+        }
     }
 
     /// Every name, comma-separated, for messages.
@@ -263,7 +278,7 @@ impl PolicyKind {
             | PolicyKind::NumaBce
             | PolicyKind::NumaExclBase
             | PolicyKind::NumaExcl
-            | PolicyKind::NumaMbPlus => crate::numa_select::build(self.name(), settings, topo),
+            | PolicyKind::NumaMbPlus => crate::numa_select::build(self.name(), settings),
         }
     }
 }
@@ -355,4 +370,31 @@ fn check_shuffling(settings: &Settings) -> Result<(), PolicyError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_needs_what_its_policy_says_it_needs() {
+        // Two packages of two nodes: every policy builds here, the NUMA ones included.
+        let topo = Topology::synthetic("package:2 numa:2 core:4 pu:2").unwrap();
+        let mut lock_probe = Vec::new();
+        for &kind in PolicyKind::ALL {
+            // No level: each policy's own (the NUMA ones balance between nodes).
+            let mut settings = Settings::new(Level::Package);
+            settings.level = None;
+            let policy = kind.build(&settings, &topo).unwrap();
+            assert_eq!(kind.needs(), policy.needs(), "{}", kind.name());
+            if kind.needs().lock_probe() {
+                lock_probe.push(kind.name());
+            }
+        }
+        // The disagreement this replaced: handoff reads wake edges, not lock time, and the
+        // one probe measures both.
+        assert_eq!(lock_probe, ["shuffling", "handoff"]);
+        assert!(!PolicyKind::Handoff.needs().lock_time);
+        assert!(PolicyKind::Speed.needs().switches.is_some());
+    }
 }

@@ -67,7 +67,7 @@
 //! thread that spins 100 % on a host stealing a tenth of its CPUs' busy time reads 90 %
 //! run time, so 10 % "lock time", twice the threshold (a test's cold-lock control on a
 //! busy host read 10.2 % and shuffled once). Shuffling therefore asks the host for the
-//! machine's stolen time ([`Policy::reads_steal`]) and takes the window's
+//! machine's stolen time ([`crate::Needs::steal`]) and takes the window's
 //! [`ThreadRates::stolen`](threadbalance_model::ThreadRates::stolen) out of the estimate:
 //! `1 − util − stolen − latency`.
 //!
@@ -90,7 +90,15 @@
 //! ```
 
 use crate::grouping::{IDLE_METRIC, Placement, Regroup, Scheme};
-use crate::{Policy, PolicyKind, Settings};
+use crate::{Needs, Policy, PolicyKind, Settings};
+
+/// What shuffling reads: lock time (exact from a lock probe, or estimated from blocked
+/// time), and the machine's stolen time, which would otherwise read as blocked.
+pub const NEEDS: Needs = Needs {
+    lock_time: true,
+    steal: true,
+    ..Needs::NOTHING
+};
 use threadbalance_model::{
     Level, LockTimeSource, Move, Nanos, Plan, PolicySummary, Reason, ShufflingSummary, Target,
     ThreadKey, ThreadState, Topology, Window,
@@ -387,12 +395,8 @@ impl Policy for Shuffling {
         }
     }
 
-    fn reads_lock_time(&self) -> bool {
-        true
-    }
-
-    fn reads_steal(&self) -> bool {
-        true
+    fn needs(&self) -> Needs {
+        NEEDS
     }
 
     fn summary(&self) -> PolicySummary {
@@ -719,7 +723,7 @@ mod tests {
             w
         };
         let mut p = Shuffling::new(&s);
-        assert!(p.reads_steal());
+        assert!(p.needs().steal);
         assert!(p.decide(&t, &with(0.09)).moves.is_empty());
         assert_eq!((p.stats().below_threshold, p.stats().shuffles), (1, 0));
         assert!(p.stats().last_lock.is_some_and(|l| (l - 0.01).abs() < 1e-9));

@@ -47,7 +47,7 @@ mod signals;
 mod track;
 mod tuned;
 
-use crate::{Policy, PolicyError, Settings};
+use crate::{Needs, Policy, PolicyError, Settings};
 use guard::Guard;
 use regime::{IntervalRule, Lent, Regime, Round, Seen};
 use signals::follow;
@@ -92,6 +92,17 @@ impl Default for SpeedSettings {
         }
     }
 }
+
+/// What speed reads. Only run time and run-queue wait (fresh from `schedstat` on every
+/// sample), and it knows where it placed every thread, so last CPU and state may be as
+/// old as its longest interval (`tuned::MAX_STAT_AGE`). The synchronization signals read
+/// voluntary and involuntary switches: blocking and yielding threads, hence the phases
+/// the sparse-rounds and fine-phase rules go by.
+pub const NEEDS: Needs = Needs {
+    stat_max_age: Some(tuned::MAX_STAT_AGE),
+    switches: Some(tuned::SWITCHES_MAX_AGE),
+    ..Needs::NOTHING
+};
 
 /// One core (a domain at the balancing level).
 #[derive(Debug, Clone)]
@@ -298,6 +309,9 @@ impl Speed {
     /// Builds the policy: one queue per domain at `settings.level` (by default `cpu`, the
     /// kernel's run queues; `core` is the paper's),
     /// checking the speed settings.
+    ///
+    /// Long because it checks each speed setting with its own message and fills every
+    /// field of the policy's state in one place.
     pub fn new(settings: &Settings, topo: &Topology) -> Result<Speed, PolicyError> {
         let cfg = settings.speed.clone();
         let bad = |why: String| PolicyError::Invalid {
@@ -514,17 +528,8 @@ fn per_core_cmp((a, b): (u32, u32), (c, d): (u32, u32)) -> std::cmp::Ordering {
 mod rotate;
 
 impl Policy for Speed {
-    /// Speed reads only run time and run-queue wait (fresh from `schedstat` on every
-    /// sample) and knows where it placed every thread, so last CPU and state may be as old
-    /// as its longest interval.
-    fn stat_max_age(&self) -> Option<Nanos> {
-        Some(MAX_STAT_AGE)
-    }
-
-    /// The synchronization signals read voluntary and involuntary switches: blocking and
-    /// yielding threads, hence the phases the sparse-rounds and fine-phase rules go by.
-    fn reads_switches(&self) -> Option<Nanos> {
-        Some(SWITCHES_MAX_AGE)
+    fn needs(&self) -> Needs {
+        NEEDS
     }
 
     fn name(&self) -> &'static str {

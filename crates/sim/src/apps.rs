@@ -14,7 +14,10 @@
 //!                                     Engine_2 ◄── view of app 2's threads ─┘ one sample
 //! ```
 //!
-//! Each instance ticks at the interval its policy asks for; at each policy event the
+//! Each instance ticks at the interval its policy asks for, through the loop step every
+//! host takes (`threadbalance_manage::Ticker`), paced by a CPU budget of its own when
+//! ticks cost something (`RunOptions::tick_cost`, as each would be a tool of its own);
+//! at each policy event the
 //! simulator is sampled once and each due instance sees its application's part of it
 //! (threads, memory, wake edges between its own threads), so neither sees the other's load.
 //!
@@ -32,15 +35,16 @@
 //! ```
 
 use crate::SimError;
-use crate::host::SimHost;
+use crate::host::{Budget, SimHost};
 use crate::machine::Machine;
 use crate::queue::EventKind;
 use crate::report::RunResult;
 use crate::run::{RunOptions, Sim};
 use crate::workload::Workload;
 use std::convert::Infallible;
+use threadbalance_manage::Ticker;
 use threadbalance_model::{ApplyReport, Nanos, Pid, Plan, Snapshot};
-use threadbalance_policy::{Engine, Host, Policy, Settings};
+use threadbalance_policy::{Host, Policy, Settings};
 
 /// One application's part of the simulator, as a [`Host`]: the threads of `pid` in the
 /// sample taken at this event, and moves applied to the simulator.
@@ -73,6 +77,7 @@ impl Host for AppView<'_, '_> {
         );
         into.wakes_measured = self.full.wakes_measured;
         into.waits_late = self.full.waits_late;
+        into.pace = self.sim.pace();
         Ok(())
     }
 
@@ -80,14 +85,32 @@ impl Host for AppView<'_, '_> {
         // A policy only knows its own application's threads, so it names no other.
         self.sim.apply(plan)
     }
+
+    fn watch_budget(&mut self, share: Option<f64>) {
+        self.sim.grant(share);
+    }
+
+    /// Each instance is a tool of its own, paced by its own budget; its tick costs what
+    /// sampling its own application's threads costs.
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        let pid = self.pid;
+        let threads = self
+            .full
+            .threads
+            .iter()
+            .filter(|s| s.key.pid == pid)
+            .count();
+        self.sim.earliest_over(threads, due)
+    }
 }
 
 /// One policy instance of one application.
 struct Instance {
     pid: Pid,
     policy: Box<dyn Policy>,
-    engine: Engine,
-    next: Nanos,
+    ticker: Ticker,
+    /// Its CPU budget, when ticks cost something (`RunOptions::tick_cost`).
+    budget: Option<Budget>,
 }
 
 /// Runs `workload` on `machine` with one instance of `policy` per application, each over
@@ -113,15 +136,19 @@ pub fn run_per_app(
         instances.push(Instance {
             pid: sim.world.th[app.first].key.pid,
             policy: built,
-            engine: Engine::new(),
-            next: Nanos(0),
+            ticker: Ticker::new(Nanos(0)),
+            budget: Budget::of(opts),
         });
     }
-    let wakes = instances.iter().any(|i| i.policy.reads_wake_edges());
+    // One policy, so one set of needs: every instance's is the first's.
+    let needs = instances
+        .first()
+        .map(|i| i.policy.needs())
+        .unwrap_or_default();
     // The daemon attaches once the programs have started their threads (as run_policy).
     let first = Nanos(sim.kernel.lx.spawn_gap_ns * sim.world.th.len() as u64 + 1_000_000);
     for i in &mut instances {
-        i.next = first;
+        i.ticker = Ticker::new(first);
     }
     sim.world.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
@@ -129,18 +156,17 @@ pub fn run_per_app(
     let mut full = Snapshot::default();
     while let Some(_tick) = sim.run_until(horizon) {
         let now = sim.world.now;
-        let Ok(()) = SimHost::with_wakes(&mut sim, wakes).sample(&mut full);
-        for i in instances.iter_mut().filter(|i| i.next <= now) {
+        let Ok(()) = SimHost::new(&mut sim, &needs).sample(&mut full);
+        for i in instances.iter_mut().filter(|i| i.ticker.next() <= now) {
             let mut view = AppView {
-                sim: SimHost::with_wakes(&mut sim, wakes),
+                sim: SimHost::new(&mut sim, &needs).paced(i.budget.as_mut()),
                 full: &full,
                 pid: i.pid,
             };
-            let Ok(report) = i.engine.tick(&mut view, &topo, i.policy.as_mut());
+            let Ok(_) = i.ticker.tick(&mut view, &topo, i.policy.as_mut(), now);
             ticks += 1;
-            i.next = now + Nanos(report.next_in.0.max(1_000_000));
         }
-        if let Some(at) = instances.iter().map(|i| i.next).min() {
+        if let Some(at) = instances.iter().map(|i| i.ticker.next()).min() {
             sim.world.q.push(at, EventKind::Policy, 0, 0);
         }
     }
@@ -177,7 +203,8 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.run_until(Nanos::from_millis(5));
         let mut full = Snapshot::default();
-        let Ok(()) = SimHost::new(&mut sim).sample(&mut full);
+        let Ok(()) =
+            SimHost::new(&mut sim, &threadbalance_policy::Needs::NOTHING).sample(&mut full);
         let pids: Vec<Pid> = sim
             .user
             .apps
@@ -188,7 +215,7 @@ mod tests {
         let mut seen = 0;
         for pid in pids {
             let mut view = AppView {
-                sim: SimHost::new(&mut sim),
+                sim: SimHost::new(&mut sim, &threadbalance_policy::Needs::NOTHING),
                 full: &full,
                 pid,
             };
@@ -199,6 +226,32 @@ mod tests {
         }
         assert_eq!(seen, full.threads.len());
         assert_eq!(seen, 4);
+    }
+
+    #[test]
+    fn run_per_app_paces_each_instance_as_run_policy_paces_its_one() {
+        // A tick that costs 1.6 ms of the tool's CPU time comes at most every 200 ms under
+        // the 0.8 % budget: far fewer ticks than speed asks for when ticks are free.
+        let m = machine("package:2 core:2 pu:1", None).unwrap();
+        let w = workload(
+            "ep-barrier:phase_ms=5,work_ms=300+ep-barrier:phase_ms=2,work_ms=300",
+            Some(3),
+            None,
+        )
+        .unwrap();
+        let s = Settings::new(Level::Package);
+        let mut opts = RunOptions::new(7);
+        let free = run_per_app(&m, &w, "speed", &s, &opts).unwrap();
+        opts.tick_cost = Some("1600,0".parse().unwrap());
+        let paced = run_per_app(&m, &w, "speed", &s, &opts).unwrap();
+        assert!(
+            paced.policy_ticks * 4 < free.policy_ticks,
+            "{} paced, {} free",
+            paced.policy_ticks,
+            free.policy_ticks
+        );
+        // Two instances, each at most every 200 ms once over budget, over about 0.6 s.
+        assert!(paced.policy_ticks <= 2 * 8, "{}", paced.policy_ticks);
     }
 
     #[test]

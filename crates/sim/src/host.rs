@@ -2,12 +2,14 @@
 //!
 //! `sample` reports what `/proc` would (run and wait time, user/system time, context
 //! switches, last CPU, state) plus what the BPF futex probe would (lock time as Solaris
-//! `LCK` counts it; with [`SimHost::with_wakes`], the wake edges: lock hand-offs from one
+//! `LCK` counts it; for a policy whose [`Needs`] ask for them, the wake edges: lock hand-offs from one
 //! thread to another) and the migration count; `apply` changes simulated affinities: a thread running or queued on a
 //! CPU it may no longer use moves at once and pays its cache refill there.
 //!
-//! [`run_policy`] drives a whole run: events until the next policy tick, then
-//! `Engine::tick(SimHost)`, then events again, until every thread exited. After each tick
+//! [`run_policy`] drives a whole run: events until the next policy tick, then the loop
+//! step every host takes (`threadbalance_manage::Ticker::tick` over a `SimHost`, paced by
+//! a [`Budget`] when ticks cost something), then events again, until every thread
+//! exited. After each tick
 //! the tool's own thread is charged what the tick and its moves cost
 //! (`RunOptions::tool_cpu`, on by default; see `run/tool.rs`) and runs that long on a CPU
 //! of the machine.
@@ -16,16 +18,17 @@ use crate::SimError;
 use crate::machine::Machine;
 use crate::queue::EventKind;
 use crate::report::RunResult;
+use crate::run::TickCost;
 use crate::run::{RunOptions, Sim, St};
 use crate::state::ThreadIdx;
 use crate::workload::Workload;
 use std::convert::Infallible;
-use threadbalance_model::pace::{Pace, steady_gap_within};
+use threadbalance_manage::Ticker;
+use threadbalance_model::pace::{self, Pace, Pacer, steady_gap_within};
 use threadbalance_model::{
-    ApplyReport, CpuSet, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, Target,
-    WakeEdge,
+    ApplyReport, MoveOutcome, Nanos, NodeId, Plan, ProcessMemory, Snapshot, WakeEdge,
 };
-use threadbalance_policy::{Engine, Host, Settings};
+use threadbalance_policy::{Host, Needs, Settings};
 
 /// The simulator as a [`Host`].
 #[derive(Debug)]
@@ -33,32 +36,112 @@ pub struct SimHost<'a> {
     sim: &'a mut Sim,
     wakes: bool,
     pace: Pace,
+    budget: Option<&'a mut Budget>,
+}
+
+/// The tool's CPU budget over a simulated run, kept from tick to tick as the live loop's
+/// pacer keeps it: each tick charged what it costs live ([`RunOptions::tick_cost`]; its
+/// moves too under an operator's whole budget, [`RunOptions::cpu_budget`]), and the next
+/// tick held back while the tool is over budget ([`Pacer::hold`], through the loop step's
+/// [`Host::earliest`]).
+#[derive(Debug)]
+pub struct Budget {
+    cost: TickCost,
+    /// An operator's whole budget: it charges moves, and the policy's asks do not move it.
+    operator: bool,
+    pacer: Pacer,
+    /// The tool's CPU time so far.
+    spent: Nanos,
+    /// What the last tick cost, as a live host knows it at the next (`Pace`).
+    last: Option<Nanos>,
+    /// Moves done by the tick under way.
+    moves: u32,
+}
+
+impl Budget {
+    /// The budget `opts` set, or `None` when ticks cost nothing (no tick cost).
+    pub fn of(opts: &RunOptions) -> Option<Budget> {
+        let cost = opts.tick_cost?;
+        Some(Budget {
+            cost,
+            operator: opts.cpu_budget.is_some(),
+            pacer: Pacer::new(opts.cpu_budget.unwrap_or(pace::BUDGET), pace::BURST),
+            spent: Nanos::ZERO,
+            last: None,
+            moves: 0,
+        })
+    }
+
+    /// The pace the next sample reports: unknown before the first tick was charged.
+    fn pace(&self) -> Pace {
+        match self.last {
+            None => Pace::Unknown,
+            Some(c) => Pace::Gap(steady_gap_within(c, self.pacer.budget())),
+        }
+    }
+
+    /// Charges a tick over `threads` threads, and holds the next, due at `due`, while over
+    /// budget at `now`.
+    fn charge(&mut self, threads: usize, now: Nanos, due: Nanos) -> Nanos {
+        let mut tick = self.cost.of(threads);
+        let moves = std::mem::take(&mut self.moves);
+        if self.operator {
+            tick += Nanos(self.cost.per_move.0 * u64::from(moves));
+        }
+        self.last = Some(tick);
+        self.spent += tick;
+        self.pacer.hold(due, now, self.spent)
+    }
 }
 
 impl<'a> SimHost<'a> {
-    /// A host view of `sim`; samples carry no wake edges.
-    pub fn new(sim: &'a mut Sim) -> SimHost<'a> {
+    /// A host view of `sim` sampling what a policy with `needs` reads: the one place the
+    /// simulator reads [`Needs`]. Its samples carry the wake edges (`Snapshot::wakes`,
+    /// every lock hand-off from one thread to another so far) only when the policy reads
+    /// them, since building them costs a pass over the graph per sample. Everything else
+    /// the simulator knows is sampled fresh at every tick whatever the needs: staleness,
+    /// switch counts, stolen time and lock time cost it nothing.
+    pub fn new(sim: &'a mut Sim, needs: &Needs) -> SimHost<'a> {
         SimHost {
             sim,
-            wakes: false,
+            wakes: needs.wake_edges,
             pace: Pace::Free,
+            budget: None,
         }
     }
 
-    /// A host view of `sim` whose samples carry the wake edges (`Snapshot::wakes`): every
-    /// lock hand-off from one thread to another so far. Building them costs a pass over
-    /// the graph per sample, so only policies that read them ask for them.
-    pub fn with_wakes(sim: &'a mut Sim, wakes: bool) -> SimHost<'a> {
+    /// The same host, its ticks paced by `budget` (none: free), and its samples saying so
+    /// (`Snapshot::pace`).
+    pub fn paced(self, budget: Option<&'a mut Budget>) -> SimHost<'a> {
+        let pace = budget.as_deref().map_or(Pace::Free, Budget::pace);
         SimHost {
-            sim,
-            wakes,
-            pace: Pace::Free,
+            pace,
+            budget,
+            ..self
         }
     }
 
-    /// The same host, its samples saying that ticks are paced so (`Snapshot::pace`).
-    pub fn paced(self, pace: Pace) -> SimHost<'a> {
-        SimHost { pace, ..self }
+    /// The pace its samples report.
+    pub(crate) fn pace(&self) -> Pace {
+        self.pace
+    }
+
+    /// [`Host::earliest`] for a tick over `threads` threads (those its policy manages).
+    pub(crate) fn earliest_over(&mut self, threads: usize, due: Nanos) -> Nanos {
+        let now = self.sim.now();
+        match self.budget.as_deref_mut() {
+            Some(b) => b.charge(threads, now, due),
+            None => due,
+        }
+    }
+
+    /// [`Host::watch_budget`]: the policy's ask moves the budget, unless an operator set it.
+    pub(crate) fn grant(&mut self, share: Option<f64>) {
+        if let Some(b) = self.budget.as_deref_mut()
+            && !b.operator
+        {
+            b.pacer.set_budget(pace::watch_share(share));
+        }
     }
 
     fn sample_wakes(&self, into: &mut Snapshot) {
@@ -74,18 +157,6 @@ impl<'a> SimHost<'a> {
                     count,
                 })
             }));
-    }
-
-    fn target_set(&self, original: &CpuSet, to: Target) -> CpuSet {
-        let topo = &self.sim.topo;
-        match to {
-            Target::Domain { level, index } => topo
-                .domains(level)
-                .get(index)
-                .map_or_else(CpuSet::new, |d| d.cpus.intersection(original)),
-            Target::Cpu(c) => CpuSet::single(c).intersection(original),
-            Target::Original => original.clone(),
-        }
     }
 }
 
@@ -117,8 +188,9 @@ impl Host for SimHost<'_> {
             return Ok(());
         }
         self.sim.memory_at = Some(now);
-        // Resident memory per node: pages stay where they were first touched (no page
-        // migration): the shared data on its owner's node, or each thread's own pages.
+        // Resident memory per node: each live thread's pages on its home node, where they
+        // were first touched or where automatic NUMA balancing has moved them since
+        // (`autonuma.rs`).
         for app in &self.sim.user.apps[..self.sim.program_apps()] {
             let mut per_node = vec![0u64; self.sim.world.hw.nnode];
             let bytes = app.memory_bytes;
@@ -160,7 +232,7 @@ impl Host for SimHost<'_> {
                     MoveOutcome::Vanished
                 }
                 Ok(t) => {
-                    let set = self.target_set(&self.sim.world.th[t].original, mv.to);
+                    let set = mv.to.cpus(&self.sim.topo, &self.sim.world.th[t].original);
                     if set.is_empty() {
                         MoveOutcome::Denied
                     } else if set == self.sim.world.th[t].allowed {
@@ -173,6 +245,9 @@ impl Host for SimHost<'_> {
             };
             report.count(outcome);
         }
+        if let Some(b) = self.budget.as_deref_mut() {
+            b.moves = report.done;
+        }
         for s in &plan.slices {
             if let Ok(t) = self.sim.world.th.binary_search_by(|t| t.key.cmp(&s.thread))
                 && !matches!(self.sim.world.th[t].st, St::Done | St::New)
@@ -181,6 +256,18 @@ impl Host for SimHost<'_> {
             }
         }
         report
+    }
+
+    fn watch_budget(&mut self, share: Option<f64>) {
+        self.grant(share);
+    }
+
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        let alive = self.sim.world.th[..self.sim.program_threads()]
+            .iter()
+            .filter(|t| !matches!(t.st, St::Done | St::New))
+            .count();
+        self.earliest_over(alive, due)
     }
 }
 
@@ -220,62 +307,29 @@ pub fn run_built(
         sim.add_tool();
     }
     let topo = machine.topo.clone();
-    let mut engine = Engine::new();
+    let needs = p.needs();
     // The daemon attaches once the program has started its threads.
     let first = Nanos(sim.kernel.lx.spawn_gap_ns * sim.world.th.len() as u64 + 1_000_000);
+    let mut ticker = Ticker::new(first);
     sim.world.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
     let mut ticks = 0u64;
-    // The live loop's budget, when ticks cost something: the tool's CPU time so far, and
-    // the pacer that turns it into the earliest next tick (see `RunOptions::tick_cost`).
-    // An operator's whole budget charges moves too (`RunOptions::cpu_budget`).
-    // Without one, the policy may raise the watching budget after each decision
-    // (`Policy::watch_budget`), as it may a live loop's.
-    let mut budget = opts.cpu_budget.unwrap_or(threadbalance_model::pace::BUDGET);
-    let mut paced = opts.tick_cost.map(|c| {
-        (
-            c,
-            Nanos::ZERO,
-            threadbalance_model::pace::Pacer::new(budget, threadbalance_model::pace::BURST),
-        )
-    });
-    // What the last tick cost, as a live host knows it at the next (`Pace`): nothing before
-    // the first.
-    let mut last_cost: Option<Nanos> = None;
+    // The live loop's budget, when ticks cost something (see `RunOptions::tick_cost`).
+    let mut budget = Budget::of(opts);
     while let Some(_tick) = sim.run_until(horizon) {
-        let pace = match (&paced, last_cost) {
-            (None, _) => Pace::Free,
-            (Some(_), None) => Pace::Unknown,
-            (Some(_), Some(c)) => Pace::Gap(steady_gap_within(c, budget)),
-        };
-        let mut host = SimHost::with_wakes(&mut sim, p.reads_wake_edges()).paced(pace);
-        let Ok(report) = engine.tick(&mut host, &topo, p.as_mut());
+        let now = sim.world.now;
+        let mut host = SimHost::new(&mut sim, &needs).paced(budget.as_mut());
+        let Ok(report) = ticker.tick(&mut host, &topo, p.as_mut(), now);
         ticks += 1;
-        if opts.cpu_budget.is_none() {
-            budget = threadbalance_model::pace::watch_share(p.watch_budget());
-        }
-        let next = report.next_in.max(Nanos::from_millis(1));
-        let mut at = sim.world.now + next;
-        let alive = sim.world.th[..sim.program_threads()]
-            .iter()
-            .filter(|t| !matches!(t.st, St::Done | St::New))
-            .count();
         if let Some(c) = tool_cost {
+            let alive = sim.world.th[..sim.program_threads()]
+                .iter()
+                .filter(|t| !matches!(t.st, St::Done | St::New))
+                .count();
             let moves = Nanos(c.per_move.0 * u64::from(report.applied.done));
             sim.charge_tool(c.of(alive) + moves);
         }
-        if let Some((cost, spent, pacer)) = paced.as_mut() {
-            let mut tick = cost.of(alive);
-            if opts.cpu_budget.is_some() {
-                tick += Nanos(cost.per_move.0 * u64::from(report.applied.done));
-            }
-            last_cost = Some(tick);
-            *spent += tick;
-            pacer.set_budget(budget);
-            let earliest = pacer.earliest(sim.world.now, *spent);
-            at = at.max(earliest.min(at + threadbalance_model::pace::MAX_DELAY));
-        }
-        sim.world.q.push(at, EventKind::Policy, 0, 0);
+        sim.world.q.push(ticker.next(), EventKind::Policy, 0, 0);
     }
     Ok(RunResult::measure(
         &sim,
@@ -291,7 +345,22 @@ mod tests {
     use super::*;
     use crate::machine::machine;
     use crate::workload::{Wait, ep_barrier};
-    use threadbalance_model::Level;
+    use threadbalance_model::{Level, Target};
+
+    #[test]
+    fn the_host_gathers_wake_edges_only_when_the_policy_needs_them() {
+        let m = machine("package:2 core:2 pu:1", None).unwrap();
+        let w = crate::workload("ep-barrier:phase_ms=5,work_ms=40", Some(2), None).unwrap();
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.run_until(Nanos::from_millis(5));
+        let mut snap = Snapshot::default();
+        let Ok(()) = SimHost::new(&mut sim, &Needs::NOTHING).sample(&mut snap);
+        assert!(!snap.wakes_measured);
+        let needs = threadbalance_policy::PolicyKind::Handoff.needs();
+        let Ok(()) = SimHost::new(&mut sim, &needs).sample(&mut snap);
+        assert!(snap.wakes_measured);
+        assert!(!snap.threads.is_empty());
+    }
 
     #[test]
     fn host_memory_sits_where_the_leader_or_each_thread_first_touched() {
@@ -338,14 +407,14 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         // During the setup only the main threads exist.
         sim.run_until(Nanos::from_millis(50));
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         let mut snap = Snapshot::default();
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.threads.len(), 2);
         // Later: the workers run, the main threads sleep in pthread_join; no new memory
         // sample within `memory_every` (2 s).
         sim.run_until(Nanos::from_millis(300));
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.threads.len(), 8);
         assert!(snap.memory.is_empty());
@@ -357,7 +426,7 @@ mod tests {
                 .all(|s| s.state == threadbalance_model::ThreadState::Sleeping)
         );
         sim.run_until(Nanos::from_millis(2_100));
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.memory.len(), 2);
         // Leader first touch: 600 MB on one node. Thread first touch: 4 × 40 MB in all.
@@ -381,7 +450,7 @@ mod tests {
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.run_until(Nanos::from_millis(2));
         let key = sim.world.th[0].key;
-        let mut host = SimHost::new(&mut sim);
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         let mut snap = Snapshot::default();
         host.sample(&mut snap).unwrap();
         assert_eq!(snap.threads.len(), 2);

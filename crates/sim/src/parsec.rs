@@ -49,7 +49,7 @@ pub const WORKERS: usize = 16;
 /// that many workers (the paper's test cases of 1–32 threads each; [`WORKERS`] by default),
 /// `scale` multiplies their inputs.
 ///
-/// Over 100 lines on purpose: it is the table of the PARSEC programs, one literal each,
+/// Long because it is the table of the PARSEC programs, one literal each,
 /// read side by side (the SPLASH-2x ones are in [`crate::splash2x`]).
 pub fn parsec_mix(threads: Option<usize>, scale: f64) -> Vec<App> {
     let n = threads.unwrap_or(WORKERS).max(1);

@@ -576,6 +576,9 @@ fn migration_row(
 }
 
 /// The cost report as two tables.
+///
+/// Long because it lays out both tables of the report column by column, in the order
+/// they print; split, a column's header and its values would sit apart.
 pub fn to_table(r: &CostReport) -> String {
     let mut s = String::new();
     if let Some(first) = r.run_adds.first() {

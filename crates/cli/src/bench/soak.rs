@@ -262,7 +262,7 @@ pub fn run(minutes: f64, programs: usize, json: Option<&Path>) -> Result<u8> {
     let config = dir.path().join("soak.toml");
     std::fs::write(&config, config_text(dir.path(), &tag))
         .with_context(|| format!("writing {}", config.display()))?;
-    crate::signals::install().context("installing signal handlers")?;
+    threadbalance_linux::signal::catch_fatal_signals().context("installing signal handlers")?;
     let mut soak = Soak {
         exe: std::env::current_exe().context("finding this program")?,
         socket: dir.path().join("run/control.sock"),
@@ -295,7 +295,7 @@ pub fn run(minutes: f64, programs: usize, json: Option<&Path>) -> Result<u8> {
     let mut pending = plan.iter().peekable();
     let mut interrupted = None;
     while ms() < total_ms {
-        if let Some(sig) = crate::signals::take() {
+        if let Some(sig) = threadbalance_linux::signal::take_signal() {
             interrupted = Some(sig);
             break;
         }

@@ -16,8 +16,6 @@
 //! killed by SIGKILL leaves one journal per process it had changed, and the next daemon
 //! (or `threadbalance restore`) replays every one of them (see [`crate::recover::restore_tree`]).
 
-use crate::host::{LinuxAdapter, Target};
-use crate::signals;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -31,8 +29,10 @@ use threadbalance_daemon::serve::{
     Claimed, DaemonHost, NotOurs, Open, Refused, Signal, TakeOnError, Usable,
 };
 use threadbalance_daemon::{Config, ReadError, ReloadError, banned};
+use threadbalance_linux::adapter::{LinuxAdapter, Target};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runshare::{SharedCounters, Watch};
+use threadbalance_linux::signal;
 use threadbalance_linux::state::{ProcessLock, StateDir};
 use threadbalance_linux::{LinuxError, Root};
 use threadbalance_manage::joined::Member;
@@ -138,7 +138,7 @@ impl DaemonHost for LinuxDaemon {
     }
 
     fn take_signal(&mut self) -> Option<Signal> {
-        signals::take().map(|sig| match sig {
+        signal::take_signal().map(|sig| match sig {
             libc::SIGHUP => Signal::Reload,
             other => Signal::Stop(other),
         })
@@ -293,7 +293,7 @@ impl DaemonHost for LinuxDaemon {
                 follow_children: false,
             },
             how.observe,
-            how.policy.stat_max_age(),
+            how.policy.needs(),
             journal,
             handed.counters,
         );
@@ -306,7 +306,6 @@ impl DaemonHost for LinuxDaemon {
                 return Err(failed(e));
             }
         };
-        crate::host::read_what_it_asks(&mut adapter, how.policy);
         if let Some(source) = hw {
             adapter.read_hw_counters(source);
         }

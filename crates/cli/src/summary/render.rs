@@ -249,7 +249,7 @@ impl Summary {
     /// Lock time, when it was exact or the policy reads it, and the futex probe's figures.
     fn locks(&self, s: &mut String) {
         let probe = &self.host.lock_probe;
-        if probe.exact || self.setup.policy.reads_lock_time() {
+        if probe.exact || self.setup.policy.needs().lock_probe() {
             let _ = writeln!(s, "   lock time: {}", self.lock_time);
         }
         if !probe.exact {
@@ -368,7 +368,7 @@ struct Json<'a> {
     domain_util_cv: f64,
     run_time: String,
     lock_time: String,
-    lock_probe: &'a crate::lockprobe::LockReport,
+    lock_probe: &'a threadbalance_linux::adapter::lockprobe::LockReport,
     policy_summary: &'a PolicySummary,
     notes: &'a [(f64, String)],
     ended: String,

@@ -19,11 +19,12 @@
 use super::gather::{MoveCounts, view_of};
 use super::{KEY_POLL, TopArgs, Ui};
 use crate::ManageArgs;
-use crate::host::LinuxAdapter;
-use crate::{input_error, manage, signals};
+use crate::{input_error, manage};
 use anyhow::Result;
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
+use threadbalance_linux::LinuxAdapter;
+use threadbalance_linux::signal;
 use threadbalance_manage::{Ended, LoopError, LoopHost, OnSignal};
 use threadbalance_model::{
     ApplyReport, DisplayWindow, Level, Nanos, Pid, Plan, Snapshot, Topology, Window,
@@ -157,7 +158,7 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
         };
         let mut take = || {
             let mut s = shared.borrow_mut();
-            signals::take()
+            signal::take_signal()
                 .or(s.signal.take())
                 .or(s.ui.quit.then_some(QUIT))
         };
@@ -174,7 +175,7 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
     drop(shared);
     let ended = match &looped {
         Ok(Ended::Signal(QUIT)) => "quit".to_string(),
-        Ok(Ended::Signal(sig)) => format!("interrupted by {}", signals::signal_name(*sig)),
+        Ok(Ended::Signal(sig)) => format!("interrupted by {}", signal::signal_name(*sig)),
         Ok(Ended::TargetExited) => format!("process {pid} exited"),
         Err(e) => format!("stopped: {e}"),
     };
@@ -226,6 +227,11 @@ impl Host for TopShell<'_> {
         }
         report
     }
+
+    /// The adapter's pacing: `top` keeps to the CPU budget as `attach` does.
+    fn earliest(&mut self, due: Nanos) -> Nanos {
+        self.host.earliest(due)
+    }
 }
 
 impl LoopHost for TopShell<'_> {
@@ -245,7 +251,7 @@ impl LoopHost for TopShell<'_> {
             let mut s = self.shared.borrow_mut();
             s.ui.keys(Duration::ZERO);
             if s.signal.is_none() {
-                s.signal = signals::take();
+                s.signal = signal::take_signal();
             }
             if s.ui.quit
                 || s.signal.is_some()

@@ -206,7 +206,7 @@ fn live_run_loads_its_run_time_counters_before_the_command_starts() {
 
 #[test]
 fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase() {
-    // `speed` asks for the switch counts (`Policy::reads_switches`): a blocking barrier's
+    // `speed` asks for the switch counts (`Needs::switches`): a blocking barrier's
     // waiters switch voluntarily, so the summary has them counted and the voluntary rate
     // above zero (without them, the signals fell back to timeslices and the sparse-rounds
     // and fine-phase rules, which read the phase of blocking threads, never applied live).

@@ -90,9 +90,10 @@ impl LockProbe {
     }
 
     /// Starts the probe when `policy` reads what it measures (exact lock time or wake
-    /// edges); otherwise leaves it unloaded, saying so.
+    /// edges, [`threadbalance_policy::Needs::lock_probe`]); otherwise leaves it unloaded,
+    /// saying so. `run` starts it before its command, before the host opens.
     pub fn start_for(policy: &dyn threadbalance_policy::Policy) -> LockProbe {
-        if policy.reads_lock_time() || policy.reads_wake_edges() {
+        if policy.needs().lock_probe() {
             LockProbe::start()
         } else {
             LockProbe {

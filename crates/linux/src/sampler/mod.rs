@@ -55,8 +55,8 @@
 //! ```
 
 use crate::LinuxError;
+use crate::counted::RunCounters;
 use crate::read::{HostFacts, Root, is_gone, process_error};
-use crate::runcount::RunCounters;
 use nix::sys::stat::fstat;
 use std::collections::HashMap;
 use std::fs::File;
@@ -491,7 +491,7 @@ impl Sampler {
     /// Reads the context-switch counts from now on, no staler than `max_age` (see
     /// [`SamplerConfig::read_status`] and [`SamplerConfig::status_max_age`]) and for at
     /// most [`STATUS_PER_SAMPLE`] threads a sample: for a policy that asks for them
-    /// (`Policy::reads_switches`).
+    /// (`Needs::switches`).
     pub fn read_switches(&mut self, max_age: Nanos) {
         self.cfg.read_status = true;
         self.cfg.status_max_age = max_age;
@@ -499,7 +499,7 @@ impl Sampler {
     }
 
     /// Reads the machine's CPU time from now on ([`SamplerConfig::read_cpu_time`]): for a
-    /// policy that asks (`Policy::reads_steal`).
+    /// policy that asks (`Needs::steal`).
     pub fn read_steal(&mut self) {
         self.cfg.read_cpu_time = true;
     }

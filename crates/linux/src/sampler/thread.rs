@@ -201,6 +201,12 @@ impl Sampler {
     /// have not moved since the last sample the thread has not run, so its `stat` fields
     /// (times, last CPU, state) are carried over instead of read again. Kept files make
     /// this safe: they refer to the thread itself, never to a later owner of its tid.
+    ///
+    /// Long because it is the sampler's hot path, one thread's files in their order
+    /// (counters or `schedstat`, `stat`, `status`, `children`), each read deciding whether
+    /// the next is due from what the previous found, all on one borrowed thread entry and
+    /// the sampler's scratch buffer; a split would hand the same dozen locals and borrows
+    /// to every part.
     pub(super) fn sample_thread(
         &mut self,
         i: usize,

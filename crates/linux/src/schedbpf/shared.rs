@@ -21,9 +21,9 @@
 use super::{Slots, counted, seeded};
 use crate::LinuxError;
 use crate::bpf::{Links, ProbeUnavailable};
+use crate::counted::{Counted, RunCounters};
+use crate::holders::{Holders, ShareStats};
 use crate::monotonic_now;
-use crate::runcount::{Counted, RunCounters};
-use crate::runshare::{Holders, ShareStats};
 use aya::Ebpf;
 use std::cell::Cell;
 use std::collections::HashSet;

@@ -61,7 +61,7 @@ fn attach_own(topo: &Topology, dry_run: bool) -> LinuxAdapter {
             follow_children: false,
         },
         dry_run,
-        None,
+        threadbalance_policy::Needs::NOTHING,
         None,
     )
     .unwrap()

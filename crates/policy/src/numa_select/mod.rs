@@ -200,13 +200,9 @@ impl Default for NumaSettings {
 }
 
 /// Builds `numa-<selection>` for its policy name (`"numa-excl"`).
-pub fn build(
-    name: &str,
-    settings: &Settings,
-    topo: &Topology,
-) -> Result<Box<dyn Policy>, PolicyError> {
+pub fn build(name: &str, settings: &Settings) -> Result<Box<dyn Policy>, PolicyError> {
     match Selection::from_name(name).filter(|s| s.policy_name() == name) {
-        Some(s) => Ok(Box::new(NumaBalance::new(s, settings, topo)?)),
+        Some(s) => Ok(Box::new(NumaBalance::new(s, settings)?)),
         None => Err(PolicyError::Unknown {
             name: name.to_string(),
             known: crate::names().join(", "),
@@ -254,12 +250,7 @@ pub struct NumaBalance {
 impl NumaBalance {
     /// The balancer with `selection`, checking `settings.numa` (the level setting does not
     /// apply: it always balances between NUMA nodes).
-    pub fn new(
-        selection: Selection,
-        settings: &Settings,
-        topo: &Topology,
-    ) -> Result<NumaBalance, PolicyError> {
-        let _ = topo;
+    pub fn new(selection: Selection, settings: &Settings) -> Result<NumaBalance, PolicyError> {
         let cfg = settings.numa.clone();
         let bad = |why: String| PolicyError::Invalid {
             policy: selection.policy_name(),
@@ -538,6 +529,11 @@ impl Policy for NumaBalance {
 impl NumaBalance {
     /// One balancing pass over a window of positive length: moves from the busiest node to
     /// the idlest while they are imbalanced, at most `max_moves`.
+    ///
+    /// Long because it is the paper's procedure (§3) as one loop: pick the pair of nodes,
+    /// ask the selection for a thread, force one after refusals, check that the move
+    /// narrows the gap, then count it; every step reads and updates the same per-node
+    /// loads, idle CPUs and waiting threads, which a split would pass around whole.
     fn balance(&mut self, topo: &Topology, w: &Window) -> Plan {
         let domains = topo.domains(Level::Node);
         let mut st = State::build(topo, w, &self.placed, self.cfg.load);

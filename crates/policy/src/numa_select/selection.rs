@@ -111,17 +111,6 @@ impl Selection {
         matches!(self, Selection::Excl | Selection::MbPlus)
     }
 
-    /// Whether its metric reads per-node memory (TM, MB, BCE, MB+: the kMLB policies).
-    pub fn needs_memory(self) -> bool {
-        matches!(
-            self,
-            Selection::TotalMin
-                | Selection::MostBenefit
-                | Selection::BestCostEffectiveness
-                | Selection::MbPlus
-        )
-    }
-
     /// Chooses the thread of `rq.candidates` to move from `rq.src` to `rq.dst`.
     pub fn select(self, rq: &RunQueue<'_>) -> Selected {
         let mut counts = Counts::default();

@@ -8,8 +8,8 @@ use threadbalance_model::{CpuId, NodeId, ProcessMemory};
 /// A thread of the test machines: its key, utilization and CPU.
 type T = (ThreadKey, f64, u32);
 
-fn policy(s: Selection, topo: &Topology) -> NumaBalance {
-    NumaBalance::new(s, &Settings::new(Level::Node), topo).unwrap()
+fn policy(s: Selection) -> NumaBalance {
+    NumaBalance::new(s, &Settings::new(Level::Node)).unwrap()
 }
 
 /// Runnable threads per node, by last CPU.
@@ -87,7 +87,7 @@ fn crowded_node0() -> (Topology, Vec<T>) {
 fn numa_balance_one_node_machine_says_nothing_to_balance_once() {
     let t = topo(1, 1, 4, 1);
     for s in Selection::ALL {
-        let mut p = policy(s, &t);
+        let mut p = policy(s);
         let mut threads = vec![
             (key(1, 1), 1.0, 0),
             (key(1, 2), 1.0, 0),
@@ -108,7 +108,7 @@ fn numa_balance_converges_and_then_stops_under_every_selection() {
     for s in Selection::ALL {
         for follow in [true, false] {
             let (t, mut threads) = crowded_node0();
-            let mut p = policy(s, &t);
+            let mut p = policy(s);
             let mut moved = Vec::new();
             for k in 0..10 {
                 let plan = tick(&mut p, &t, &mut threads, follow);
@@ -154,7 +154,7 @@ fn numa_balance_caps_moves_per_tick() {
     threads.push((key(1, 1), 0.0, 4));
     for s in Selection::ALL {
         let mut th = threads.clone();
-        let mut p = policy(s, &t);
+        let mut p = policy(s);
         let moved: Vec<usize> = (0..4)
             .map(|_| balancing(&tick(&mut p, &t, &mut th, true)).len())
             .collect();
@@ -180,7 +180,7 @@ fn numa_balance_balanced_machine_never_moves() {
                 .enumerate()
                 .map(|(i, &c)| (key(1, 2 + i as i32), 1.0, c))
                 .collect();
-            let mut p = policy(s, t);
+            let mut p = policy(s);
             // The first tick only adopts: every thread stays on its node.
             let first = tick(&mut p, t, &mut threads, true);
             assert_eq!(adoptions(&first).len(), cpus.len(), "{}", s.name());
@@ -209,7 +209,7 @@ fn numa_balance_enhanced_never_moves_a_leader_and_moves_threads_of_destination_l
     }
     for s in [Selection::Excl, Selection::MbPlus] {
         let mut threads = base.clone();
-        let mut p = policy(s, &t);
+        let mut p = policy(s);
         let plan = tick(&mut p, &t, &mut threads, true);
         let moved = balancing(&plan);
         // Threads 30 and 31 go at once (their leader is on node 1); process 1's threads
@@ -248,7 +248,7 @@ fn numa_balance_enhanced_never_moves_a_leader_and_moves_threads_of_destination_l
     }
     // First-Fit takes the first in key order: process 1's leader.
     let mut threads = base.clone();
-    let mut p = policy(Selection::FirstFit, &t);
+    let mut p = policy(Selection::FirstFit);
     let plan = balancing(&tick(&mut p, &t, &mut threads, true));
     assert_eq!(plan[0].thread, key(1, 1));
     assert_eq!(
@@ -296,7 +296,7 @@ fn numa_balance_memory_aware_selections_read_per_node_memory() {
     ];
     // Loads 4 vs 0: two moves bring them to 2 vs 2.
     let first = |s: Selection| {
-        let plan = balancing(&policy(s, &t).decide(&t, &w));
+        let plan = balancing(&policy(s).decide(&t, &w));
         assert_eq!(plan.len(), 2, "{}", s.name());
         plan.iter().map(|m| m.thread.tid.0).collect::<Vec<_>>()
     };
@@ -314,7 +314,7 @@ fn numa_balance_util_metric_moves_only_while_the_gap_narrows() {
     let t = topo(2, 1, 4, 1);
     let mut settings = Settings::new(Level::Node);
     settings.numa.load = LoadMetric::Util;
-    let mut p = NumaBalance::new(Selection::FirstFit, &settings, &t).unwrap();
+    let mut p = NumaBalance::new(Selection::FirstFit, &settings).unwrap();
     let mut threads: Vec<T> = (0..4).map(|i| (key(1, 2 + i), 0.9, i as u32)).collect();
     threads.push((key(1, 1), 0.9, 4));
     assert_eq!(balancing(&tick(&mut p, &t, &mut threads, true)).len(), 1);
@@ -333,7 +333,7 @@ fn numa_balance_first_decision_confines_every_thread_to_its_current_node() {
         .map(|(pid, tid, cpu)| (key(pid, tid), 1.0, cpu))
         .collect();
     for s in Selection::ALL {
-        let mut p = policy(s, &t);
+        let mut p = policy(s);
         let plan = p.decide(&t, &window_of(0, &threads));
         assert_eq!(plan.moves.len(), 8, "{}", s.name());
         for m in &plan.moves {
@@ -364,7 +364,7 @@ fn numa_balance_leaves_a_programs_only_thread_unconfined() {
     // adopted; once its workers run (two on each node) all four are adopted where they run.
     let t = topo(2, 1, 2, 1);
     for s in Selection::ALL {
-        let mut p = policy(s, &t);
+        let mut p = policy(s);
         let plan = p.decide(&t, &window_of(0, &[(key(1, 1), 1.0, 0)]));
         assert!(plan.moves.is_empty(), "{}", s.name());
         assert_eq!(p.totals().adopted, 0, "{}", s.name());
@@ -401,7 +401,7 @@ fn numa_balance_leaves_a_programs_only_thread_unconfined() {
 fn numa_balance_adopts_new_threads_once_and_forgets_vanished_ones() {
     // Two nodes of four CPUs. Three threads on node 0, one asleep: adopted there.
     let t = topo(2, 1, 4, 1);
-    let mut p = policy(Selection::Excl, &t);
+    let mut p = policy(Selection::Excl);
     let mut threads: Vec<T> = vec![
         (key(1, 2), 0.0, 0),
         (key(1, 3), 1.0, 1),
@@ -466,7 +466,7 @@ fn numa_balance_moves_a_waiting_thread_to_an_idle_cpu_below_the_load_thresholds(
     // queue is not tolerated: one move, after which node 1 has no idle CPU left.
     let (t, w) = two_big_nodes(17, 16.0 / 17.0, 1.0 / 17.0, 15);
     for s in Selection::ALL {
-        let mut p = policy(s, &t);
+        let mut p = policy(s);
         let moved = balancing(&p.decide(&t, &w));
         assert_eq!(moved.len(), 1, "{}", s.name());
         assert_eq!(
@@ -480,10 +480,10 @@ fn numa_balance_moves_a_waiting_thread_to_an_idle_cpu_below_the_load_thresholds(
     }
     // 17 threads that block half the time (a barrier) and never wait for a CPU: no queue.
     let (t, w) = two_big_nodes(17, 0.5, 0.0, 15);
-    assert!(balancing(&policy(Selection::FirstFit, &t).decide(&t, &w)).is_empty());
+    assert!(balancing(&policy(Selection::FirstFit).decide(&t, &w)).is_empty());
     // A queue but no idle CPU on node 1 (16 threads), and 17 − 16 = 1: nothing to do.
     let (t, w) = two_big_nodes(17, 16.0 / 17.0, 1.0 / 17.0, 16);
-    assert!(balancing(&policy(Selection::FirstFit, &t).decide(&t, &w)).is_empty());
+    assert!(balancing(&policy(Selection::FirstFit).decide(&t, &w)).is_empty());
 }
 
 #[test]
@@ -495,7 +495,7 @@ fn numa_balance_registry_builds_every_selection_and_rejects_bad_settings() {
         assert!(crate::names().contains(&s.policy_name()));
     }
     assert!(matches!(
-        build("numa-nonesuch", &Settings::new(Level::Node), &t),
+        build("numa-nonesuch", &Settings::new(Level::Node)),
         Err(PolicyError::Unknown { .. })
     ));
     for bad in [

@@ -219,6 +219,9 @@ impl Speed {
     }
 
     /// Levels and rotates the cores of one node (`None`: all cores).
+    ///
+    /// Long because its steps (numbered below) share the cores' tallies and must run in
+    /// that order within one round.
     fn rotate_group(&mut self, node: Option<NodeId>, moves: &mut Vec<Move>) -> bool {
         // 1. Level: while a core holds two threads more than another and is slower, its
         //    least-credited thread moves to the emptiest.

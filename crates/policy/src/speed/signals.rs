@@ -10,6 +10,9 @@ use threadbalance_model::{Nanos, Window};
 
 impl Speed {
     /// Smooths the synchronization signals and picks the interval the signals call for.
+    ///
+    /// Long because each signal is smoothed in turn from the same per-thread pass, and the
+    /// interval is picked from all of them at the end.
     pub(super) fn observe_signals(&mut self, w: &Window) -> Nanos {
         let dt_s = w.duration().as_secs_f64();
         // Only threads that ran and switched speak for the program's synchronization: a

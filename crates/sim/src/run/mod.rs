@@ -117,7 +117,7 @@ pub struct RunOptions {
     /// live loop's CPU budget paces it (`threadbalance_model::pace`): a tick waits while
     /// the tool is over 0.8 % of one core. `None` (the default): ticks are free and come
     /// whenever the policy asks (no sooner than every millisecond). Paced by
-    /// `run_policy`; `apps::run_per_app`'s instances tick free.
+    /// `run_policy`, and by `apps::run_per_app` for each instance on its own.
     pub tick_cost: Option<TickCost>,
     /// An operator's whole budget (`--cpu-budget`), as a share of one core: with a tick
     /// cost, the pacer holds ticks *and moves* to it, each move charged

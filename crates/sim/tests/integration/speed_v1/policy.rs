@@ -95,7 +95,7 @@ use threadbalance_model::{
     Topology, Window,
 };
 use threadbalance_policy::rng::Rng;
-use threadbalance_policy::{Policy, PolicyError, Settings};
+use threadbalance_policy::{Needs, Policy, PolicyError, Settings};
 
 /// How a thread's speed is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,9 +163,17 @@ const RELEASE_ABOVE: f64 = 0.4;
 /// A released thread blocked less than this (smoothed) is placed again: the gap to
 /// `RELEASE_ABOVE` keeps a thread near the line from going back and forth.
 const ADOPT_BELOW: f64 = 0.25;
-/// How stale last CPU and state may be for this policy (see `Policy::stat_max_age`): the
+/// How stale last CPU and state may be for this policy (see `Needs::stat_max_age`): the
 /// paper's (and our longest) interval.
 const MAX_STAT_AGE: Nanos = Nanos::from_millis(100);
+
+/// What speed-v1 reads: only run time and run-queue wait (fresh from `schedstat` on every
+/// sample), and it knows where it placed every thread, so last CPU and state may be as
+/// old as its longest interval.
+pub const NEEDS: Needs = Needs {
+    stat_max_age: Some(MAX_STAT_AGE),
+    ..Needs::NOTHING
+};
 
 /// One balancer's queue: a domain at the balancing level.
 #[derive(Debug, Clone)]
@@ -643,11 +651,8 @@ impl SpeedV1 {
 }
 
 impl Policy for SpeedV1 {
-    /// Speed reads only run time and run-queue wait (fresh from `schedstat` on every
-    /// sample) and knows where it placed every thread, so last CPU and state may be as old
-    /// as its longest interval.
-    fn stat_max_age(&self) -> Option<Nanos> {
-        Some(MAX_STAT_AGE)
+    fn needs(&self) -> Needs {
+        NEEDS
     }
 
     fn name(&self) -> &'static str {
