@@ -210,6 +210,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         _ => "ended".to_string(),
     };
     summary.run_time = host.run_time_source();
+    summary.choices = host.choices_source();
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, &mut p.json, args);
     if summary.unrestored > 0 {
@@ -234,6 +235,7 @@ pub fn attach(args: &ManageArgs, pid: i32, follow_children: bool) -> Result<u8> 
         Err(e) => format!("stopped: {e:#}"),
     };
     summary.run_time = host.run_time_source();
+    summary.choices = host.choices_source();
     summary.finish(host.now(), p.policy.summary(), ended);
     report(&summary, &mut p.json, args);
     if summary.unrestored > 0 {

@@ -147,6 +147,9 @@ pub struct Summary {
     /// queued thread's wait reported once it runs again); and, if the counters stopped
     /// during the run, why. Results with one and with the other differ on many cores.
     pub run_time: String,
+    /// How the program's own masks were told from ours: `masks set by the program traced
+    /// (sched_setaffinity)`, or `program's masks judged from the masks alone (why)`.
+    pub choices: String,
     /// Whether lock time was exact (the futex probe) or estimated from blocked time, and
     /// why there was no probe.
     pub lock_time: String,
@@ -231,6 +234,7 @@ impl Summary {
             domain_util_mean: 0.0,
             domain_util_cv: 0.0,
             run_time: String::new(),
+            choices: String::new(),
             lock_time: "estimate from blocked time".into(),
             lock_probe: crate::lockprobe::LockReport::default(),
             policy_summary: PolicySummary::Nothing,
