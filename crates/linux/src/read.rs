@@ -279,6 +279,7 @@ fn read_thread(
         lock: None,
         migrations: None,
         counters: None,
+        progress: None,
     };
     Ok(Some(ThreadInfo {
         comm,

@@ -118,6 +118,7 @@ mod tests {
             appeared: false,
             ipc: None,
             mpki: None,
+            progress: None,
         }
     }
 

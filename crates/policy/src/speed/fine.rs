@@ -145,6 +145,7 @@ mod tests {
                     appeared: false,
                     ipc: None,
                     mpki: None,
+                    progress: None,
                 })
                 .collect();
             let win = Window {

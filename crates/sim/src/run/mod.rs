@@ -368,6 +368,7 @@ impl Sim {
                         voluntary: 0,
                         involuntary: 0,
                         migrations: 0,
+                        rounds: 0,
                         born: Nanos::ZERO,
                         died: Nanos::ZERO,
                         runnable_since: Nanos::ZERO,
@@ -608,6 +609,7 @@ impl Sim {
                 lock: Some(lock),
                 migrations: Some(th.migrations),
                 counters: None,
+                progress: Some(th.rounds),
             });
         }
         into.sort_unstable_by_key(|s| s.key);

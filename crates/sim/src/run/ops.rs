@@ -91,6 +91,7 @@ impl Sim {
                         if self.barriers[b].generation != arrived {
                             self.end_wait(t);
                             self.th[t].bar_gen = None;
+                            self.th[t].rounds += 1;
                             self.th[t].pc += 1;
                             continue;
                         }
@@ -103,6 +104,7 @@ impl Sim {
                             bar.generation += 1;
                             self.log_opening(app);
                             self.release_barrier(b, c);
+                            self.th[t].rounds += 1;
                             self.th[t].pc += 1;
                             continue;
                         }
