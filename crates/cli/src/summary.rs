@@ -247,6 +247,9 @@ pub struct HostReport {
     pub steady: Option<(u64, Nanos)>,
     /// Where run time came from.
     pub run_time: RunTime,
+    /// How the program's own masks were told from ours: `masks set by the program traced
+    /// (sched_setaffinity)`, or `program's masks judged from the masks alone (why)`.
+    pub choices: String,
     /// What the futex probe saw, or why it did not run.
     pub lock_probe: LockReport,
     /// Where the hardware counters came from (`perf_event`), when they were read.
@@ -277,6 +280,7 @@ impl HostReport {
                 source: host.run_source().clone(),
                 stopped: host.counters_stopped().map(str::to_owned),
             },
+            choices: host.choices_source(),
             lock_probe: host.lock_report(),
             hw_counters: host.hw_counters_name().map(String::from),
         }

@@ -31,8 +31,10 @@
 //! [`Actuator::restore_all`] widens it back at the end even if no move ever named it. The
 //! kernel does not say which thread created a thread, so a program that pins a new thread
 //! itself to exactly a mask we hold on another of its threads is taken for inheritance,
-//! unless that mask is a single CPU the thread had to migrate to: then its program pinned
-//! it as it started, and it is left as it is (see [`crate::origin`]).
+//! unless that mask is a single CPU the thread had to migrate to, or the trace of
+//! `sched_setaffinity` ([`Actuator::set_trace`]) saw its program set it: then its program
+//! pinned it as it started, and it is left as it is (see [`crate::origin`]). With the
+//! trace, a mask the program set after our last set is its own whatever it is.
 //!
 //! **Reading before writing.** The mask is read (`sched_getaffinity`) right before each
 //! write and judged against the last mask we set, so a choice the program made since our
@@ -115,6 +117,9 @@ impl World for Checked<'_> {
     fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
         self.world.migrations(pid, tid)
     }
+    fn setter(&mut self, key: ThreadKey) -> crate::origin::Setter {
+        self.world.setter(key)
+    }
 }
 
 /// Applies plans with `sched_setaffinity`, writing each change to the ledger (and the
@@ -187,6 +192,17 @@ impl Actuator {
         }
     }
 
+    /// Asks `trace` who set each thread's mask from now on: a mask the program set is
+    /// its own whatever it is, one only we set is ours (see [`crate::origin`]).
+    pub fn set_trace(&mut self, trace: crate::setters::Trace) {
+        self.world.set_trace(trace);
+    }
+
+    /// Whether a trace of who sets masks is in use.
+    pub fn traced(&self) -> bool {
+        self.world.traced()
+    }
+
     /// Writes every change to `journal` before making it, so that `threadbalance restore`
     /// can put it back if we die without restoring.
     pub fn set_journal(&mut self, journal: Journal) {
@@ -256,10 +272,14 @@ impl Actuator {
         {
             inherited = self.ledger.holds(parent, current);
         }
+        let world = &mut self.world;
         if inherited
-            && crate::origin::pinned_itself(current, self.world.migrations(key.pid, key.tid))
+            && crate::origin::born_pinned(current, world.setter(key), || {
+                world.migrations(key.pid, key.tid)
+            })
         {
-            // A single CPU it had to migrate to: the program pinned it, not its creator.
+            // Set by its program (the trace says so, or a single CPU it had to migrate
+            // to), not inherited from its creator.
             self.born_pinned.insert(key);
             return current.clone();
         }
@@ -490,7 +510,8 @@ impl Actuator {
         let original = match &entry {
             Some(e) => {
                 let world = &mut self.world;
-                match e.judge(&current, false, || world.cpuset(key.pid, key.tid)) {
+                let setter = world.setter(key);
+                match e.judge(&current, false, setter, || world.cpuset(key.pid, key.tid)) {
                     Whose::Program => {
                         // Neither its original nor the last mask we set, nor that mask
                         // narrowed by its cpuset: the program chose it.

@@ -101,6 +101,8 @@ pub struct LinuxAdapter {
     steady: SteadyTicks,
     /// What one turn of the loop costs, which the samples report as [`pace::Pace`].
     turns: LoopTurns,
+    /// How the program's own masks are told from ours ([`LinuxAdapter::choices_source`]).
+    choices: String,
 }
 
 /// The CPU time the budget charges, as read at the last wait (`None` before one), and as
@@ -232,7 +234,23 @@ impl LinuxAdapter {
             cfg.stat_max_age = age;
             cfg.idle_max_age = age.min(IDLE_MAX_AGE);
         }
+        let ticks_per_sec = facts.ticks_per_sec;
         let mut host = LinuxHost::with_journal(Root::system(), topo.clone(), &[pid], cfg, journal)?;
+        // Who set each mask, where the trace loads: the program's choices exactly.
+        let choices = if dry_run {
+            crate::setters::judged("a dry run changes no mask")
+        } else if pid.0 == std::process::id() as i32 {
+            // The trace tells the tool's calls from others' by process: not here.
+            crate::setters::judged("the tool manages its own process")
+        } else {
+            match crate::setters::load(ticks_per_sec) {
+                Ok(trace) => {
+                    host.actuator_mut().set_trace(trace);
+                    crate::setters::TRACED.to_string()
+                }
+                Err(why) => crate::setters::judged(&why),
+            }
+        };
         if follow && matches!(target, Target::Child { .. }) {
             // `run` is its command's subreaper: the command's orphans hang under it, and are
             // part of the command's tree all the same.
@@ -264,7 +282,14 @@ impl LinuxAdapter {
             seen_alive: false,
             steady: SteadyTicks::default(),
             turns: LoopTurns::default(),
+            choices,
         })
+    }
+
+    /// How the program's own masks are told from ours, as one line (see
+    /// [`crate::setters`]): traced, or judged from the masks alone and why.
+    pub fn choices_source(&self) -> String {
+        self.choices.clone()
     }
 
     /// Where run time and wait came from: the source chosen when the adapter opened (BPF

@@ -137,6 +137,9 @@ pub struct ThreadFutex {
     pub sync_ns: u64,
     /// Other futex waits.
     pub sync_waits: u64,
+    /// Wake calls it issued on addresses not classified as locks (a barrier's release, a
+    /// condition variable's signal).
+    pub sync_wakes: u64,
     /// Nanoseconds and waits per operation, in [`WaitOp::ALL`] order.
     pub by_op: [(u64, u64); 6],
 }
@@ -160,10 +163,15 @@ impl FutexTotals {
     /// thread that never waited on a lock): the window then takes lock time as exact.
     /// Also sets the snapshot's wake edges (`Snapshot::wakes`, cumulative) between the
     /// threads it holds; edges to threads not in it (exited, or not managed) are left out.
+    ///
+    /// And every sample's `progress`: the sync waits it returned from plus the sync wakes it
+    /// issued (one or the other at each round of a blocking barrier: the guard of `speed`
+    /// counts rounds with it).
     pub fn fill(&self, snap: &mut Snapshot) {
         for s in &mut snap.threads {
-            let ns = self.thread((s.key.pid, s.key.tid)).map_or(0, |t| t.lock_ns);
-            s.lock = Some(Nanos(ns));
+            let t = self.thread((s.key.pid, s.key.tid));
+            s.lock = Some(Nanos(t.map_or(0, |t| t.lock_ns)));
+            s.progress = Some(t.map_or(0, |t| t.sync_waits + t.sync_wakes));
         }
         let key = |(pid, tid): FutexThread| {
             snap.threads
@@ -271,6 +279,16 @@ impl Classifier {
             let i = WaitOp::ALL.iter().position(|&o| o == w.op).unwrap_or(0);
             t.by_op[i].0 += w.ns;
             t.by_op[i].1 += w.count;
+        }
+        for w in wakes {
+            if self.locks.contains(&(w.thread.0, w.uaddr)) {
+                continue;
+            }
+            let t = per_thread.entry(w.thread).or_insert_with(|| ThreadFutex {
+                thread: w.thread,
+                ..ThreadFutex::default()
+            });
+            t.sync_wakes += w.count;
         }
         let mut threads: Vec<ThreadFutex> = per_thread.into_values().collect();
         threads.sort_by_key(|t| t.thread);
@@ -452,6 +470,54 @@ mod tests {
             .map(|e| (e.waker.tid.0, e.woken.tid.0, e.count))
             .collect();
         assert_eq!(edges, [(2, 3, 1), (3, 2, 2)]);
+    }
+
+    #[test]
+    fn totals_fill_counts_barrier_rounds_as_progress() {
+        use threadbalance_model::{Sample, ThreadKey};
+        // A barrier at 0x40 (woken all at once), three rounds: thread 2 arrived last twice
+        // (two wakes) and waited once, thread 3 waited three times and woke it once (wait
+        // counts 1, 3). Thread 4 waited on a lock at 0x10 only: no progress. Thread 5 was
+        // never seen: zero.
+        let mut c = Classifier::default();
+        let lock_wait = WaitRecord {
+            count: 1,
+            ..wait(4, 0x10, WaitOp::LockPi, 10)
+        };
+        let totals = c.update(
+            &[
+                wait(2, 0x40, WaitOp::Wait, 100),
+                WaitRecord {
+                    count: 2,
+                    ..wait(3, 0x40, WaitOp::Wait, 300)
+                },
+                lock_wait,
+            ],
+            &[
+                WakeRecord {
+                    count: 2,
+                    ..wake(2, 0x40, true)
+                },
+                wake(3, 0x40, true),
+                wake(5, 0x10, false),
+            ],
+            &[],
+        );
+        let sample = |tid| Sample {
+            key: ThreadKey {
+                pid: Pid(1),
+                tid: Tid(tid),
+                start_time: 1,
+            },
+            ..Sample::default()
+        };
+        let mut snap = Snapshot {
+            threads: vec![sample(2), sample(3), sample(4), sample(6)],
+            ..Snapshot::default()
+        };
+        totals.fill(&mut snap);
+        let got: Vec<Option<u64>> = snap.threads.iter().map(|s| s.progress).collect();
+        assert_eq!(got, [Some(3), Some(3), Some(0), Some(0)]);
     }
 
     #[test]

@@ -259,4 +259,9 @@ impl LinuxHost {
     pub fn actuator(&self) -> &Actuator {
         &self.actuator
     }
+
+    /// The actuator, to give it a trace of who sets masks ([`Actuator::set_trace`]).
+    pub fn actuator_mut(&mut self) -> &mut Actuator {
+        &mut self.actuator
+    }
 }

@@ -44,7 +44,7 @@
 //! The rules are pure over a [`World`] (start times, masks, thread and child lists), so
 //! they are tested here against a fake one; `state::SystemWorld` is the real one.
 
-use crate::origin::Whose;
+use crate::origin::{Setter, Whose};
 use crate::slice::Slice;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -223,14 +223,23 @@ pub struct Entry {
 
 impl Entry {
     /// Whose `current` is, for a thread with this entry; `in_flight`: the journal ended
-    /// right after announcing its last set; `cpuset` asked only when needed.
+    /// right after announcing its last set; `setter`: who set it last, where a trace says;
+    /// `cpuset` asked only when needed (see [`crate::origin::judge`]).
     pub fn judge(
         &self,
         current: &CpuSet,
         in_flight: bool,
+        setter: crate::origin::Setter,
         cpuset: impl FnOnce() -> Option<CpuSet>,
     ) -> crate::origin::Whose {
-        crate::origin::judge(&self.original, &self.masks, in_flight, current, cpuset)
+        crate::origin::judge(
+            &self.original,
+            &self.masks,
+            in_flight,
+            current,
+            setter,
+            cpuset,
+        )
     }
 }
 
@@ -477,6 +486,12 @@ pub trait World {
         let _ = (pid, tid);
         None
     }
+    /// Who made the last `sched_setaffinity` on thread `key` since it started, where a
+    /// trace of those calls says ([`crate::setters`]); [`Setter::Unknown`] otherwise.
+    fn setter(&mut self, key: ThreadKey) -> Setter {
+        let _ = key;
+        Setter::Unknown
+    }
     /// The slice thread `tid` runs with, ns, and its reset-on-fork flag (see
     /// [`crate::slice`]). Unsupported unless the world has slices.
     fn slice(&mut self, tid: Tid) -> io::Result<Slice> {
@@ -592,7 +607,8 @@ pub fn replay<W: World + ?Sized>(ledger: &Ledger, w: &mut W) -> RestoreReport {
             }
         };
         let in_flight = ledger.in_flight == Some(*key);
-        match e.judge(&cur, in_flight, || w.cpuset(key.pid, key.tid)) {
+        let setter = w.setter(*key);
+        match e.judge(&cur, in_flight, setter, || w.cpuset(key.pid, key.tid)) {
             Whose::Original => report.already += 1,
             whose @ (Whose::Ours | Whose::Cpuset) => match set_checked(w, *key, &e.original) {
                 Ok(true) => {
@@ -710,7 +726,8 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
             if !ours || cur == base {
                 continue;
             }
-            if crate::origin::pinned_itself(&cur, w.migrations(pid, tid)) {
+            let setter = w.setter(key);
+            if crate::origin::born_pinned(&cur, setter, || w.migrations(pid, tid)) {
                 report.born_pinned.push(key);
                 continue;
             }

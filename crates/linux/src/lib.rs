@@ -9,6 +9,8 @@
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   ledger   journal records, replay rules     what to put back, after any stop
 //!   origin   whose mask is it?                 ours (the last set), the cpuset's, the program's
+//!   setters  who set each mask (pure)           a trace's records → origin::Setter
+//!   setbpf   that trace (feature `bpf`)          BPF on the sched_setaffinity tracepoints
 //!   state    journals and locks on disk      StateDir, Journal, SystemWorld
 //!   untrusted files others may write         read_untrusted (no links, no FIFOs, capped), private dirs
 //!   perf     hardware counters per thread     perf_event_open groups, or why none
@@ -60,6 +62,9 @@ pub mod runshare;
 pub mod sampler;
 #[cfg(feature = "bpf")]
 pub mod schedbpf;
+#[cfg(feature = "bpf")]
+pub mod setbpf;
+pub mod setters;
 pub mod signal;
 pub mod slice;
 pub mod state;

@@ -38,6 +38,23 @@
 //! there (`se.nr_migrations` in `/proc/<pid>/task/<tid>/sched`). Such a thread, never moved
 //! by us, is the program's: kept as it is, during the run and after.
 //!
+//! **Who set it, where it can be seen.** Where the BPF trace of `sched_setaffinity` is
+//! loaded ([`crate::setters`]), each thread's last set is known to be the tool's or someone
+//! else's, and that decides before any mask is compared ([`Setter`]):
+//!
+//! ```text
+//!  the last sched_setaffinity on the thread, since it started (the trace)
+//!    by someone else, after our last set ........ Program   (whatever the mask: even one
+//!                                                              equal to ours, or the original)
+//!    by the tool, nothing by anyone else since .. the rules above, except that a mask
+//!                                                 they cannot explain is the kernel's (cpuset,
+//!                                                 CPU hot-plug): Cpuset, never Program
+//!    no record (no trace, set before it loaded) .. the rules above, unchanged
+//! ```
+//!
+//! A thread never moved by us that set its own mask is the program's whatever its mask;
+//! one the trace saw set by no one inherited it ([`born_pinned`]).
+//!
 //! **What stays ambiguous.** Without a trace of who called `sched_setaffinity`:
 //! - a program that sets exactly the mask we last set on that thread, after we set it, is
 //!   indistinguishable from us (and gets its original back at the end);
@@ -47,14 +64,17 @@
 //!   is overwritten by that one write; the next read sees ours.
 //!
 //! ```
-//! use threadbalance_linux::origin::{Whose, judge};
+//! use threadbalance_linux::origin::{Setter, Whose, judge};
 //! use threadbalance_model::CpuSet;
 //! let m = |s: &str| CpuSet::parse_list(s).unwrap();
 //! // Original 0-1; we set {1}, then {0}. The thread now shows {1}: the program's.
 //! let ours = [m("1"), m("0")];
-//! assert_eq!(judge(&m("0-1"), &ours, false, &m("1"), || None), Whose::Program);
+//! let none = Setter::Unknown;
+//! assert_eq!(judge(&m("0-1"), &ours, false, &m("1"), none, || None), Whose::Program);
 //! // The same {1}, but its cpuset shrank to {1}: ours narrowed by the cpuset.
-//! assert_eq!(judge(&m("0-1"), &ours, false, &m("1"), || Some(m("1"))), Whose::Cpuset);
+//! assert_eq!(judge(&m("0-1"), &ours, false, &m("1"), none, || Some(m("1"))), Whose::Cpuset);
+//! // The program set {0} itself, the very mask we set last: the trace says it is its own.
+//! assert_eq!(judge(&m("0-1"), &ours, false, &m("0"), Setter::Program, || None), Whose::Program);
 //! ```
 
 use crate::read::Root;
@@ -74,6 +94,19 @@ pub enum Whose {
     Program,
 }
 
+/// Who made the last `sched_setaffinity` on a thread since it started, as the trace of
+/// those calls says ([`crate::setters`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setter {
+    /// Not known: no trace loaded, or it holds no record of the thread (set before it
+    /// loaded, or never set), or it cannot vouch for it.
+    Unknown,
+    /// The tool, and no one else since.
+    Tool,
+    /// Someone else (the program, or any task but the tool), after the tool's last set.
+    Program,
+}
+
 /// What the kernel makes of mask `m` in a cpuset of `cpus`: their intersection, or the
 /// whole cpuset when that is empty.
 pub fn narrow(m: &CpuSet, cpus: &CpuSet) -> CpuSet {
@@ -83,9 +116,28 @@ pub fn narrow(m: &CpuSet, cpus: &CpuSet) -> CpuSet {
 
 /// Judges `current`, the mask of a thread whose mask before we touched it was `original`
 /// and on which we set `ours` (the latest last). `in_flight`: the last of them may not have
-/// reached the thread (a journal that ends right after announcing it). `cpuset` is asked
-/// only when the mask is neither the original nor ours.
+/// reached the thread (a journal that ends right after announcing it). `setter`: who made
+/// the thread's last `sched_setaffinity`, where a trace says ([`Setter::Program`] decides
+/// alone; [`Setter::Tool`] makes a mask the rules cannot explain the kernel's). `cpuset`
+/// is asked only when the mask is neither the original nor ours.
 pub fn judge(
+    original: &CpuSet,
+    ours: &[CpuSet],
+    in_flight: bool,
+    current: &CpuSet,
+    setter: Setter,
+    cpuset: impl FnOnce() -> Option<CpuSet>,
+) -> Whose {
+    match (setter, by_masks(original, ours, in_flight, current, cpuset)) {
+        (Setter::Program, _) => Whose::Program,
+        // No one but us set it since our last set: the kernel changed it.
+        (Setter::Tool, Whose::Program) => Whose::Cpuset,
+        (_, whose) => whose,
+    }
+}
+
+/// [`judge`] from the masks alone (see the module docs).
+fn by_masks(
     original: &CpuSet,
     ours: &[CpuSet],
     in_flight: bool,
@@ -195,6 +247,21 @@ pub fn pinned_itself(current: &CpuSet, migrations: Option<u64>) -> bool {
     current.len() == 1 && migrations.is_some_and(|n| n > 0)
 }
 
+/// Whether a thread never moved by us, born with `current` while one of our threads
+/// holds it, set that mask itself: the trace says so where it can ([`Setter::Program`]:
+/// yes, [`Setter::Tool`]: no), else [`pinned_itself`] with its `migrations`, asked only then.
+pub fn born_pinned(
+    current: &CpuSet,
+    setter: Setter,
+    migrations: impl FnOnce() -> Option<u64>,
+) -> bool {
+    match setter {
+        Setter::Program => true,
+        Setter::Tool => false,
+        Setter::Unknown => pinned_itself(current, migrations()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,9 +304,52 @@ mod tests {
         ];
         for (i, (orig, ours, flight, cur, cpuset, want)) in cases.into_iter().enumerate() {
             let ours: Vec<CpuSet> = ours.iter().map(|s| m(s)).collect();
-            let got = judge(&m(orig), &ours, flight, &m(cur), || cpuset.map(m));
+            let got = judge(&m(orig), &ours, flight, &m(cur), Setter::Unknown, || {
+                cpuset.map(m)
+            });
             assert_eq!(got, want, "case {i}");
         }
+    }
+
+    #[test]
+    fn judge_with_the_trace_the_setter_decides_before_the_masks() {
+        let ours = [m("1"), m("0")];
+        let judge_as = |cur: &str, setter, cpuset: Option<&str>| {
+            judge(&m("0-1"), &ours, false, &m(cur), setter, || cpuset.map(m))
+        };
+        // The program set {0}, the very mask we set last: the masks alone say ours.
+        assert_eq!(judge_as("0", Setter::Unknown, None), Whose::Ours);
+        assert_eq!(judge_as("0", Setter::Program, None), Whose::Program);
+        // ...and the original, or a mask we once set: the program's all the same.
+        assert_eq!(judge_as("0-1", Setter::Program, None), Whose::Program);
+        assert_eq!(judge_as("1", Setter::Program, Some("1")), Whose::Program);
+        // No one but us set it: {1} (once ours, not the last) is the kernel's doing (a
+        // cpuset we cannot read), not the program's as the masks alone would say.
+        assert_eq!(judge_as("1", Setter::Unknown, None), Whose::Program);
+        assert_eq!(judge_as("1", Setter::Tool, None), Whose::Cpuset);
+        // The trace agrees with the masks otherwise.
+        assert_eq!(judge_as("0", Setter::Tool, None), Whose::Ours);
+        assert_eq!(judge_as("0-1", Setter::Tool, None), Whose::Original);
+        assert_eq!(judge_as("1", Setter::Tool, Some("1")), Whose::Cpuset);
+    }
+
+    #[test]
+    fn born_pinned_trusts_the_trace_then_the_migrations() {
+        let asked = std::cell::Cell::new(false);
+        let migrations = |n| {
+            asked.set(true);
+            Some(n)
+        };
+        // Born on the CPU it then pinned itself to: never migrated, yet the program's.
+        assert!(born_pinned(&m("1"), Setter::Program, || migrations(0)));
+        assert!(!asked.get());
+        // Any mask the program set, not only a single CPU.
+        assert!(born_pinned(&m("0-1"), Setter::Program, || None));
+        assert!(!born_pinned(&m("1"), Setter::Tool, || migrations(5)));
+        // Without the trace: the migrations decide, as before.
+        assert!(!born_pinned(&m("1"), Setter::Unknown, || migrations(0)));
+        assert!(asked.get());
+        assert!(born_pinned(&m("1"), Setter::Unknown, || migrations(3)));
     }
 
     #[test]

@@ -287,6 +287,7 @@ fn read_thread(
         lock: None,
         migrations: None,
         counters: None,
+        progress: None,
     };
     Ok(Some(ThreadInfo {
         comm,

@@ -381,12 +381,24 @@ impl Journal {
 #[derive(Debug, Clone)]
 pub struct SystemWorld {
     root: Root,
+    /// Who set each mask, where a trace is loaded (see [`crate::setters`]).
+    trace: Option<crate::setters::Trace>,
 }
 
 impl SystemWorld {
     /// The system whose `/proc` is under `root`.
     pub fn new(root: Root) -> SystemWorld {
-        SystemWorld { root }
+        SystemWorld { root, trace: None }
+    }
+
+    /// Asks `trace` who set each mask from now on ([`World::setter`]).
+    pub fn set_trace(&mut self, trace: crate::setters::Trace) {
+        self.trace = Some(trace);
+    }
+
+    /// Whether a trace of who sets masks is in use.
+    pub fn traced(&self) -> bool {
+        self.trace.is_some()
     }
 
     fn stat_field(&self, pid: Pid, field: &str) -> Option<i32> {
@@ -412,6 +424,11 @@ impl World for SystemWorld {
     }
     fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
         crate::origin::read_migrations(&self.root, pid, tid)
+    }
+    fn setter(&mut self, key: threadbalance_model::ThreadKey) -> crate::origin::Setter {
+        self.trace
+            .as_ref()
+            .map_or(crate::origin::Setter::Unknown, |t| t.setter(key))
     }
     fn slice(&mut self, tid: Tid) -> io::Result<crate::slice::Slice> {
         crate::slice::attr_of(tid).map(|a| a.as_slice(None))

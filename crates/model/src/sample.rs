@@ -96,6 +96,11 @@ pub struct Sample {
     /// them: `perf_event_open` on Linux where a PMU exists and is allowed, the memory model
     /// in the simulator. `None` when not measured.
     pub counters: Option<HwCounters>,
+    /// Progress events so far, when the host can see the program's progress: barrier
+    /// rounds passed in the simulator; on Linux, futex wake-ups the thread issued or was
+    /// woken by (the BPF futex probe), one per round of a blocking barrier. `None` when no
+    /// progress signal exists.
+    pub progress: Option<u64>,
 }
 
 /// Cumulative hardware counters of one thread, each already scaled for multiplexing as

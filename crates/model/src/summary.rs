@@ -194,6 +194,11 @@ pub struct GuardSummary {
     pub resumptions: u64,
     /// The last hand-back or resumption, explained.
     pub last_event: Option<String>,
+    /// How Linux and management were compared: `judged by progress (…)` where the host
+    /// counts progress events (barrier rounds, futex wake-ups), or `no progress signal,
+    /// judged by CPU share`.
+    #[serde(default)]
+    pub judge: Option<String>,
 }
 
 /// `speed`: rotation of threads over unevenly loaded cores.
@@ -496,6 +501,10 @@ fn guard_text(g: &GuardSummary) -> String {
         s.push_str("; ");
         s.push_str(last);
     }
+    if let Some(judge) = &g.judge {
+        s.push_str("; ");
+        s.push_str(judge);
+    }
     s
 }
 
@@ -605,6 +614,7 @@ mod tests {
             handbacks: 1,
             resumptions: 0,
             last_event: Some("handed back at 1.25 s".into()),
+            judge: None,
         });
         assert_eq!(
             text(&s)[13].1,

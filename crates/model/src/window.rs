@@ -78,6 +78,9 @@ pub struct ThreadRates {
     /// Last-level-cache misses per thousand instructions over the window, when both samples
     /// read hardware counters.
     pub mpki: Option<f64>,
+    /// Progress events per second over the window ([`crate::Sample::progress`]), when
+    /// both samples count them (a thread that appeared counts from zero).
+    pub progress: Option<f64>,
 }
 
 /// Utilization of each domain at one level over a window.
@@ -248,6 +251,7 @@ impl Window {
             key: cur.key,
             lock: cur.lock.map(|_| Nanos::ZERO),
             counters: cur.counters.map(|_| crate::HwCounters::default()),
+            progress: cur.progress.map(|_| 0),
             ..Sample::default()
         };
         let p = prev.unwrap_or(&zero);
@@ -308,6 +312,12 @@ impl Window {
             appeared: prev.is_none(),
             ipc: counted.and_then(|c| c.ipc()),
             mpki: counted.and_then(|c| c.mpki()),
+            progress: match (p.progress, cur.progress) {
+                (Some(a), Some(b)) if dt.0 > 0 => {
+                    Some(b.saturating_sub(a) as f64 / dt.as_secs_f64())
+                }
+                _ => None,
+            },
         }
     }
 

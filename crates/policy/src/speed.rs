@@ -570,6 +570,9 @@ impl Policy for Speed {
                 self.guard = Some(Guard::new(now, measure));
             }
         } else {
+            if let Some(g) = self.guard.as_mut() {
+                g.observe(w);
+            }
             let events = |g: &Guard| (g.handbacks, g.resumes);
             let before = self.guard.as_ref().map(events);
             self.guard_step(now, &mut moves);
@@ -626,6 +629,9 @@ impl Policy for Speed {
                 g.measure_from()
             };
             next = next.min(at.max(now));
+            if let Some(cap) = g.tick_cap(now) {
+                next = next.min(now + cap);
+            }
         }
         let floor = Nanos(self.cfg.min_interval.0 / 4);
         self.regime = self.regime.next(&self.seen(Round::None));

@@ -15,6 +15,7 @@ fn quiet_host() -> HostReport {
             stopped: None,
         },
         lock_probe: LockReport::default(),
+        choices: "judged from the masks alone (a test)".into(),
         hw_counters: None,
     }
 }
@@ -351,7 +352,7 @@ fn summary_json_has_every_field_of_the_schema_in_order() {
         .keys()
         .cloned()
         .collect();
-    assert_eq!(keys.len(), 47, "{keys:?}");
+    assert_eq!(keys.len(), 48, "{keys:?}");
     assert!(text.starts_with("{\"schema_version\":"), "{text}");
     assert!(
         text.ends_with("\"ended\":\"exit 0\",\"hw_counters\":null,\"thread_counters\":[]}"),

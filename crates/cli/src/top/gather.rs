@@ -100,6 +100,7 @@ mod tests {
             appeared: false,
             ipc: None,
             mpki: None,
+            progress: None,
         }
     }
 

@@ -5,6 +5,10 @@
 //! thread that has been on both single CPUs pins itself back to the one it had first: a
 //! mask threadbalance set on it once, not the last one. After threadbalance stops, that
 //! thread must still be on it, and the summary must count it as the program's choice.
+//!
+//! With the trace of `sched_setaffinity` (root, BPF): a thread that pins itself to the very
+//! mask threadbalance set on it last, which no comparison of masks can tell from ours, is
+//! the program's all the same.
 
 use crate::support::*;
 use std::io::{BufRead, BufReader};
@@ -34,6 +38,8 @@ fn helper_process_pinning_a_thread_to_an_earlier_mask() {
     } else {
         &[1.0, 1.0, 0.5, 0.25]
     };
+    // "same": pin to the single CPU we are on (the mask threadbalance set last), at once.
+    let same = std::env::var_os("THREADBALANCE_PIN_TO").is_some_and(|v| v == "same");
     for &duty in duties {
         std::thread::spawn(move || {
             let me = Tid(nix::unistd::gettid().as_raw());
@@ -51,6 +57,13 @@ fn helper_process_pinning_a_thread_to_an_earlier_mask() {
                     continue;
                 }
                 match &first {
+                    None if same => {
+                        if PINNED.swap(true, Ordering::SeqCst) {
+                            continue;
+                        }
+                        threadbalance_linux::set_affinity(me, &now).unwrap();
+                        println!("pinned {} {now}", me.0);
+                    }
                     None => first = Some(now),
                     Some(f) if *f != now => {
                         if PINNED.swap(true, Ordering::SeqCst) {
@@ -71,18 +84,25 @@ fn helper_process_pinning_a_thread_to_an_earlier_mask() {
 
 #[test]
 fn live_attach_thread_pinning_itself_to_an_earlier_mask_of_ours_keeps_it_and_is_counted() {
-    pinning_to_an_earlier_mask_under("tumbler");
+    pinning_to_an_earlier_mask_under("tumbler", false);
 }
 
 #[test]
 fn live_attach_speed_thread_pinning_itself_to_an_earlier_mask_of_ours_keeps_it() {
-    pinning_to_an_earlier_mask_under("speed");
+    pinning_to_an_earlier_mask_under("speed", false);
+}
+
+/// Needs the trace (root, BPF, tracefs): the masks alone cannot tell this choice from ours.
+#[test]
+fn live_attach_thread_pinning_itself_to_the_last_mask_of_ours_keeps_it_with_the_trace() {
+    pinning_to_an_earlier_mask_under("tumbler", true);
 }
 
 /// Attaches `policy` at `--level core` to the helper until one of its threads pins itself
-/// to an earlier mask of ours, stops it, and checks that thread kept its mask, every
-/// other thread got its own back, and the summary counted the program's choice.
-fn pinning_to_an_earlier_mask_under(policy: &str) {
+/// to an earlier mask of ours (`same`: to the mask we set last on it), stops it, and checks
+/// that thread kept its mask, every other thread got its own back, and the summary counted
+/// the program's choice.
+fn pinning_to_an_earlier_mask_under(policy: &str, same: bool) {
     let all = online();
     assert!(all.contains('-'), "this test needs two CPUs, have {all}");
     let mut helper = Command::new(std::env::current_exe().unwrap())
@@ -99,6 +119,10 @@ fn pinning_to_an_earlier_mask_under(policy: &str) {
             } else {
                 "uneven"
             },
+        )
+        .env(
+            "THREADBALANCE_PIN_TO",
+            if same { "same" } else { "earlier" },
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -169,6 +193,13 @@ fn pinning_to_an_earlier_mask_under(policy: &str) {
     }
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    if same {
+        let choices = v["choices"].as_str().unwrap_or_default();
+        assert!(
+            choices.starts_with("masks set by the program traced"),
+            "this test needs the trace of sched_setaffinity (root, BPF, tracefs): {choices}"
+        );
+    }
     assert!(v["program_chose"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(v["unrestored"], 0, "{v}");
     assert_schema(&v, "run");

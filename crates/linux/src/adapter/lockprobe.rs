@@ -1,6 +1,7 @@
 //! Exact lock time on Linux, when the binary is built with the `bpf` feature: the futex
 //! probe of `crate::bpf`, started with the host and read at every sample,
-//! for a policy that reads lock time or wake edges (`shuffling`, `handoff`). Samples are
+//! for a policy that reads lock time or wake edges (`shuffling`, `handoff`); while it runs,
+//! samples also carry progress (`Sample::progress`: a thread's sync waits and wakes). Samples are
 //! taken at the policy's own interval (Shuffling's 200 ms), so that is how often the probe
 //! is read. For any other policy the probe is not loaded at all: attached, it slows every
 //! futex call on the machine (about 0.7 µs), and nothing would read it.
@@ -142,6 +143,7 @@ impl LockProbe {
             self.probe = None;
             for s in &mut snap.threads {
                 s.lock = None;
+                s.progress = None;
             }
         }
     }

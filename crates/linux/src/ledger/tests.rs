@@ -21,6 +21,8 @@ struct Fake {
     cpusets: BTreeMap<i32, CpuSet>,
     /// tid → how many times it moved to another CPU (unknown when absent)
     migrations: BTreeMap<i32, u64>,
+    /// tid → who set its mask last, as a trace says (unknown when absent)
+    setters: BTreeMap<i32, Setter>,
 }
 
 impl Fake {
@@ -88,6 +90,12 @@ impl World for Fake {
     }
     fn migrations(&mut self, _pid: Pid, tid: Tid) -> Option<u64> {
         self.migrations.get(&tid.0).copied()
+    }
+    fn setter(&mut self, key: ThreadKey) -> Setter {
+        self.setters
+            .get(&key.tid.0)
+            .copied()
+            .unwrap_or(Setter::Unknown)
     }
     fn slice(&mut self, tid: Tid) -> io::Result<Slice> {
         self.slices
@@ -275,6 +283,74 @@ fn replay_thread_born_pinned_to_a_cpu_it_migrated_to_is_left_alone() {
     w.add(5, 6, 10, "1");
     w.add(5, 7, 40, "1");
     w.migrations.insert(7, 1);
+    w.add(5, 8, 40, "1");
+    w.migrations.insert(8, 0);
+    let l = ledger(&[
+        Record::Since(30),
+        Record::Process {
+            pid: Pid(5),
+            start: 1,
+            base: m("0-1"),
+        },
+        set(5, 6, 10, "0-1", "1"),
+    ]);
+    let r = replay(&l, &mut w);
+    assert_eq!(w.mask(7), "1");
+    assert_eq!(r.born_pinned, vec![key(5, 7, 40)]);
+    assert_eq!((w.mask(6), w.mask(8)), ("0-1".into(), "0-1".into()));
+}
+
+#[test]
+fn replay_with_the_trace_the_setter_decides_what_is_put_back() {
+    // See: issue 39, item 5. We set {1} then {0} on threads 6, 7 and 8. Thread 6's program
+    // then set {0} itself, the very mask we set last: the masks alone take it for ours,
+    // the trace says it is the program's. Thread 7 shows {1}, once ours: the trace saw no
+    // one but us set it (a cpuset we cannot read moved it), so it is ours, put back. Thread
+    // 8, on {0}, was set last by us: put back.
+    let mut w = Fake::default();
+    for tid in [6, 7, 8] {
+        w.add(5, tid, 10, "0");
+    }
+    w.threads.get_mut(&7).unwrap().2 = m("1");
+    w.setters.insert(6, Setter::Program);
+    w.setters.insert(7, Setter::Tool);
+    w.setters.insert(8, Setter::Tool);
+    let mut records = Vec::new();
+    for tid in [6, 7, 8] {
+        records.push(set(5, tid, 10, "0-1", "1"));
+        records.push(set(5, tid, 10, "0-1", "0"));
+    }
+    let r = replay(&ledger(&records), &mut w);
+    assert_eq!(r.kept, vec![(key(5, 6, 10), Kept::ProgramChoice(m("0")))]);
+    assert_eq!(w.mask(6), "0");
+    assert_eq!((w.mask(7), w.mask(8)), ("0-1".into(), "0-1".into()));
+    assert_eq!(r.restored, 2);
+    assert_eq!(r.narrowed, vec![key(5, 7, 10)]);
+    // Without the trace, the same world: 6 is put back over its program, 7 left.
+    let mut w2 = Fake::default();
+    for tid in [6, 7] {
+        w2.add(5, tid, 10, "0");
+    }
+    w2.threads.get_mut(&7).unwrap().2 = m("1");
+    // (A record after the last set: none is in flight.)
+    let mut without_8 = records[..4].to_vec();
+    without_8.push(Record::Applied(m("0")));
+    let r = replay(&ledger(&without_8), &mut w2);
+    assert_eq!(w2.mask(6), "0-1");
+    assert_eq!(r.kept, vec![(key(5, 7, 10), Kept::ProgramChoice(m("1")))]);
+}
+
+#[test]
+fn replay_thread_born_on_the_cpu_it_pinned_itself_to_is_left_alone_with_the_trace() {
+    // See: issue 39, item 5. Thread 7, born after management began, pinned itself to {1},
+    // which thread 6 holds (ours), and never had to move: inherited, by the migrations.
+    // The trace saw its program set it. Thread 8, same, set by no one: widened.
+    let mut w = Fake::default();
+    w.add(5, 5, 1, "0-1");
+    w.add(5, 6, 10, "1");
+    w.add(5, 7, 40, "1");
+    w.migrations.insert(7, 0);
+    w.setters.insert(7, Setter::Program);
     w.add(5, 8, 40, "1");
     w.migrations.insert(8, 0);
     let l = ledger(&[

@@ -10,6 +10,8 @@
 //!   kept files on this process's own threads;
 //! - `sched_counters`: the BPF run-time counters' object matches its hash (always); with
 //!   the `bpf` feature, they agree with `/proc` on the same busy threads;
+//! - `setter_trace`: the trace of who sets masks, its object's hash (always) and, with
+//!   the `bpf` feature, its records of this process's own sets;
 //! - `live`: the sampler and the actuator on this machine's own processes. They start
 //!   their own threads and child processes, stop them, and leave every mask as it was.
 
@@ -22,6 +24,7 @@ mod live;
 mod procfs;
 mod safety;
 mod sched_counters;
+mod setter_trace;
 mod topo;
 mod topo_machines;
 mod util;

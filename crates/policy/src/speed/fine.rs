@@ -142,6 +142,7 @@ mod tests {
                     appeared: false,
                     ipc: None,
                     mpki: None,
+                    progress: None,
                 })
                 .collect();
             let win = Window {

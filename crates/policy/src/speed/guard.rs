@@ -52,7 +52,50 @@
 //! could be gained. A shorter probe reads Linux's rate with more noise; the rate is a
 //! minimum over the threads, which noise lowers, so the noise errs towards managing.
 
-use threadbalance_model::Nanos;
+//!
+//! **Progress, where it can be seen.** CPU share is not progress: a moved thread refills its
+//! caches on CPU time, a spinning or yielding waiter burns CPU time, and the probe read
+//! Linux as slower on a memory-bound barrier program that Linux finished 1.2–1.6 % sooner.
+//! Where the host counts progress events per thread ([`Sample::progress`]: barrier rounds
+//! in the simulator; futex wake-ups issued or received on Linux, one per round of a
+//! blocking barrier), the guard compares those instead:
+//!
+//! ```text
+//!  each window: events per thread (ThreadRates::progress × window) ─► the tail's count
+//!  a tail's rate, per thread: (events between its first and its last window with one)
+//!                             / (time between those windows' ends); the median thread's
+//!  tails judged by progress when both count ≥ MIN_PHASES (2) phases; CPU share otherwise
+//!  probe: hand back when Linux's rate > (1 + PROGRESS_MARGIN) × managed (2 %)
+//!  tails: long enough for PROBE_PHASES (3.5) phases at the rate seen (≥ 2 counted),
+//!         and for RESOLUTION_WINDOWS (100) managed windows (the rate timed to 1 %), 1 s
+//!         at most; ticks under Linux as fine as managed ones while a tail is timed
+//! ```
+//!
+//! Timing the events between the first and the last window that saw one (instead of
+//! counting them over the whole tail) takes the phase boundaries' positions out of the
+//! count: the rate is off by at most a tick over the span, not by a phase. Where no thread
+//! ever made a progress event, the guard judges by CPU share as before, and its summary
+//! says so.
+
+use std::collections::BTreeMap;
+use threadbalance_model::{Nanos, ThreadKey, Window};
+
+#[cfg(doc)]
+use threadbalance_model::Sample;
+
+/// A probe hands back when Linux's progress rate beats management's by more than this.
+pub(super) const PROGRESS_MARGIN: f64 = 0.02;
+/// A tail is judged by progress only when its median thread counted this many phases.
+const MIN_PHASES: f64 = 2.0;
+/// Tails are made long enough for this many phases at the phase rate seen, so that at
+/// least [`MIN_PHASES`] are counted between the first and the last boundary seen (the
+/// window that opens a tail counts none, and a boundary may fall just after the tail).
+const PROBE_PHASES: f64 = 3.5;
+/// A tail judged by progress times its boundaries to a window's length at worst: it is
+/// made at least this many windows long, so that the rate is within 1 % (half the margin).
+const RESOLUTION_WINDOWS: f64 = 100.0;
+/// The longest tail the phases may ask for.
+const LONGEST_TAIL: Nanos = Nanos::from_millis(1000);
 
 /// The probe must beat management by this fraction, and by `MIN_GAIN` of a core, to take
 /// the threads back.
@@ -130,6 +173,68 @@ pub(super) struct Guard {
     /// When the guard started: the times it reports are counted from here (a live host's
     /// clock is the machine's monotonic clock, not the program's age).
     start: Nanos,
+    /// Progress events counted over the current stint's tail (see "Progress" above).
+    tail: Option<Tail>,
+    /// And over the whole stint so far, for the phase length only.
+    whole: Tail,
+    /// The phase rate of the median thread over the last stint that counted one.
+    phase_rate: Option<f64>,
+    /// The shortest window seen while managing: how finely a boundary can be timed, and
+    /// the tick asked for while a tail is timed under Linux ([`Guard::tick_cap`]).
+    fine: Nanos,
+    /// Whether any thread ever made a progress event: a progress signal exists.
+    pub(super) progress_seen: bool,
+    /// Progress rates (phases per second of the median thread) and phases counted over
+    /// the last managed tail and the last unmanaged one.
+    managed_progress: Option<(f64, f64)>,
+    released_progress: Option<(f64, f64)>,
+    /// Comparisons (probes and trials) judged by progress, and by CPU share.
+    pub(super) by_progress: u32,
+    pub(super) by_share: u32,
+}
+
+/// One thread's progress over a tail: its events, and the count and time at the end of the
+/// first and the last window in which it made one.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ticks {
+    count: f64,
+    first: Option<(Nanos, f64)>,
+    last: Option<(Nanos, f64)>,
+}
+
+/// Progress events over a measured tail, per thread.
+#[derive(Debug, Clone, Default)]
+struct Tail {
+    threads: BTreeMap<ThreadKey, Ticks>,
+}
+
+impl Tail {
+    /// Counts `events` of thread `key` in the window that ended at `end`.
+    fn count(&mut self, key: ThreadKey, end: Nanos, events: f64) {
+        let ticks = self.threads.entry(key).or_default();
+        ticks.count += events;
+        ticks.first.get_or_insert((end, ticks.count));
+        ticks.last = Some((end, ticks.count));
+    }
+
+    /// The median thread's rate (phases per second between its first and last boundary
+    /// seen) and its phases counted there; `None` when no thread saw two boundaries.
+    fn rate(&self) -> Option<(f64, f64)> {
+        let mut each: Vec<(f64, f64)> = self
+            .threads
+            .values()
+            .filter_map(|t| {
+                let ((t0, c0), (t1, c1)) = (t.first?, t.last?);
+                let secs = t1.saturating_sub(t0).as_secs_f64();
+                (c1 > c0 && secs > 0.0).then(|| ((c1 - c0) / secs, c1 - c0))
+            })
+            .collect();
+        if each.is_empty() {
+            return None;
+        }
+        each.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(each[each.len() / 2])
+    }
 }
 
 impl Guard {
@@ -151,17 +256,118 @@ impl Guard {
             resumes: 0,
             last: None,
             start: now,
+            tail: None,
+            whole: Tail::default(),
+            phase_rate: None,
+            fine: Nanos::ZERO,
+            progress_seen: false,
+            managed_progress: None,
+            released_progress: None,
+            by_progress: 0,
+            by_share: 0,
         }
     }
 
-    /// When the measured tail of the current stint starts.
-    pub(super) fn measure_from(&self) -> Nanos {
-        let tail = if self.mode == Mode::Probe {
+    /// Counts the progress events of window `w` (see "Progress" above): opens the tail's
+    /// count when the measured tail starts, and adds every thread's events to it.
+    pub(super) fn observe(&mut self, w: &Window) {
+        let secs = w.end.saturating_sub(w.start).as_secs_f64();
+        let len = w.end.saturating_sub(w.start);
+        if self.mode.managing()
+            && len > Nanos::ZERO
+            && (self.fine == Nanos::ZERO || len < self.fine)
+        {
+            self.fine = len;
+        }
+        let open = self.tail.is_some();
+        for t in &w.threads {
+            let Some(rate) = t.progress else {
+                continue;
+            };
+            let events = (rate * secs).round();
+            if events < 1.0 {
+                continue;
+            }
+            self.progress_seen = true;
+            self.whole.count(t.key, w.end, events);
+            if let Some(tail) = self.tail.as_mut() {
+                tail.count(t.key, w.end, events);
+            }
+        }
+        if !open && w.end >= self.measure_from() {
+            self.tail = Some(Tail::default());
+        }
+    }
+
+    /// The measured tail of a stint of this mode: L (L/2 for a probe), made long enough
+    /// for [`PROBE_PHASES`] phases at the phase rate seen over this stint so far, else
+    /// over the last one.
+    fn tail_len(&self, mode: Mode) -> Nanos {
+        let base = if mode == Mode::Probe {
             self.probe_measure()
         } else {
             self.measure
         };
-        self.until.saturating_sub(tail)
+        let rate = self.whole.rate().map(|r| r.0).or(self.phase_rate);
+        match rate {
+            Some(rate) if rate > 0.0 => {
+                let phases = PROBE_PHASES / rate * 1e9;
+                let windows = self.fine.0 as f64 * RESOLUTION_WINDOWS;
+                base.max(Nanos(phases.max(windows) as u64).min(LONGEST_TAIL))
+            }
+            _ => base,
+        }
+    }
+
+    /// The longest tick wanted at `now`: while a tail is timed by progress under Linux (a
+    /// probe, a hand-back's last stretch), the ticks come as often as while managing, so
+    /// that its boundaries are timed as finely as the managed tail's (the rounds, which
+    /// rotate nothing then, back off to 40–100 ms). `None`: no wish.
+    pub(super) fn tick_cap(&self, now: Nanos) -> Option<Nanos> {
+        let timed = self.whole.rate().is_some() || self.phase_rate.is_some();
+        let linux = matches!(self.mode, Mode::Probe | Mode::HandedBack);
+        (timed && linux && self.fine > Nanos::ZERO && now + self.fine >= self.measure_from())
+            .then_some(self.fine)
+    }
+
+    /// Whether Linux did better: by progress when both tails counted enough phases, else
+    /// by CPU share (`by_share`, which says whether it did by that measure).
+    fn linux_better(
+        &mut self,
+        managed: Option<(f64, f64)>,
+        linux: Option<(f64, f64)>,
+        by_share: bool,
+    ) -> bool {
+        match (managed, linux) {
+            (Some((m, pm)), Some((r, pr))) if pm >= MIN_PHASES && pr >= MIN_PHASES => {
+                self.by_progress += 1;
+                r > (1.0 + PROGRESS_MARGIN) * m
+            }
+            _ => {
+                self.by_share += 1;
+                by_share
+            }
+        }
+    }
+
+    /// How the guard judged, for its summary line.
+    pub(super) fn judge_text(&self) -> String {
+        if !self.progress_seen {
+            return "no progress signal, judged by CPU share".into();
+        }
+        let rate = |p: Option<(f64, f64)>| p.map_or("-".to_string(), |(r, _)| format!("{r:.1}"));
+        format!(
+            "judged by progress ({} comparisons by phases, {} by CPU share; {} phases/s managed, {} under Linux, last measured)",
+            self.by_progress,
+            self.by_share,
+            rate(self.managed_progress),
+            rate(self.released_progress)
+        )
+    }
+
+    /// When the measured tail of the current stint starts.
+    pub(super) fn measure_from(&self) -> Nanos {
+        self.until.saturating_sub(self.tail_len(self.mode))
     }
 
     /// A probe's measured tail, L/2 (see "A probe is half as long" in the module docs).
@@ -180,9 +386,14 @@ impl Guard {
         even: bool,
     ) -> Action {
         let at = now.saturating_sub(self.start).as_secs_f64();
+        let progress = self.tail.take().and_then(|t| t.rate());
+        if let Some((rate, _)) = std::mem::take(&mut self.whole).rate().or(progress) {
+            self.phase_rate = Some(rate);
+        }
         match self.mode {
             Mode::Managed => {
                 self.managed_rate = rate;
+                self.managed_progress = progress;
                 let at_fair = rate.is_none_or(|r| r >= AT_FAIR * fair);
                 if at_fair || even {
                     self.skipped += 1;
@@ -195,19 +406,36 @@ impl Guard {
                 }
                 self.probes += 1;
                 self.mode = Mode::Probe;
-                self.until = now + Nanos(self.settle.0 / 2) + self.probe_measure();
+                self.until = now + Nanos(self.settle.0 / 2) + self.tail_len(Mode::Probe);
                 Action::Release
             }
             Mode::Probe => {
                 self.released_rate = rate;
+                self.released_progress = progress;
+                let by_share = matches!((self.managed_rate, rate),
+                    (Some(m), Some(r)) if r > (1.0 + MARGIN) * m && r - m >= MIN_GAIN);
+                let judged_by_progress = self.by_progress;
+                let better = self.linux_better(self.managed_progress, progress, by_share);
                 match (self.managed_rate, rate) {
-                    (Some(m), Some(r)) if r > (1.0 + MARGIN) * m && r - m >= MIN_GAIN => {
+                    (m, r) if better => {
                         self.handbacks += 1;
-                        self.last = Some(format!(
-                            "handed back at {at:.2} s: slowest thread {:.0} % of a core under Linux, {:.0} % managed",
-                            r * 100.0,
-                            m * 100.0
-                        ));
+                        self.last = Some(if self.by_progress > judged_by_progress {
+                            let (lp, mp) = (
+                                progress.map_or(0.0, |p| p.0),
+                                self.managed_progress.map_or(0.0, |p| p.0),
+                            );
+                            format!(
+                                "handed back at {at:.2} s: {lp:.2} phases/s under Linux, {mp:.2} managed (slowest thread {:.0} % of a core under Linux, {:.0} % managed)",
+                                r.unwrap_or(0.0) * 100.0,
+                                m.unwrap_or(0.0) * 100.0
+                            )
+                        } else {
+                            format!(
+                                "handed back at {at:.2} s: slowest thread {:.0} % of a core under Linux, {:.0} % managed",
+                                r.unwrap_or(0.0) * 100.0,
+                                m.unwrap_or(0.0) * 100.0
+                            )
+                        });
                         self.mode = Mode::HandedBack;
                         self.until = now + self.handed_len;
                         Action::Keep
@@ -223,14 +451,29 @@ impl Guard {
             }
             Mode::HandedBack => {
                 self.released_rate = rate;
+                self.released_progress = progress;
                 self.mode = Mode::Trial;
-                self.until = now + self.settle + self.measure;
+                self.until = now + self.settle + self.tail_len(Mode::Trial);
                 Action::Resume
             }
             Mode::Trial => {
                 self.managed_rate = rate;
+                let by_share = matches!((rate, self.released_rate), (Some(m), Some(r)) if m < r);
+                // Linux kept the threads unless the trial does at least as well: no margin.
+                let (managed, linux) = (progress, self.released_progress);
+                let worse = match (managed, linux) {
+                    (Some((m, pm)), Some((r, pr))) if pm >= MIN_PHASES && pr >= MIN_PHASES => {
+                        self.by_progress += 1;
+                        m < r
+                    }
+                    _ => {
+                        self.by_share += 1;
+                        by_share
+                    }
+                };
+                self.managed_progress = progress;
                 match (rate, self.released_rate) {
-                    (Some(m), Some(r)) if m < r => {
+                    _ if worse => {
                         self.handed_len =
                             (self.handed_len + self.handed_len).min(LONGEST_HANDED_BACK);
                         self.mode = Mode::HandedBack;
@@ -239,11 +482,20 @@ impl Guard {
                     }
                     _ => {
                         self.resumes += 1;
-                        self.last = Some(format!(
-                            "managing again since {at:.2} s: slowest thread {:.0} % of a core managed, {:.0} % under Linux",
-                            rate.unwrap_or(0.0) * 100.0,
-                            self.released_rate.unwrap_or(0.0) * 100.0
-                        ));
+                        self.last = Some(match (progress, self.released_progress) {
+                            (Some((m, pm)), Some((r, pr)))
+                                if pm >= MIN_PHASES && pr >= MIN_PHASES =>
+                            {
+                                format!(
+                                    "managing again since {at:.2} s: {m:.2} phases/s managed, {r:.2} under Linux"
+                                )
+                            }
+                            _ => format!(
+                                "managing again since {at:.2} s: slowest thread {:.0} % of a core managed, {:.0} % under Linux",
+                                rate.unwrap_or(0.0) * 100.0,
+                                self.released_rate.unwrap_or(0.0) * 100.0
+                            ),
+                        });
                         self.handed_len = FIRST_HANDED_BACK;
                         self.managed_len = FIRST_MANAGED;
                         self.mode = Mode::Managed;
@@ -253,5 +505,181 @@ impl Guard {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadbalance_model::testutil::key;
+    use threadbalance_model::{CpuId, ThreadRates, ThreadState};
+
+    const L: Nanos = Nanos::from_millis(200);
+    const TICK_MS: u64 = 2;
+
+    /// A window of two threads from `start` to `end` ms; each passes a phase boundary at
+    /// every multiple of `phase_ms` (`None`: no progress signal).
+    fn window(start: u64, end: u64, phase_ms: Option<f64>) -> Window {
+        let threads = (1..=2)
+            .map(|tid| {
+                let progress = phase_ms.map(|p| {
+                    let n = (end as f64 / p).floor() - (start as f64 / p).floor();
+                    n / ((end - start) as f64 / 1e3)
+                });
+                ThreadRates {
+                    key: key(1, tid),
+                    util: 0.5,
+                    latency: 0.5,
+                    stolen: 0.0,
+                    blocked: 0.0,
+                    late: 0.0,
+                    late_wait: 0.0,
+                    lock: 0.0,
+                    lock_exact: false,
+                    speed: 0.5,
+                    timeslices: 0,
+                    voluntary: 0,
+                    involuntary: 0,
+                    last_cpu: CpuId(0),
+                    state: ThreadState::Running,
+                    appeared: false,
+                    ipc: None,
+                    mpki: None,
+                    progress,
+                }
+            })
+            .collect();
+        Window {
+            start: Nanos::from_millis(start),
+            end: Nanos::from_millis(end),
+            threads,
+            ..Window::default()
+        }
+    }
+
+    /// Feeds the guard windows of `TICK_MS` from `from` ms until its stint ends, then ends
+    /// it with the slowest thread's CPU share `share` (fair share 1); the end, in ms, and
+    /// what to do.
+    fn stint(g: &mut Guard, from: u64, phase_ms: Option<f64>, share: f64) -> (u64, Action) {
+        let mut t = from;
+        while Nanos::from_millis(t) < g.until {
+            g.observe(&window(t, t + TICK_MS, phase_ms));
+            t += TICK_MS;
+        }
+        (t, g.advance(Nanos::from_millis(t), Some(share), 1.0, false))
+    }
+
+    /// Manages for the first stint at 100 ms phases and half a core, then probes Linux at
+    /// `linux_phase_ms` and `linux_share`; the guard after the probe.
+    fn probe(
+        managed_phase_ms: Option<f64>,
+        linux_phase_ms: Option<f64>,
+        linux_share: f64,
+    ) -> Guard {
+        probe_until(managed_phase_ms, linux_phase_ms, linux_share).0
+    }
+
+    /// [`probe`], and when it ended, ms.
+    fn probe_until(
+        managed_phase_ms: Option<f64>,
+        linux_phase_ms: Option<f64>,
+        linux_share: f64,
+    ) -> (Guard, u64) {
+        let mut g = Guard::new(Nanos::ZERO, L);
+        let (t, action) = stint(&mut g, 0, managed_phase_ms, 0.5);
+        assert_eq!((action, g.mode), (Action::Release, Mode::Probe));
+        if managed_phase_ms == Some(100.0) {
+            // The probe measures at least two phases (here 3.5, at 100 ms).
+            let tail = g.until.saturating_sub(g.measure_from());
+            assert_eq!(tail, Nanos::from_millis(350));
+        }
+        let (t, _) = stint(&mut g, t, linux_phase_ms, linux_share);
+        (g, t)
+    }
+
+    #[test]
+    fn guard_by_progress_hands_back_when_linux_makes_more_progress_with_less_cpu_share() {
+        // Linux: 95 ms phases (5 % more progress) for 45 % of a core against 50 % managed.
+        let g = probe(Some(100.0), Some(95.0), 0.45);
+        assert_eq!(g.mode, Mode::HandedBack, "{:?}", g.last);
+        assert_eq!((g.by_progress, g.by_share), (1, 0));
+        assert!(g.last.as_deref().unwrap().contains("phases/s under Linux"));
+        assert!(
+            g.judge_text()
+                .starts_with("judged by progress (1 comparisons by phases")
+        );
+    }
+
+    #[test]
+    fn guard_by_progress_keeps_managing_within_the_margin_whatever_the_cpu_share() {
+        // Linux: 1 % more progress (99 ms phases) for 60 % of a core: CPU share would
+        // hand back (20 % and 10 points better), progress does not (margin 2 %).
+        let g = probe(Some(100.0), Some(99.0), 0.6);
+        assert_eq!(g.mode, Mode::Managed);
+        assert_eq!((g.by_progress, g.handbacks), (1, 0));
+        // Linux 3 % ahead: handed back.
+        let g = probe(Some(100.0), Some(97.0), 0.5);
+        assert_eq!((g.mode, g.handbacks), (Mode::HandedBack, 1));
+    }
+
+    #[test]
+    fn guard_without_progress_judges_by_cpu_share_and_says_so() {
+        let g = probe(None, None, 0.6);
+        assert_eq!(g.mode, Mode::HandedBack);
+        assert_eq!((g.by_progress, g.by_share), (0, 1));
+        assert!(
+            g.last
+                .as_deref()
+                .unwrap()
+                .contains("% of a core under Linux")
+        );
+        assert_eq!(g.judge_text(), "no progress signal, judged by CPU share");
+        // Within CPU share's margin (5 %): kept.
+        let g = probe(None, None, 0.51);
+        assert_eq!(g.mode, Mode::Managed);
+        // No probe tail longer than L/2 without phases.
+        let mut g = Guard::new(Nanos::ZERO, L);
+        stint(&mut g, 0, None, 0.5);
+        assert_eq!(g.until.saturating_sub(g.measure_from()), L / 2);
+        // Progress timed by 5 ms windows: a tail of 100 windows (500 ms), for 1 %; and
+        // while it is timed under Linux, ticks as fine as that.
+        let mut g = Guard::new(Nanos::ZERO, L);
+        g.observe(&window(0, 5, Some(100.0)));
+        g.phase_rate = Some(10.0);
+        assert_eq!(
+            g.until.saturating_sub(g.measure_from()),
+            Nanos::from_millis(500)
+        );
+        assert_eq!(g.tick_cap(Nanos::from_millis(600)), None);
+        g.mode = Mode::Probe;
+        g.until = Nanos::from_millis(2000);
+        assert_eq!(g.tick_cap(Nanos::from_millis(1000)), None);
+        assert_eq!(
+            g.tick_cap(Nanos::from_millis(1600)),
+            Some(Nanos::from_millis(5))
+        );
+    }
+
+    #[test]
+    fn guard_by_progress_too_few_phases_falls_back_to_cpu_share() {
+        // 1 s phases: the longest tail (1 s) cannot hold two of them, so the first probe is
+        // judged by CPU share.
+        let g = probe(Some(1000.0), Some(500.0), 0.45);
+        assert_eq!((g.by_progress, g.by_share), (0, 1));
+        assert_eq!(g.mode, Mode::Managed);
+        assert!(g.progress_seen);
+    }
+
+    #[test]
+    fn guard_trial_by_progress_goes_back_to_linux_when_management_makes_less() {
+        let (mut g, t) = probe_until(Some(100.0), Some(95.0), 0.45);
+        assert_eq!(g.mode, Mode::HandedBack);
+        // The hand-back stint under Linux at 95 ms phases, then a trial managed at 100 ms
+        // with more CPU share: back to Linux.
+        let (t, action) = stint(&mut g, t, Some(95.0), 0.45);
+        assert_eq!((action, g.mode), (Action::Resume, Mode::Trial));
+        let (_, action) = stint(&mut g, t, Some(100.0), 0.6);
+        assert_eq!((action, g.mode), (Action::Release, Mode::HandedBack));
+        assert_eq!(g.by_progress, 2);
     }
 }

@@ -207,6 +207,7 @@ mod tests {
             appeared: false,
             ipc: None,
             mpki: None,
+            progress: None,
         }
     }
 

@@ -568,6 +568,7 @@ impl Speed {
             handbacks: u64::from(g.handbacks),
             resumptions: u64::from(g.resumes),
             last_event: g.last.clone(),
+            judge: Some(g.judge_text()),
         })
     }
 

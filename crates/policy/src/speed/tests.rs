@@ -35,6 +35,7 @@ fn window(start_ms: f64, end_ms: f64, threads: &[Rate]) -> Window {
                 appeared: start_ms == end_ms,
                 ipc: None,
                 mpki: None,
+                progress: None,
             },
         )
         .collect();

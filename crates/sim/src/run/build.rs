@@ -237,6 +237,7 @@ fn new_thread(key: ThreadKey, app: AppIdx, prog: ProgIdx, all: &CpuSet, rng: Rng
         voluntary: 0,
         involuntary: 0,
         migrations: 0,
+        rounds: 0,
         born: Nanos::ZERO,
         died: Nanos::ZERO,
         runnable_since: Nanos::ZERO,

@@ -418,6 +418,7 @@ impl Sim {
                 },
                 lock: Some(lock),
                 migrations: Some(th.migrations),
+                progress: Some(th.rounds),
                 counters: None,
             });
         }

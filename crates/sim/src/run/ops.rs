@@ -171,6 +171,7 @@ impl Userspace {
             if self.barriers[b].generation != arrived {
                 self.end_wait(world, t);
                 world.th[t].bar_gen = None;
+                world.th[t].rounds += 1;
                 world.th[t].pc += 1;
                 return Step::Next;
             }
@@ -183,6 +184,7 @@ impl Userspace {
                 bar.generation += 1;
                 self.log_opening(world, app);
                 self.release_barrier(kernel, world, b, c);
+                world.th[t].rounds += 1;
                 world.th[t].pc += 1;
                 return Step::Next;
             }

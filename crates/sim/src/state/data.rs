@@ -86,6 +86,8 @@ pub(crate) struct Thread {
     pub voluntary: u64,
     pub involuntary: u64,
     pub migrations: u64,
+    /// Barrier rounds it has passed: its progress (`Sample::progress`).
+    pub rounds: u64,
     pub born: Nanos,
     pub died: Nanos,
     pub runnable_since: Nanos,

@@ -15,6 +15,7 @@ mod omp;
 mod plots;
 mod scenarios;
 mod speed_credits;
+mod speed_guard;
 mod speed_llc;
 mod speed_many;
 mod speed_peers;

@@ -1,0 +1,212 @@
+//! Who set each thread's mask: what a trace of `sched_setaffinity` records per thread, and
+//! what that says to [`crate::origin::judge`]. The trace itself is the BPF program of
+//! `bpf/setaffinity.bpf.c` (`crate::setbpf`, feature `bpf`); this part is pure.
+//!
+//! ```text
+//!  every successful sched_setaffinity on the machine (syscall tracepoints, enter + exit)
+//!    target tid ─► SetRecord { program sets, last program set, its setter, last set of ours }
+//!                    "ours": the caller's tgid is the tool's; anyone else is "the program"
+//!  SetRecord::setter(thread's start) ─► Setter::Program  someone else set it after us
+//!                                       Setter::Tool     we set it last
+//!                                       Setter::Unknown  no record since the thread started
+//! ```
+//!
+//! **Since the thread started.** A record is kept per tid, and tids are reused: a set
+//! made before the thread's start time (`/proc`'s, in clock ticks since boot; the trace
+//! stamps its records on the same clock, `CLOCK_BOOTTIME`) belonged to an earlier thread
+//! with the same tid and is not counted.
+//!
+//! **What the trace cannot see.** A set that names another thread by its tid from another
+//! pid namespace (a container's tool setting its threads' masks, as the container numbers
+//! them) cannot be attributed: the trace counts it apart ([`TraceState::foreign`]), and
+//! once one has been seen it no longer vouches that a mask is ours ([`Setter::Tool`]
+//! becomes [`Setter::Unknown`]: the masks decide, as without a trace). A record the trace
+//! had to evict (65,536 threads) is no record: the masks decide. Two sets of the same
+//! thread within microseconds of each other, by the tool and by its program, may be
+//! recorded in the order their system calls returned rather than the order they took
+//! effect.
+
+use crate::origin::Setter;
+use std::sync::Arc;
+use threadbalance_model::{Pid, ThreadKey, Tid};
+
+/// What the trace recorded of one thread (one tid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SetRecord {
+    /// Successful sets by anyone but the tool.
+    pub program_sets: u64,
+    /// When the last of them returned, ns since boot (`CLOCK_BOOTTIME`).
+    pub program_ns: u64,
+    /// Who made it: its process and thread.
+    pub setter: (Pid, Tid),
+    /// When the tool's last successful set returned, ns since boot (0: none).
+    pub ours_ns: u64,
+}
+
+impl SetRecord {
+    /// The record as the trace's map holds it: `[program sets, program ns, setter as
+    /// tgid << 32 | tid, ours ns]`.
+    pub fn from_words(w: [u64; 4]) -> SetRecord {
+        SetRecord {
+            program_sets: w[0],
+            program_ns: w[1],
+            setter: (Pid((w[2] >> 32) as i32), Tid((w[2] & 0xffff_ffff) as i32)),
+            ours_ns: w[3],
+        }
+    }
+
+    /// Who set the mask of a thread that started at `start_ns` (ns since boot) last,
+    /// counting only the sets made since it started.
+    pub fn setter(&self, start_ns: u64) -> Setter {
+        let program = self.program_sets > 0 && self.program_ns >= start_ns;
+        let ours = self.ours_ns > 0 && self.ours_ns >= start_ns;
+        match (program, ours) {
+            (true, true) if self.program_ns > self.ours_ns => Setter::Program,
+            (true, false) => Setter::Program,
+            (_, true) => Setter::Tool,
+            (false, false) => Setter::Unknown,
+        }
+    }
+}
+
+/// What the trace holds now: a record per tid, and how many sets it could not attribute.
+pub trait TraceState: std::fmt::Debug + Send + Sync {
+    /// The record of `tid`, `None` when there is none (never set since the trace loaded,
+    /// or evicted).
+    fn record(&self, tid: Tid) -> Option<SetRecord>;
+    /// Sets naming another thread from another pid namespace (never attributed).
+    fn foreign(&self) -> u64;
+}
+
+/// A trace of who sets masks, shared by every actuator of the process (the daemon's
+/// hosts): read-only lookups, one system call each.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    state: Arc<dyn TraceState>,
+    /// Clock ticks per second of `/proc`'s start times.
+    ticks_per_sec: u64,
+}
+
+impl Trace {
+    /// A trace reading `state`, with thread start times counted in `ticks_per_sec`.
+    pub fn new(state: Arc<dyn TraceState>, ticks_per_sec: u64) -> Trace {
+        Trace {
+            state,
+            ticks_per_sec: ticks_per_sec.max(1),
+        }
+    }
+
+    /// Who set the mask of thread `key` last since it started (see the module docs).
+    pub fn setter(&self, key: ThreadKey) -> Setter {
+        let Some(record) = self.state.record(key.tid) else {
+            return Setter::Unknown;
+        };
+        let start_ns = u128::from(key.start_time) * 1_000_000_000 / u128::from(self.ticks_per_sec);
+        let start_ns = u64::try_from(start_ns).unwrap_or(u64::MAX);
+        match record.setter(start_ns) {
+            Setter::Tool if self.state.foreign() > 0 => Setter::Unknown,
+            s => s,
+        }
+    }
+}
+
+/// [`crate::LinuxAdapter::choices_source`] when the trace runs.
+pub const TRACED: &str = "masks set by the program traced (sched_setaffinity)";
+
+/// [`crate::LinuxAdapter::choices_source`] when it does not, and `why`.
+pub fn judged(why: &str) -> String {
+    format!("program's masks judged from the masks alone ({why})")
+}
+
+/// Loads the trace this build and machine allow (the BPF program, shared by every host of
+/// the process: `crate::setbpf::shared`), thread start times counted in `ticks_per_sec`;
+/// or says why there is none, in one line.
+pub fn load(ticks_per_sec: u64) -> Result<Trace, String> {
+    #[cfg(feature = "bpf")]
+    {
+        crate::setbpf::shared()
+            .map(|probe| Trace::new(probe, ticks_per_sec))
+            .map_err(|why| why.0)
+    }
+    #[cfg(not(feature = "bpf"))]
+    {
+        let _ = ticks_per_sec;
+        Err("built without the bpf feature".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    #[derive(Debug, Default)]
+    struct Fake {
+        records: Mutex<BTreeMap<i32, SetRecord>>,
+        foreign: Mutex<u64>,
+    }
+
+    impl TraceState for Fake {
+        fn record(&self, tid: Tid) -> Option<SetRecord> {
+            self.records.lock().unwrap().get(&tid.0).copied()
+        }
+        fn foreign(&self) -> u64 {
+            *self.foreign.lock().unwrap()
+        }
+    }
+
+    fn rec(program_sets: u64, program_ns: u64, ours_ns: u64) -> SetRecord {
+        SetRecord {
+            program_sets,
+            program_ns,
+            setter: (Pid(5), Tid(6)),
+            ours_ns,
+        }
+    }
+
+    #[test]
+    fn record_words_and_order_of_sets_decide_the_setter() {
+        let r = SetRecord::from_words([2, 900, (5u64 << 32) | 6, 500]);
+        assert_eq!(r, rec(2, 900, 500));
+        // The program after us, us after the program, us alone, the program alone.
+        assert_eq!(rec(2, 900, 500).setter(0), Setter::Program);
+        assert_eq!(rec(2, 400, 500).setter(0), Setter::Tool);
+        assert_eq!(rec(0, 0, 500).setter(0), Setter::Tool);
+        assert_eq!(rec(1, 400, 0).setter(0), Setter::Program);
+        assert_eq!(rec(0, 0, 0).setter(0), Setter::Unknown);
+        // Sets before the thread started were an earlier thread's with the same tid.
+        assert_eq!(rec(2, 900, 500).setter(1000), Setter::Unknown);
+        assert_eq!(rec(2, 900, 500).setter(600), Setter::Program);
+        assert_eq!(rec(2, 400, 500).setter(450), Setter::Tool);
+    }
+
+    #[test]
+    fn trace_converts_start_ticks_and_distrusts_ours_after_a_foreign_set() {
+        let fake = Arc::new(Fake::default());
+        let trace = Trace::new(fake.clone(), 100);
+        let key = |tid, start_time| ThreadKey {
+            pid: Pid(5),
+            tid: Tid(tid),
+            start_time,
+        };
+        assert_eq!(trace.setter(key(6, 0)), Setter::Unknown);
+        // Thread 6 started at tick 2 (20 ms): we set it at 30 ms, the program at 40 ms.
+        fake.records
+            .lock()
+            .unwrap()
+            .insert(6, rec(1, 40_000_000, 30_000_000));
+        assert_eq!(trace.setter(key(6, 2)), Setter::Program);
+        // A thread 6 that started at tick 5 (50 ms): those sets were another thread's.
+        assert_eq!(trace.setter(key(6, 5)), Setter::Unknown);
+        fake.records
+            .lock()
+            .unwrap()
+            .insert(7, rec(0, 0, 30_000_000));
+        assert_eq!(trace.setter(key(7, 2)), Setter::Tool);
+        // Once a set from another pid namespace was seen, ours is no longer vouched for.
+        *fake.foreign.lock().unwrap() = 1;
+        assert_eq!(trace.setter(key(7, 2)), Setter::Unknown);
+        assert_eq!(trace.setter(key(6, 2)), Setter::Program);
+    }
+}
