@@ -55,8 +55,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE.csv")]
     phases: Option<PathBuf>,
     /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,
-    /// memory-bound-barrier, oversubscribed-barrier, two-apps, two-stage-pipeline) are built
-    /// in, for any directory.
+    /// memory-bound-barrier, memory-mix, oversubscribed-barrier, two-apps,
+    /// two-stage-pipeline) are built in, for any directory.
     #[arg(long, default_value = "scenarios")]
     scenarios: PathBuf,
     /// Run a suite of claims instead of one comparison: "papers". Each paper claim prints

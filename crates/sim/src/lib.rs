@@ -36,11 +36,13 @@
 
 pub mod apps;
 pub mod autonuma;
+pub mod counters;
 mod error;
 pub mod gomp;
 pub mod host;
 #[cfg(test)]
 mod layers;
+pub mod llc;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;

@@ -336,6 +336,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../scenarios/memory-bound-barrier.toml"),
     ),
     (
+        "memory-mix",
+        include_str!("../../../scenarios/memory-mix.toml"),
+    ),
+    (
         "oversubscribed-barrier",
         include_str!("../../../scenarios/oversubscribed-barrier.toml"),
     ),

@@ -246,6 +246,7 @@ impl Sim {
             progs: Vec::new(),
             apps: Vec::new(),
             mem: crate::memory::MemLoad::new(hw.nnode),
+            hwc: crate::counters::Counters::default(),
             last_sample_busy: vec![Nanos::ZERO; hw.npkg],
             hw,
             lx,
@@ -567,10 +568,11 @@ impl Sim {
         into.clear();
         let now = self.now;
         // The tool's own thread is not the program's: the policy never sees it.
-        for th in &self.th[..self.program_threads()] {
+        for (i, th) in self.th[..self.program_threads()].iter().enumerate() {
             if matches!(th.st, St::New | St::Done) {
                 continue;
             }
+            let mut running = None;
             let mut run = th.run;
             let mut utime = th.utime;
             let mut wait = th.wait;
@@ -584,6 +586,7 @@ impl Sim {
                 let d = upto.saturating_sub(self.cpus[th.cpu].seg_start);
                 run += d;
                 utime += d;
+                running = Some(d.saturating_sub(self.cpus[th.cpu].seg_debt.min(th.debt)));
             }
             if th.st == St::Runnable && !stale {
                 wait += now.saturating_sub(th.runnable_since);
@@ -607,7 +610,7 @@ impl Sim {
                 },
                 lock: Some(lock),
                 migrations: Some(th.migrations),
-                counters: None,
+                counters: Some(self.counters_now(ThreadIdx::from(i), running)),
             });
         }
         into.sort_unstable_by_key(|s| s.key);

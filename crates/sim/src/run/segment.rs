@@ -60,6 +60,7 @@ impl Sim {
                     link_streams: self.hw.link_streams,
                 };
                 f = self.mem.factor(cap, here, h, m, latency);
+                f = self.llc_contended(c, t, m, f);
                 stream = m;
                 node = here as u32;
                 home = h as u32;
@@ -129,8 +130,10 @@ impl Sim {
         th.stime += sys;
         let user = elapsed - sys;
         th.utime += user;
+        let mut done_work = 0.0;
         if let Act::Work { left, mem, .. } = &mut th.act {
             let done = (user.0 as f64 / factor).min(*left);
+            done_work = done;
             *left -= done;
             if *left < 0.5 {
                 *left = 0.0;
@@ -144,6 +147,7 @@ impl Sim {
             }
         }
         th.last_ran = now;
+        self.count_segment(c, t, user, done_work);
     }
 
     /// The CPU's activity reached its end.

@@ -94,6 +94,8 @@ pub struct Sim {
     pub(crate) stats: Stats,
     /// Memory-bound streams in flight per node and link ([`crate::memory`]).
     pub(crate) mem: crate::memory::MemLoad,
+    /// Each thread's hardware counters ([`crate::counters`]).
+    pub(crate) hwc: crate::counters::Counters,
     pub(crate) timeline: Vec<TimelinePoint>,
     pub(crate) sample_every: Nanos,
     pub(crate) last_sample_busy: Vec<Nanos>,
