@@ -148,7 +148,7 @@ impl Class {
     /// Clavis's test for a phase change.
     fn left(rate: f64, reading: f64) -> bool {
         if rate > DEVIL_MPKI && rate < SUPER_DEVIL_MPKI {
-            reading > SUPER_DEVIL_MPKI || reading < DEVIL_MPKI
+            !(DEVIL_MPKI..=SUPER_DEVIL_MPKI).contains(&reading)
         } else if rate >= SUPER_DEVIL_MPKI {
             reading < SUPER_DEVIL_MPKI
         } else {
