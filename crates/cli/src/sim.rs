@@ -112,7 +112,7 @@ pub struct SimArgs {
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
-    /// With --suite: a line on stderr per group of claims ("suite 5/9: Shuffling on
+    /// With --suite: a line on stderr per group of claims ("suite 5/10: Shuffling on
     /// bodytrack"): auto (when stderr is a terminal), always or never.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
