@@ -52,6 +52,9 @@ pub(crate) struct Counters {
     /// Per CPU, the misses multiplier of its running segment ([`crate::llc`]), 1 when the
     /// segment is not memory-bound or not contended.
     seg_extra: Vec<f64>,
+    /// Per application (in the workload's order), the LLC working set its threads
+    /// declare, in lines (`App::llc_working_set_kb`; 0: none declared).
+    ws_lines: Vec<f64>,
 }
 
 /// What one stretch of a running thread retires, as fractional counts.
@@ -98,6 +101,19 @@ impl Retired {
 }
 
 impl Counters {
+    /// Records the LLC working set each application declares.
+    pub(crate) fn working_sets(&mut self, apps: &[crate::workload::App]) {
+        self.ws_lines = apps
+            .iter()
+            .map(|a| f64::from(a.llc_working_set_kb) * 16.0)
+            .collect();
+    }
+
+    /// The LLC working set of application `app`, in lines (0 when not declared).
+    pub(crate) fn working_set_lines(&self, app: usize) -> f64 {
+        self.ws_lines.get(app).copied().unwrap_or(0.0)
+    }
+
     /// The cache contention of CPU `c`'s segment starting now.
     pub(crate) fn set_extra(&mut self, c: CpuIdx, extra: f64) {
         if self.seg_extra.len() <= c.ix() {

@@ -7,9 +7,10 @@
 //! streaming through memory evicts it. That costs even when bandwidth is plentiful, and
 //! it is what contention-aware schedulers (DI, DINO) separate threads for.
 //!
-//! A thread is **sensitive** when its op is memory-bound (`m` > 0) and its working set
-//! (the application's `footprint_kb`) is larger than its share of the LLC (the LLC's size
-//! over its CPUs, [`crate::Costs::llc_kb_per_core`]). The memory-bound part of a
+//! A thread is **sensitive** when its op is memory-bound (`m` > 0) and the working set it
+//! reuses from the LLC, as its application declares it (`App::llc_working_set_kb`,
+//! `llc_working_set_kb` in a scenario), is larger than its share of the LLC (the LLC's
+//! size over its CPUs, [`crate::Costs::llc_kb_per_core`]). The memory-bound part of a
 //! sensitive thread's op then takes longer, and misses more, by
 //!
 //! ```text
@@ -33,10 +34,10 @@
 //! model charges no more than measured.
 //!
 //! **Who pays.** Only sensitive threads, so a workload that declares no memory-bound work,
-//! or working sets that fit their LLC share, runs exactly as before this term (every
-//! built-in workload's footprint fits the machines' shares but for the
-//! `memory-bound-barrier` scenario's 4 MiB, and on `barcelona-4x4`, 512 KiB a core, those
-//! of 1 MiB).
+//! or no LLC working set, or one that fits its share, runs exactly as before this term. No
+//! built-in workload declares one (their `footprint_kb`, what a migration refills, was
+//! chosen for that cost, not as a claim about cache sharing); the `memory-mix` scenario
+//! does.
 
 use crate::state::{Act, CpuIdx, Sim, ThreadIdx};
 
@@ -74,7 +75,7 @@ impl Sim {
         let (Some(cpus), Some(&lines)) = (self.hw.llc_cpus.get(l), self.hw.llc_lines.get(l)) else {
             return 1.0;
         };
-        let footprint = self.apps[self.th[t].app].footprint_lines;
+        let footprint = self.hwc.working_set_lines(self.th[t].app.ix());
         if cpus.len() < 2 || footprint <= lines / cpus.len() as f64 {
             return 1.0;
         }

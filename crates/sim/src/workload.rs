@@ -153,6 +153,11 @@ pub struct App {
     pub queues: Vec<QueueSpec>,
     /// Cache footprint of each thread in KiB, refilled after a migration.
     pub footprint_kb: u32,
+    /// The working set each thread reuses from the last-level cache, KiB, when declared:
+    /// beyond its share of the LLC, memory-bound neighbours evict it and its memory-bound
+    /// work takes longer ([`crate::llc`]). 0: not declared, no such contention.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub llc_working_set_kb: u32,
     /// How long a thread spins on a held mutex before sleeping, nanoseconds.
     pub spin_ns: u64,
     /// Whether memory-bound work reads data shared by all threads (placed by the first
@@ -168,6 +173,10 @@ pub struct App {
     /// its program (reading the input: the first touch of shared data), then creates the
     /// other threads and sleeps in `pthread_join` until they have exited, then exits.
     pub main_thread: bool,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
 }
 
 /// Who first touches an application's memory (Chiang & Su 2021, Table 2).

@@ -276,6 +276,7 @@ impl Sim {
             tool: None,
         };
         sim.kernel.llc_scan = vec![None; sim.hw.llc_cpus.len()];
+        sim.hwc.working_sets(&workload.apps);
         let all = sim.topo.online().clone();
         let mut spawn_at = 0u64;
         for (ai, app) in workload.apps.iter().enumerate() {
