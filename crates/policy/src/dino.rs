@@ -85,7 +85,8 @@
 use crate::{Policy, PolicyKind, Settings};
 use std::collections::{BTreeMap, VecDeque};
 use threadbalance_model::{
-    Level, Move, Nanos, Plan, Reason, Target, ThreadKey, ThreadRates, Topology, Window,
+    DinoSummary, Level, Move, Nanos, Plan, PolicySummary, Reason, Target, ThreadKey, ThreadRates,
+    Topology, Window,
 };
 
 /// How often DINO looks (Clavis's `REFRESH_PERIOD`, one second).
@@ -293,6 +294,18 @@ impl Policy for Dino {
 
     fn reads_counters(&self) -> bool {
         true
+    }
+
+    fn summary(&self) -> PolicySummary {
+        let s = &self.stats;
+        PolicySummary::Dino(DinoSummary {
+            decisions: s.decisions,
+            moves: s.moves,
+            reclassified: s.reclassified,
+            super_devils: s.last_classes[0] as u64,
+            devils: s.last_classes[1] as u64,
+            turtles: s.last_classes[2] as u64,
+        })
     }
 
     fn decide(&mut self, topo: &Topology, window: &Window) -> Plan {
