@@ -56,8 +56,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE.csv")]
     phases: Option<PathBuf>,
     /// Directory of scenario files, read first; the repository's scenarios (lock-convoy,
-    /// memory-bound-barrier, oversubscribed-barrier, two-apps, two-stage-pipeline) are built
-    /// in, for any directory.
+    /// memory-bound-barrier, memory-mix, oversubscribed-barrier, two-apps,
+    /// two-stage-pipeline) are built in, for any directory.
     #[arg(long, default_value = "scenarios")]
     scenarios: PathBuf,
     /// Run a suite of claims instead of one comparison: "papers". Each paper claim prints
@@ -113,7 +113,7 @@ pub struct SimArgs {
     /// Seeds the suite runs each claim with, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     seeds: Vec<u64>,
-    /// With --suite: a line on stderr per group of claims ("suite 5/9: Shuffling on
+    /// With --suite: a line on stderr per group of claims ("suite 5/10: Shuffling on
     /// bodytrack"): auto (when stderr is a terminal), always or never.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,

@@ -243,7 +243,7 @@ impl LinuxAdapter {
             // The trace tells the tool's calls from others' by process: not here.
             crate::setters::judged("the tool manages its own process")
         } else {
-            match crate::setters::load(ticks_per_sec) {
+            match load_trace(ticks_per_sec) {
                 Ok(trace) => {
                     host.actuator_mut().set_trace(trace);
                     crate::setters::TRACED.to_string()
@@ -594,6 +594,23 @@ fn poll_pidfd(fd: &OwnedFd, timeout: Nanos) -> Polled {
         Ok(n) if n > 0 => Polled::Exited,
         Ok(_) => Polled::TimedOut,
         Err(_) => Polled::Interrupted,
+    }
+}
+
+/// Loads the trace this build and machine allow (the BPF program, shared by every host of
+/// the process: `crate::setbpf::shared`), thread start times counted in `ticks_per_sec`;
+/// or says why there is none, in one line.
+fn load_trace(ticks_per_sec: u64) -> Result<crate::setters::Trace, String> {
+    #[cfg(feature = "bpf")]
+    {
+        crate::setbpf::shared()
+            .map(|probe| crate::setters::Trace::new(probe, ticks_per_sec))
+            .map_err(|why| why.0)
+    }
+    #[cfg(not(feature = "bpf"))]
+    {
+        let _ = ticks_per_sec;
+        Err("built without the bpf feature".into())
     }
 }
 

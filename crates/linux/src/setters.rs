@@ -118,23 +118,6 @@ pub fn judged(why: &str) -> String {
     format!("program's masks judged from the masks alone ({why})")
 }
 
-/// Loads the trace this build and machine allow (the BPF program, shared by every host of
-/// the process: `crate::setbpf::shared`), thread start times counted in `ticks_per_sec`;
-/// or says why there is none, in one line.
-pub fn load(ticks_per_sec: u64) -> Result<Trace, String> {
-    #[cfg(feature = "bpf")]
-    {
-        crate::setbpf::shared()
-            .map(|probe| Trace::new(probe, ticks_per_sec))
-            .map_err(|why| why.0)
-    }
-    #[cfg(not(feature = "bpf"))]
-    {
-        let _ = ticks_per_sec;
-        Err("built without the bpf feature".into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,8 +45,8 @@ pub use sample::{
 };
 pub use stats::{coefficient_of_variation, mean};
 pub use summary::{
-    GuardMode, GuardSummary, HandoffSummary, LockTimeSource, NumaSummary, PbindSummary,
-    PolicySummary, PsetsSummary, ShufflingSummary, SpeedSummary, TumblerSummary,
+    DinoSummary, GuardMode, GuardSummary, HandoffSummary, LockTimeSource, NumaSummary,
+    PbindSummary, PolicySummary, PsetsSummary, ShufflingSummary, SpeedSummary, TumblerSummary,
 };
 pub use topology::{Cpu, Domain, Level, Topology};
 pub use window::{DomainLoad, ThreadRates, Window};

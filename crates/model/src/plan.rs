@@ -96,6 +96,14 @@ pub enum Reason {
     },
     /// The policy gives the thread back to the OS.
     Release,
+    /// `dino`: the thread's memory-intensity class has a slot in this domain (DINO's
+    /// Distributed Intensity).
+    Intensity {
+        /// The group (domain) it now belongs to.
+        group: usize,
+        /// Its recorded LLC misses per thousand instructions (0 before its first reading).
+        mpki: f64,
+    },
     /// `handoff`: the thread joins the threads it hands locks to (a part of the
     /// who-wakes-whom graph's balanced partition).
     HandOff {

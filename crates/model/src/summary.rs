@@ -43,8 +43,27 @@ pub enum PolicySummary {
     Handoff(HandoffSummary),
     /// `speed`.
     Speed(Box<SpeedSummary>),
+    /// `dino`.
+    Dino(DinoSummary),
     /// Every `numa-*` policy.
     Numa(NumaSummary),
+}
+
+/// `dino`: threads classed by memory intensity and dealt over the domains.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DinoSummary {
+    /// Decisions on a window with rates.
+    pub decisions: u64,
+    /// Threads moved to another domain or confined for the first time.
+    pub moves: u64,
+    /// Threads whose class changed after their first reading.
+    pub reclassified: u64,
+    /// Super-devils (> 50 LLC misses per 1000 instructions) at the last decision.
+    pub super_devils: u64,
+    /// Devils (> 1.5) at the last decision.
+    pub devils: u64,
+    /// Turtles at the last decision.
+    pub turtles: u64,
 }
 
 /// `psets`: threads put in their group once.
@@ -310,6 +329,15 @@ impl PolicySummary {
         match self {
             PolicySummary::Nothing => Vec::new(),
             PolicySummary::Psets(s) => vec![l("threads placed", s.threads_placed.to_string())],
+            PolicySummary::Dino(s) => vec![
+                l("decisions", s.decisions.to_string()),
+                l("moves", s.moves.to_string()),
+                l("reclassified", s.reclassified.to_string()),
+                l(
+                    "last classes (super-devils, devils, turtles)",
+                    format!("{}, {}, {}", s.super_devils, s.devils, s.turtles),
+                ),
+            ],
             PolicySummary::Pbind(s) => vec![
                 l("threads pinned", s.threads_pinned.to_string()),
                 l("cores", s.cores.to_string()),

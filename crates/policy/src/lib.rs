@@ -27,6 +27,7 @@ mod registry;
 pub mod rng;
 
 pub mod baseline;
+pub mod dino;
 pub mod grouping;
 pub mod handoff;
 pub mod handoff_partition;

@@ -157,6 +157,7 @@ policy_kinds! {
     Shuffling => "shuffling", "Shuffling: regroups threads by lock time so lock holders share a domain.";
     Handoff => "handoff", "Hand-off graph: partitions who wakes whom so lock hand-offs stay inside a domain.";
     Speed => "speed", "Speed balancing: rotates threads over unevenly loaded CPUs.";
+    Dino => "dino", "DINO: spreads memory-intensive threads (LLC misses per instruction) evenly over the last-level caches.";
     NumaFirstFit => "numa-first-fit", "NUMA balancing between nodes, moving the first movable thread (Linux's choice).";
     NumaTm => "numa-tm", "NUMA balancing, moving the thread whose process has the least memory (Total Min).";
     NumaMb => "numa-mb", "NUMA balancing, moving the thread with the most memory on the destination beyond the source (Most Benefit).";
@@ -183,6 +184,7 @@ impl PolicyKind {
     /// | `speed` | [`Level::Cpu`] | it balances the kernel's run queues: one a logical CPU, sockets and SMT included |
     /// | `tumbler`, `shuffling`, `handoff`, `psets`, `pbind`, `none` | [`Topology::default_level`] | the papers' "socket": the widest level with more than one domain |
     /// | `numa-*` | [`Level::Node`] | they balance between NUMA nodes |
+    /// | `dino` | [`Level::Llc`] where the machine has cache information and more than one LLC, else [`Level::Package`] (else [`Topology::default_level`]) | it separates threads that compete for a last-level cache and its memory controller |
     ///
     /// `pbind` pins to logical CPUs whatever the level; the level only orders them (the
     /// CPUs of one domain, then the next). `none` moves nothing; its level is the one its
@@ -199,6 +201,15 @@ impl PolicyKind {
     pub fn default_level(self, topo: &Topology) -> Level {
         match self {
             PolicyKind::Speed => Level::Cpu,
+            PolicyKind::Dino => {
+                if topo.has_cache_info() && topo.domains(Level::Llc).len() > 1 {
+                    Level::Llc
+                } else if topo.domains(Level::Package).len() > 1 {
+                    Level::Package
+                } else {
+                    topo.default_level()
+                }
+            }
             PolicyKind::None
             | PolicyKind::Psets
             | PolicyKind::Pbind
@@ -222,6 +233,7 @@ impl PolicyKind {
             PolicyKind::Speed => crate::speed::NEEDS,
             PolicyKind::Shuffling => crate::shuffling::NEEDS,
             PolicyKind::Handoff => crate::handoff::NEEDS,
+            PolicyKind::Dino => crate::dino::NEEDS,
             PolicyKind::None
             | PolicyKind::Psets
             | PolicyKind::Pbind
@@ -272,6 +284,10 @@ impl PolicyKind {
                 Ok(Box::new(crate::handoff::Handoff::new(settings)))
             }
             PolicyKind::Speed => Ok(Box::new(crate::speed::Speed::new(settings, topo)?)),
+            PolicyKind::Dino => {
+                check_interval("dino", settings)?;
+                Ok(Box::new(crate::dino::Dino::new(settings)))
+            }
             PolicyKind::NumaFirstFit
             | PolicyKind::NumaTm
             | PolicyKind::NumaMb

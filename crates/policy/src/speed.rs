@@ -542,6 +542,11 @@ impl Policy for Speed {
         self.asked_budget
     }
 
+    /// One round in order: what the host layer corrects, the lending rules, the signals,
+    /// the regime's transition, the guard, then the rotation.
+    ///
+    /// Long because those stages share the round's moves and must run in that order; each
+    /// is a call, and what is left here is the glue between them.
     fn decide(&mut self, _topo: &Topology, w: &Window) -> Plan {
         let now = w.end;
         let mut moves = Vec::new();

@@ -132,6 +132,11 @@ pub struct App {
     pub queues: Vec<QueueSpec>,
     /// Cache footprint of each thread in KiB, refilled after a migration.
     pub footprint_kb: u32,
+    /// The working set each thread reuses from the last-level cache, KiB, when declared:
+    /// beyond its share of the LLC, memory-bound neighbours evict it and its memory-bound
+    /// work takes longer ([`crate::llc`]). 0: not declared, no such contention.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub llc_working_set_kb: u32,
     /// How long a thread spins on a held mutex before sleeping, nanoseconds.
     pub spin_ns: u64,
     /// Whether memory-bound work reads data shared by all threads (placed by the first
@@ -347,4 +352,8 @@ pub enum Invalid {
     /// A queue that holds nothing.
     #[error("application {0:?} has a queue of capacity 0")]
     EmptyQueue(String),
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
 }

@@ -144,6 +144,7 @@ pub fn omp_stencil(n: usize, sweep_ns: u64, sweeps: u64, spread: f32, wait: Wait
         }],
         queues: vec![],
         footprint_kb: 512,
+        llc_working_set_kb: 0,
         spin_ns: 10_000,
         shared_data: false,
         memory_kb: 0,

@@ -72,6 +72,7 @@ impl Program {
             groups,
             queues: self.queues,
             footprint_kb: self.footprint_kb,
+            llc_working_set_kb: 0,
             spin_ns: 10_000,
             shared_data: self.leader_touch,
             memory_kb: self.memory_mb * MB,

@@ -41,10 +41,12 @@
 pub mod app;
 pub mod apps;
 pub mod autonuma;
+pub mod counters;
 mod error;
 pub mod gomp;
 pub mod host;
 mod kit;
+pub mod llc;
 pub mod lockgroups;
 pub mod machine;
 pub mod memory;

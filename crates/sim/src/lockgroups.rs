@@ -106,6 +106,7 @@ pub fn lock_groups(p: &LockGroups) -> App {
         groups: (0..threads).map(|i| program(i % groups)).collect(),
         queues: vec![],
         footprint_kb: 256,
+        llc_working_set_kb: 0,
         spin_ns: 10_000,
         shared_data: false,
         memory_kb: 0,

@@ -51,6 +51,7 @@ struct RawApp {
     queue: Vec<RawQueue>,
     group: Vec<RawGroup>,
     footprint_kb: Option<u32>,
+    llc_working_set_kb: Option<u32>,
     spin_us: Option<f64>,
     #[serde(default)]
     shared_data: bool,
@@ -317,6 +318,7 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Workload, SimError> {
                 })
                 .collect(),
             footprint_kb: a.footprint_kb.unwrap_or(256),
+            llc_working_set_kb: a.llc_working_set_kb.unwrap_or(0),
             spin_ns: a.spin_us.map_or(10_000, |u| (u.max(0.0) * 1e3) as u64),
             shared_data: a.shared_data,
             memory_kb: 0,
@@ -355,6 +357,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     (
         "memory-bound-barrier",
         include_str!("../../../scenarios/memory-bound-barrier.toml"),
+    ),
+    (
+        "memory-mix",
+        include_str!("../../../scenarios/memory-mix.toml"),
     ),
     (
         "oversubscribed-barrier",

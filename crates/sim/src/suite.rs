@@ -14,6 +14,7 @@ use crate::scheduler::Baseline;
 pub use crate::verdict::{Claim, Counts, Effect, Kind, SIZE_BAND, SuiteReport, Verdict, verdict};
 use crate::workload::{Wait, Workload, ep_barrier, spinners};
 
+mod dino;
 mod sixteen;
 use crate::{host::run_policy, workload};
 pub use sixteen::{SIXTEEN_CORE_ROWS, SixteenRow, c_clock, one_per_core_ratio};
@@ -46,6 +47,8 @@ struct Ctx {
     paper_baseline: Baseline,
     /// A baseline every claim runs on instead (`--baseline`).
     force: Option<Baseline>,
+    /// DINO's results so far, for its average over the rows ([`dino`]).
+    dino_rows: Vec<dino::DinoRow>,
 }
 
 impl Ctx {
@@ -166,7 +169,7 @@ type Group = (&'static str, Baseline, fn(&mut Ctx));
 
 /// The groups of claims of the papers' suite, in the order they run, each with the kernel
 /// its paper measured against.
-const GROUPS: [Group; 9] = [
+const GROUPS: [Group; 10] = [
     ("2-core calibration", Baseline::Linux, calibration),
     ("16-core calibration", Baseline::Linux, calibration_sixteen),
     ("speed balancing", Baseline::Linux, speed_fine_phases),
@@ -185,6 +188,12 @@ const GROUPS: [Group; 9] = [
         tumbler_two_apps,
     ),
     ("NUMA task selection", Baseline::Linux, numa_parsec_mix),
+    // After ferret's and bodytrack's groups, whose DINO rows its average includes.
+    (
+        "DINO, the papers' baseline",
+        Baseline::Solaris,
+        dino::dino_baseline,
+    ),
 ];
 
 /// [`suite_papers_on`], calling `progress(i, n, group)` before each of the `n` groups of
@@ -205,6 +214,7 @@ pub fn suite_papers_with(
         claims: Vec::new(),
         paper_baseline: Baseline::Linux,
         force,
+        dino_rows: Vec::new(),
     };
     for (i, (name, baseline, run)) in GROUPS.iter().enumerate() {
         progress(i, GROUPS.len(), name);
@@ -444,6 +454,15 @@ fn tumbler_ferret(cx: &mut Ctx) {
             "tumbler's regrouping does not balance the sockets, or balancing them does not relieve the loaded sockets' request queues",
             "",
         );
+        // Table VI, row FR: Tumbler +10.5 %, DINO +0.8 %.
+        dino::dino_row(
+            cx,
+            &m,
+            &w,
+            &none,
+            ("tumbler", &t, 10.5),
+            ("FR", "ferret", 0.8),
+        );
     } else {
         cx.missing("ferret, tumbler vs none", paper, "tumbler");
     }
@@ -502,6 +521,15 @@ fn shuffling_bodytrack(cx: &mut Ctx) {
             ],
             "bodytrack's workers are identical: one work loop takes tickets of work from shared dispensers (Fig. 3; the model has them: 12 edge passes of 60 tickets and 5 annealing layers of 1000 + 125 particle tickets per frame), so all of them end every command together and none keeps a role; their lock times (futex waits, barriers included, as Solaris LCK counts them) differ only by noise, and that noise is what Shuffling sorts on. Any permutation of identical threads over the sockets leaves the hand-off statistics as they were: the next holder is whichever worker's unit ends next, or whichever spinner wins, on any socket, and contention, not placement, sets how often that is a local one. Lowering the share of hand-offs across sockets by migration needs threads that differ persistently in when they take the lock, which the program does not give them",
             "",
+        );
+        // Shuffling Table 2, row BT: Shuffling +54.1 %, DINO −5.0 % (Tumbler Table VI too).
+        dino::dino_row(
+            cx,
+            &m,
+            &w,
+            &none,
+            ("shuffling", &s, 54.1),
+            ("BT", "bodytrack", -5.0),
         );
     } else {
         cx.missing("bodytrack, shuffling vs none", paper, "shuffling");

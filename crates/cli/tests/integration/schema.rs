@@ -292,7 +292,8 @@ fn schema_sim_suite_json_follows_the_schema_and_reports_progress() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_schema(&v, "sim_suite");
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("suite ")).collect();
-    assert_eq!(lines.len(), 9, "{err}");
-    assert_eq!(lines[0], "suite 1/9: 2-core calibration");
-    assert_eq!(lines[8], "suite 9/9: NUMA task selection");
+    assert_eq!(lines.len(), 10, "{err}");
+    assert_eq!(lines[0], "suite 1/10: 2-core calibration");
+    assert_eq!(lines[8], "suite 9/10: NUMA task selection");
+    assert_eq!(lines[9], "suite 10/10: DINO, the papers' baseline");
 }

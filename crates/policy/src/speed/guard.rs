@@ -378,6 +378,9 @@ impl Guard {
     /// Ends the current stint at `now` with the program's `rate` over its tail (`None`
     /// when no thread wanted a CPU) and `fair`, the fair-share rate; `even`: the threads
     /// were held evenly pinned and progressed alike over it. Returns what to do.
+    ///
+    /// Long because it is the guard's state machine: one arm per mode (managing, probing
+    /// Linux, trying management again), each judging the tail it measured.
     pub(super) fn advance(
         &mut self,
         now: Nanos,

@@ -45,6 +45,7 @@ impl Sim {
             memory_every: opts.memory_every,
             memory_at: None,
         };
+        sim.user.hwc.working_sets(&workload.apps);
         let all = sim.topo.online().clone();
         let mut spawn_at = 0u64;
         for (ai, app) in workload.apps.iter().enumerate() {
@@ -145,6 +146,7 @@ impl Userspace {
             progs: Vec::new(),
             apps: Vec::new(),
             mem: crate::memory::MemLoad::new(nnode),
+            hwc: crate::counters::Counters::default(),
             live: 0,
             wakes: std::collections::HashMap::new(),
             flat_handoffs: opts.flat_handoffs,

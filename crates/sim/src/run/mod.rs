@@ -378,10 +378,11 @@ impl Sim {
         into.clear();
         let now = self.world.now;
         // The tool's own thread is not the program's: the policy never sees it.
-        for th in &self.world.th[..self.program_threads()] {
+        for (i, th) in self.world.th[..self.program_threads()].iter().enumerate() {
             if matches!(th.st, St::New | St::Done) {
                 continue;
             }
+            let mut running = None;
             let mut run = th.run;
             let mut utime = th.utime;
             let mut wait = th.wait;
@@ -395,6 +396,7 @@ impl Sim {
                 let d = upto.saturating_sub(self.user.cpus[th.cpu].seg_start);
                 run += d;
                 utime += d;
+                running = Some(d.saturating_sub(self.user.cpus[th.cpu].seg_debt.min(th.debt)));
             }
             if th.st == St::Runnable && !stale {
                 wait += now.saturating_sub(th.runnable_since);
@@ -419,7 +421,10 @@ impl Sim {
                 lock: Some(lock),
                 migrations: Some(th.migrations),
                 progress: Some(th.rounds),
-                counters: None,
+                counters: Some(
+                    self.user
+                        .counters_now(&self.world, ThreadIdx::from(i), running),
+                ),
             });
         }
         into.sort_unstable_by_key(|s| s.key);

@@ -66,6 +66,7 @@ impl Userspace {
                     link_streams: world.hw.link_streams,
                 };
                 f = self.mem.factor(cap, here, h, m, latency);
+                f = self.llc_contended(kernel, world, (c, t), m, f);
                 stream = m;
                 node = here as u32;
                 home = h as u32;
@@ -135,8 +136,10 @@ impl Userspace {
         th.stime += sys;
         let user = elapsed - sys;
         th.utime += user;
+        let mut done_work = 0.0;
         if let Act::Work { left, mem, .. } = &mut th.act {
             let done = (user.0 as f64 / factor).min(*left);
+            done_work = done;
             *left -= done;
             if *left < 0.5 {
                 *left = 0.0;
@@ -150,6 +153,7 @@ impl Userspace {
             }
         }
         th.last_ran = now;
+        self.count_segment(world, c, t, user, done_work);
     }
 
     /// The CPU's activity reached its end.

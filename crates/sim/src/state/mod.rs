@@ -114,6 +114,8 @@ pub(crate) struct Userspace {
     pub apps: Vec<AppState>,
     /// Memory-bound streams in flight per node and link ([`crate::memory`]).
     pub mem: crate::memory::MemLoad,
+    /// Each thread's hardware counters ([`crate::counters`]).
+    pub hwc: crate::counters::Counters,
     /// Threads not exited yet.
     pub live: usize,
     /// Lock hand-offs between two different threads, `(previous holder, next holder)` →

@@ -11,6 +11,7 @@ pub(super) fn app(name: &str, groups: Vec<Group>, queues: Vec<QueueSpec>) -> App
         groups,
         queues,
         footprint_kb: 256,
+        llc_working_set_kb: 0,
         spin_ns: 10_000,
         shared_data: false,
         memory_kb: 0,

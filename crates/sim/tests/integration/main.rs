@@ -8,6 +8,7 @@ mod calibration;
 mod calibration16;
 mod claims;
 mod determinism;
+mod dino;
 mod golden;
 mod handoff;
 mod invariants;
