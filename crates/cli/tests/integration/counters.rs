@@ -35,6 +35,43 @@ fn counters_refused_in_one_line_without_a_pmu_and_nothing_started() {
     }
 }
 
+/// Issue 42: `run --policy dino -- CMD` where the machine has no counters: one line naming
+/// the policy and why, exit 2, and the command never starts.
+#[test]
+fn counters_dino_refused_in_one_line_without_a_pmu_and_nothing_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let out = run(&[
+        "run",
+        "--policy",
+        "dino",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match PerfSource::system() {
+        Err(why) => {
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{stderr}");
+            assert!(
+                lines[0].starts_with(
+                    "threadbalance: policy dino reads hardware counters, and this machine has none: "
+                ),
+                "{stderr}"
+            );
+            let why = why.trim_start_matches("no hardware counters: ");
+            assert!(lines[0].contains(why), "{stderr} / {why}");
+            assert!(!marker.exists(), "the command ran");
+        }
+        Ok(_) => {
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert!(marker.exists());
+        }
+    }
+}
+
 #[test]
 fn counters_fake_source_gives_ipc_and_mpki_per_thread_in_the_summary_and_json() {
     let bin = bin();
