@@ -14,6 +14,10 @@ mod live {
 
     /// BPF programs the process `pid` holds (`/proc/PID/fd` links to `anon_inode:bpf-prog`):
     /// each attached program keeps one.
+    /// The BPF programs the daemon holds whatever the number of processes it manages: the
+    /// run-time counters' four and the setaffinity trace's two.
+    const PROGRAMS: usize = 4 + 2;
+
     fn bpf_programs(pid: u32) -> usize {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
@@ -84,13 +88,14 @@ mod live {
         d.wait_listed(&[(pa, "test-spmd"), (pb, "test-spmd-b")]);
 
         // One probe: its four programs (sched_switch, sched_wakeup, sched_wakeup_new,
-        // task_newtask), not four per managed process.
+        // task_newtask), not four per managed process; and one trace of sched_setaffinity
+        // (sys_enter, sys_exit: who set each mask), also one for the whole daemon.
         let line = d.wait_line("run time from");
         assert!(
             line.contains("BPF sched_switch counters (one probe shared by every managed process)"),
             "the probe did not load (run as root with tracefs mounted): {line}"
         );
-        assert_eq!(bpf_programs(d.pid()), 4, "log {:#?}", d.log());
+        assert_eq!(bpf_programs(d.pid()), PROGRAMS, "log {:#?}", d.log());
 
         // A released: its masks back, and its handle counted its threads and freed their
         // slots.
@@ -107,7 +112,7 @@ mod live {
         let (counted, freed) = counted_and_freed(&gone);
         assert!(counted >= 1, "{gone}");
         assert!(freed >= 1, "{gone}");
-        assert_eq!(bpf_programs(d.pid()), 4, "the probe stays for B");
+        assert_eq!(bpf_programs(d.pid()), PROGRAMS, "the probe stays for B");
 
         // B goes on being sampled through the probe (its group ticks many times in 2 s),
         // and counted at its last sample, which came after A's release.

@@ -232,7 +232,7 @@ fn topo_smt_machine_shows_the_cpu_level_and_each_policys_level() {
     );
     assert!(stdout.contains("speed cpu"), "{stdout}");
     assert!(
-        stdout.contains("tumbler, shuffling, handoff core"),
+        stdout.contains("tumbler, shuffling, handoff, dino core"),
         "{stdout}"
     );
     let (code, stdout, stderr) = topo_bounded(&["--synthetic", "package:1 core:4 pu:2", "--json"]);

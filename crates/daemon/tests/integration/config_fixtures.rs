@@ -133,7 +133,7 @@ const REJECTIONS: &[(&str, &str)] = &[
     ),
     (
         "unknown-policy",
-        "5: rule \"busy\": policy: unknown policy \"fastest\" (known: none, psets, pbind, tumbler, shuffling, handoff, speed, numa-first-fit, numa-tm, numa-mb, numa-bce, numa-excl-base, numa-excl, numa-mb-plus)",
+        "5: rule \"busy\": policy: unknown policy \"fastest\" (known: none, psets, pbind, tumbler, shuffling, handoff, speed, dino, numa-first-fit, numa-tm, numa-mb, numa-bce, numa-excl-base, numa-excl, numa-mb-plus)",
     ),
     (
         "unknown-rule-key",
