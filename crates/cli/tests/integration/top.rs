@@ -145,11 +145,13 @@ fn worker_rows(screen: &str, pid: u32) -> usize {
         .count()
 }
 
-#[test]
-fn top_pid_shows_the_threads_by_core_and_q_restores_every_mask() {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts `workload spmd --threads 3` (tagged by its `--work-ms`, so a test's own workload
+/// is told apart) and, once its three workers run, `top --pid` on it under `speed` at the
+/// core level, state in `dir`; returns the workload, its workers' masks as found, and the
+/// session.
+fn top_on_three_workers(dir: &Path, tag: &str) -> (Started, Vec<(usize, String)>, Session) {
     let child = Command::new(bin())
-        .args(["workload", "spmd", "--threads", "3", "--work-ms", "3600201"])
+        .args(["workload", "spmd", "--threads", "3", "--work-ms", tag])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -169,12 +171,20 @@ fn top_pid_shows_the_threads_by_core_and_q_restores_every_mask() {
         "--policy",
         "speed",
         "--state-dir",
-        &dir.path().join("state").display().to_string(),
+        &dir.join("state").display().to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let session = Session::start(dir.path(), &args);
+    let session = Session::start(dir, &args);
+    (w, before, session)
+}
+
+#[test]
+fn top_pid_shows_the_threads_by_core_and_q_restores_every_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, before, session) = top_on_three_workers(dir.path(), "3600201");
+    let pid = w.0.id();
     let screen = session.wait_screen("the three worker rows", |s| worker_rows(s, pid) == 3);
     assert!(screen.contains(&format!("pid {pid}")), "{screen}");
     assert!(screen.contains("speed at core"), "{screen}");
@@ -221,33 +231,8 @@ fn worker_utils(screen: &str, pid: u32) -> Vec<(String, f64)> {
 #[test]
 fn top_under_speed_shows_steady_rates_for_a_steady_program() {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(bin())
-        .args(["workload", "spmd", "--threads", "3", "--work-ms", "3600203"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let w = Started(child);
+    let (w, before, session) = top_on_three_workers(dir.path(), "3600203");
     let pid = w.0.id();
-    let before = wait_for(LIMIT, || {
-        let m = worker_masks(pid, "spmd");
-        (m.len() == 3).then_some(m)
-    })
-    .expect("the three workers start");
-    let args: Vec<String> = [
-        "--pid",
-        &pid.to_string(),
-        "--level",
-        "core",
-        "--policy",
-        "speed",
-        "--state-dir",
-        &dir.path().join("state").display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let session = Session::start(dir.path(), &args);
     session.wait_screen("a full window of the three workers", |s| {
         s.contains(" · window ") && worker_utils(s, pid).len() == 3
     });
