@@ -84,6 +84,11 @@ pub struct TopArgs {
 const REFRESH: Duration = Duration::from_millis(1000);
 /// The longest keys wait to be read.
 const KEY_POLL: Duration = Duration::from_millis(100);
+
+/// The most terminal events read in one turn of the loop. A terminal that was hung up (its
+/// tmux session or ssh connection gone) reads as ready forever; without a bound the loop
+/// never came back to see the SIGHUP, a SIGTERM or the target's exit, and spun a CPU.
+const EVENTS_PER_CALL: usize = 64;
 /// How long one request to the daemon may take.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -291,10 +296,17 @@ impl Ui {
             .map_or(0, |s| usize::from(s.height).saturating_sub(3))
     }
 
-    /// Reads the keys pressed within `timeout` (at least one wait), acting on each.
+    /// Reads the keys pressed within `timeout` (at least one wait), acting on each, at
+    /// most [`EVENTS_PER_CALL`] of them.
     pub fn keys(&mut self, timeout: Duration) {
+        if hung_up() {
+            // Nobody can see the screen or press `q` any more: stop, as on SIGHUP.
+            self.quit = true;
+            return;
+        }
         let mut wait = timeout;
-        while let Ok(true) = event::poll(wait) {
+        for _ in 0..EVENTS_PER_CALL {
+            let Ok(true) = event::poll(wait) else { return };
             wait = Duration::ZERO;
             let Ok(ev) = event::read() else { break };
             let action = match ev {
@@ -315,6 +327,20 @@ impl Ui {
             }
         }
     }
+}
+
+/// Whether the terminal on stdin was hung up (its tmux session or ssh connection gone).
+/// crossterm's `poll` then reads end-of-file over and over without returning, so this is
+/// asked first, with a `poll` of our own that does not wait.
+fn hung_up() -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && fds[0].revents().is_some_and(|r| {
+            r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
+        })
 }
 
 /// Puts the terminal back: cursor shown, main screen, cooked mode.
