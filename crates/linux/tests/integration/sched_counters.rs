@@ -3,25 +3,12 @@
 //! `/proc` agree on the same busy threads. The live test needs root and tracefs (CI has
 //! both); it fails, rather than passing silently, where the program cannot load.
 
-use sha2::{Digest, Sha256};
-
 const OBJECT: &[u8] = include_bytes!("../../bpf/sched.bpf.o");
 const RECORDED: &str = include_str!("../../bpf/sched.bpf.o.sha256");
 
 #[test]
 fn sched_counters_object_matches_recorded_sha256() {
-    let hex: String = Sha256::digest(OBJECT)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(
-        hex,
-        RECORDED.trim(),
-        "bpf/sched.bpf.o does not match bpf/sched.bpf.o.sha256: rebuild with bpf/build.sh"
-    );
-    // An ELF object for the BPF machine (e_machine 247).
-    assert_eq!(&OBJECT[..4], b"\x7fELF");
-    assert_eq!(u16::from_le_bytes([OBJECT[18], OBJECT[19]]), 247);
+    crate::util::assert_bpf_object("sched.bpf.o", OBJECT, RECORDED);
 }
 
 #[cfg(feature = "bpf")]

@@ -3,24 +3,12 @@
 //! tool's sets from everyone else's. The live test needs root and tracefs; it fails,
 //! rather than passing silently, where the trace cannot load.
 
-use sha2::{Digest, Sha256};
-
 const OBJECT: &[u8] = include_bytes!("../../bpf/setaffinity.bpf.o");
 const RECORDED: &str = include_str!("../../bpf/setaffinity.bpf.o.sha256");
 
 #[test]
 fn setaffinity_object_matches_recorded_sha256() {
-    let hex: String = Sha256::digest(OBJECT)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(
-        hex,
-        RECORDED.trim(),
-        "bpf/setaffinity.bpf.o does not match bpf/setaffinity.bpf.o.sha256: rebuild with bpf/build.sh"
-    );
-    assert_eq!(&OBJECT[..4], b"\x7fELF");
-    assert_eq!(u16::from_le_bytes([OBJECT[18], OBJECT[19]]), 247);
+    crate::util::assert_bpf_object("setaffinity.bpf.o", OBJECT, RECORDED);
 }
 
 #[cfg(feature = "bpf")]

@@ -51,3 +51,20 @@ pub fn stat_line(tid: i32, comm: &str, ppid: i32, utime: u64, start: u64, cpu: u
          0 0 0 0 0 0 0 0 0\n"
     )
 }
+
+/// Checks a committed BPF object against its recorded SHA-256 and that it is an ELF object
+/// for the BPF machine (e_machine 247); `name` is its file under `bpf/` (`futex.bpf.o`).
+pub fn assert_bpf_object(name: &str, object: &[u8], recorded: &str) {
+    use sha2::{Digest, Sha256};
+    let hex: String = Sha256::digest(object)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        hex,
+        recorded.trim(),
+        "bpf/{name} does not match bpf/{name}.sha256: rebuild with bpf/build.sh"
+    );
+    assert_eq!(&object[..4], b"\x7fELF");
+    assert_eq!(u16::from_le_bytes([object[18], object[19]]), 247);
+}
