@@ -597,6 +597,28 @@ fn poll_pidfd(fd: &OwnedFd, timeout: Nanos) -> Polled {
     }
 }
 
+/// The setter trace loaded ahead of a host, held until the host takes its own handle on
+/// it ([`TraceAhead::load`]).
+#[derive(Debug, Default)]
+pub struct TraceAhead {
+    #[cfg(feature = "bpf")]
+    _probe: Option<std::sync::Arc<crate::setbpf::SetterProbe>>,
+}
+
+impl TraceAhead {
+    /// Loads the trace now, where this build and machine allow (nothing is said where
+    /// they do not: the host says why when it opens). `run` loads it before its command
+    /// starts, as it does the run-time counters, so that the program's own first
+    /// `sched_setaffinity` calls are traced; the host opened after finds it loaded
+    /// (`crate::setbpf::shared`).
+    pub fn load() -> TraceAhead {
+        TraceAhead {
+            #[cfg(feature = "bpf")]
+            _probe: crate::setbpf::shared().ok(),
+        }
+    }
+}
+
 /// Loads the trace this build and machine allow (the BPF program, shared by every host of
 /// the process: `crate::setbpf::shared`), thread start times counted in `ticks_per_sec`;
 /// or says why there is none, in one line.

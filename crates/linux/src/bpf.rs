@@ -99,13 +99,8 @@ impl FutexProbe {
                 "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
             ));
         }
-        // No CO-RE relocations (the program reads its syscall arguments only), so no
-        // kernel BTF: `Ebpf::load` would parse it twice (once in `EbpfLoader::new`, once
-        // more for the relocations), 15 ms each in a release build on the 2-core VM.
-        let mut ebpf = aya::EbpfLoader::new()
-            .btf(None)
-            .load(FUTEX_OBJECT)
-            .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))?;
+        // No CO-RE relocations (the program reads its syscall arguments only).
+        let mut ebpf = load_object(FUTEX_OBJECT)?;
         let mut attached = Vec::new();
         let mut links = Links::default();
         for (name, tracepoint, optional) in ATTACH {
@@ -313,6 +308,71 @@ fn detach_in_a_child() -> bool {
         pid if pid > 0 => true,
         _ => false,
     }
+}
+
+/// The loader every BPF object of this process goes through ([`load_object`]).
+static LOADER: std::sync::Mutex<Option<aya::EbpfLoader<'static>>> = std::sync::Mutex::new(None);
+
+/// Loads one of our BPF objects (maps made, programs parsed; each program is loaded into
+/// the kernel when attached, [`attach_tracepoint`]), or says why not. Every probe of the
+/// process (run-time counters, setter trace, futex probe) goes through one loader, made
+/// the first time ([`loader_without_btf`]).
+pub(crate) fn load_object(object: &[u8]) -> Result<Ebpf, ProbeUnavailable> {
+    let mut slot = LOADER
+        .lock()
+        .map_err(|_| ProbeUnavailable("the BPF loader's lock was poisoned".into()))?;
+    let loader = slot.get_or_insert_with(loader_without_btf);
+    loader
+        .load(object)
+        .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))
+}
+
+/// Where the kernel publishes its BTF.
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// A loader that will not use the kernel's BTF, made without reading it where this
+/// process may.
+///
+/// None of our programs has CO-RE relocations (they read their tracepoint records, laid
+/// out as tracefs' `format` files give them), so the kernel's BTF is not used. aya 0.13's
+/// `EbpfLoader::new` reads and parses it all the same (about 5 MB) before `btf(None)`
+/// drops it: 15-20 ms of CPU in a release build on the 2-core VM, 70 ms in a debug one,
+/// the largest part of what `run` added to a command's start, and its API offers no way
+/// around it. So the loader is made on a thread of its own that first takes a mount
+/// namespace of its own (a copy of ours, every mount in it made private so that nothing
+/// propagates back) with `/dev/null` bound over [`KERNEL_BTF`]: aya finds an empty file,
+/// gives up at once, and the loader is handed back; the namespace goes with the thread.
+/// This needs `CAP_SYS_ADMIN`, which loading BPF as root comes with; where any step is
+/// refused (a container, seccomp) the loader reads the BTF as before.
+fn loader_without_btf() -> aya::EbpfLoader<'static> {
+    let made = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("tb-bpf-loader".into())
+            .spawn_scoped(scope, || {
+                let _ = hide_kernel_btf();
+                let mut loader = aya::EbpfLoader::new();
+                loader.btf(None);
+                loader
+            })
+            .ok()
+            .and_then(|thread| thread.join().ok())
+    });
+    made.unwrap_or_else(|| {
+        let mut loader = aya::EbpfLoader::new();
+        loader.btf(None);
+        loader
+    })
+}
+
+/// For the calling thread alone, hides [`KERNEL_BTF`] behind an empty file (see
+/// [`loader_without_btf`]); whether it did.
+fn hide_kernel_btf() -> bool {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    let none: Option<&str> = None;
+    unshare(CloneFlags::CLONE_NEWNS).is_ok()
+        && mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).is_ok()
+        && mount(Some("/dev/null"), KERNEL_BTF, none, MsFlags::MS_BIND, none).is_ok()
 }
 
 /// Loads the object's program `name` (a tracepoint program) into the kernel and attaches

@@ -195,15 +195,8 @@ pub(crate) fn open() -> Result<(Ebpf, Slots, Links), ProbeUnavailable> {
             "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
         ));
     }
-    // The program reads only its tracepoint records (no CO-RE relocations), so the
-    // kernel's BTF is not used. (aya 0.13's `EbpfLoader::new` still reads and parses
-    // it, about 5 MB, before `btf(None)` drops it: 15 ms of start-up per probe in a
-    // release build on the 2-core VM, 70 ms in a debug one, that this API offers no way
-    // around.)
-    let mut ebpf = aya::EbpfLoader::new()
-        .btf(None)
-        .load(SCHED_OBJECT)
-        .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))?;
+    // The program reads only its tracepoint records (no CO-RE relocations).
+    let mut ebpf = crate::bpf::load_object(SCHED_OBJECT)?;
     let slots = match ebpf.map("counters") {
         Some(aya::maps::Map::Array(data)) => Slots::map(data.fd().as_fd().as_raw_fd())
             .map_err(|e| ProbeUnavailable(format!("cannot map the counters: {e}")))?,

@@ -96,10 +96,7 @@ impl SetterProbe {
                 "no sched_setaffinity tracepoint (tracefs not mounted?)".into(),
             ));
         }
-        let mut ebpf = aya::EbpfLoader::new()
-            .btf(None)
-            .load(SETAFFINITY_OBJECT)
-            .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))?;
+        let mut ebpf = crate::bpf::load_object(SETAFFINITY_OBJECT)?;
         {
             let map = ebpf
                 .map_mut("config")

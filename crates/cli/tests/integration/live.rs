@@ -167,16 +167,12 @@ fn live_run_writes_json_summary() {
     assert!(v["ended"].as_str().unwrap().contains("exit 0"));
 }
 
-#[test]
-fn live_run_loads_its_run_time_counters_before_the_command_starts() {
-    // Loaded after the start (15 ms in a release build, 70 ms in a debug one, much more
-    // with other tests loading theirs), the counters delayed the first sample: a thread
-    // that ended meanwhile was never seen. The command itself counts, as its first act,
-    // the BPF programs its parent (`run`) holds: `policy none` loads no lock probe, so
-    // they are the run-time counters' programs, there before the command when loaded first.
+/// `run --policy none` (`--dry-run` too when `dry`) over a command whose first act is to
+/// count the BPF programs its parent holds: that count, and the summary's JSON.
+fn programs_before_the_command(dry: bool) -> (u32, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("summary.json");
-    let out = run(&[
+    let mut args = vec![
         "run",
         "--policy",
         "none",
@@ -184,11 +180,17 @@ fn live_run_loads_its_run_time_counters_before_the_command_starts() {
         "core",
         "--json",
         json.to_str().unwrap(),
+    ];
+    if dry {
+        args.push("--dry-run");
+    }
+    args.extend([
         "--",
         "sh",
         "-c",
         "echo programs=$(ls -l /proc/$PPID/fd | grep -c bpf-prog)",
     ]);
+    let out = run(&args);
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let programs: u32 = stdout
@@ -196,16 +198,41 @@ fn live_run_loads_its_run_time_counters_before_the_command_starts() {
         .find_map(|l| l.strip_prefix("programs="))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no count in {stdout}"));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (programs, v)
+}
+
+#[test]
+fn live_run_loads_its_run_time_counters_and_setter_trace_before_the_command_starts() {
+    // Loaded after the start (15 ms in a release build, 70 ms in a debug one, much more
+    // with other tests loading theirs), the counters delayed the first sample: a thread
+    // that ended meanwhile was never seen; and the trace of who sets each mask missed the
+    // program's first calls. The command itself counts, as its first act, the BPF programs
+    // its parent (`run`) holds: `policy none` loads no lock probe, so they are the
+    // run-time counters' programs and, unless the run is dry, the trace's.
+    let (programs, v) = programs_before_the_command(false);
+    let (dry_programs, dry) = programs_before_the_command(true);
     let source = v["run_time"].as_str().unwrap();
     let bpf = cfg!(feature = "bpf") && nix::unistd::geteuid().is_root();
     // As root, with the bpf feature and tracefs (CI mounts it), the counters load.
     assert_eq!(source.contains("BPF"), bpf, "{source}");
+    assert_eq!(
+        v["choices"].as_str().unwrap().contains("traced"),
+        bpf,
+        "{v}"
+    );
+    assert!(
+        dry["choices"].as_str().unwrap().contains("dry run"),
+        "{dry}"
+    );
     if bpf {
-        assert!(programs >= 1, "{stdout}");
+        assert!(dry_programs >= 1, "{dry_programs}");
+        assert!(
+            programs > dry_programs,
+            "{programs} vs {dry_programs} in a dry run"
+        );
     } else {
-        assert_eq!(programs, 0, "{stdout}");
+        assert_eq!((programs, dry_programs), (0, 0));
     }
 }
 
