@@ -2,9 +2,9 @@
 //! one `perf_event_open` group per thread, read with one `read` a sample.
 //!
 //! ```text
-//!  PerfSource::system() ── CPU PMU in /sys/bus/event_source/devices? ── no ──► why (one line)
-//!        │ yes           perf_event_paranoid allows it (or root)?  ── no ──► why
-//!        │ yes           a group opens on this very thread?        ── no ──► why (errno)
+//!  PerfSource::system() ── CPU PMU in /sys/bus/event_source/devices? ── no ──► NoCounters::NoPmu
+//!        │ yes           perf_event_paranoid allows it (or root)?  ── no ──► NoCounters::Paranoid
+//!        │ yes           a group opens on this very thread?        ── no ──► NoCounters::Open (errno)
 //!        ▼
 //!  Sampler::set_hw_counters(source)
 //!  each sample, per kept thread: first time ─► open (cycles leads; instructions, LLC misses)
