@@ -223,24 +223,50 @@ fn tracefs_events(env: &Env) -> Option<String> {
     .map(|e| format!("/{e}"))
 }
 
+/// Why the BPF programs cannot load, before trying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum NoBpf {
+    /// This binary was built without the `bpf` feature.
+    #[error("built without the bpf feature")]
+    NotBuilt,
+    /// Not root.
+    #[error("not root (BPF needs CAP_BPF and CAP_PERFMON)")]
+    NotRoot,
+    /// No tracefs with the scheduler's or the system calls' events under the root.
+    #[error("tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)")]
+    NoTracefs,
+}
+
+/// Why a BPF program is not offered: refused before trying, or by its loader.
+#[derive(Debug, thiserror::Error)]
+enum BpfOff {
+    /// Refused before trying.
+    #[error(transparent)]
+    Before(#[from] NoBpf),
+    /// The run-time counters did not load.
+    #[error(transparent)]
+    Sched(#[from] threadbalance_linux::runcount::NoCounters),
+    /// The futex probe did not load.
+    #[cfg(feature = "bpf")]
+    #[error(transparent)]
+    Futex(#[from] threadbalance_linux::bpf::ProbeUnavailable),
+}
+
 /// Why the BPF programs cannot load, before trying: not built with them, not root, no
-/// tracefs.
-fn bpf_preconditions(env: &Env) -> Result<String, String> {
+/// tracefs. Else where tracefs's events are.
+fn bpf_preconditions(env: &Env) -> Result<String, NoBpf> {
     if !cfg!(feature = "bpf") {
-        return Err("built without the bpf feature".into());
+        return Err(NoBpf::NotBuilt);
     }
     if !env.is_root {
-        return Err("not root (BPF needs CAP_BPF and CAP_PERFMON)".into());
+        return Err(NoBpf::NotRoot);
     }
-    tracefs_events(env).ok_or_else(|| {
-        "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".to_string()
-    })
+    tracefs_events(env).ok_or(NoBpf::NoTracefs)
 }
 
 fn bpf_checks(env: &Env) -> (Check, Check) {
-    let pre = bpf_preconditions(env);
-    let (sched, futex) = match &pre {
-        Err(why) => (Err(why.clone()), Err(why.clone())),
+    let (sched, futex) = match bpf_preconditions(env) {
+        Err(why) => (Err(why.into()), Err(why.into())),
         Ok(events) if !env.live => (
             Ok(format!("root, tracefs at {events}")),
             Ok(format!("root, tracefs at {events}")),
@@ -258,7 +284,7 @@ fn bpf_checks(env: &Env) -> (Check, Check) {
         Err(why) => check(
             "bpf counters",
             Answer::No,
-            why,
+            why.to_string(),
             "run time from /proc: a queued thread's wait is seen once it runs again",
         ),
     };
@@ -272,7 +298,7 @@ fn bpf_checks(env: &Env) -> (Check, Check) {
         Err(why) => check(
             "futex probe",
             Answer::No,
-            why,
+            why.to_string(),
             "lock time estimated from blocked time (shuffling and handoff decide on it)",
         ),
     };
@@ -280,23 +306,21 @@ fn bpf_checks(env: &Env) -> (Check, Check) {
 }
 
 /// Loads the run-time counters as `run` does, then drops them.
-fn load_sched() -> Result<String, String> {
-    threadbalance_linux::runcount::load()
-        .map(|c| format!("{} loaded", c.name()))
-        .map_err(|e| e.to_string())
+fn load_sched() -> Result<String, BpfOff> {
+    let c = threadbalance_linux::runcount::load()?;
+    Ok(format!("{} loaded", c.name()))
 }
 
 /// Loads the futex probe as `run` does, then drops it.
-fn load_futex() -> Result<String, String> {
+fn load_futex() -> Result<String, BpfOff> {
     #[cfg(feature = "bpf")]
     {
-        threadbalance_linux::bpf::FutexProbe::load()
-            .map(|_| "loaded on the futex tracepoints".to_string())
-            .map_err(|e| e.0)
+        threadbalance_linux::bpf::FutexProbe::load()?;
+        Ok("loaded on the futex tracepoints".to_string())
     }
     #[cfg(not(feature = "bpf"))]
     {
-        Err("built without the bpf feature".into())
+        Err(NoBpf::NotBuilt.into())
     }
 }
 
@@ -321,10 +345,7 @@ fn hardware_counters(env: &Env) -> Check {
         Err(why) => check(
             "hardware counters",
             Answer::No,
-            format!(
-                "{}; {level}",
-                why.trim_start_matches("no hardware counters: ")
-            ),
+            format!("{why}; {level}"),
             "no IPC or MPKI; policies that read counters (dino) refuse to start, `sim` runs them",
         ),
     }
@@ -816,6 +837,44 @@ mod tests {
         assert_eq!(text.lines().count(), 11);
         assert!(text.lines().all(|l| l.contains(" — ")), "{text}");
         assert!(text.contains("smt                unknown "), "{text}");
+    }
+
+    #[test]
+    fn doctor_bpf_refusals_say_each_reason_in_one_line() {
+        for (why, line) in [
+            (NoBpf::NotBuilt, "built without the bpf feature"),
+            (
+                NoBpf::NotRoot,
+                "not root (BPF needs CAP_BPF and CAP_PERFMON)",
+            ),
+            (
+                NoBpf::NoTracefs,
+                "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)",
+            ),
+        ] {
+            assert_eq!(why.to_string(), line);
+            // Said as it is in either check's answer.
+            assert_eq!(BpfOff::from(why).to_string(), line);
+        }
+        // Not root on a tree with tracefs: both checks say so.
+        let d = yes_tree();
+        let env = Env {
+            root: Root::new(d.path()),
+            is_root: false,
+            live: false,
+        };
+        let (bpf, futex) = bpf_checks(&env);
+        let want = if cfg!(feature = "bpf") {
+            NoBpf::NotRoot
+        } else {
+            NoBpf::NotBuilt
+        };
+        assert_eq!(bpf_preconditions(&env), Err(want));
+        assert_eq!(
+            (bpf.answer, bpf.found.as_str()),
+            (Answer::No, &*want.to_string())
+        );
+        assert_eq!(futex.found, want.to_string());
     }
 
     #[test]

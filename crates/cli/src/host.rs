@@ -2,8 +2,8 @@
 //! adapter (`threadbalance_linux::adapter`): the hardware counters a policy or the operator
 //! asks for, or the one line refusing to start without them.
 
-use crate::input_error;
-use threadbalance_linux::perf::{CounterSource, FakeCounterSource, PerfSource};
+use crate::error::bad_input;
+use threadbalance_linux::perf::{CounterSource, FakeCounterSource, NoCounters, PerfSource};
 
 /// Where the hardware counters come from, when asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,21 +45,33 @@ pub fn counter_source(
     } else {
         "--counters asks for hardware counters".to_string()
     };
-    counters_or_refusal(&who, PerfSource::system())
+    counters_or_refusal(who, PerfSource::system())
         .map(|s| Some(Box::new(s) as Box<dyn CounterSource>))
-        .map_err(input_error)
+        .map_err(bad_input)
 }
 
-/// The source when there is one, else the one line refusing to start: `who` needs
-/// counters, and `available` says why there are none.
-pub fn counters_or_refusal<S>(who: &str, available: Result<S, String>) -> Result<S, String> {
-    available.map_err(|why| {
-        let why = why.strip_prefix("no hardware counters: ").unwrap_or(&why);
-        format!(
-            "{who}, and this machine has none: {why}; not started (`threadbalance doctor` \
-             says what it offers; `sim` runs on simulated counters)"
-        )
-    })
+/// A run refused because it needs hardware counters and this machine has none: who needs
+/// them, why there are none, and where to look instead, on one line.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{who}, and this machine has none: {why}; not started (`threadbalance doctor` says \
+     what it offers; `sim` runs on simulated counters)"
+)]
+pub struct CountersRefused {
+    /// What needs them ("policy dino reads hardware counters").
+    pub who: String,
+    /// Why the machine has none.
+    #[source]
+    pub why: NoCounters,
+}
+
+/// The source when there is one, else the refusal: `who` needs counters, and `available`
+/// says why there are none.
+pub fn counters_or_refusal<S>(
+    who: String,
+    available: Result<S, NoCounters>,
+) -> Result<S, CountersRefused> {
+    available.map_err(|why| CountersRefused { who, why })
 }
 
 #[cfg(test)]
@@ -70,20 +82,42 @@ mod tests {
 
     #[test]
     fn counters_or_refusal_passes_a_source_and_refuses_in_one_line_without() {
-        assert_eq!(counters_or_refusal("policy x", Ok::<u8, String>(7)), Ok(7));
+        assert_eq!(
+            counters_or_refusal("policy x".into(), Ok::<u8, NoCounters>(7)).unwrap(),
+            7
+        );
         let e = counters_or_refusal::<u8>(
-            "policy dino reads hardware counters",
-            Err("no hardware counters: no CPU PMU in /sys/bus/event_source/devices".into()),
+            "policy dino reads hardware counters".into(),
+            Err(NoCounters::NoPmu),
         )
         .unwrap_err();
-        assert!(
-            e.starts_with(
-                "policy dino reads hardware counters, and this machine has none: no CPU PMU"
-            ),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "policy dino reads hardware counters, and this machine has none: no CPU PMU in \
+             /sys/bus/event_source/devices (a virtual machine without PMU passthrough?); \
+             not started (`threadbalance doctor` says what it offers; `sim` runs on \
+             simulated counters)"
         );
-        assert!(e.contains("not started"), "{e}");
-        assert!(!e.contains('\n'));
+        // Printed as main prints it: the reason, and its errno, said once.
+        let e = anyhow::Error::new(
+            counters_or_refusal::<u8>(
+                "--counters asks for hardware counters".into(),
+                Err(NoCounters::Open {
+                    source: std::io::Error::from_raw_os_error(13),
+                }),
+            )
+            .unwrap_err(),
+        );
+        let line = crate::error::one_line(&e);
+        assert_eq!(line, e.to_string());
+        assert!(
+            line.contains(
+                ": perf_event_open: not allowed (perf_event_paranoid, or a seccomp \
+                 filter) (Permission denied (os error 13)); not started"
+            ),
+            "{line}"
+        );
+        assert_eq!(e.chain().count(), 3, "refusal, reason, errno");
     }
 
     /// A policy that reads counters and decides nothing (what `dino` asks of a host).
@@ -125,7 +159,8 @@ mod tests {
                     ),
                     "{line}"
                 );
-                assert!(line.contains(why.trim_start_matches("no hardware counters: ")));
+                assert!(line.contains(&why.to_string()), "{line} / {why}");
+                assert_eq!(crate::error::one_line(&e), line);
             }
             (got, offered) => panic!("{:?} against {offered:?}", got.map(|s| s.is_some())),
         }

@@ -38,7 +38,7 @@ pub use tally::{Tally, ThreadCounters};
 
 use threadbalance_linux::actuate::SliceCounts;
 use threadbalance_linux::adapter::LinuxAdapter;
-use threadbalance_linux::adapter::lockprobe::LockReport;
+use threadbalance_linux::adapter::lockprobe::{LockReport, ProbeOff};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runcount::RunSource;
 use threadbalance_model::{
@@ -149,7 +149,7 @@ pub enum LockTime {
     /// Measured by the futex probe.
     Exact,
     /// Estimated from blocked time, with why there was no probe when that is known.
-    Estimate(Option<String>),
+    Estimate(Option<ProbeOff>),
 }
 
 impl std::fmt::Display for LockTime {

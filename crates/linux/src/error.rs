@@ -88,7 +88,7 @@ pub enum Malformed {
     Model(#[from] ModelError),
     /// A journal without its first line.
     #[error(transparent)]
-    Journal(#[from] crate::ledger::NotAJournal),
+    Journal(#[from] crate::ledger::header::NotAJournal),
     /// What the reader found wrong, in its words.
     #[error("{0}")]
     Said(String),

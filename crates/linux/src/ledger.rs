@@ -44,6 +44,7 @@
 //! The rules are pure over a [`World`] (start times, masks, thread and child lists), so
 //! they are tested here against a fake one; `state::SystemWorld` is the real one.
 
+use crate::error::LinuxError;
 use crate::origin::{Setter, Whose};
 use crate::slice::Slice;
 use std::collections::BTreeMap;
@@ -51,8 +52,8 @@ use std::fmt::Write as _;
 use std::io;
 use threadbalance_model::{CpuSet, Pid, ThreadKey, Tid};
 
-/// The first line of every journal.
-pub const MAGIC: &str = "threadbalance-journal 1";
+pub(crate) mod header;
+pub use header::{MAGIC, NotAJournal};
 
 /// One line of the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,11 +266,6 @@ pub struct Ledger {
     /// may have died before the mask reached the thread. Only [`Ledger::parse`] sets it.
     pub in_flight: Option<ThreadKey>,
 }
-
-/// A text that is not a journal: its first line is not the magic one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("not a journal (the first line is not {MAGIC:?})")]
-pub struct NotAJournal;
 
 impl Ledger {
     /// Folds one record in.
@@ -506,16 +502,50 @@ pub trait World {
 }
 
 /// Why a mask was not put back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Kept {
     /// The thread had set a mask of its own choosing: left as the program wants it.
     ProgramChoice(CpuSet),
-    /// The kernel refused (the message says why).
-    Failed(String),
+    /// The kernel refused.
+    Failed(RestoreFailed),
 }
 
+/// What the kernel refused to put back on a thread, and its error. The message is the
+/// error's, after what it was about ("time slice: …") when it was not the mask.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreFailed {
+    /// `sched_setaffinity` (or reading the mask first) failed.
+    #[error("{0}")]
+    Affinity(#[source] io::Error),
+    /// Putting the time slice back failed.
+    #[error("time slice: {0}")]
+    Slice(#[source] io::Error),
+}
+
+impl RestoreFailed {
+    /// The operating system's error.
+    pub fn io(&self) -> &io::Error {
+        match self {
+            RestoreFailed::Affinity(e) | RestoreFailed::Slice(e) => e,
+        }
+    }
+}
+
+/// Two refusals are the same when they are of the same thing, with the same errno (or,
+/// without one, the same kind of error).
+impl PartialEq for RestoreFailed {
+    fn eq(&self, other: &RestoreFailed) -> bool {
+        let (a, b) = (self.io(), other.io());
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && a.raw_os_error() == b.raw_os_error()
+            && a.kind() == b.kind()
+    }
+}
+
+impl Eq for RestoreFailed {}
+
 /// What a replay did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct RestoreReport {
     /// Masks put back.
     pub restored: u32,
@@ -526,7 +556,7 @@ pub struct RestoreReport {
     /// Threads left as they are, with the reason.
     pub kept: Vec<(ThreadKey, Kept)>,
     /// Journals that could not be read (why, with the path), left where they are.
-    pub unreadable: Vec<String>,
+    pub unreadable: Vec<LinuxError>,
     /// Time slices put back.
     pub slices_restored: u32,
     /// Threads whose mask was found narrowed by their cpuset (ours all the same: kept
@@ -537,11 +567,43 @@ pub struct RestoreReport {
     pub born_pinned: Vec<ThreadKey>,
 }
 
+/// Two reports are the same when they count the same, list the same threads with the same
+/// reasons, and say the same of the same unreadable journals (an error is compared by its
+/// message: it carries no equality of its own).
+impl PartialEq for RestoreReport {
+    fn eq(&self, other: &RestoreReport) -> bool {
+        let RestoreReport {
+            restored,
+            already,
+            vanished,
+            kept,
+            unreadable,
+            slices_restored,
+            narrowed,
+            born_pinned,
+        } = self;
+        let said = |v: &[LinuxError]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+        (restored, already, vanished, slices_restored)
+            == (
+                &other.restored,
+                &other.already,
+                &other.vanished,
+                &other.slices_restored,
+            )
+            && *kept == other.kept
+            && *narrowed == other.narrowed
+            && *born_pinned == other.born_pinned
+            && said(unreadable) == said(&other.unreadable)
+    }
+}
+
+impl Eq for RestoreReport {}
+
 impl RestoreReport {
     /// Masks that could not be restored because the kernel refused.
-    pub fn failures(&self) -> impl Iterator<Item = (&ThreadKey, &str)> {
+    pub fn failures(&self) -> impl Iterator<Item = (&ThreadKey, &RestoreFailed)> {
         self.kept.iter().filter_map(|(k, why)| match why {
-            Kept::Failed(msg) => Some((k, msg.as_str())),
+            Kept::Failed(e) => Some((k, e)),
             Kept::ProgramChoice(_) => None,
         })
     }
@@ -602,7 +664,7 @@ pub fn replay<W: World + ?Sized>(ledger: &Ledger, w: &mut W) -> RestoreReport {
         let cur = match w.affinity(key.tid) {
             Ok(cur) => cur,
             Err(err) => {
-                gone_or_failed(&mut report, *key, &err);
+                gone_or_failed(&mut report, *key, err);
                 continue;
             }
         };
@@ -618,7 +680,7 @@ pub fn replay<W: World + ?Sized>(ledger: &Ledger, w: &mut W) -> RestoreReport {
                     }
                 }
                 Ok(false) => report.vanished += 1,
-                Err(err) => gone_or_failed(&mut report, *key, &err),
+                Err(err) => gone_or_failed(&mut report, *key, err),
             },
             Whose::Program => report.kept.push((*key, Kept::ProgramChoice(cur))),
         }
@@ -647,16 +709,18 @@ fn replay_slices<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut Res
             Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
             Err(err) => report
                 .kept
-                .push((*key, Kept::Failed(format!("time slice: {err}")))),
+                .push((*key, Kept::Failed(RestoreFailed::Slice(err)))),
         }
     }
 }
 
-fn gone_or_failed(report: &mut RestoreReport, key: ThreadKey, err: &io::Error) {
+fn gone_or_failed(report: &mut RestoreReport, key: ThreadKey, err: io::Error) {
     if err.raw_os_error() == Some(libc::ESRCH) {
         report.vanished += 1;
     } else {
-        report.kept.push((key, Kept::Failed(err.to_string())));
+        report
+            .kept
+            .push((key, Kept::Failed(RestoreFailed::Affinity(err))));
     }
 }
 
@@ -734,7 +798,7 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
             match set_checked(w, key, &base) {
                 Ok(true) => report.restored += 1,
                 Ok(false) => report.vanished += 1,
-                Err(err) => gone_or_failed(report, key, &err),
+                Err(err) => gone_or_failed(report, key, err),
             }
         }
         for child in w.children(pid) {

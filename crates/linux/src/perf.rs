@@ -2,9 +2,9 @@
 //! one `perf_event_open` group per thread, read with one `read` a sample.
 //!
 //! ```text
-//!  PerfSource::system() ── CPU PMU in /sys/bus/event_source/devices? ── no ──► why (one line)
-//!        │ yes           perf_event_paranoid allows it (or root)?  ── no ──► why
-//!        │ yes           a group opens on this very thread?        ── no ──► why (errno)
+//!  PerfSource::system() ── CPU PMU in /sys/bus/event_source/devices? ── no ──► NoCounters::NoPmu
+//!        │ yes           perf_event_paranoid allows it (or root)?  ── no ──► NoCounters::Paranoid
+//!        │ yes           a group opens on this very thread?        ── no ──► NoCounters::Open (errno)
 //!        ▼
 //!  Sampler::set_hw_counters(source)
 //!  each sample, per kept thread: first time ─► open (cycles leads; instructions, LLC misses)
@@ -206,23 +206,64 @@ impl CounterSource for PerfSource {
 }
 
 impl PerfSource {
-    /// The counters of this machine, or why there are none, as one line: no CPU PMU,
+    /// The counters of this machine, or why there are none: no CPU PMU,
     /// `perf_event_paranoid` forbidding it to a user without privilege, or a group that
     /// does not open on this very thread.
-    pub fn system() -> Result<PerfSource, String> {
+    pub fn system() -> Result<PerfSource, NoCounters> {
         preconditions(&Root::system(), nix::unistd::geteuid().is_root())?;
         let me = Tid(nix::unistd::gettid().as_raw());
         let mut source = PerfSource;
         source
             .open(me)
             .map(|_| source)
-            .map_err(|e| open_failure(&e))
+            .map_err(|source| NoCounters::Open { source })
     }
 }
 
-/// What a failed open means, as one line.
-pub fn open_failure(e: &io::Error) -> String {
-    let why = match e.raw_os_error() {
+/// Why this machine has no hardware counters for us. Its message is the reason alone, on
+/// one line, said after what needs the counters ("…, and this machine has none: "), or
+/// after "no hardware counters: ".
+#[derive(Debug, thiserror::Error)]
+pub enum NoCounters {
+    /// `sys/bus/event_source/devices` lists no PMU that counts CPU events.
+    #[error(
+        "no CPU PMU in /sys/bus/event_source/devices (a virtual machine without PMU \
+         passthrough?)"
+    )]
+    NoPmu,
+    /// `sys/bus/event_source/devices` could not be listed.
+    #[error("/sys/bus/event_source/devices: {source}")]
+    Devices {
+        /// Why it could not.
+        #[source]
+        source: io::Error,
+    },
+    /// `perf_event_paranoid` forbids counting to a user who is not root.
+    #[error(
+        "perf_event_paranoid is {level}, which forbids them without root or CAP_PERFMON \
+         (`sysctl kernel.perf_event_paranoid=2` allows a user's own threads)"
+    )]
+    Paranoid {
+        /// The level read from `/proc/sys/kernel/perf_event_paranoid`.
+        level: i64,
+    },
+    /// `/proc/sys/kernel/perf_event_paranoid` is absent or unreadable (for a user who is
+    /// not root).
+    #[error("/proc/sys/kernel/perf_event_paranoid is missing (a kernel without perf events?)")]
+    NoParanoid,
+    /// The group did not open on the calling thread: what its errno means, then the
+    /// errno.
+    #[error("perf_event_open: {} ({source})", open_meaning(source))]
+    Open {
+        /// The system call's error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What a failed `perf_event_open` means.
+fn open_meaning(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
         Some(libc::ENOENT | libc::EOPNOTSUPP | libc::EINVAL) => {
             "the PMU does not offer instructions, cycles and LLC misses"
         }
@@ -232,8 +273,7 @@ pub fn open_failure(e: &io::Error) -> String {
         Some(libc::EMFILE | libc::ENFILE) => "out of file descriptors",
         Some(libc::ENOSYS) => "the kernel has no perf_event_open",
         _ => "it failed",
-    };
-    format!("no hardware counters: perf_event_open: {why} ({e})")
+    }
 }
 
 /// The PMUs under `root`'s `/sys/bus/event_source/devices` that count CPU events:
@@ -266,33 +306,14 @@ pub fn paranoid_allows(level: i64) -> bool {
 
 /// Why this machine (`root`) cannot count, before trying: no CPU PMU, or a
 /// `perf_event_paranoid` that forbids it to a user who is not `root`.
-pub fn preconditions(root: &Root, is_root: bool) -> Result<(), String> {
-    match cpu_pmus(root) {
-        Ok(p) if p.is_empty() => {
-            return Err(
-                "no hardware counters: no CPU PMU in /sys/bus/event_source/devices \
-                 (a virtual machine without PMU passthrough?)"
-                    .into(),
-            );
-        }
-        Ok(_) => {}
-        Err(e) => {
-            return Err(format!(
-                "no hardware counters: /sys/bus/event_source/devices: {e}"
-            ));
-        }
+pub fn preconditions(root: &Root, is_root: bool) -> Result<(), NoCounters> {
+    let pmus = cpu_pmus(root).map_err(|source| NoCounters::Devices { source })?;
+    if pmus.is_empty() {
+        return Err(NoCounters::NoPmu);
     }
     match paranoid(root) {
-        Some(level) if !is_root && !paranoid_allows(level) => Err(format!(
-            "no hardware counters: perf_event_paranoid is {level}, which forbids them \
-             without root or CAP_PERFMON (`sysctl kernel.perf_event_paranoid=2` allows a \
-             user's own threads)"
-        )),
-        None if !is_root => Err(
-            "no hardware counters: /proc/sys/kernel/perf_event_paranoid is missing \
-             (a kernel without perf events?)"
-                .into(),
-        ),
+        Some(level) if !is_root && !paranoid_allows(level) => Err(NoCounters::Paranoid { level }),
+        None if !is_root => Err(NoCounters::NoParanoid),
         _ => Ok(()),
     }
 }
@@ -390,26 +411,109 @@ mod tests {
     fn preconditions_name_the_missing_pmu_and_the_paranoid_level() {
         let none = tree(&[], Some("2\n"));
         let e = preconditions(&Root::new(none.path()), true).unwrap_err();
-        assert!(e.contains("no CPU PMU"), "{e}");
+        assert!(matches!(e, NoCounters::NoPmu), "{e}");
         let strict = tree(&["cpu"], Some("3\n"));
         let e = preconditions(&Root::new(strict.path()), false).unwrap_err();
-        assert!(e.contains("perf_event_paranoid is 3"), "{e}");
+        assert!(matches!(e, NoCounters::Paranoid { level: 3 }), "{e}");
         // Root may, whatever the level.
-        assert_eq!(preconditions(&Root::new(strict.path()), true), Ok(()));
+        assert!(preconditions(&Root::new(strict.path()), true).is_ok());
         let usual = tree(&["cpu_core", "cpu_atom"], Some("2\n"));
-        assert_eq!(preconditions(&Root::new(usual.path()), false), Ok(()));
+        assert!(preconditions(&Root::new(usual.path()), false).is_ok());
         assert_eq!(
             cpu_pmus(&Root::new(usual.path())).unwrap(),
             ["cpu_atom", "cpu_core"]
         );
+        // No perf_event_paranoid: a user cannot tell, root may.
+        let bare = tree(&["cpu"], None);
+        let e = preconditions(&Root::new(bare.path()), false).unwrap_err();
+        assert!(matches!(e, NoCounters::NoParanoid), "{e}");
+        assert!(preconditions(&Root::new(bare.path()), true).is_ok());
+        // No devices directory at all: its io error is the source.
+        let empty = tempfile::tempdir().unwrap();
+        let e = preconditions(&Root::new(empty.path()), true).unwrap_err();
+        let NoCounters::Devices { source } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(source.kind(), io::ErrorKind::NotFound);
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     #[test]
-    fn open_failure_says_what_the_errno_means() {
-        let e = open_failure(&io::Error::from_raw_os_error(libc::ENOENT));
-        assert!(e.contains("does not offer"), "{e}");
-        let e = open_failure(&io::Error::from_raw_os_error(libc::EACCES));
-        assert!(e.contains("not allowed"), "{e}");
+    fn no_counters_says_each_reason_in_one_line() {
+        let errno = io::Error::from_raw_os_error;
+        for (e, line) in [
+            (
+                NoCounters::NoPmu,
+                "no CPU PMU in /sys/bus/event_source/devices (a virtual machine without PMU \
+                 passthrough?)"
+                    .to_string(),
+            ),
+            (
+                NoCounters::Devices {
+                    source: errno(libc::EACCES),
+                },
+                format!("/sys/bus/event_source/devices: {}", errno(libc::EACCES)),
+            ),
+            (
+                NoCounters::Paranoid { level: 3 },
+                "perf_event_paranoid is 3, which forbids them without root or CAP_PERFMON \
+                 (`sysctl kernel.perf_event_paranoid=2` allows a user's own threads)"
+                    .to_string(),
+            ),
+            (
+                NoCounters::NoParanoid,
+                "/proc/sys/kernel/perf_event_paranoid is missing (a kernel without perf \
+                 events?)"
+                    .to_string(),
+            ),
+            (
+                NoCounters::Open {
+                    source: errno(libc::ENOENT),
+                },
+                format!(
+                    "perf_event_open: the PMU does not offer instructions, cycles and LLC \
+                     misses ({})",
+                    errno(libc::ENOENT)
+                ),
+            ),
+            (
+                NoCounters::Open {
+                    source: errno(libc::EACCES),
+                },
+                format!(
+                    "perf_event_open: not allowed (perf_event_paranoid, or a seccomp \
+                     filter) ({})",
+                    errno(libc::EACCES)
+                ),
+            ),
+            (
+                NoCounters::Open {
+                    source: errno(libc::EMFILE),
+                },
+                format!(
+                    "perf_event_open: out of file descriptors ({})",
+                    errno(libc::EMFILE)
+                ),
+            ),
+            (
+                NoCounters::Open {
+                    source: errno(libc::ENOSYS),
+                },
+                format!(
+                    "perf_event_open: the kernel has no perf_event_open ({})",
+                    errno(libc::ENOSYS)
+                ),
+            ),
+            (
+                NoCounters::Open {
+                    source: errno(libc::EBUSY),
+                },
+                format!("perf_event_open: it failed ({})", errno(libc::EBUSY)),
+            ),
+        ] {
+            assert_eq!(e.to_string(), line);
+            assert!(!line.contains('\n'));
+        }
     }
 
     #[test]
@@ -443,8 +547,8 @@ mod tests {
                 assert!(g.read().unwrap().instructions > 0);
             }
             Err(why) => {
-                assert!(why.starts_with("no hardware counters: "), "{why}");
-                assert!(!why.contains('\n'));
+                assert!(!why.to_string().is_empty());
+                assert!(!why.to_string().contains('\n'), "{why}");
             }
         }
     }

@@ -185,7 +185,7 @@ impl StateDir {
                 Ok(None) => {}
                 // One unreadable journal must not keep the others, or a new instance,
                 // from running: it is reported and left where it is.
-                Err(e) => report.unreadable.push(e.to_string()),
+                Err(e) => report.unreadable.push(e),
             }
         }
         Ok((report, count))
@@ -662,8 +662,14 @@ mod tests {
         let (report, count) = StateDir::new(&ours).restore_stale(&Root::system()).unwrap();
         assert_eq!((count, report.vanished), (0, 0), "{report:?}");
         assert_eq!(report.unreadable.len(), 1, "{report:?}");
+        let LinuxError::Parse { path, .. } = &report.unreadable[0] else {
+            panic!("{report:?}")
+        };
+        assert_eq!(path, &journal);
         assert!(
-            report.unreadable[0].contains("owned by uid 65534"),
+            report.unreadable[0]
+                .to_string()
+                .contains("owned by uid 65534"),
             "{report:?}"
         );
         assert!(journal.exists());
@@ -695,7 +701,14 @@ mod tests {
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let (report, _) = state.restore_stale(&Root::system()).unwrap();
         assert_eq!(report.unreadable.len(), 1, "{report:?}");
-        assert!(report.unreadable[0].contains("FIFO"), "{report:?}");
+        assert!(
+            matches!(report.unreadable[0], LinuxError::Untrusted(_)),
+            "{report:?}"
+        );
+        assert!(
+            report.unreadable[0].to_string().contains("FIFO"),
+            "{report:?}"
+        );
     }
 
     #[test]
@@ -752,7 +765,17 @@ mod tests {
         std::fs::write(&junk, "hello\nworld\n").unwrap();
         let (report, count) = state.restore_stale(&root).unwrap();
         assert_eq!(report.unreadable.len(), 1, "{report:?}");
-        assert!(report.unreadable[0].contains("not a journal"), "{report:?}");
+        assert!(
+            matches!(
+                &report.unreadable[0],
+                LinuxError::Parse { path, why: crate::Malformed::Journal(_) } if *path == junk
+            ),
+            "{report:?}"
+        );
+        assert!(
+            report.unreadable[0].to_string().contains("not a journal"),
+            "{report:?}"
+        );
         assert!(junk.exists());
         assert!(!cut.exists());
         assert!(!old.exists());

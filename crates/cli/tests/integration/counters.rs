@@ -24,9 +24,9 @@ fn refused_without_a_pmu(args: &[&str], who: &str) {
             assert_eq!(lines.len(), 1, "{stderr}");
             let head = format!("threadbalance: {who}, and this machine has none: ");
             assert!(lines[0].starts_with(&head), "{stderr}");
-            // The same reason as the library gives, without its prefix.
-            let why = why.trim_start_matches("no hardware counters: ");
-            assert!(lines[0].contains(why), "{stderr} / {why}");
+            // The same reason as the library gives.
+            let why = why.to_string();
+            assert!(lines[0].contains(&why), "{stderr} / {why}");
             assert!(!marker.exists(), "the command ran");
         }
         Ok(_) => {

@@ -7,7 +7,7 @@
 //! futex call on the machine (about 0.7 µs), and nothing would read it.
 //!
 //! ```text
-//!  before the command starts: LockProbe::start ─► loaded? ── no ──► why, for the summary
+//!  before the command starts: LockProbe::start ─► loaded? ── no ──► ProbeOff, for the summary
 //!  LinuxAdapter::set_lock_probe
 //!  LinuxAdapter::sample ─► host.sample(snapshot) ─► LockProbe::fill(managed pids, snapshot)
 //!                              track the pids, read the maps, Sample::lock = lock-wait ns
@@ -20,6 +20,36 @@
 
 use serde::Serialize;
 use threadbalance_model::{Pid, Snapshot};
+
+/// Why the futex probe did not run, or stopped: one line, said in the summary after
+/// "estimate from blocked time".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeOff {
+    /// The policy reads neither lock time nor wake edges: the probe was not loaded.
+    #[error("not loaded: policy {policy} does not read it")]
+    NotRead {
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// This binary was built without the `bpf` feature.
+    #[error("built without the bpf feature")]
+    NotBuilt,
+    /// Loading or attaching the probe failed.
+    #[cfg(feature = "bpf")]
+    #[error(transparent)]
+    Refused(crate::bpf::ProbeUnavailable),
+    /// A read failed after the probe started: lock time is estimated from then on.
+    #[cfg(feature = "bpf")]
+    #[error("futex probe stopped: {0}")]
+    Stopped(#[source] crate::bpf::ProbeUnavailable),
+}
+
+/// In JSON, its line.
+impl Serialize for ProbeOff {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 /// One thread's futex waits over the run, as the summary reports them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,7 +75,7 @@ pub struct LockReport {
     /// Whether the probe ran until the end.
     pub exact: bool,
     /// Why it did not, when it did not.
-    pub why_not: Option<String>,
+    pub why_not: Option<ProbeOff>,
     /// Every thread that waited on a futex, by pid and tid.
     pub threads: Vec<ThreadLock>,
     /// Wake edges `(waker tid, woken tid, wake-ups)`.
@@ -61,7 +91,7 @@ pub struct LockReport {
 pub struct LockProbe {
     #[cfg(feature = "bpf")]
     probe: Option<crate::bpf::FutexProbe>,
-    why_not: Option<String>,
+    why_not: Option<ProbeOff>,
 }
 
 impl LockProbe {
@@ -85,7 +115,7 @@ impl LockProbe {
             },
             Err(e) => LockProbe {
                 probe: None,
-                why_not: Some(e.to_string()),
+                why_not: Some(ProbeOff::Refused(e)),
             },
         }
     }
@@ -100,10 +130,9 @@ impl LockProbe {
             LockProbe {
                 #[cfg(feature = "bpf")]
                 probe: None,
-                why_not: Some(format!(
-                    "not loaded: policy {} does not read it",
-                    policy.name()
-                )),
+                why_not: Some(ProbeOff::NotRead {
+                    policy: policy.name(),
+                }),
             }
         }
     }
@@ -112,7 +141,7 @@ impl LockProbe {
     #[cfg(not(feature = "bpf"))]
     pub fn start() -> LockProbe {
         LockProbe {
-            why_not: Some("built without the bpf feature".into()),
+            why_not: Some(ProbeOff::NotBuilt),
         }
     }
 
@@ -139,7 +168,7 @@ impl LockProbe {
         };
         let read = p.track(pids).and_then(|()| p.read().map(|t| t.fill(snap)));
         if let Err(e) = read {
-            self.why_not = Some(format!("futex probe stopped: {e}"));
+            self.why_not = Some(ProbeOff::Stopped(e));
             self.probe = None;
             for s in &mut snap.threads {
                 s.lock = None;
@@ -190,5 +219,61 @@ impl LockProbe {
             why_not: self.why_not.clone(),
             ..LockReport::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_off_says_each_reason_in_one_line() {
+        let cases = [
+            (
+                ProbeOff::NotRead { policy: "tumbler" },
+                "not loaded: policy tumbler does not read it",
+            ),
+            (ProbeOff::NotBuilt, "built without the bpf feature"),
+        ];
+        #[cfg(feature = "bpf")]
+        let cases = cases.into_iter().chain([
+            (
+                ProbeOff::Refused(crate::bpf::ProbeUnavailable("not root".into())),
+                "not root",
+            ),
+            (
+                ProbeOff::Stopped(crate::bpf::ProbeUnavailable("map read refused".into())),
+                "futex probe stopped: map read refused",
+            ),
+        ]);
+        for (why, line) in cases {
+            assert_eq!(why.to_string(), line);
+        }
+    }
+
+    #[test]
+    fn probe_not_loaded_for_a_policy_that_does_not_read_it() {
+        struct Still;
+        impl threadbalance_policy::Policy for Still {
+            fn name(&self) -> &'static str {
+                "still"
+            }
+            fn decide(
+                &mut self,
+                _topo: &threadbalance_model::Topology,
+                _window: &threadbalance_model::Window,
+            ) -> threadbalance_model::Plan {
+                threadbalance_model::Plan::default()
+            }
+        }
+        let mut probe = LockProbe::start_for(&Still);
+        let report = probe.report();
+        assert!(!report.exact);
+        assert_eq!(report.why_not, Some(ProbeOff::NotRead { policy: "still" }));
+        #[cfg(not(feature = "bpf"))]
+        assert_eq!(
+            LockProbe::start().report().why_not,
+            Some(ProbeOff::NotBuilt)
+        );
     }
 }

@@ -413,7 +413,14 @@ fn replay_refused_write_is_reported_with_its_reason() {
     let r = replay(&ledger(&[set(5, 6, 10, "0-7", "0-3")]), &mut w);
     let failures: Vec<_> = r.failures().collect();
     assert_eq!(failures.len(), 1);
-    assert!(failures[0].1.contains("not permitted"), "{failures:?}");
+    let RestoreFailed::Affinity(e) = failures[0].1 else {
+        panic!("{failures:?}")
+    };
+    assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{failures:?}");
+    assert!(
+        failures[0].1.to_string().contains("not permitted"),
+        "{failures:?}"
+    );
 }
 
 #[test]
@@ -693,4 +700,24 @@ fn replay_puts_back_only_slices_still_ours_on_the_same_thread() {
     assert_eq!(w.slices[&8], sl(500_000, true));
     assert_eq!(r.failures().count(), 1);
     assert_eq!(r.failures().next().map(|(k, _)| *k), Some(key(5, 9, 13)));
+}
+
+#[test]
+fn restore_failed_says_what_was_refused_then_the_error() {
+    let denied = || io::Error::from_raw_os_error(libc::EPERM);
+    let mask = RestoreFailed::Affinity(denied());
+    let slice = RestoreFailed::Slice(denied());
+    assert_eq!(mask.to_string(), denied().to_string());
+    assert_eq!(slice.to_string(), format!("time slice: {}", denied()));
+    // The io error is kept as the source, for a printer of the chain.
+    let source = std::error::Error::source(&slice).unwrap();
+    assert_eq!(source.to_string(), denied().to_string());
+    assert_eq!(slice.io().raw_os_error(), Some(libc::EPERM));
+    // The same refusal is of the same thing with the same errno.
+    assert_eq!(mask, RestoreFailed::Affinity(denied()));
+    assert_ne!(mask, slice);
+    assert_ne!(
+        mask,
+        RestoreFailed::Affinity(io::Error::from_raw_os_error(libc::EINVAL))
+    );
 }
