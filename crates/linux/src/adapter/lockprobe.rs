@@ -23,8 +23,8 @@ use threadbalance_model::{Pid, Snapshot};
 
 /// Why the futex probe did not run, or stopped: one line, said in the summary after
 /// "estimate from blocked time". The probe's refusal is shared ([`std::sync::Arc`]): the
-/// report that holds it is cloned into the summary, and aya's errors it keeps as sources
-/// cannot be cloned (nor compared: neither can this).
+/// report that holds it is cloned into the summary, and aya's errors, which it keeps as
+/// sources, cannot be cloned; nor compared, so this is not either.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ProbeOff {
     /// The policy reads neither lock time nor wake edges: the probe was not loaded.
