@@ -144,7 +144,7 @@ impl std::fmt::Display for RunTime {
 }
 
 /// Whether lock time was exact or estimated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum LockTime {
     /// Measured by the futex probe.
     Exact,
@@ -230,7 +230,7 @@ impl Default for Budget {
 }
 
 /// What the host reports once the loop has ended and every mask was restored.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct HostReport {
     /// What restoring at the end did.
     pub restore: Restore,
@@ -310,7 +310,7 @@ pub struct OwnCpu {
 }
 
 /// What a run did: made once, after the loop, from its typed parts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Summary {
     /// What was asked for.
     pub setup: Setup,

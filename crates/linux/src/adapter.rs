@@ -619,20 +619,34 @@ impl TraceAhead {
     }
 }
 
+/// Why there is no setter trace ([`load_trace`]): said in
+/// [`LinuxAdapter::choices_source`]'s line.
+#[derive(Debug, thiserror::Error)]
+enum NoTrace {
+    /// The BPF program could not be loaded or attached.
+    #[cfg(feature = "bpf")]
+    #[error(transparent)]
+    Refused(crate::bpf::ProbeUnavailable),
+    /// This build has no BPF programs.
+    #[cfg(not(feature = "bpf"))]
+    #[error("built without the bpf feature")]
+    NotBuilt,
+}
+
 /// Loads the trace this build and machine allow (the BPF program, shared by every host of
 /// the process: `crate::setbpf::shared`), thread start times counted in `ticks_per_sec`;
-/// or says why there is none, in one line.
-fn load_trace(ticks_per_sec: u64) -> Result<crate::setters::Trace, String> {
+/// or says why there is none.
+fn load_trace(ticks_per_sec: u64) -> Result<crate::setters::Trace, NoTrace> {
     #[cfg(feature = "bpf")]
     {
         crate::setbpf::shared()
             .map(|probe| crate::setters::Trace::new(probe, ticks_per_sec))
-            .map_err(|why| why.0)
+            .map_err(NoTrace::Refused)
     }
     #[cfg(not(feature = "bpf"))]
     {
         let _ = ticks_per_sec;
-        Err("built without the bpf feature".into())
+        Err(NoTrace::NotBuilt)
     }
 }
 

@@ -48,10 +48,130 @@ const ATTACH: [(&str, &str, bool); 7] = [
     ("futex_wake_enter", "sys_enter_futex_wake", true),
 ];
 
-/// Why the probe is not running: one line for the summary.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProbeUnavailable(pub String);
+/// Which probe a refusal is about, as its "not root" line names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// The futex probe (this module).
+    Futex,
+    /// The run-time counters ([`crate::schedbpf`]).
+    Counters,
+    /// The trace of who sets masks ([`crate::setbpf`]).
+    Setters,
+}
+
+impl Probe {
+    /// The probe and its verb, as the "not root" line says them.
+    fn needs(self) -> &'static str {
+        match self {
+            Probe::Futex => "the futex probe needs",
+            Probe::Counters => "the BPF counters need",
+            Probe::Setters => "the trace needs",
+        }
+    }
+}
+
+/// Why a probe is not running: one line for the summary (and `doctor`), made here once
+/// from what refused and, where there is one, the underlying error kept as its source.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeUnavailable {
+    /// Not root: loading BPF needs `CAP_BPF` and `CAP_PERFMON`.
+    #[error("not root ({} CAP_BPF and CAP_PERFMON)", probe.needs())]
+    NotRoot {
+        /// The probe refused.
+        probe: Probe,
+    },
+    /// tracefs' events are found under neither `/sys/kernel/tracing` nor
+    /// `/sys/kernel/debug/tracing`.
+    #[error("tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)")]
+    NoTracefs,
+    /// The tracepoint the probe needs first is not there (tracefs perhaps not mounted).
+    #[error("no {name} tracepoint (tracefs not mounted?)")]
+    NoTracepoint {
+        /// The system call or event traced.
+        name: &'static str,
+    },
+    /// The loader's lock, or the trace's, was poisoned by a thread that panicked holding it.
+    #[error("{what} was poisoned")]
+    Poisoned {
+        /// The lock.
+        what: &'static str,
+    },
+    /// The loader refused the object (maps not made, programs not parsed).
+    #[error("BPF object refused: {0}")]
+    ObjectRefused(#[source] aya::EbpfError),
+    /// The object has no program or map of that name.
+    #[error("BPF object lacks {what}")]
+    Lacks {
+        /// The program or map.
+        what: &'static str,
+    },
+    /// The program is not a tracepoint program.
+    #[error("{program}: {source}")]
+    NotTracepoint {
+        /// The program.
+        program: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    /// The kernel's verifier refused the program.
+    #[error("verifier refused {program}: {source}")]
+    Verifier {
+        /// The program.
+        program: &'static str,
+        /// aya's error, with the verifier's log.
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    /// The program could not be attached to its tracepoint.
+    #[error("cannot attach to {tracepoint}: {source}")]
+    Attach {
+        /// The tracepoint.
+        tracepoint: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    /// The link of an attached program could not be taken over.
+    #[error("{tracepoint}: {source}")]
+    Link {
+        /// The tracepoint.
+        tracepoint: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    /// A map is not of the kind expected; aya's line alone is said.
+    #[error("{source}")]
+    MapKind {
+        /// The map.
+        map: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::maps::MapError,
+    },
+    /// A process could not be added to the `targets` map.
+    #[error("tracking {pid}: {source}")]
+    Track {
+        /// The process.
+        pid: Pid,
+        /// aya's error.
+        #[source]
+        source: aya::maps::MapError,
+    },
+    /// A value could not be written to a map.
+    #[error("{map}: {source}")]
+    MapWrite {
+        /// The map.
+        map: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::maps::MapError,
+    },
+    /// The run-time counters' array could not be mapped into this process.
+    #[error("cannot map the counters: {0}")]
+    MapCounters(#[source] std::io::Error),
+}
 
 /// The loaded, attached futex probe.
 pub struct FutexProbe {
@@ -83,9 +203,9 @@ impl FutexProbe {
     /// Loads and attaches the program, or says why it cannot.
     pub fn load() -> Result<FutexProbe, ProbeUnavailable> {
         if !nix::unistd::geteuid().is_root() {
-            return Err(ProbeUnavailable(
-                "not root (the futex probe needs CAP_BPF and CAP_PERFMON)".into(),
-            ));
+            return Err(ProbeUnavailable::NotRoot {
+                probe: Probe::Futex,
+            });
         }
         let events = [
             "/sys/kernel/tracing/events",
@@ -95,9 +215,7 @@ impl FutexProbe {
             .iter()
             .any(|e| std::path::Path::new(e).join("syscalls").is_dir())
         {
-            return Err(ProbeUnavailable(
-                "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
-            ));
+            return Err(ProbeUnavailable::NoTracefs);
         }
         // No CO-RE relocations (the program reads its syscall arguments only).
         let mut ebpf = load_object(FUTEX_OBJECT)?;
@@ -142,15 +260,17 @@ impl FutexProbe {
 
     /// Reads the counters and classifies them.
     pub fn read(&mut self) -> Result<&FutexTotals, ProbeUnavailable> {
-        let err = |e: aya::maps::MapError| ProbeUnavailable(e.to_string());
-        let map = |name: &str| {
+        let kind = |map: &'static str| {
+            move |source: aya::maps::MapError| ProbeUnavailable::MapKind { map, source }
+        };
+        let map = |name: &'static str| {
             self.ebpf
                 .map(name)
-                .ok_or_else(|| ProbeUnavailable(format!("BPF object lacks {name}")))
+                .ok_or(ProbeUnavailable::Lacks { what: name })
         };
         self.waits.clear();
         let waits: HashMap<&MapData, [u64; 3], [u64; 2]> =
-            HashMap::try_from(map("waits")?).map_err(err)?;
+            HashMap::try_from(map("waits")?).map_err(kind("waits"))?;
         for entry in waits.iter().flatten() {
             let ([thread, uaddr, class], [ns, count]) = entry;
             if let Some(op) = WaitOp::from_class(class) {
@@ -165,7 +285,7 @@ impl FutexProbe {
         }
         self.wakes.clear();
         let wakes: HashMap<&MapData, [u64; 3], u64> =
-            HashMap::try_from(map("wakes")?).map_err(err)?;
+            HashMap::try_from(map("wakes")?).map_err(kind("wakes"))?;
         for ([thread, uaddr, many], count) in wakes.iter().flatten() {
             self.wakes.push(WakeRecord {
                 thread: thread_of(thread),
@@ -176,7 +296,7 @@ impl FutexProbe {
         }
         self.edges.clear();
         let edges: HashMap<&MapData, [u64; 2], u64> =
-            HashMap::try_from(map("edges")?).map_err(err)?;
+            HashMap::try_from(map("edges")?).map_err(kind("edges"))?;
         for ([waker, woken], count) in edges.iter().flatten() {
             self.edges.push((thread_of(waker), thread_of(woken), count));
         }
@@ -318,13 +438,11 @@ static LOADER: std::sync::Mutex<Option<aya::EbpfLoader<'static>>> = std::sync::M
 /// process (run-time counters, setter trace, futex probe) goes through one loader, made
 /// the first time ([`loader_without_btf`]).
 pub(crate) fn load_object(object: &[u8]) -> Result<Ebpf, ProbeUnavailable> {
-    let mut slot = LOADER
-        .lock()
-        .map_err(|_| ProbeUnavailable("the BPF loader's lock was poisoned".into()))?;
+    let mut slot = LOADER.lock().map_err(|_| ProbeUnavailable::Poisoned {
+        what: "the BPF loader's lock",
+    })?;
     let loader = slot.get_or_insert_with(loader_without_btf);
-    loader
-        .load(object)
-        .map_err(|e| ProbeUnavailable(format!("BPF object refused: {e}")))
+    loader.load(object).map_err(ProbeUnavailable::ObjectRefused)
 }
 
 /// Where the kernel publishes its BTF.
@@ -375,29 +493,29 @@ fn hide_kernel_btf() -> bool {
         && mount(Some("/dev/null"), KERNEL_BTF, none, MsFlags::MS_BIND, none).is_ok()
 }
 
-/// Loads the object's program `name` (a tracepoint program) into the kernel and attaches
+/// Loads the object's program `program` (a tracepoint program) into the kernel and attaches
 /// it to `category:tracepoint`, each failure one line naming what refused; the link goes
 /// to `links`. Shared by the futex probe and the run-time counters (`crate::schedbpf`).
 pub(crate) fn attach_tracepoint(
     ebpf: &mut Ebpf,
-    name: &str,
+    program: &'static str,
     category: &str,
-    tracepoint: &str,
+    tracepoint: &'static str,
     links: &mut Links,
 ) -> Result<(), ProbeUnavailable> {
     let prog: &mut TracePoint = ebpf
-        .program_mut(name)
-        .ok_or_else(|| ProbeUnavailable(format!("BPF object lacks {name}")))?
+        .program_mut(program)
+        .ok_or(ProbeUnavailable::Lacks { what: program })?
         .try_into()
-        .map_err(|e| ProbeUnavailable(format!("{name}: {e}")))?;
+        .map_err(|source| ProbeUnavailable::NotTracepoint { program, source })?;
     prog.load()
-        .map_err(|e| ProbeUnavailable(format!("verifier refused {name}: {e}")))?;
+        .map_err(|source| ProbeUnavailable::Verifier { program, source })?;
     let id = prog
         .attach(category, tracepoint)
-        .map_err(|e| ProbeUnavailable(format!("cannot attach to {tracepoint}: {e}")))?;
+        .map_err(|source| ProbeUnavailable::Attach { tracepoint, source })?;
     let link = prog
         .take_link(id)
-        .map_err(|e| ProbeUnavailable(format!("{tracepoint}: {e}")))?;
+        .map_err(|source| ProbeUnavailable::Link { tracepoint, source })?;
     links.0.push(link);
     Ok(())
 }
@@ -418,17 +536,166 @@ pub(crate) fn track_targets(
     }
     let map = ebpf
         .map_mut("targets")
-        .ok_or_else(|| ProbeUnavailable("BPF object lacks targets".into()))?;
+        .ok_or(ProbeUnavailable::Lacks { what: "targets" })?;
     let mut targets: HashMap<&mut MapData, u64, u64> =
-        HashMap::try_from(map).map_err(|e| ProbeUnavailable(e.to_string()))?;
+        HashMap::try_from(map).map_err(|source| ProbeUnavailable::MapKind {
+            map: "targets",
+            source,
+        })?;
     for gone in tracked.difference(&want) {
         let _ = targets.remove(&(*gone as u64));
     }
     for new in want.difference(tracked) {
         targets
             .insert(*new as u64, 1, 0)
-            .map_err(|e| ProbeUnavailable(format!("tracking {new}: {e}")))?;
+            .map_err(|source| ProbeUnavailable::Track {
+                pid: Pid(*new),
+                source,
+            })?;
     }
     *tracked = want;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Probe, ProbeUnavailable};
+    use aya::maps::MapError;
+    use aya::programs::ProgramError;
+    use threadbalance_model::Pid;
+
+    /// Each refusal in the one line the summary and `doctor` print.
+    #[test]
+    fn probe_unavailable_says_each_refusal_in_one_line() {
+        let cases = [
+            (
+                ProbeUnavailable::NotRoot {
+                    probe: Probe::Futex,
+                },
+                "not root (the futex probe needs CAP_BPF and CAP_PERFMON)",
+            ),
+            (
+                ProbeUnavailable::NotRoot {
+                    probe: Probe::Counters,
+                },
+                "not root (the BPF counters need CAP_BPF and CAP_PERFMON)",
+            ),
+            (
+                ProbeUnavailable::NotRoot {
+                    probe: Probe::Setters,
+                },
+                "not root (the trace needs CAP_BPF and CAP_PERFMON)",
+            ),
+            (
+                ProbeUnavailable::NoTracefs,
+                "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)",
+            ),
+            (
+                ProbeUnavailable::NoTracepoint {
+                    name: "sched_setaffinity",
+                },
+                "no sched_setaffinity tracepoint (tracefs not mounted?)",
+            ),
+            (
+                ProbeUnavailable::Poisoned {
+                    what: "the BPF loader's lock",
+                },
+                "the BPF loader's lock was poisoned",
+            ),
+            (
+                ProbeUnavailable::ObjectRefused(aya::EbpfError::NoBTF),
+                "BPF object refused: no BTF parsed for object",
+            ),
+            (
+                ProbeUnavailable::Lacks { what: "targets" },
+                "BPF object lacks targets",
+            ),
+            (
+                ProbeUnavailable::NotTracepoint {
+                    program: "futex_enter",
+                    source: ProgramError::UnexpectedProgramType,
+                },
+                "futex_enter: unexpected program type",
+            ),
+            (
+                ProbeUnavailable::Verifier {
+                    program: "on_switch",
+                    source: ProgramError::AlreadyLoaded,
+                },
+                "verifier refused on_switch: the program is already loaded",
+            ),
+            (
+                ProbeUnavailable::Attach {
+                    tracepoint: "sched_switch",
+                    source: ProgramError::NotLoaded,
+                },
+                "cannot attach to sched_switch: the program is not loaded",
+            ),
+            (
+                ProbeUnavailable::Link {
+                    tracepoint: "sys_enter_futex",
+                    source: ProgramError::NotAttached,
+                },
+                "sys_enter_futex: the program is not attached",
+            ),
+            (
+                ProbeUnavailable::MapKind {
+                    map: "waits",
+                    source: MapError::InvalidMapType { map_type: 2 },
+                },
+                "invalid map type 2",
+            ),
+            (
+                ProbeUnavailable::Track {
+                    pid: Pid(4321),
+                    source: MapError::KeyNotFound,
+                },
+                "tracking 4321: key not found",
+            ),
+            (
+                ProbeUnavailable::MapWrite {
+                    map: "config",
+                    source: MapError::OutOfBounds {
+                        index: 3,
+                        max_entries: 3,
+                    },
+                },
+                "config: the index is 3 but `max_entries` is 3",
+            ),
+            (
+                ProbeUnavailable::MapCounters(std::io::Error::from_raw_os_error(libc::ENOMEM)),
+                "cannot map the counters: Cannot allocate memory (os error 12)",
+            ),
+        ];
+        for (why, line) in cases {
+            assert_eq!(why.to_string(), line, "{why:?}");
+        }
+    }
+
+    /// The underlying error stays reachable as the source, where there is one.
+    #[test]
+    fn probe_unavailable_keeps_the_underlying_error_as_its_source() {
+        use std::error::Error;
+        let verifier = ProbeUnavailable::Verifier {
+            program: "on_switch",
+            source: ProgramError::AlreadyLoaded,
+        };
+        let source = verifier.source().map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("the program is already loaded"));
+        assert!(ProbeUnavailable::NoTracefs.source().is_none());
+        assert!(
+            ProbeUnavailable::Lacks { what: "counters" }
+                .source()
+                .is_none()
+        );
+    }
+
+    /// Refusals cross threads: the sampler's error (`std::io::Error::other`) and the
+    /// daemon's hosts carry them.
+    #[test]
+    fn probe_unavailable_is_send_and_sync() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<ProbeUnavailable>();
+        send_sync::<crate::adapter::lockprobe::ProbeOff>();
+    }
 }

@@ -120,7 +120,7 @@ impl SharedCounters {
                 self.probe = Some(p);
                 RunSource::Fast(crate::schedbpf::shared::NAME)
             }
-            Err(why) => RunSource::Proc(why.0),
+            Err(why) => RunSource::Proc(why.to_string()),
         }
     }
 

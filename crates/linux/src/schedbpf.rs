@@ -40,7 +40,7 @@
 pub mod shared;
 mod slots;
 
-use crate::bpf::{Links, ProbeUnavailable};
+use crate::bpf::{Links, Probe, ProbeUnavailable};
 use crate::counted::{Counted, RunCounters};
 use crate::{LinuxError, monotonic_now};
 use aya::{Ebpf, include_bytes_aligned};
@@ -178,9 +178,9 @@ pub fn seeded(s: &Sample, now: u64) -> Raw {
 /// cannot.
 pub(crate) fn open() -> Result<(Ebpf, Slots, Links), ProbeUnavailable> {
     if !nix::unistd::geteuid().is_root() {
-        return Err(ProbeUnavailable(
-            "not root (the BPF counters need CAP_BPF and CAP_PERFMON)".into(),
-        ));
+        return Err(ProbeUnavailable::NotRoot {
+            probe: Probe::Counters,
+        });
     }
     let have = |tp: &str| {
         [
@@ -191,16 +191,15 @@ pub(crate) fn open() -> Result<(Ebpf, Slots, Links), ProbeUnavailable> {
         .any(|e| std::path::Path::new(e).join(tp).is_dir())
     };
     if !have("sched_switch") {
-        return Err(ProbeUnavailable(
-            "tracefs not mounted (mount -t tracefs tracefs /sys/kernel/tracing)".into(),
-        ));
+        return Err(ProbeUnavailable::NoTracefs);
     }
     // The program reads only its tracepoint records (no CO-RE relocations).
     let mut ebpf = crate::bpf::load_object(SCHED_OBJECT)?;
     let slots = match ebpf.map("counters") {
-        Some(aya::maps::Map::Array(data)) => Slots::map(data.fd().as_fd().as_raw_fd())
-            .map_err(|e| ProbeUnavailable(format!("cannot map the counters: {e}")))?,
-        _ => return Err(ProbeUnavailable("BPF object lacks counters".into())),
+        Some(aya::maps::Map::Array(data)) => {
+            Slots::map(data.fd().as_fd().as_raw_fd()).map_err(ProbeUnavailable::MapCounters)?
+        }
+        _ => return Err(ProbeUnavailable::Lacks { what: "counters" }),
     };
     let mut links = Links::default();
     for (name, category, tracepoint) in ATTACH {
@@ -245,7 +244,7 @@ impl RunCounters for SchedProbe {
 
     fn refresh(&mut self, pids: &[Pid]) -> Result<bool, LinuxError> {
         self.track(pids)
-            .map_err(|e| LinuxError::io("bpf counters", std::io::Error::other(e.0)))?;
+            .map_err(|e| LinuxError::io("bpf counters", std::io::Error::other(e)))?;
         self.now = monotonic_now().0;
         let events = self.slots.events();
         let changed = events[..2] != self.events[..2];

@@ -16,7 +16,7 @@
 //! operations; programs call it rarely (at thread start, when a pool pins its workers).
 //! The tool's own sets are recorded too, so that each record says which came last.
 
-use crate::bpf::{Links, ProbeUnavailable, attach_tracepoint};
+use crate::bpf::{Links, Probe, ProbeUnavailable, attach_tracepoint};
 use crate::setters::{SetRecord, TraceState};
 use aya::maps::{Array, HashMap, MapData};
 use aya::{Ebpf, include_bytes_aligned};
@@ -52,9 +52,9 @@ static SHARED: Mutex<Weak<SetterProbe>> = Mutex::new(Weak::new());
 /// The trace of this process: the one already loaded if a host still holds it, else a new
 /// one ([`SetterProbe::load`]). Dropped with its last holder.
 pub fn shared() -> Result<Arc<SetterProbe>, ProbeUnavailable> {
-    let mut slot = SHARED
-        .lock()
-        .map_err(|_| ProbeUnavailable("the trace's lock was poisoned".into()))?;
+    let mut slot = SHARED.lock().map_err(|_| ProbeUnavailable::Poisoned {
+        what: "the trace's lock",
+    })?;
     if let Some(probe) = slot.upgrade() {
         return Ok(probe);
     }
@@ -81,9 +81,9 @@ impl SetterProbe {
     /// or says why it cannot.
     pub fn load(tool: u32) -> Result<SetterProbe, ProbeUnavailable> {
         if !nix::unistd::geteuid().is_root() {
-            return Err(ProbeUnavailable(
-                "not root (the trace needs CAP_BPF and CAP_PERFMON)".into(),
-            ));
+            return Err(ProbeUnavailable::NotRoot {
+                probe: Probe::Setters,
+            });
         }
         let have = |base: &str| {
             std::path::Path::new(base)
@@ -92,22 +92,28 @@ impl SetterProbe {
                 .is_dir()
         };
         if !have("/sys/kernel/tracing/events") && !have("/sys/kernel/debug/tracing/events") {
-            return Err(ProbeUnavailable(
-                "no sched_setaffinity tracepoint (tracefs not mounted?)".into(),
-            ));
+            return Err(ProbeUnavailable::NoTracepoint {
+                name: "sched_setaffinity",
+            });
         }
         let mut ebpf = crate::bpf::load_object(SETAFFINITY_OBJECT)?;
         {
             let map = ebpf
                 .map_mut("config")
-                .ok_or_else(|| ProbeUnavailable("BPF object lacks config".into()))?;
+                .ok_or(ProbeUnavailable::Lacks { what: "config" })?;
             let mut config: Array<&mut MapData, u64> =
-                Array::try_from(map).map_err(|e| ProbeUnavailable(e.to_string()))?;
+                Array::try_from(map).map_err(|source| ProbeUnavailable::MapKind {
+                    map: "config",
+                    source,
+                })?;
             let (dev, ino) = our_pid_namespace();
             for (i, v) in [u64::from(tool), dev, ino].into_iter().enumerate() {
                 config
                     .set(i as u32, v, 0)
-                    .map_err(|e| ProbeUnavailable(format!("config: {e}")))?;
+                    .map_err(|source| ProbeUnavailable::MapWrite {
+                        map: "config",
+                        source,
+                    })?;
             }
         }
         let mut links = Links::default();

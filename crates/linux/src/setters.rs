@@ -114,7 +114,7 @@ impl Trace {
 pub const TRACED: &str = "masks set by the program traced (sched_setaffinity)";
 
 /// [`crate::LinuxAdapter::choices_source`] when it does not, and `why`.
-pub fn judged(why: &str) -> String {
+pub fn judged(why: impl std::fmt::Display) -> String {
     format!("program's masks judged from the masks alone ({why})")
 }
 

@@ -192,14 +192,14 @@ impl RunCounters for ProbeShare {
 
     fn refresh(&mut self, pids: &[Pid]) -> Result<bool, LinuxError> {
         if pids != self.pids.as_slice() {
-            let err = |why: String| LinuxError::io("bpf counters", std::io::Error::other(why));
+            let err = |why: std::io::Error| LinuxError::io("bpf counters", why);
             let gone = self
                 .core
                 .registry
                 .lock()
-                .map_err(|_| err("the shared probe's lock is poisoned".into()))?
+                .map_err(|_| err(std::io::Error::other("the shared probe's lock is poisoned")))?
                 .set(self.id, Some(pids))
-                .map_err(|e| err(e.0))?;
+                .map_err(|e| err(std::io::Error::other(e)))?;
             let freed = self.free_processes(&gone);
             self.stats.freed.fetch_add(freed, Ordering::Relaxed);
             self.pids.clear();
