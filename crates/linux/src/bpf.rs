@@ -564,6 +564,31 @@ mod tests {
     use aya::programs::ProgramError;
     use threadbalance_model::Pid;
 
+    /// The kernel's BTF as this thread sees it: its size, or `None` when unreadable.
+    fn btf_size() -> Option<usize> {
+        std::fs::read(super::KERNEL_BTF).ok().map(|b| b.len())
+    }
+
+    #[test]
+    fn the_kernel_btf_is_hidden_from_the_loader_thread_alone() {
+        let ours = btf_size();
+        let (hidden, theirs) = std::thread::spawn(|| (super::hide_kernel_btf(), btf_size()))
+            .join()
+            .unwrap();
+        // Hidden where this process may (root, as the BPF probes need): the thread read an
+        // empty file; the rest of the process, and the machine, still read the kernel's.
+        let root = nix::unistd::geteuid().is_root();
+        if root && ours.is_some_and(|n| n > 0) {
+            assert!(hidden, "root could not hide the BTF");
+            assert_eq!(theirs, Some(0));
+        } else {
+            assert!(!hidden || theirs == Some(0), "{hidden} {theirs:?}");
+        }
+        assert_eq!(btf_size(), ours, "the process's own view changed");
+        // A loader made that way loads our objects.
+        assert!(super::load_object(super::FUTEX_OBJECT).is_ok() || !root);
+    }
+
     /// Each refusal in the one line the summary and `doctor` print.
     #[test]
     fn probe_unavailable_says_each_refusal_in_one_line() {
