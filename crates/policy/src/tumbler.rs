@@ -7,9 +7,12 @@
 //!               │
 //!               ├─► CV = σ/μ over threads ──► Table IV ──► next interval (or: no grouping)
 //!               │
-//!               └─► sort by util ──► Algorithm 2 wave into K groups (K = domains at the level)
-//!                                         │
+//!               └─► sort by demand (util + wait) ──► Algorithm 2 wave into K groups
+//!                                         │            (K = domains at the level)
 //!                   groups → domains so the fewest threads move (grouping::Assignment)
+//!                                         │
+//!                   hysteresis: adopted only if the load spread narrows by > the margin,
+//!                   else the groups stay (new threads confined where they run)
 //!                                         │
 //!                   Move { to: Domain, why: Regroup } for threads whose domain changed
 //!                   or that are placed for the first time (confined where they run);
