@@ -47,13 +47,15 @@
 //!
 //! **Hysteresis: a regrouping must pay for itself** (beyond the paper's letter, after its
 //! intent). Tumbler keeps the groups as they are when regrouping would not lower the load
-//! imbalance by more than [`REGROUP_MARGIN`] of a CPU plus the window's own staleness:
+//! imbalance by more than [`REGROUP_MARGIN`] of a CPU plus what the readings of the threads
+//! it would move wander by:
 //!
 //! ```text
 //!  demand(t)    = util + stolen + latency (≤ 1)   what t would use alone
 //!  load(d)      = Σ demand of d's threads / CPUs of d
 //!  imbalance    = max_d load(d) − min_d load(d)    (the spread of Tables II and III)
-//!  regroup iff  imbalance(now) − imbalance(wave) > REGROUP_MARGIN + max_t late(t) / CPUs
+//!  jitter(t)    ← jitter(t) + ¼ (|demand(t) − its last reading| − jitter(t))
+//!  regroup iff  imbalance(now) − imbalance(wave) > REGROUP_MARGIN + Σ jitter(moved) / CPUs
 //!  else keep    the groups as they are; threads not placed yet are confined where they run
 //! ```
 //!
@@ -70,12 +72,16 @@
 //!   their light partners swap domains), so we judge the benefit directly: the new groups
 //!   must lower the imbalance, by more than the readings can be wrong by.
 //! * *The margin.* [`REGROUP_MARGIN`] is Table IV's own floor, 0.05: below it the paper
-//!   finds a variation not worth a migration. To it we add the staleness the window shows:
-//!   the largest share of a window any thread's counters brought up to date late
-//!   (`ThreadRates::late`, the kernel's run time and run-queue wait counted one window
-//!   late), which is how far a reading of this window may be off, over the CPUs of the
-//!   smallest domain. Counters read exactly (the simulator's default, the BPF build) have no
-//!   staleness and leave the margin at 0.05.
+//!   finds a variation not worth a migration. To it we add the measurement's own noise: for
+//!   each thread, how much its demand reading moves from one window to the next (a running
+//!   mean of the changes, [`JITTER_WEIGHT`]), summed over the threads the new groups would
+//!   move to another domain, over the CPUs of the smallest domain: a moved thread's
+//!   reading, off by its jitter, shifts the loads of the domain it leaves and the one it
+//!   joins by that much. Exact counters on steady threads jitter little and leave the
+//!   margin near 0.05; `/proc`'s schedstat, which adds a queued thread's wait only when it
+//!   runs again and a running thread's run time only at ticks, jitters by a tenth or two of
+//!   a 50 ms window, and a swap of two such threads must gain that much more. A thread
+//!   seen once has no jitter yet.
 //! * *Demand, not share* (beyond the paper). The paper's utilization (§3.1) leaves out a
 //!   thread's run-queue wait, its "thread latency"; on its machine, one thread per core,
 //!   there was little of it, and the time a thread ran is what it would run alone. Where
@@ -110,8 +116,8 @@
 use crate::grouping::{Placement, Regroup, Scheme};
 use crate::{Policy, PolicyKind, Settings};
 use threadbalance_model::{
-    Level, Move, Nanos, Plan, PolicySummary, Reason, Target, ThreadRates, Topology, TumblerSummary,
-    Window, coefficient_of_variation,
+    Level, Move, Nanos, Plan, PolicySummary, Reason, Target, ThreadKey, ThreadRates, Topology,
+    TumblerSummary, Window, coefficient_of_variation,
 };
 
 /// Domains whose utilizations vary by less than this CV (σ/μ) are already balanced: Tumbler
@@ -119,9 +125,23 @@ use threadbalance_model::{
 pub const BALANCED_DOMAINS_CV: f64 = 0.05;
 
 /// A regrouping must lower the imbalance of the domains' loads (max − min, per CPU) by more
-/// than this share of a CPU, plus the window's staleness, or the groups stay as they are:
-/// Table IV's floor, the variation the paper does not group for (see the module docs).
+/// than this share of a CPU, plus the jitter of the threads it would move, or the groups
+/// stay as they are: Table IV's floor, the variation the paper does not group for (see the
+/// module docs).
 pub const REGROUP_MARGIN: f64 = 0.05;
+
+/// How much of a new change between two consecutive demand readings of a thread enters its
+/// jitter (a running mean of those changes): a quarter, so the estimate follows about the
+/// last four windows, long enough that one quiet window does not drop it.
+pub const JITTER_WEIGHT: f64 = 0.25;
+
+/// A thread's last demand reading and how much its readings move between windows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Reading {
+    key: ThreadKey,
+    last: f64,
+    jitter: f64,
+}
 
 /// What a thread would use alone: its run time plus its run-queue wait and the time the
 /// hypervisor stole while it ran, as a share of the window, at most 1. Where the thread
@@ -242,6 +262,9 @@ pub struct Tumbler {
     utils: Vec<f64>,
     demands: Vec<f64>,
     load: Vec<f64>,
+    /// Each live thread's last demand and jitter, in key order (as the window's threads).
+    readings: Vec<Reading>,
+    fresh: Vec<Reading>,
     /// Whether the hysteresis applies: always, but for the tests that show the paper's rule.
     hysteresis: bool,
     stats: TumblerStats,
@@ -260,6 +283,8 @@ impl Tumbler {
             utils: Vec::new(),
             demands: Vec::new(),
             load: Vec::new(),
+            readings: Vec::new(),
+            fresh: Vec::new(),
             hysteresis: true,
             stats: TumblerStats::default(),
         }
@@ -279,6 +304,28 @@ impl Tumbler {
     pub fn stats(&self) -> &TumblerStats {
         &self.stats
     }
+
+    /// Takes this window's demands into each thread's reading and jitter ([`JITTER_WEIGHT`]);
+    /// threads gone are forgotten. `self.demands` holds the window's demands.
+    fn take_readings(&mut self, threads: &[ThreadRates]) {
+        self.fresh.clear();
+        let mut j = 0;
+        for (t, &d) in threads.iter().zip(&self.demands) {
+            while j < self.readings.len() && self.readings[j].key < t.key {
+                j += 1;
+            }
+            let jitter = match self.readings.get(j).filter(|r| r.key == t.key) {
+                Some(r) => r.jitter + JITTER_WEIGHT * ((d - r.last).abs() - r.jitter),
+                None => 0.0,
+            };
+            self.fresh.push(Reading {
+                key: t.key,
+                last: d,
+                jitter,
+            });
+        }
+        std::mem::swap(&mut self.readings, &mut self.fresh);
+    }
 }
 
 impl Policy for Tumbler {
@@ -296,6 +343,9 @@ impl Policy for Tumbler {
         }
         self.utils.clear();
         self.utils.extend(window.threads.iter().map(|t| t.util));
+        self.demands.clear();
+        self.demands.extend(window.threads.iter().map(demand));
+        self.take_readings(&window.threads);
         let cv = coefficient_of_variation(&self.utils);
         let table = grouping_interval(cv);
         let next_in = self.fixed.or(table).unwrap_or(NO_GROUPING_LOOK);
@@ -311,8 +361,6 @@ impl Policy for Tumbler {
         }
         self.stats.regroupings += 1;
         let metric: &[f64] = if self.hysteresis {
-            self.demands.clear();
-            self.demands.extend(window.threads.iter().map(demand));
             &self.demands
         } else {
             &self.utils
@@ -350,8 +398,13 @@ impl Policy for Tumbler {
             .min()
             .unwrap_or(1)
             .max(1);
-        let stale = window.threads.iter().map(|t| t.late).fold(0.0, f64::max);
-        let margin = REGROUP_MARGIN + stale / smallest as f64;
+        // The jitter of the threads that would change domain.
+        let jitter: f64 = moved
+            .iter()
+            .filter(|&&(i, d)| self.placement.current(&window.threads[i], topo, level) != Some(d))
+            .map(|&(i, _)| self.readings.get(i).map_or(0.0, |r| r.jitter))
+            .sum();
+        let margin = REGROUP_MARGIN + jitter / smallest as f64;
         let adopt = !self.hysteresis || now - then > margin;
         let moves: Vec<Move> = if adopt {
             std::mem::swap(&mut self.placement, &mut self.proposal);
@@ -843,19 +896,48 @@ mod tests {
         paper.decide(&t, &window(100, &[0.9, 0.6, 0.5, 0.2], &[0, 1, 2, 3]));
         let plan = paper.decide(&t, &window(100, &readings, &cpus));
         assert_eq!(moved(&plan), [(100, 1), (101, 0)]);
-        // 100 .9, 101 1, 102 .3, 103 .1: .5 | .65 (imbalance .15) would become .55 | .6
-        // (.05), a gain of .10. But the counters brought 30 % of a window up to date late
-        // for one thread: readings may be off by as much, over a package's 2 CPUs, so the
-        // margin is .05 + .15 = .20: kept.
-        let readings = [0.9, 1.0, 0.3, 0.1];
-        let mut w = window(100, &readings, &cpus);
-        w.threads[2].late = 0.3;
-        assert!(p.decide(&t, &w).moves.is_empty());
-        assert_eq!(p.stats().kept, 2);
-        // The same readings, none late: .10 > .05, regroup.
-        let plan = p.decide(&t, &window(100, &readings, &cpus));
-        assert_eq!(moved(&plan), [(100, 1), (101, 0)]);
-        assert_eq!((p.stats().regroupings, p.stats().kept), (4, 2));
+    }
+
+    #[test]
+    fn tumbler_margin_grows_with_the_jitter_of_the_threads_it_would_move() {
+        // 2 cores: 100 and 103 on core 0, 101 and 102 on core 1. Four windows in which the
+        // cores are balanced (1 | 1: nothing to do) and the threads read steadily, or with
+        // 100 and 103 trading .2 at every window as `/proc`'s late waits make them do.
+        let t = topo(1, 1, 2, 1);
+        let cpus = [0, 1, 1, 0];
+        let steady = [[0.6, 0.5, 0.5, 0.4]; 4];
+        let jittery = [
+            [0.6, 0.5, 0.5, 0.4],
+            [0.4, 0.5, 0.5, 0.6],
+            [0.6, 0.5, 0.5, 0.4],
+            [0.4, 0.5, 0.5, 0.6],
+        ];
+        // Then .7 .6 .4 .45: loads 1.15 | 1 (imbalance .15). Sorted .4(102) .45(103) .6(101)
+        // .7(100) → {102, 100}, {103, 101}: 102 and 103 trade cores, 1.1 | 1.05 (.05), a
+        // gain of .10.
+        let last = [0.7, 0.6, 0.4, 0.45];
+        let run = |history: &[[f64; 4]; 4]| {
+            let mut p = Tumbler::new(&Settings::new(Level::Core));
+            for h in history {
+                assert!(p.decide(&t, &window(100, h, &cpus)).moves.is_empty());
+            }
+            assert_eq!(p.stats().balanced, 4);
+            let plan = p.decide(&t, &window(100, &last, &cpus));
+            (moved(&plan), p.stats().kept)
+        };
+        // Steady: 102's jitter is ¼ · .1 (.5 → .4), 103's ¼ · .05 (.4 → .45): the margin is
+        // .05 + .0375 = .0875 < .10: regroup (100 and 101 are confined where they run).
+        assert_eq!(
+            run(&steady),
+            (vec![(100, 0), (101, 1), (102, 0), (103, 1)], 0)
+        );
+        // Jittery: 103's jitter is .05, .0875, .1156 after the changes of .2, then .1242
+        // after .6 → .45; 102's .025: the margin is .05 + .149 ≈ .20 > .10: the groups stay,
+        // each thread confined where it runs.
+        assert_eq!(
+            run(&jittery),
+            (vec![(100, 0), (101, 1), (102, 1), (103, 0)], 1)
+        );
     }
 
     #[test]
