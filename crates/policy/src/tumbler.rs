@@ -98,11 +98,12 @@
 //!   sort and the imbalance use that ([`demand`]). The CV that picks the interval (Table
 //!   IV) stays on utilization, as the paper has it.
 //!
-//! Measured on a 2-core machine shared with other work, `workload uneven` with duties 1, 1,
-//! 0.5, 0.25 under `run --level core --interval 50`: 183 moves in about 250 regroupings
-//! before, 5 after (the first placement), reading the BPF counters; 233 before and 24 after
-//! reading `/proc`, where a busy thread's wait, reported a window late and cut at 1, can
-//! read it a fifth low for a window, which still lets a swap through now and then.
+//! Measured on a 2-core machine with two shell loops competing (one busy, one on and off),
+//! `workload uneven` with duties 1, 1, 0.5, 0.25 under `run --level core --interval 50`
+//! (about 130 regroupings in 8.5 s): 49 moves before, 5 after (the first placement),
+//! reading the BPF counters; 59 before, 15 after reading `/proc`, where a busy thread's
+//! wait, reported a window late and cut at 1, can read it a fifth low for a window, which
+//! still lets a swap through now and then.
 //!
 //! **Threads.** Every thread in the window takes part, across processes (§3.4 "Multiple
 //! Applications"), and any number of them, including more threads than cores (§3.2). A
