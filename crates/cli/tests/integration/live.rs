@@ -3,9 +3,12 @@
 //! The child is `threadbalance workload uneven` with four threads of duty cycles 1, 1, 0.5
 //! and 0.25. On this machine's two cores (`--level core`):
 //!
-//! * `tumbler` sorts them by utilization, [0.25, 0.5, 1, 1], and deals them in a wave into
+//! * `tumbler` sorts them by demand (run time plus run-queue wait: what each would use
+//!   alone, whoever shares its core), [0.25, 0.5, 1, 1], and deals them in a wave into
 //!   two groups: i=0 → g0, i=1 → g1, i=2 → g1 (second pass runs backwards), i=3 → g0. Each
 //!   core gets one busy thread and one light one: the two duty-1 threads never share a core.
+//!   Its hysteresis then keeps that placement: swapping the light threads' partners gains
+//!   nothing.
 //! * `pbind` pins each thread to one CPU, two threads per core.
 
 use crate::support::*;
@@ -36,11 +39,6 @@ fn uneven_under(policy: &str) -> Vec<&'static str> {
 }
 
 #[test]
-#[ignore = "tumbler regroups at every tick on 2 cores with duties 1,1,0.5,0.25 (a moved thread's \
-            utilization changes with where it lands), so the 150 ms of a steady placement this \
-            test waits for comes only by chance; it failed on the development machine with the \
-            code before and after the last changes alike. Open: a hysteresis in tumbler's \
-            regrouping."]
 fn live_tumbler_at_core_level_keeps_busy_threads_apart() {
     let mut args = vec![
         "run",

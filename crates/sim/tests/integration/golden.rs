@@ -96,7 +96,13 @@ fn golden_refactorings_leave_the_outputs_byte_identical() {
             output(&numa, "ferret-pipeline", None, "tumbler,pbind", 1),
             // Moved by issue 38: pbind's summary gained `cpus` (the logical CPUs pinned to);
             // on this machine without SMT the CPUs and the pins are the same as before.
-            0x8d54_8ccb_de75_1d71,
+            // Moved again by tumbler's hysteresis: it sorts threads by demand (run time plus
+            // run-queue wait), so its one regrouping, while ferret's threads start and
+            // queue, deals them differently (66 moves either way; pbind unchanged). Tumbler
+            // ran 1.6334 s before, 1.6354 s after on this seed; over seeds 1–10, 1.6368 s
+            // before and 1.6381 s after on average (seed to seed the runs differ by up to
+            // 12 ms): the same within the seeds' spread.
+            0xedff_f8b7_7cb0_1653,
         ),
     ];
     let print = std::env::var_os("GOLDEN_PRINT").is_some();
