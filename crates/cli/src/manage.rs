@@ -176,7 +176,7 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         threadbalance_linux::runcount::Counters::Loaded(threadbalance_linux::runcount::load());
     // So is the trace of who sets each mask (a dry run sets none): the program's own first
     // calls are then traced. Held to the end; the host takes a handle of its own.
-    let _trace = (!args.settings.dry_run).then(threadbalance_linux::adapter::TraceAhead::load);
+    let trace_ahead = (!args.settings.dry_run).then(threadbalance_linux::adapter::TraceAhead::load);
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
         .map_err(|e| refused(format!("cannot execute {program:?}"), e))?;
     let pid = Pid(child.id() as i32);
@@ -188,18 +188,22 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
         follow_children,
     };
     let dry_run = args.settings.dry_run;
-    let host = claim(&p, pid, dry_run).and_then(|(lock, journal)| {
-        LinuxAdapter::with_counters(
-            &p.topo,
-            target,
-            dry_run,
-            p.policy.needs(),
-            journal,
-            counters,
-        )
-        .map_err(crate::manage::adapter_error)
-        .map(|h| (lock, h))
-    });
+    let host = {
+        // Held until the host has its own handle on the trace (and may let it go).
+        let _ahead = trace_ahead;
+        claim(&p, pid, dry_run).and_then(|(lock, journal)| {
+            LinuxAdapter::with_counters(
+                &p.topo,
+                target,
+                dry_run,
+                p.policy.needs(),
+                journal,
+                counters,
+            )
+            .map_err(crate::manage::adapter_error)
+            .map(|h| (lock, h))
+        })
+    };
     let (_lock, mut host) = match host {
         Ok(h) => h,
         Err(e) => {

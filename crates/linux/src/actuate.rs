@@ -198,6 +198,12 @@ impl Actuator {
         self.world.set_trace(trace);
     }
 
+    /// Stops reading the trace (its handle goes; the programs are detached with the last
+    /// one): masks are judged from the masks alone from now on.
+    pub fn drop_trace(&mut self) {
+        self.world.drop_trace();
+    }
+
     /// Whether a trace of who sets masks is in use.
     pub fn traced(&self) -> bool {
         self.world.traced()

@@ -333,10 +333,11 @@ impl FutexProbe {
 /// So the last references are handed to a process of their own: [`Drop`] forks a child
 /// that closes every other file it inherited (its stdin, stdout and stderr first, so that
 /// whoever reads our output sees its end; the locks and journals, so that nothing stays
-/// held), then closes the links, one grace period after the other, and exits. Ours are then
-/// not the last references: closing them returns at once and the caller goes on to its
-/// exit. The programs stay attached for those few tenths of a second, counting nothing
-/// (the process they trace has gone). Where no child can be made (`fork` refused), the
+/// held), hands each link to a grandchild of its own that closes it (the grace periods
+/// side by side), and exits. Ours are then not the last references: closing them returns
+/// at once and the caller goes on. The programs stay attached for that grace period,
+/// counting nothing (the process they trace has gone, or the host let them go: see
+/// `crate::sampler::weigh`). Where no child can be made (`fork` refused), the
 /// links are closed here, each on a thread of its own, waited for.
 #[derive(Default)]
 pub(crate) struct Links(Vec<TracePointLink>);
@@ -418,8 +419,28 @@ fn detach_in_a_child() -> bool {
                     0 as libc::c_uint,
                 )
             };
+            // One grandchild a link, holding that link alone, so that the grace periods
+            // run side by side (one after the other, six links kept the programs attached,
+            // and every switch and system call paying for them, for a few tenths of a
+            // second after they were let go). Where a grandchild cannot be made, the
+            // link is closed here, in turn.
             for &fd in &links {
-                // SAFETY: the last reference to each link: this waits for the kernel.
+                // SAFETY: as above; the grandchild closes descriptors and exits.
+                if unsafe { libc::fork() } == 0 {
+                    for &other in &links {
+                        if other != fd {
+                            // SAFETY: a descriptor of the grandchild's own table.
+                            unsafe { libc::close(other) };
+                        }
+                    }
+                    // SAFETY: the last reference to this link: this waits for the kernel.
+                    unsafe { libc::close(fd) };
+                    // SAFETY: as below.
+                    unsafe { libc::_exit(0) }
+                }
+            }
+            for &fd in &links {
+                // SAFETY: the child's references; the grandchildren hold the last ones.
                 unsafe { libc::close(fd) };
             }
             // SAFETY: ends the child without running the parent's exit handlers.

@@ -396,6 +396,11 @@ impl SystemWorld {
         self.trace = Some(trace);
     }
 
+    /// Stops reading the trace: masks are judged from the masks alone from now on.
+    pub fn drop_trace(&mut self) {
+        self.trace = None;
+    }
+
     /// Whether a trace of who sets masks is in use.
     pub fn traced(&self) -> bool {
         self.trace.is_some()

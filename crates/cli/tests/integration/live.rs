@@ -347,3 +347,71 @@ fn live_topo_reads_this_machine_and_fixtures() {
     assert_eq!(v["levels"]["core"].as_array().unwrap().len(), 64);
     assert_eq!(v["default_level"], "package");
 }
+
+/// Helper process of the test below: three threads that call `sched_yield` in a loop for
+/// 1.5 s (the work of `sysbench threads`: every yield a context switch on two cores).
+#[test]
+#[ignore = "helper process of the switch-cost test; runs only when started by it"]
+fn helper_process_yielding_in_a_loop() {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let threads: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(move || {
+                while std::time::Instant::now() < until {
+                    for _ in 0..1000 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn live_run_lets_the_bpf_programs_go_when_they_cost_a_switching_program_more_than_proc() {
+    // Counting every switch of threads that yield in a loop costs them more than reading
+    // `/proc` costs the tool, and more than its budget: the counters go within their first
+    // span, and the setter trace (on every system call) with them.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("summary.json");
+    let me = std::env::current_exe().unwrap();
+    let out = run(&[
+        "run",
+        "--policy",
+        "none",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        me.to_str().unwrap(),
+        "--ignored",
+        "--exact",
+        "live::helper_process_yielding_in_a_loop",
+        "--test-threads=1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let source = v["run_time"].as_str().unwrap();
+    let choices = v["choices"].as_str().unwrap();
+    if cfg!(feature = "bpf") && nix::unistd::geteuid().is_root() {
+        assert!(
+            source.starts_with("run time from BPF sched_switch counters, then /proc (the counters stopped: the program switches "),
+            "{source}"
+        );
+        assert!(
+            choices.contains("the trace went with the run-time counters"),
+            "{choices}"
+        );
+    } else {
+        assert!(source.starts_with("run time from /proc ("), "{source}");
+        assert!(!choices.contains("traced"), "{choices}");
+    }
+}

@@ -155,6 +155,7 @@ pub const STATUS_PER_SAMPLE: usize = 8;
 
 mod process;
 mod thread;
+pub mod weigh;
 
 use process::Process;
 use thread::{Tracked, fd_short};
@@ -215,6 +216,12 @@ pub struct Sampler {
     counters: Option<Box<dyn RunCounters>>,
     /// Why the faster source stopped, when it did.
     counters_stopped: Option<String>,
+    /// The faster source's cost to the program against `/proc`'s to the tool
+    /// ([`weigh`]), and the switches of the threads it answered for at this sample.
+    weigh: weigh::Weigh,
+    switches: u64,
+    /// The verdict that dropped the faster source, when its cost did.
+    dropped: Option<weigh::Dropped>,
     /// Per-thread hardware counters, when asked for ([`Sampler::set_hw_counters`]).
     hw: Option<Box<dyn crate::perf::CounterSource>>,
     /// Reused buffer: the managed pids for the source.
@@ -307,6 +314,9 @@ impl Sampler {
             fresh: Vec::new(),
             counters: None,
             counters_stopped: None,
+            weigh: weigh::Weigh::default(),
+            switches: 0,
+            dropped: None,
             pid_buf: Vec::new(),
             counted: 0,
             cpu_time: None,
@@ -380,6 +390,7 @@ impl Sampler {
     pub fn set_counters(&mut self, counters: Box<dyn RunCounters>) {
         self.counters = Some(counters);
         self.counters_stopped = None;
+        self.weigh = weigh::Weigh::default();
     }
 
     /// Reads each kept thread's hardware counters from `source` from now on
@@ -550,6 +561,7 @@ impl Sampler {
             into.cpu_time = self.machine_cpu_time();
         }
         self.counted = 0;
+        self.switches = 0;
         self.refresh_counters();
         let spawns = self.counters.as_ref().and_then(|c| c.spawns());
         self.spawned = spawns.is_some() && spawns != self.last_spawns;
@@ -604,6 +616,7 @@ impl Sampler {
         // Waits are exact at this instant only where the faster source answered: most of
         // the threads, or the sample reads as `schedstat` keeps them.
         into.waits_late = self.counted * 2 <= into.threads.len();
+        self.weigh_counters(now);
         // Tasks are listed in creation order, so the samples are usually sorted already.
         if !into.threads.is_sorted_by_key(|t| t.key) || !into.memory.is_sorted_by_key(|m| m.pid) {
             into.sort();
@@ -631,6 +644,26 @@ impl Sampler {
                 self.counters = None;
             }
         }
+    }
+
+    /// Drops the faster source when, over the last span, it cost the program more than
+    /// reading `/proc` would cost the tool ([`weigh`]): `/proc` goes on from the same
+    /// counts, as when the source fails.
+    fn weigh_counters(&mut self, now: Nanos) {
+        if self.counters.is_none() {
+            return;
+        }
+        if let Some(dropped) = self.weigh.sample(now, self.counted, self.switches) {
+            self.counters_stopped = Some(dropped.to_string());
+            self.counters = None;
+            self.dropped = Some(dropped);
+        }
+    }
+
+    /// The verdict that dropped the faster source because it cost the program more than
+    /// `/proc` costs the tool ([`weigh`]), when it did.
+    pub fn counters_dropped(&self) -> Option<&weigh::Dropped> {
+        self.dropped.as_ref()
     }
 
     /// Samples every thread of `self.procs[i]`; marks the process dead when its task

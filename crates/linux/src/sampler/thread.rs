@@ -425,6 +425,10 @@ impl Sampler {
         if t.seen == 0 {
             self.fresh.push(sample.key);
         }
+        if counted.is_some() && t.seen != 0 {
+            // The switches the faster source counted for it since the last sample.
+            self.switches += sample.timeslices.saturating_sub(t.last.timeslices);
+        }
         t.seen = generation;
         t.last = sample;
         into.threads.push(sample);
