@@ -4,7 +4,7 @@
 //! ```text
 //!   parse/   &str → model, pure and panic-free     stat, schedstat, status, numa_maps, sysfs
 //!   read     Root → model, I/O at the edge         read_topology, read_threads, …
-//!   sampler  the hot path                          pread on kept fds, Snapshot reuse
+//!   sampler  the hot path                          pread on kept fds, Snapshot reuse; BPF counters weighed against /proc
 //!   affinity a thread's mask, read and set           affinity_of, set_affinity (any size)
 //!   actuate  sched_setaffinity, restore            Actuator (start-time checked)
 //!   ledger   journal records, replay rules     what to put back, after any stop

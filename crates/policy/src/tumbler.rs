@@ -340,6 +340,84 @@ impl Tumbler {
     }
 }
 
+/// The moves of an adopted regrouping: each thread of `moved` to its new group.
+fn regroup_moves(window: &Window, moved: &[(usize, usize)], level: Level, cv: f64) -> Vec<Move> {
+    moved
+        .iter()
+        .map(|&(i, d)| Move {
+            thread: window.threads[i].key,
+            to: Target::Domain { level, index: d },
+            why: Reason::Regroup {
+                group: d,
+                util: window.threads[i].util,
+                cv,
+            },
+        })
+        .collect()
+}
+
+/// How much a regrouping must lower the imbalance to be adopted: [`REGROUP_MARGIN`], plus,
+/// where the counters report late, the jitter of the threads that would change domain
+/// (their `readings`; `placement` is where they are) over the CPUs of the smallest domain.
+/// Exact counters have no such noise: what their readings change by is the threads' own
+/// doing, which regrouping is there to follow.
+fn regroup_margin(
+    placement: &Placement,
+    readings: &[Reading],
+    topo: &Topology,
+    level: Level,
+    window: &Window,
+    moved: &[(usize, usize)],
+) -> f64 {
+    if !window.waits_late {
+        return REGROUP_MARGIN;
+    }
+    let smallest = topo
+        .domains(level)
+        .iter()
+        .map(|d| d.cpus.len())
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    let jitter: f64 = moved
+        .iter()
+        .filter(|&&(i, d)| placement.current(&window.threads[i], topo, level) != Some(d))
+        .map(|&(i, _)| readings.get(i).map_or(0.0, |r| r.jitter))
+        .sum();
+    REGROUP_MARGIN + jitter / smallest as f64
+}
+
+impl Tumbler {
+    /// With the groups kept, the threads not placed yet confined to the domain they run
+    /// in (and placed there).
+    fn confine_new(
+        &mut self,
+        topo: &Topology,
+        level: Level,
+        window: &Window,
+        cv: f64,
+    ) -> Vec<Move> {
+        let mut moves = Vec::new();
+        for t in &window.threads {
+            if self.placement.get(&t.key).is_none()
+                && let Some(d) = topo.domain_of(t.last_cpu, level)
+            {
+                self.placement.set(t.key, d);
+                moves.push(Move {
+                    thread: t.key,
+                    to: Target::Domain { level, index: d },
+                    why: Reason::Regroup {
+                        group: d,
+                        util: t.util,
+                        cv,
+                    },
+                });
+            }
+        }
+        moves
+    }
+}
+
 impl Policy for Tumbler {
     fn name(&self) -> &'static str {
         "tumbler"
@@ -403,66 +481,17 @@ impl Policy for Tumbler {
             window.threads.iter().map(|t| self.proposal.get(&t.key)),
             &mut self.load,
         );
-        let smallest = topo
-            .domains(level)
-            .iter()
-            .map(|d| d.cpus.len())
-            .min()
-            .unwrap_or(1)
-            .max(1);
-        // The jitter of the threads that would change domain, where the counters report
-        // late (exact counters have no such noise: what their readings change by is the
-        // threads' own doing, which regrouping is there to follow).
-        let jitter: f64 = if window.waits_late {
-            moved
-                .iter()
-                .filter(|&&(i, d)| {
-                    self.placement.current(&window.threads[i], topo, level) != Some(d)
-                })
-                .map(|&(i, _)| self.readings.get(i).map_or(0.0, |r| r.jitter))
-                .sum()
-        } else {
-            0.0
-        };
-        let margin = REGROUP_MARGIN + jitter / smallest as f64;
+        let margin = regroup_margin(&self.placement, &self.readings, topo, level, window, moved);
         let adopt = !self.hysteresis || now - then > margin;
         let moves: Vec<Move> = if adopt {
             std::mem::swap(&mut self.placement, &mut self.proposal);
             self.stats.last_imbalance = Some(then);
-            moved
-                .iter()
-                .map(|&(i, d)| Move {
-                    thread: window.threads[i].key,
-                    to: Target::Domain { level, index: d },
-                    why: Reason::Regroup {
-                        group: d,
-                        util: window.threads[i].util,
-                        cv,
-                    },
-                })
-                .collect()
+            regroup_moves(window, moved, level, cv)
         } else {
             // Keep the groups; confine the threads not placed yet where they run.
             self.stats.kept += 1;
             self.stats.last_imbalance = Some(now);
-            let mut moves = Vec::new();
-            for t in &window.threads {
-                if self.placement.get(&t.key).is_none()
-                    && let Some(d) = topo.domain_of(t.last_cpu, level)
-                {
-                    self.placement.set(t.key, d);
-                    moves.push(Move {
-                        thread: t.key,
-                        to: Target::Domain { level, index: d },
-                        why: Reason::Regroup {
-                            group: d,
-                            util: t.util,
-                            cv,
-                        },
-                    });
-                }
-            }
-            moves
+            self.confine_new(topo, level, window, cv)
         };
         self.stats.moves += moves.len() as u64;
         let note = (!moves.is_empty()).then(|| {
