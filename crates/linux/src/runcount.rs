@@ -138,7 +138,10 @@ impl Counters {
         match self {
             Counters::Choose => announce(host),
             Counters::Loaded(loaded) => say(give_loaded(host, loaded)),
-            Counters::Given(Some(c)) => give_loaded(host, Ok(c)),
+            Counters::Given(Some(c)) => {
+                host.sampler_mut().keep_counters();
+                give_loaded(host, Ok(c))
+            }
             Counters::Given(None) => RunSource::Proc("the daemon's shared counters are off".into()),
         }
     }

@@ -349,11 +349,11 @@ fn live_topo_reads_this_machine_and_fixtures() {
 }
 
 /// Helper process of the test below: three threads that call `sched_yield` in a loop for
-/// 1.5 s (the work of `sysbench threads`: every yield a context switch on two cores).
+/// 3 s (the work of `sysbench threads`: every yield a context switch on two cores).
 #[test]
 #[ignore = "helper process of the switch-cost test; runs only when started by it"]
 fn helper_process_yielding_in_a_loop() {
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(3000);
     let threads: Vec<_> = (0..3)
         .map(|_| {
             std::thread::spawn(move || {

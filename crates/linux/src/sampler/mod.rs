@@ -222,6 +222,8 @@ pub struct Sampler {
     switches: u64,
     /// The verdict that dropped the faster source, when its cost did.
     dropped: Option<weigh::Dropped>,
+    /// Whether the faster source is weighed at all ([`Sampler::keep_counters`]).
+    weighing: bool,
     /// Per-thread hardware counters, when asked for ([`Sampler::set_hw_counters`]).
     hw: Option<Box<dyn crate::perf::CounterSource>>,
     /// Reused buffer: the managed pids for the source.
@@ -317,6 +319,7 @@ impl Sampler {
             weigh: weigh::Weigh::default(),
             switches: 0,
             dropped: None,
+            weighing: true,
             pid_buf: Vec::new(),
             counted: 0,
             cpu_time: None,
@@ -650,7 +653,7 @@ impl Sampler {
     /// reading `/proc` would cost the tool ([`weigh`]): `/proc` goes on from the same
     /// counts, as when the source fails.
     fn weigh_counters(&mut self, now: Nanos) {
-        if self.counters.is_none() {
+        if self.counters.is_none() || !self.weighing {
             return;
         }
         if let Some(dropped) = self.weigh.sample(now, self.counted, self.switches) {
@@ -658,6 +661,14 @@ impl Sampler {
             self.counters = None;
             self.dropped = Some(dropped);
         }
+    }
+
+    /// Keeps the faster source whatever it costs: a handle on counters several hosts
+    /// share (the daemon's, [`crate::runshare`]), whose programs stay attached for the
+    /// others when one host lets its handle go, so that dropping it would not take away
+    /// the cost [`weigh`] measures.
+    pub fn keep_counters(&mut self) {
+        self.weighing = false;
     }
 
     /// The verdict that dropped the faster source because it cost the program more than
