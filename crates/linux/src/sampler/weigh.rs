@@ -82,16 +82,21 @@ impl std::fmt::Display for Dropped {
 }
 
 impl Weigh {
+    /// A new span, from `now`.
+    fn restart(&mut self, now: Nanos) {
+        *self = Weigh {
+            since: Some(now),
+            ..Weigh::default()
+        };
+    }
+
     /// Counts a sample at `now` that read `threads` threads, whose counters saw
     /// `switches` switches since the last. At a span's end, the verdict: `Some` when the
     /// counters cost more; a new span begins either way.
     pub fn sample(&mut self, now: Nanos, threads: usize, switches: u64) -> Option<Dropped> {
         let Some(since) = self.since else {
             // The first sample only starts the span: its switches are since no sample.
-            *self = Weigh {
-                since: Some(now),
-                ..Weigh::default()
-            };
+            self.restart(now);
             return None;
         };
         self.switches += switches;
@@ -106,10 +111,7 @@ impl Weigh {
         let counters_share = switches_per_s * TRACED_SWITCH.as_secs_f64();
         // Threads read a second: samples a second times threads a sample.
         let proc_share = self.threads as f64 / secs * PROC_READ.as_secs_f64();
-        *self = Weigh {
-            since: Some(now),
-            ..Weigh::default()
-        };
+        self.restart(now);
         (counters_share > proc_share.max(BUDGET)).then_some(Dropped {
             switches_per_s,
             counters_share,
