@@ -27,13 +27,26 @@ use threadbalance_model::Nanos;
 /// is noise. Measured: no sweep of its own; every simulated table since the first uses it.
 pub(super) const IDLE: f64 = 0.05;
 
-/// 0.05: threads asleep this fraction of their time or more block, whatever their switches
-/// say. Mechanism: with phases of 100 ms and more a thread blocks a few times a second
-/// while a shared core's two threads preempt each other hundreds of times. Measured:
-/// simulated, 16 cores, 24 threads, 100 ms blocking phases, `schedstat` counters, rounds
-/// every 200 ms: 87.5 → 94.0 % of the fair share (Linux 97.0); every fitted-tick row moved
-/// by at most 0.4 points.
-pub(super) const SLEEPING: f64 = 0.05;
+/// 0.01: threads asleep this fraction of their time or more block, whatever their switches
+/// say. Mechanism: a thread that waits at a barrier by blocking sleeps there; one that
+/// yields or spins never sleeps (0 in the simulator, by construction). Its switches cannot
+/// tell: with more threads than CPUs a shared CPU's threads preempt each other hundreds of
+/// times a second (the kernel's slices, the rotation's short ones, and every move
+/// preempting a running thread), against a few blocks a second with 30–100 ms phases. And
+/// the better the rotation, the less the threads wait at the barrier: under `speed`, 36
+/// threads on 12 cores × 2 with 30–50 ms blocking phases slept 2–4 % of the time and read
+/// 400–500 involuntary switches a thread-second against 20–60 voluntary ones, so at 5 %
+/// (the value before) they did not count as blocking: no phase of work, no swap margin on
+/// SMT, rounds at the 1 ms floor, 3,000–7,000 moves a second.
+/// Measured: simulated, default settings (the tool's cost charged), a tuning grid of
+/// `package:1 core:8 pu:2`, `package:2 core:8 pu:2`, `package:1 core:16 pu:2`,
+/// `package:1 core:16 pu:1`, `package:2 core:12 pu:1`, N = M+1, 5M/4, 3M/2, 2M−1, 10, 30
+/// and 80 ms yield and blocking phases, seeds 1–3 (360 cells): at 0.05 16 cells more than
+/// 1 % behind Linux, geometric mean of Linux/speed 1.221; at 0.005, 0.01 and 0.02 5 cells,
+/// 1.228–1.230, with 11 % fewer moves. (At 0.05 the first rule measured was 16 cores, 24
+/// threads, 100 ms blocking phases with `schedstat` counters and rounds every 200 ms:
+/// 87.5 → 94.0 % of the fair share; threads sleep more there.)
+pub(super) const SLEEPING: f64 = 0.01;
 
 /// 2000/s: involuntary switches per thread-second above which threads yield at
 /// synchronization points (rounds go to `min_interval`). Mechanism: preemption alone gives

@@ -18,7 +18,7 @@
 //! with the phase's work S: the CPU time a thread runs between two blocking points,
 //! its CPU time per voluntary switch (both smoothed as the interval's signals are), read
 //! only while the threads *block*: at least a third of their switches voluntary, or asleep
-//! at least 5 % of the time (`SLEEPING`; see "Threads that sleep block" below). When the host
+//! at least 1 % of the time (`SLEEPING`; see "Threads that sleep block" below). When the host
 //! holds the rounds back (G more than twice the periods asked for those rounds, smoothed
 //! alike, so that a gap after a long period asked, a backed-off rotation, does not count)
 //! and G > 1.5 S while the rotation runs, every placed thread is *lent* to Linux (its
@@ -106,7 +106,8 @@
 //! rule never saw such phases, however sparse the rounds: 24 threads with 100 ms blocking
 //! phases, `schedstat` counters and ticks of 1.6 ms (rounds every 200 ms) ran a slow
 //! rotation at 87.5–87.7 % of the fair share where Linux reached 97.0–97.7. Time asleep
-//! says it as well: threads asleep at least 5 % of the time block. Now they are lent
+//! says it as well: threads asleep at least 5 % of the time block (1 % since: a rotation
+//! that works keeps barrier waits at 2–4 %, `tuned::SLEEPING`). Now they are lent
 //! (94.0–94.8 %); 20 threads 75.7–75.8 → 78.9–79.2 % (Linux 81.7–81.8), 17 threads 66.8 →
 //! 67.8 (69.9–70.0). Where the rounds are 1.25 phases of work apart (ticks of 1 ms) 17
 //! threads lose 1.5–1.8 points by it (69.9 → 68.1–68.4: the slow rotation was level with
