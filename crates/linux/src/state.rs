@@ -213,7 +213,7 @@ impl StateDir {
                 ),
             ));
         }
-        let Ok(mut file) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
+        let Some(mut file) = lock_unless_owned(file, path, root) else {
             return Ok(None); // its owner lives
         };
         if !same_file(&file, path) {
@@ -267,6 +267,54 @@ impl StateDir {
             }
         }
     }
+}
+
+/// How long a journal whose owner has died may stay locked before it is left for the next
+/// restore: the time a child of the owner takes to close what it inherited.
+const DEAD_OWNERS_LOCK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Locks the journal at `path`, or `None` when a live instance holds it.
+///
+/// The lock can outlive its owner for a moment: an instance that lets its BPF links go
+/// forks a child to close them (`crate::bpf`), and the child holds a copy of every file
+/// the instance had, the journal's lock with them, until it has closed them, its first
+/// act. Killed just after such a fork, the instance leaves a journal still locked when
+/// `restore` runs, on a loaded machine for milliseconds. So where the journal's name says
+/// its owner (`journal.<pid>.<start>`) and that process has gone, the lock is waited for,
+/// up to [`DEAD_OWNERS_LOCK`].
+fn lock_unless_owned(file: File, path: &Path, root: &Root) -> Option<Flock<File>> {
+    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => return Some(locked),
+        Err((file, _)) => file,
+    };
+    if owner_lives(path, root) {
+        return None;
+    }
+    let until = std::time::Instant::now() + DEAD_OWNERS_LOCK;
+    while std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Some(locked),
+            Err((file, _)) => file,
+        };
+    }
+    None
+}
+
+/// Whether the instance a journal's name gives (`journal.<pid>.<start>`) still runs: that
+/// pid with that start time. A name that says no owner counts as a live one (its lock is
+/// then never waited for).
+fn owner_lives(path: &Path, root: &Root) -> bool {
+    let owner = path
+        .file_name()
+        .and_then(OsStr::to_str)
+        .and_then(|n| n.strip_prefix("journal."))
+        .and_then(|rest| rest.split_once('.'))
+        .and_then(|(pid, start)| Some((pid.parse::<i32>().ok()?, start.parse::<u64>().ok()?)));
+    let Some((pid, start)) = owner else {
+        return true;
+    };
+    matches!(read_start_time(root, Pid(pid), Tid(pid)), Ok(Some(now)) if now == start)
 }
 
 /// This boot's id (`proc/sys/kernel/random/boot_id` under `root`).
@@ -728,6 +776,34 @@ mod tests {
         assert_eq!(busy.holder, Some(Pid(std::process::id() as i32)));
         drop(first);
         assert!(state.lock_process(Pid(77), 5).unwrap().is_ok());
+    }
+
+    #[test]
+    fn restore_stale_waits_for_a_dead_owners_journal_a_child_still_holds() {
+        // An instance killed just after forking the child that lets its BPF links go: the
+        // child holds the journal's lock until it has closed what it inherited. Its owner
+        // (the pid in its name) has gone, so the restore waits for the lock and replays it.
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let journal = dir.path().join("journal.999999995.1");
+        std::fs::write(
+            &journal,
+            format!("{}\nset 999999999 999999999 1 0 0\n", crate::ledger::MAGIC),
+        )
+        .unwrap();
+        let held = Flock::lock(
+            File::open(&journal).unwrap(),
+            FlockArg::LockExclusiveNonblock,
+        )
+        .unwrap();
+        let child = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(held);
+        });
+        let (report, count) = state.restore_stale(&Root::system()).unwrap();
+        child.join().unwrap();
+        assert_eq!((count, report.vanished), (1, 1), "{report:?}");
+        assert!(!journal.exists());
     }
 
     #[test]
