@@ -235,7 +235,7 @@ fn live_run_loads_its_run_time_counters_and_setter_trace_before_the_command_star
 }
 
 #[test]
-fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase() {
+fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase_and_its_blocks() {
     // `speed` asks for the switch counts (`Needs::switches`): a blocking barrier's
     // waiters switch voluntarily, so the summary has them counted and the voluntary rate
     // above zero (without them, the signals fell back to timeslices and the sparse-rounds
@@ -260,6 +260,14 @@ fn live_run_speed_reads_switch_counts_and_sees_a_blocking_barrier_phase() {
         s["voluntary_switches_per_thread_s"].as_f64().unwrap() > 0.0,
         "{s}"
     );
+    // Its guard counts the barrier's blocks where the switch counts are fresh (the BPF
+    // counters), and says it judges by CPU share where they may come late (`/proc`).
+    let judge = s["guard"]["judge"].as_str().unwrap();
+    if cfg!(feature = "bpf") && nix::unistd::geteuid().is_root() {
+        assert!(judge.starts_with("judged by blocks"), "{judge}");
+    } else {
+        assert_eq!(judge, "no progress signal, judged by CPU share");
+    }
 }
 
 /// Attach to a running workload, wait until the policy has changed masks, interrupt the
