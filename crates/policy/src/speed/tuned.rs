@@ -37,7 +37,7 @@ pub(super) const IDLE: f64 = 0.05;
 /// threads on 12 cores × 2 with 30–50 ms blocking phases slept 2–4 % of the time and read
 /// 400–500 involuntary switches a thread-second against 20–60 voluntary ones, so at 5 %
 /// (the value before) they did not count as blocking: no phase of work, no swap margin on
-/// SMT, rounds at the 1 ms floor, 3,000–7,000 moves a second.
+/// SMT, rounds every 1–3 ms, 3,000–7,000 moves a second.
 /// Measured: simulated, default settings (the tool's cost charged), a tuning grid of
 /// `package:1 core:8 pu:2`, `package:2 core:8 pu:2`, `package:1 core:16 pu:2`,
 /// `package:1 core:16 pu:1`, `package:2 core:12 pu:1`, N = M+1, 5M/4, 3M/2, 2M−1, 10, 30
