@@ -489,18 +489,20 @@ fn loader_without_btf() -> aya::EbpfLoader<'static> {
             .name("tb-bpf-loader".into())
             .spawn_scoped(scope, || {
                 let _ = hide_kernel_btf();
-                let mut loader = aya::EbpfLoader::new();
-                loader.btf(None);
-                loader
+                loader_told_no_btf()
             })
             .ok()
             .and_then(|thread| thread.join().ok())
     });
-    made.unwrap_or_else(|| {
-        let mut loader = aya::EbpfLoader::new();
-        loader.btf(None);
-        loader
-    })
+    made.unwrap_or_else(loader_told_no_btf)
+}
+
+/// A loader told not to use the kernel's BTF (made on the calling thread: it reads the BTF
+/// if this thread can see it).
+fn loader_told_no_btf() -> aya::EbpfLoader<'static> {
+    let mut loader = aya::EbpfLoader::new();
+    loader.btf(None);
+    loader
 }
 
 /// For the calling thread alone, hides [`KERNEL_BTF`] behind an empty file (see

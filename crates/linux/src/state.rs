@@ -282,23 +282,23 @@ const DEAD_OWNERS_LOCK: std::time::Duration = std::time::Duration::from_secs(1);
 /// `restore` runs, on a loaded machine for milliseconds. So where the journal's name says
 /// its owner (`journal.<pid>.<start>`) and that process has gone, the lock is waited for,
 /// up to [`DEAD_OWNERS_LOCK`].
-fn lock_unless_owned(file: File, path: &Path, root: &Root) -> Option<Flock<File>> {
-    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(locked) => return Some(locked),
-        Err((file, _)) => file,
-    };
-    if owner_lives(path, root) {
-        return None;
-    }
-    let until = std::time::Instant::now() + DEAD_OWNERS_LOCK;
-    while std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(2));
+fn lock_unless_owned(mut file: File, path: &Path, root: &Root) -> Option<Flock<File>> {
+    let mut until = None;
+    loop {
         file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(locked) => return Some(locked),
             Err((file, _)) => file,
         };
+        let until = match until {
+            Some(until) => until,
+            None if owner_lives(path, root) => return None,
+            None => *until.insert(std::time::Instant::now() + DEAD_OWNERS_LOCK),
+        };
+        if std::time::Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    None
 }
 
 /// Whether the instance a journal's name gives (`journal.<pid>.<start>`) still runs: that

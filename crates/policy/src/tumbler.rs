@@ -397,24 +397,16 @@ impl Tumbler {
         window: &Window,
         cv: f64,
     ) -> Vec<Move> {
-        let mut moves = Vec::new();
-        for t in &window.threads {
+        let mut confined = Vec::new();
+        for (i, t) in window.threads.iter().enumerate() {
             if self.placement.get(&t.key).is_none()
                 && let Some(d) = topo.domain_of(t.last_cpu, level)
             {
                 self.placement.set(t.key, d);
-                moves.push(Move {
-                    thread: t.key,
-                    to: Target::Domain { level, index: d },
-                    why: Reason::Regroup {
-                        group: d,
-                        util: t.util,
-                        cv,
-                    },
-                });
+                confined.push((i, d));
             }
         }
-        moves
+        regroup_moves(window, &confined, level, cv)
     }
 }
 
