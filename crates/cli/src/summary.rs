@@ -41,6 +41,7 @@ use threadbalance_linux::adapter::LinuxAdapter;
 use threadbalance_linux::adapter::lockprobe::{LockReport, ProbeOff};
 use threadbalance_linux::ledger::RestoreReport;
 use threadbalance_linux::runcount::RunSource;
+use threadbalance_linux::sampler::CountersStopped;
 use threadbalance_model::{
     Level, Nanos, Pid, PolicySummary, Topology, coefficient_of_variation, mean,
 };
@@ -125,12 +126,12 @@ impl std::fmt::Display for Ended {
 
 /// Where the threads' run time and run-queue wait came from, and, if the counters
 /// stopped during the run, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RunTime {
     /// The source chosen at the start.
     pub source: RunSource,
     /// Why the counters stopped, when they did (run time from /proc from then on).
-    pub stopped: Option<String>,
+    pub stopped: Option<CountersStopped>,
 }
 
 impl std::fmt::Display for RunTime {
@@ -278,7 +279,7 @@ impl HostReport {
             steady: host.steady_ticks().measured(),
             run_time: RunTime {
                 source: host.run_source().clone(),
-                stopped: host.counters_stopped().map(str::to_owned),
+                stopped: host.counters_stopped().cloned(),
             },
             choices: host.choices_source(),
             lock_probe: host.lock_report(),

@@ -25,7 +25,10 @@ pub struct ConfigError {
     /// Where in the file: `rule "busy": comm`, `daemon: cpus`, or empty when the whole
     /// file is at fault (not TOML at all).
     pub key: String,
-    /// What was wrong, one line.
+    /// What was wrong, one line. Text, not a source: most are this crate's own checks,
+    /// and a TOML or regex error is rewritten here into the key and line it is about
+    /// (its own message names a byte offset or a table path), so its first form is not
+    /// what the user should read.
     pub why: String,
 }
 

@@ -318,7 +318,7 @@ impl LinuxAdapter {
 
     /// Why the faster run-time source stopped during the run (`/proc` took over), if it
     /// did.
-    pub fn counters_stopped(&self) -> Option<&str> {
+    pub fn counters_stopped(&self) -> Option<&crate::sampler::CountersStopped> {
         self.host.sampler().counters_stopped()
     }
 

@@ -34,10 +34,10 @@
 pub use crate::counted::{Counted, RunCounters};
 
 /// The run-time source `choose` picked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum RunSource {
     /// `/proc/<pid>/task/<tid>/schedstat`, with why the faster source is not used.
-    Proc(String),
+    Proc(WhyProc),
     /// A faster source, by name.
     Fast(&'static str),
 }
@@ -84,6 +84,24 @@ pub fn load() -> Result<Box<dyn RunCounters>, NoCounters> {
     }
 }
 
+/// Why a host reads its run time from `/proc` ([`RunSource::Proc`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WhyProc {
+    /// The faster source could not be loaded for this host (shared: a source is cloned
+    /// into the run's summary).
+    #[error(transparent)]
+    NoCounters(std::sync::Arc<NoCounters>),
+    /// The daemon's shared counters, which this host would read, are off.
+    #[error("the daemon's shared counters are off")]
+    SharedOff,
+}
+
+impl From<NoCounters> for WhyProc {
+    fn from(why: NoCounters) -> WhyProc {
+        WhyProc::NoCounters(std::sync::Arc::new(why))
+    }
+}
+
 /// Why the faster run-time source is not used ([`load`]); said in [`RunSource::Proc`].
 #[derive(Debug, thiserror::Error)]
 pub enum NoCounters {
@@ -107,7 +125,7 @@ fn give_loaded(
             host.sampler_mut().set_counters(counters);
             RunSource::Fast(name)
         }
-        Err(why) => RunSource::Proc(format!("{why}")),
+        Err(why) => RunSource::Proc(why.into()),
     }
 }
 
@@ -142,7 +160,7 @@ impl Counters {
                 host.sampler_mut().keep_counters();
                 give_loaded(host, Ok(c))
             }
-            Counters::Given(None) => RunSource::Proc("the daemon's shared counters are off".into()),
+            Counters::Given(None) => RunSource::Proc(WhyProc::SharedOff),
         }
     }
 }

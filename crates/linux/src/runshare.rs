@@ -120,13 +120,13 @@ impl SharedCounters {
                 self.probe = Some(p);
                 RunSource::Fast(crate::schedbpf::shared::NAME)
             }
-            Err(why) => RunSource::Proc(why.to_string()),
+            Err(why) => RunSource::Proc(crate::runcount::NoCounters::Refused(why).into()),
         }
     }
 
     #[cfg(not(feature = "bpf"))]
     fn load(&mut self) -> RunSource {
-        RunSource::Proc("built without the bpf feature".into())
+        RunSource::Proc(crate::runcount::NoCounters::NotBuilt.into())
     }
 }
 
@@ -153,9 +153,10 @@ mod tests {
         let mut s = SharedCounters::new();
         let first = s.handle();
         assert!(matches!(first.counters, Counters::Given(None)));
+        let said = first.loaded.as_ref().map(RunSource::describe);
         assert_eq!(
-            first.loaded,
-            Some(RunSource::Proc("built without the bpf feature".into()))
+            said.as_deref(),
+            Some("run time from /proc (built without the bpf feature)")
         );
         assert!(s.handle().loaded.is_none(), "said once");
     }

@@ -1,5 +1,6 @@
 use super::*;
 use threadbalance_linux::ledger::RestoreReport;
+use threadbalance_linux::runcount::WhyProc;
 
 /// What a host reports when it did nothing: no mask restored, run time from /proc.
 fn quiet_host() -> HostReport {
@@ -11,7 +12,7 @@ fn quiet_host() -> HostReport {
         budget: Budget::default(),
         steady: None,
         run_time: RunTime {
-            source: RunSource::Proc("a test".into()),
+            source: RunSource::Proc(WhyProc::SharedOff),
             stopped: None,
         },
         lock_probe: LockReport::default(),
@@ -330,11 +331,16 @@ fn summary_ended_and_run_time_read_as_they_always_have() {
     assert_eq!(said(Ended::Interrupted(2)), "interrupted by SIGINT");
     let stopped = RunTime {
         source: RunSource::Fast("BPF sched_switch counters"),
-        stopped: Some("a map read failed".into()),
+        stopped: Some(CountersStopped::Failed(std::sync::Arc::new(
+            threadbalance_linux::LinuxError::Io {
+                path: "counters".into(),
+                source: std::io::Error::other("a map read failed"),
+            },
+        ))),
     };
     assert_eq!(
         stopped.to_string(),
-        "run time from BPF sched_switch counters, then /proc (the counters stopped: a map read failed)"
+        "run time from BPF sched_switch counters, then /proc (the counters stopped: reading counters: a map read failed)"
     );
     assert!(RunSource::described_proc(
         &quiet_host().run_time.to_string()

@@ -156,7 +156,7 @@ impl Request {
 
 /// Why a request was refused. Prints as one line, which is also the `error` answer's
 /// message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum RequestError {
     /// The line was longer than [`MAX_REQUEST_BYTES`].
     #[error("bad request: longer than {MAX_REQUEST_BYTES} bytes")]
@@ -167,9 +167,9 @@ pub enum RequestError {
     /// The bytes were not UTF-8.
     #[error("bad request: not UTF-8")]
     NotUtf8,
-    /// The text was not JSON.
-    #[error("bad request: not JSON: {0}")]
-    NotJson(String),
+    /// The text was not JSON (serde's error kept; its message is one line).
+    #[error("bad request: not JSON")]
+    NotJson(#[source] serde_json::Error),
     /// The JSON was not an object.
     #[error("bad request: not a JSON object")]
     NotObject,
@@ -179,9 +179,10 @@ pub enum RequestError {
     /// The `version` was not this daemon's.
     #[error("bad request: version {0} (this daemon speaks version {PROTOCOL_VERSION})")]
     Version(String),
-    /// The request's name or fields were wrong (serde's message, one line).
-    #[error("bad request: {0}")]
-    Fields(String),
+    /// The request's name or fields were wrong (serde's error kept: it names the field or
+    /// the request).
+    #[error("bad request")]
+    Fields(#[source] serde_json::Error),
     /// The pid was 0, negative or beyond what a pid can be.
     #[error("bad request: pid {0} is not a process id (1 or more)")]
     Pid(i64),
@@ -200,8 +201,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, RequestError> {
     if text.trim().is_empty() {
         return Err(RequestError::Empty);
     }
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| RequestError::NotJson(one_line(&e.to_string())))?;
+    let value: Value = serde_json::from_str(text).map_err(RequestError::NotJson)?;
     let Value::Object(mut object) = value else {
         return Err(RequestError::NotObject);
     };
@@ -210,8 +210,8 @@ pub fn parse_request(line: &[u8]) -> Result<Request, RequestError> {
         Some(Value::Number(n)) if n.as_u64() == Some(PROTOCOL_VERSION) => {}
         Some(other) => return Err(RequestError::Version(one_line(&other.to_string()))),
     }
-    let wire: WireRequest = serde_json::from_value(Value::Object(object))
-        .map_err(|e| RequestError::Fields(one_line(&e.to_string())))?;
+    let wire: WireRequest =
+        serde_json::from_value(Value::Object(object)).map_err(RequestError::Fields)?;
     let pid = |raw: i64| match i32::try_from(raw) {
         Ok(p) if p > 0 => Ok(Pid(p)),
         _ => Err(RequestError::Pid(raw)),
@@ -502,7 +502,7 @@ pub fn dispatch(control: &dyn Control, request: Request) -> Response {
 pub fn answer(control: &dyn Control, line: &[u8]) -> Response {
     match parse_request(line) {
         Ok(request) => dispatch(control, request),
-        Err(e) => Response::error(e.to_string()),
+        Err(e) => Response::error(crate::error::Chain(&e).to_string()),
     }
 }
 

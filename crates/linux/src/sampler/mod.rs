@@ -189,6 +189,17 @@ struct Scratch {
     found: Vec<Pid>,
 }
 
+/// Why a sampler's faster run-time source stopped (`/proc` took over, from the same counts).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CountersStopped {
+    /// A read of the source failed (shared: the run's summary keeps a copy).
+    #[error(transparent)]
+    Failed(std::sync::Arc<LinuxError>),
+    /// It cost the program more than `/proc` would cost the tool ([`weigh`]).
+    #[error("{0}")]
+    Dropped(weigh::Dropped),
+}
+
 /// Samples the threads of one or more processes (and optionally their descendants).
 #[derive(Debug)]
 pub struct Sampler {
@@ -215,7 +226,7 @@ pub struct Sampler {
     /// A faster source of run time asked before `schedstat` (see [`crate::runcount`]).
     counters: Option<Box<dyn RunCounters>>,
     /// Why the faster source stopped, when it did.
-    counters_stopped: Option<String>,
+    counters_stopped: Option<CountersStopped>,
     /// The faster source's cost to the program against `/proc`'s to the tool
     /// ([`weigh`]), and the switches of the threads it answered for at this sample.
     weigh: weigh::Weigh,
@@ -493,8 +504,8 @@ impl Sampler {
     }
 
     /// Why the faster run-time source stopped (a read failed; `/proc` took over).
-    pub fn counters_stopped(&self) -> Option<&str> {
-        self.counters_stopped.as_deref()
+    pub fn counters_stopped(&self) -> Option<&CountersStopped> {
+        self.counters_stopped.as_ref()
     }
 
     /// The configuration.
@@ -643,7 +654,7 @@ impl Sampler {
                 p.nlink = None;
             }),
             Err(e) => {
-                self.counters_stopped = Some(e.to_string());
+                self.counters_stopped = Some(CountersStopped::Failed(std::sync::Arc::new(e)));
                 self.counters = None;
             }
         }
@@ -657,7 +668,7 @@ impl Sampler {
             return;
         }
         if let Some(dropped) = self.weigh.sample(now, self.counted, self.switches) {
-            self.counters_stopped = Some(dropped.to_string());
+            self.counters_stopped = Some(CountersStopped::Dropped(dropped));
             self.counters = None;
             self.dropped = Some(dropped);
         }
