@@ -64,6 +64,10 @@ pub struct DaemonArgs {
     /// or info].
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// For tests of the setter trace: keep it whatever the machine's time in the kernel
+    /// says it costs (docs/choices.md).
+    #[arg(long, hide = true)]
+    pub keep_trace: bool,
 }
 
 /// How long a `ctl` change may wait for the loop (inside the socket's 5 s per client).
@@ -102,6 +106,9 @@ impl StartError {
 
 /// `threadbalance daemon`.
 pub fn run(args: &DaemonArgs) -> Result<u8> {
+    if args.keep_trace {
+        threadbalance_linux::tracegate::hold_open();
+    }
     // Said first, as such: without it every later step fails on a permission of its own.
     // Root, or CAP_SYS_NICE as the packaged unit gives it.
     let system = Root::system();

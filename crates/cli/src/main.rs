@@ -151,6 +151,10 @@ pub struct ManageArgs {
     /// For tests: hardware counters of plain values (IPC 1.5, MPKI 2) instead of the PMU's.
     #[arg(long, hide = true)]
     pub fake_counters: bool,
+    /// For tests of the setter trace: keep it whatever the machine's time in the kernel
+    /// says it costs (docs/choices.md).
+    #[arg(long, hide = true)]
+    pub keep_trace: bool,
     /// For tests of crash recovery: panic after this many ticks.
     #[arg(long, hide = true, value_name = "TICKS")]
     pub fault_panic_after: Option<u64>,

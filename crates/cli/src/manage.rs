@@ -71,6 +71,9 @@ pub(crate) fn prepare(args: &ManageArgs, command: &str, usable: Topology) -> Res
         (false, false) => crate::host::CounterAsk::Policy,
     };
     let counters = crate::host::counter_source(policy.as_ref(), &kind.to_string(), ask)?;
+    if args.keep_trace {
+        threadbalance_linux::tracegate::hold_open();
+    }
     if let Some(path) = &args.report {
         crate::trace::check_writable(path)?;
     }

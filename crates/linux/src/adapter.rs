@@ -89,6 +89,10 @@ pub struct LinuxAdapter {
     /// CPU time spent carrying out plans (moves), which the budget does not charge
     /// unless the operator set a whole budget ([`LinuxAdapter::set_cpu_budget`]).
     acting: Nanos,
+    /// CPU time spent letting BPF programs go (a fork, some closes: once or twice a run),
+    /// which no budget charges: spread over the ticks by the pacing, the 0.3-0.5 ms it
+    /// takes held `speed`'s 1 ms rounds 40 ms apart, and it lent its threads to Linux.
+    letting_go: Nanos,
     /// Whether the budget charges moves too ([`LinuxAdapter::set_cpu_budget`]).
     charge_moves: bool,
     /// The largest watching budget the policy was granted (`Policy::watch_budget`), a
@@ -103,6 +107,8 @@ pub struct LinuxAdapter {
     turns: LoopTurns,
     /// How the program's own masks are told from ours ([`LinuxAdapter::choices_source`]).
     choices: String,
+    /// Clock ticks a second (`/proc/stat`'s unit, for [`crate::tracegate`]).
+    ticks_per_sec: u64,
 }
 
 /// The CPU time the budget charges, as read at the last wait (`None` before one), and as
@@ -242,6 +248,9 @@ impl LinuxAdapter {
         } else if pid.0 == std::process::id() as i32 {
             // The trace tells the tool's calls from others' by process: not here.
             crate::setters::judged("the tool manages its own process")
+        } else if let crate::tracegate::Gate::Shut(why) = crate::tracegate::gate(ticks_per_sec) {
+            // Another host of this process let it go for its cost (the daemon's).
+            crate::setters::judged(format!("the trace was let go: {why}"))
         } else {
             match load_trace(ticks_per_sec) {
                 Ok(trace) => {
@@ -277,29 +286,38 @@ impl LinuxAdapter {
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
             acting: Nanos::ZERO,
+            letting_go: Nanos::ZERO,
             charge_moves: false,
             watch_max: pace::BUDGET,
             seen_alive: false,
             steady: SteadyTicks::default(),
             turns: LoopTurns::default(),
             choices,
+            ticks_per_sec,
         })
     }
 
-    /// The setter trace goes when the run-time counters went for their cost
-    /// ([`crate::sampler::weigh`]): its tracepoints are on every system call of the
-    /// machine (a syscall tracepoint puts every task on the slow path), and a program that
-    /// switches that often makes at least as many calls (each yield, each wait is one).
-    /// `sysbench threads --threads=3` ran 15 % longer with the trace alone attached than
-    /// bare (5 paired runs on the 2-core VM), 1 % with neither.
-    fn drop_trace_with_the_counters(&mut self) {
+    /// Lets the setter trace go when it costs the machine too much: its tracepoints put
+    /// every system call of the machine on the slow path. Two signs of that cost, the
+    /// first to come: the run-time counters went for their cost ([`crate::sampler::weigh`]:
+    /// a program that switches that often makes at least as many calls, each yield and
+    /// each wait being one), or the machine's system time bounds the trace's cost over
+    /// the tool's budget ([`crate::tracegate`], one verdict for every host of the
+    /// process). `sysbench threads --threads=3` ran 15 % longer with the trace alone
+    /// attached than bare (5 paired runs on the 2-core VM), 1 % with neither.
+    fn follow_trace(&mut self) {
         if !self.host.actuator().traced() {
             return;
         }
-        let Some(dropped) = self.host.sampler().counters_dropped() else {
-            return;
+        let why = match self.host.sampler().counters_stopped() {
+            Some(crate::sampler::CountersStopped::Dropped(d)) => {
+                format!("the trace went with the run-time counters: {d}")
+            }
+            _ => match crate::tracegate::gate(self.ticks_per_sec) {
+                crate::tracegate::Gate::Open => return,
+                crate::tracegate::Gate::Shut(why) => format!("the trace was let go: {why}"),
+            },
         };
-        let why = format!("the trace went with the run-time counters: {dropped}");
         self.host.actuator_mut().drop_trace();
         self.choices = crate::setters::judged(&why);
     }
@@ -367,7 +385,10 @@ impl LinuxAdapter {
                 .filter_map(|w| w.parse::<i32>().ok())
             {
                 if child != self.target.0 {
-                    let _ = waitpid(NixPid::from_raw(child), Some(WaitPidFlag::WNOHANG));
+                    let reaped = waitpid(NixPid::from_raw(child), Some(WaitPidFlag::WNOHANG));
+                    if reaped.is_ok_and(|s| s.pid().is_some()) {
+                        crate::detached::forget(child);
+                    }
                 }
             }
         }
@@ -423,7 +444,7 @@ impl LinuxAdapter {
     /// This process's CPU time spent watching (all of it but the moves), and what the
     /// budget charges: all of it under an operator's whole budget, the watching otherwise.
     fn cpu_spent(&self) -> (Nanos, Nanos) {
-        let cpu = own_cpu();
+        let cpu = own_cpu().saturating_sub(self.letting_go);
         let watching = cpu.saturating_sub(self.acting);
         (watching, if self.charge_moves { cpu } else { watching })
     }
@@ -503,16 +524,20 @@ impl Host for LinuxAdapter {
     }
 
     fn sample(&mut self, into: &mut Snapshot) -> Result<(), LinuxError> {
-        let uncharged = if self.charge_moves {
-            Nanos::ZERO
-        } else {
-            self.acting
-        };
+        let uncharged = self.letting_go
+            + if self.charge_moves {
+                Nanos::ZERO
+            } else {
+                self.acting
+            };
         let pace = self
             .turns
             .pace(|| own_cpu().saturating_sub(uncharged), self.pacer.budget());
         self.host.sample(into)?;
-        self.drop_trace_with_the_counters();
+        let before = own_cpu();
+        self.follow_trace();
+        self.host.sampler_mut().release_retired();
+        self.letting_go += own_cpu().saturating_sub(before);
         into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());
         self.pids.clear();

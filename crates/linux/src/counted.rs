@@ -52,4 +52,8 @@ pub trait RunCounters: std::fmt::Debug + Send {
     fn spawns(&self) -> Option<u64> {
         None
     }
+    /// Stops counting at once, for a source about to be let go: what it costs the
+    /// threads it counts ends now, whatever letting it go takes (the BPF counters' links
+    /// wait for the kernel). Nothing by default.
+    fn quiesce(&mut self) {}
 }

@@ -11,6 +11,7 @@
 //!   origin   whose mask is it?                 ours (the last set), the cpuset's, the program's
 //!   setters  who set each mask (pure)           a trace's records → origin::Setter
 //!   setbpf   that trace (feature `bpf`)          BPF on the sched_setaffinity tracepoints
+//!   tracegate may it be attached? (one a process)  its cost bounded by the machine's system time
 //!   state    journals and locks on disk      StateDir, Journal, SystemWorld
 //!   untrusted files others may write         read_untrusted (no links, no FIFOs, capped), private dirs
 //!   perf     hardware counters per thread     perf_event_open groups, or why none
@@ -22,6 +23,7 @@
 //!   futex    futex probe records → lock / sync wait per thread (pure)
 //!   bpf      the futex probe itself (feature `bpf`): BPF on the futex tracepoints
 //!   counted  what a faster run-time source answers  RunCounters, Counted (a leaf)
+//!   detached the children that let BPF links go       never taken for the program's orphans (a leaf)
 //!   holders  the shared counters' bookkeeping      Holders, ShareStats (pure, a leaf)
 //!   runcount where run time comes from: /proc, or a faster source chosen by `choose`
 //!   runshare one set of counters shared by many hosts (the daemon's), handed out per host
@@ -47,6 +49,7 @@ pub mod affinity;
 #[cfg(feature = "bpf")]
 pub mod bpf;
 pub mod counted;
+pub mod detached;
 mod error;
 pub mod futex;
 pub mod holders;
@@ -68,6 +71,7 @@ pub mod setters;
 pub mod signal;
 pub mod slice;
 pub mod state;
+pub mod tracegate;
 pub mod untrusted;
 
 pub use actuate::Actuator;

@@ -208,6 +208,16 @@ pub(crate) fn open() -> Result<(Ebpf, Slots, Links), ProbeUnavailable> {
     Ok((ebpf, slots, links))
 }
 
+/// Letting the counters go (the run ended, or they cost the program too much:
+/// [`crate::sampler::weigh`]) takes the kernel a grace period per tracepoint, one after
+/// the other (about 60 ms each on the 2-core VM), and the program runs at every switch
+/// meanwhile. So first it is given nothing to count ([`RunCounters::quiesce`]).
+impl Drop for SchedProbe {
+    fn drop(&mut self) {
+        self.quiesce();
+    }
+}
+
 impl SchedProbe {
     /// Loads and attaches the program, or says why it cannot.
     pub fn load() -> Result<SchedProbe, ProbeUnavailable> {
@@ -238,6 +248,13 @@ impl SchedProbe {
 }
 
 impl RunCounters for SchedProbe {
+    /// No target process (births, deaths and spawns go uncounted) and no slot (every
+    /// switch finds none: one array lookup and a compare).
+    fn quiesce(&mut self) {
+        let _ = self.track(&[]);
+        self.slots.free_all();
+    }
+
     fn name(&self) -> &'static str {
         "BPF sched_switch counters"
     }

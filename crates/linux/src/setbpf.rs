@@ -14,7 +14,10 @@
 //!
 //! Every `sched_setaffinity` on the machine costs two tracepoint hits and a few map
 //! operations; programs call it rarely (at thread start, when a pool pins its workers).
-//! The tool's own sets are recorded too, so that each record says which came last.
+//! The tool's own sets are recorded too, so that each record says which came last. But a
+//! syscall tracepoint puts every task of the machine on the system-call slow path for
+//! every call, which is what the trace really costs: `crate::tracegate` bounds it, and the
+//! hosts let the trace go where it could cost more than the tool's budget.
 
 use crate::bpf::{Links, Probe, ProbeUnavailable, attach_tracepoint};
 use crate::setters::{SetRecord, TraceState};

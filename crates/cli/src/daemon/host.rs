@@ -406,7 +406,14 @@ impl Host for LinuxProcess {
     }
 
     fn sample(&mut self, into: &mut Sample) -> Result<(), LinuxError> {
-        self.adapter.sample(into)
+        let sampled = self.adapter.sample(into);
+        if let Some(why) = threadbalance_linux::tracegate::shut_news() {
+            tracing::warn!(
+                "the trace of sched_setaffinity was let go for every managed process: {why}; \
+                 the programs' own masks are judged from the masks alone from now on"
+            );
+        }
+        sampled
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

@@ -117,6 +117,7 @@ pub fn run(args: &TopArgs, pid: i32, color: bool) -> Result<u8> {
         state_dir: args.state_dir.clone(),
         counters: args.counters,
         fake_counters: false,
+        keep_trace: false,
         fault_panic_after: None,
     };
     let (mut p, _lock, mut host) = manage::open_attached(&manage_args, "top", pid, true)?;

@@ -154,6 +154,8 @@ fn pinning_to_an_earlier_mask_under(policy: &str, same: bool) {
     let json = dir.path().join("summary.json");
     let state = dir.path().join("state");
     let pid = hpid.to_string();
+    // The trace stays whatever the machine's time in the kernel says it costs: other
+    // tests busy beside this one would have it let go (docs/choices.md).
     let mut tb = spawn(&[
         "attach",
         "--pid",
@@ -166,6 +168,7 @@ fn pinning_to_an_earlier_mask_under(policy: &str, same: bool) {
         json.to_str().unwrap(),
         "--state-dir",
         state.to_str().unwrap(),
+        "--keep-trace",
     ]);
     // "pinned <tid> <cpu>", once a thread has been moved between the two CPUs.
     let pinned = line_with("pinned ").and_then(|l| {

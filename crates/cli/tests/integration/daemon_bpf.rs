@@ -84,7 +84,9 @@ mod live {
         let (a, b) = (tagged(tag_a), tagged(tag_b));
         let (pa, pb) = (a.pid, b.pid);
         let (before_a, before_b) = (a.before.clone(), b.before.clone());
-        let mut d = Daemon::start(&path, &[], socket(dir.path()));
+        // `--keep-trace`: the trace's programs are counted here, whatever the machine's
+        // time in the kernel (the yielding workloads, other tests) says the trace costs.
+        let mut d = Daemon::start(&path, &["--keep-trace"], socket(dir.path()));
         d.wait_listed(&[(pa, "test-spmd"), (pb, "test-spmd-b")]);
 
         // One probe: its four programs (sched_switch, sched_wakeup, sched_wakeup_new,
@@ -134,5 +136,45 @@ mod live {
         let log = d.log();
         let said: Vec<&String> = log.iter().filter(|l| l.contains("run time from")).collect();
         assert_eq!(said.len(), 1, "{said:#?}");
+    }
+
+    #[test]
+    fn daemon_bpf_lets_the_setter_trace_go_when_the_machine_lives_in_system_calls_and_says_so_once()
+    {
+        // Two yielding workloads: their threads live in `sched_yield`, most of a core in
+        // the kernel, where the trace puts every call on the slow path. The daemon lets it
+        // go for every process it manages, and says so once.
+        let dir = tempfile::tempdir().unwrap();
+        let (tag_a, tag_b) = (3_600_303, 3_600_304);
+        let path = dir.path().join("threadbalance.toml");
+        let text = config_text(dir.path(), tag_a, "off") + &second_rule(tag_b, "");
+        std::fs::write(&path, text).unwrap();
+        let (a, b) = (tagged(tag_a), tagged(tag_b));
+        let (pa, pb) = (a.pid, b.pid);
+        let (before_a, before_b) = (a.before.clone(), b.before.clone());
+        let mut d = Daemon::start(&path, &[], socket(dir.path()));
+        d.wait_listed(&[(pa, "test-spmd"), (pb, "test-spmd-b")]);
+        let line = d.wait_line("the trace of sched_setaffinity was let go");
+        assert!(
+            line.contains("for every managed process: the machine spent "),
+            "{line}"
+        );
+        // Its two programs are gone (once the kernel has detached them); the counters'
+        // four stay.
+        wait_for(LIMIT, || (bpf_programs(d.pid()) == 4).then_some(())).unwrap_or_else(|| {
+            panic!(
+                "{} programs held; log {:#?}",
+                bpf_programs(d.pid()),
+                d.log()
+            )
+        });
+        let mut child = d.child.take().expect("running");
+        signal(child.id(), libc::SIGTERM);
+        assert_eq!(finish(&mut child, LIMIT), 0, "{:#?}", d.log());
+        assert_eq!(worker_masks(pa, "spmd"), before_a);
+        assert_eq!(worker_masks(pb, "spmd"), before_b);
+        let log = d.log();
+        let said = log.iter().filter(|l| l.contains("was let go")).count();
+        assert_eq!(said, 1, "{log:#?}");
     }
 }

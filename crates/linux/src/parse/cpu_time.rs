@@ -55,6 +55,23 @@ pub fn parse_cpu_busy(text: &[u8]) -> Result<Vec<(CpuId, u64)>, ParseError> {
 
 /// Parses the `cpu` line at the start of `/proc/stat` (what follows it is ignored).
 pub fn parse_cpu_time(text: &[u8]) -> Result<CpuTime, ParseError> {
+    let [user, nice, system, _idle, _iowait, irq, softirq, steal] = cpu_columns(text)?;
+    let busy = [user, nice, system, irq, softirq]
+        .iter()
+        .try_fold(0u64, |s, &x| s.checked_add(x))
+        .ok_or_else(|| ParseError::new("stat", "`cpu` busy time overflows"))?;
+    Ok(CpuTime { busy, steal })
+}
+
+/// The machine's time in the kernel on behalf of tasks (the `cpu` line's `system` column:
+/// system calls, page faults; not interrupts), in clock ticks summed over its CPUs.
+pub fn parse_system_ticks(text: &[u8]) -> Result<u64, ParseError> {
+    Ok(cpu_columns(text)?[2])
+}
+
+/// The first eight columns of the `cpu` line at the start of `/proc/stat` (a missing
+/// eighth, steal, reads 0).
+fn cpu_columns(text: &[u8]) -> Result<[u64; 8], ParseError> {
     let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
     let mut w = words(line);
     if w.next() != Some(b"cpu".as_slice()) {
@@ -74,12 +91,7 @@ pub fn parse_cpu_time(text: &[u8]) -> Result<CpuTime, ParseError> {
             format!("`cpu` line has {n} columns, fewer than 7"),
         ));
     }
-    let [user, nice, system, _idle, _iowait, irq, softirq, steal] = v;
-    let busy = [user, nice, system, irq, softirq]
-        .iter()
-        .try_fold(0u64, |s, &x| s.checked_add(x))
-        .ok_or_else(|| ParseError::new("stat", "`cpu` busy time overflows"))?;
-    Ok(CpuTime { busy, steal })
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -119,6 +131,16 @@ mod tests {
                 steal: 0
             }
         );
+    }
+
+    #[test]
+    fn parse_system_ticks_reads_the_system_column_alone() {
+        assert_eq!(
+            parse_system_ticks(b"cpu  770 1 819 32759 400 2 13 9 0 0\ncpu0 1 2 3\n").unwrap(),
+            819
+        );
+        assert!(parse_system_ticks(b"cpu 1 2 x 4 5 6 7\n").is_err());
+        assert!(parse_system_ticks(b"cpu0 1 2 3 4 5 6 7\n").is_err());
     }
 
     #[test]

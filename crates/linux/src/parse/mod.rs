@@ -30,7 +30,7 @@ mod stat;
 mod status;
 mod sysfs;
 
-pub use cpu_time::{parse_cpu_busy, parse_cpu_time};
+pub use cpu_time::{parse_cpu_busy, parse_cpu_time, parse_system_ticks};
 pub use numa_maps::parse_numa_maps;
 pub use schedstat::{SchedStat, parse_schedstat, parse_schedstat_bytes};
 pub use stat::{TaskStat, parse_stat, parse_stat_bytes, parse_stat_comm};

@@ -225,14 +225,15 @@ pub struct Sampler {
     fresh: Vec<ThreadKey>,
     /// A faster source of run time asked before `schedstat` (see [`crate::runcount`]).
     counters: Option<Box<dyn RunCounters>>,
+    /// A source dropped for its cost, quiesced, until the host lets it go
+    /// ([`Sampler::release_retired`]).
+    retired: Option<Box<dyn RunCounters>>,
     /// Why the faster source stopped, when it did.
     counters_stopped: Option<CountersStopped>,
     /// The faster source's cost to the program against `/proc`'s to the tool
     /// ([`weigh`]), and the switches of the threads it answered for at this sample.
     weigh: weigh::Weigh,
     switches: u64,
-    /// The verdict that dropped the faster source, when its cost did.
-    dropped: Option<weigh::Dropped>,
     /// Whether the faster source is weighed at all ([`Sampler::keep_counters`]).
     weighing: bool,
     /// Per-thread hardware counters, when asked for ([`Sampler::set_hw_counters`]).
@@ -326,10 +327,10 @@ impl Sampler {
             kept: 0,
             fresh: Vec::new(),
             counters: None,
+            retired: None,
             counters_stopped: None,
             weigh: weigh::Weigh::default(),
             switches: 0,
-            dropped: None,
             weighing: true,
             pid_buf: Vec::new(),
             counted: 0,
@@ -669,9 +670,23 @@ impl Sampler {
         }
         if let Some(dropped) = self.weigh.sample(now, self.counted, self.switches) {
             self.counters_stopped = Some(CountersStopped::Dropped(dropped));
-            self.counters = None;
-            self.dropped = Some(dropped);
+            // Quiesced now, let go by the host (`release_retired`) after the setter
+            // trace that goes with them: its links, which tax every system call of the
+            // machine, then take the kernel's lock for detaching before these, which no
+            // longer count anything.
+            self.retired = self.counters.take().map(|mut c| {
+                c.quiesce();
+                c
+            });
         }
+    }
+
+    /// Lets go of a faster source dropped for its cost ([`Sampler::weigh_counters`]):
+    /// quiesced already, it costs the threads next to nothing meanwhile. The host calls
+    /// this after the sample that dropped it, once it has let the setter trace go (whose
+    /// links cost more while they stay), and outside its paced turn.
+    pub fn release_retired(&mut self) {
+        self.retired = None;
     }
 
     /// Keeps the faster source whatever it costs: a handle on counters several hosts
@@ -680,12 +695,6 @@ impl Sampler {
     /// the cost [`weigh`] measures.
     pub fn keep_counters(&mut self) {
         self.weighing = false;
-    }
-
-    /// The verdict that dropped the faster source because it cost the program more than
-    /// `/proc` costs the tool ([`weigh`]), when it did.
-    pub fn counters_dropped(&self) -> Option<&weigh::Dropped> {
-        self.dropped.as_ref()
     }
 
     /// Samples every thread of `self.procs[i]`; marks the process dead when its task

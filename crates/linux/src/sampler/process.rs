@@ -67,8 +67,9 @@ impl Sampler {
     }
 
     /// Lists the children of every thread of the orphanage into `scratch.found`, leaving
-    /// out the targets (the command itself, which may be a zombie by now). A file that
-    /// cannot be read is skipped: the next look tries again.
+    /// out the targets (the command itself, which may be a zombie by now) and the
+    /// processes the tool forked to let its BPF links go ([`crate::detached`]). A file
+    /// that cannot be read is skipped: the next look tries again.
     pub(super) fn find_orphans(&mut self) {
         let Some((pid, _)) = self.orphanage else {
             return;
@@ -84,6 +85,7 @@ impl Sampler {
             for w in crate::parse::words(&text) {
                 if let Some(child) = crate::parse::parse_u64(w).and_then(|c| i32::try_from(c).ok())
                     && !self.targets.contains(&Pid(child))
+                    && !crate::detached::is_ours(child)
                 {
                     self.scratch.found.push(Pid(child));
                 }
@@ -118,7 +120,11 @@ impl Sampler {
             for &(pid, ppid) in &parent_of {
                 let managed = |p: Pid| self.procs.iter().any(|x| x.pid == p);
                 let parent = managed(ppid) || Some(ppid) == orphanage;
-                if parent && !managed(pid) && !self.targets.contains(&pid) {
+                if parent
+                    && !managed(pid)
+                    && !self.targets.contains(&pid)
+                    && !crate::detached::is_ours(pid.0)
+                {
                     self.procs.push(Process::new(&self.root, pid));
                 }
             }

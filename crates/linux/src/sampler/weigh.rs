@@ -93,6 +93,11 @@ impl Weigh {
     /// Counts a sample at `now` that read `threads` threads, whose counters saw
     /// `switches` switches since the last. At a span's end, the verdict: `Some` when the
     /// counters cost more; a new span begins either way.
+    ///
+    /// A span whose counters have already cost more than the whole span may is judged at
+    /// once: its switches can only add to that, so the verdict at its end would be the
+    /// same, and a program that switches this often pays for each sample waited. (Threads
+    /// yielding in a loop spend the 250 ms allowance in about 25 ms.)
     pub fn sample(&mut self, now: Nanos, threads: usize, switches: u64) -> Option<Dropped> {
         let Some(since) = self.since else {
             // The first sample only starts the span: its switches are since no sample.
@@ -103,7 +108,7 @@ impl Weigh {
         self.samples += 1;
         self.threads += threads as u64;
         let span = now.saturating_sub(since);
-        if span < SPAN {
+        if span == Nanos::ZERO {
             return None;
         }
         let secs = span.as_secs_f64();
@@ -111,8 +116,14 @@ impl Weigh {
         let counters_share = switches_per_s * TRACED_SWITCH.as_secs_f64();
         // Threads read a second: samples a second times threads a sample.
         let proc_share = self.threads as f64 / secs * PROC_READ.as_secs_f64();
+        let bar = proc_share.max(BUDGET);
+        let spent = self.switches as f64 * TRACED_SWITCH.as_secs_f64();
+        let allowance_spent = spent > bar * SPAN.as_secs_f64();
+        if span < SPAN && !allowance_spent {
+            return None;
+        }
         self.restart(now);
-        (counters_share > proc_share.max(BUDGET)).then_some(Dropped {
+        (counters_share > bar).then_some(Dropped {
             switches_per_s,
             counters_share,
             proc_share,
@@ -180,13 +191,45 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_judged_before_a_whole_span() {
+    fn within_its_allowance_nothing_is_judged_before_a_whole_span() {
         let mut w = Weigh::default();
         assert_eq!(w.sample(Nanos::ZERO, 3, 0), None);
-        // Switching wildly, but for less than a span.
-        assert_eq!(w.sample(SPAN - Nanos::from_millis(1), 3, 10_000_000), None);
-        assert!(w.sample(SPAN, 3, 0).is_some());
+        // The bar is the budget here (0.8 % of a core: 28,571 switches a second, so 7,143
+        // in a span). Switching at twice that for 40 % of a span spends 80 % of the
+        // allowance: not judged yet.
+        let allowance = 7_143;
+        assert_eq!(w.sample(Nanos(SPAN.0 * 2 / 5), 3, allowance * 4 / 5), None);
+        // The rest of the span brings the whole to 1.5 allowances: judged at its end.
+        assert_eq!(w.sample(Nanos(SPAN.0 - 1), 3, 0), None);
+        assert!(w.sample(SPAN, 3, allowance * 7 / 10).is_some());
         // A new span began at the verdict: quiet now, kept.
         assert_eq!(w.sample(SPAN + SPAN, 3, 0), None);
+        assert_eq!(w.sample(SPAN + SPAN + SPAN, 3, 0), None);
+    }
+
+    #[test]
+    fn a_span_whose_allowance_is_spent_is_judged_at_once() {
+        // sysbench threads: 300,000 switches a second, samples every 100 ms (policy
+        // `none`): the first span's allowance (7,143 switches) is gone by the second
+        // sample, long before 250 ms.
+        let mut w = Weigh::default();
+        assert_eq!(w.sample(Nanos::ZERO, 3, 0), None);
+        let d = w
+            .sample(Nanos::from_millis(100), 3, 30_000)
+            .expect("judged at the first sample after the allowance is spent");
+        assert!((d.switches_per_s - 300_000.0).abs() < 1.0, "{d:?}");
+        // Every 1 ms (speed): reading 3 threads a millisecond from /proc would cost 1.05 %
+        // of a core, so that is the bar, and its allowance (9,375 switches) is spent at
+        // 31.25 ms: judged at the next sample, not before.
+        let mut w = Weigh::default();
+        let mut judged = None;
+        for ms in 0..250u64 {
+            if let Some(d) = w.sample(Nanos::from_millis(ms), 3, if ms == 0 { 0 } else { 300 }) {
+                judged = Some((ms, d));
+                break;
+            }
+        }
+        let (ms, _) = judged.expect("dropped");
+        assert_eq!(ms, 32, "judged at {ms} ms");
     }
 }

@@ -267,6 +267,15 @@ impl Slots {
             .compare_exchange(tid as u32, 0, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     }
+
+    /// Frees every slot, whoever owns it: the program then finds no slot at any switch
+    /// (one array lookup and a compare), while its tracepoints are taken away after a
+    /// grace period ([`crate::bpf`]'s links).
+    pub fn free_all(&self) {
+        for slot in 0..SLOTS {
+            self.half(slot, false).store(0, Ordering::Release);
+        }
+    }
 }
 
 #[cfg(test)]
