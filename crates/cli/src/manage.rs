@@ -177,9 +177,10 @@ pub fn run(args: &ManageArgs, command: &[String], follow_children: bool) -> Resu
     // milliseconds is still seen (loading them can take that long on a busy machine).
     let counters =
         threadbalance_linux::runcount::Counters::Loaded(threadbalance_linux::runcount::load());
-    // So is the trace of who sets each mask (a dry run sets none): the program's own first
+    // So is the trace of who sets each mask (a dry run sets none, nor does a policy that moves nothing): the program's own first
     // calls are then traced. Held to the end; the host takes a handle of its own.
-    let trace_ahead = (!args.settings.dry_run).then(threadbalance_linux::adapter::TraceAhead::load);
+    let trace_ahead = (!args.settings.dry_run && !p.policy.needs().moves_nothing)
+        .then(threadbalance_linux::adapter::TraceAhead::load);
     let mut child = spawn_confined(Command::new(program).args(rest), &p.topo, args)
         .map_err(|e| refused(format!("cannot execute {program:?}"), e))?;
     let pid = Pid(child.id() as i32);

@@ -245,6 +245,8 @@ impl LinuxAdapter {
         // Who set each mask, where the trace loads: the program's choices exactly.
         let choices = if dry_run {
             crate::setters::judged("a dry run changes no mask")
+        } else if needs.moves_nothing {
+            crate::setters::judged("the policy moves no thread")
         } else if pid.0 == std::process::id() as i32 {
             // The trace tells the tool's calls from others' by process: not here.
             crate::setters::judged("the tool manages its own process")

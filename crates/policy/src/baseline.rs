@@ -114,6 +114,10 @@ impl Policy for Observe {
         "none"
     }
 
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::OBSERVE
+    }
+
     fn decide(&mut self, _topo: &Topology, _window: &Window) -> Plan {
         Plan::wait(self.interval)
     }

@@ -39,6 +39,11 @@ pub struct Needs {
     /// cycles, last-level-cache misses): a host opens them only for policies that do, and a
     /// live host without them refuses such a policy.
     pub counters: bool,
+    /// Whether the policy never moves a thread (it observes): a host that pays to tell the
+    /// program's own masks from the tool's (Linux's trace of `sched_setaffinity`, which
+    /// puts every system call of the machine on the slow path) need not, since every mask
+    /// is then the program's.
+    pub moves_nothing: bool,
 }
 
 impl Needs {
@@ -50,6 +55,13 @@ impl Needs {
         lock_time: false,
         wake_edges: false,
         counters: false,
+        moves_nothing: false,
+    };
+
+    /// What a policy that only observes needs: nothing, and no telling masks apart.
+    pub const OBSERVE: Needs = Needs {
+        moves_nothing: true,
+        ..Needs::NOTHING
     };
 
     /// Whether the host's lock probe has to run: for exact lock time, or for the wake

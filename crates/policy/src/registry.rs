@@ -234,8 +234,8 @@ impl PolicyKind {
             PolicyKind::Shuffling => crate::shuffling::NEEDS,
             PolicyKind::Handoff => crate::handoff::NEEDS,
             PolicyKind::Dino => crate::dino::NEEDS,
-            PolicyKind::None
-            | PolicyKind::Psets
+            PolicyKind::None => Needs::OBSERVE,
+            PolicyKind::Psets
             | PolicyKind::Pbind
             | PolicyKind::Tumbler
             | PolicyKind::NumaFirstFit

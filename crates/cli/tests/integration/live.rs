@@ -167,7 +167,7 @@ fn live_run_writes_json_summary() {
 
 /// `run --policy none` (`--dry-run` too when `dry`) over a command whose first act is to
 /// count the BPF programs its parent holds: that count, and the summary's JSON.
-fn programs_before_the_command(dry: bool) -> (u32, serde_json::Value) {
+fn programs_before_the_command(policy: &str, dry: bool) -> (u32, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("summary.json");
     // `--keep-trace`: the trace is what this counts, whatever the machine's time in the
@@ -175,7 +175,7 @@ fn programs_before_the_command(dry: bool) -> (u32, serde_json::Value) {
     let mut args = vec![
         "run",
         "--policy",
-        "none",
+        policy,
         "--level",
         "core",
         "--json",
@@ -209,10 +209,20 @@ fn live_run_loads_its_run_time_counters_and_setter_trace_before_the_command_star
     // with other tests loading theirs), the counters delayed the first sample: a thread
     // that ended meanwhile was never seen; and the trace of who sets each mask missed the
     // program's first calls. The command itself counts, as its first act, the BPF programs
-    // its parent (`run`) holds: `policy none` loads no lock probe, so they are the
-    // run-time counters' programs and, unless the run is dry, the trace's.
-    let (programs, v) = programs_before_the_command(false);
-    let (dry_programs, dry) = programs_before_the_command(true);
+    // its parent (`run`) holds: `pbind` loads no lock probe, so they are the run-time
+    // counters' programs and, unless the run is dry, the trace's; `none`, which moves no
+    // thread, has no mask of its own to tell from the program's, and loads no trace.
+    let (programs, v) = programs_before_the_command("pbind", false);
+    let (dry_programs, dry) = programs_before_the_command("pbind", true);
+    let (observing, none) = programs_before_the_command("none", false);
+    assert!(
+        none["choices"]
+            .as_str()
+            .unwrap()
+            .contains("the policy moves no thread"),
+        "{none}"
+    );
+    assert_eq!(observing, dry_programs, "{none}");
     let source = v["run_time"].as_str().unwrap();
     let bpf = cfg!(feature = "bpf") && nix::unistd::geteuid().is_root();
     // As root, with the bpf feature and tracefs (CI mounts it), the counters load.
@@ -401,8 +411,9 @@ fn helper_process_passing_a_byte_between_threads() {
 fn live_run_lets_the_bpf_programs_go_when_they_cost_a_switching_program_more_than_proc() {
     // Counting every switch of threads that hand work to each other costs them more than
     // reading `/proc` costs the tool, and more than its budget: the counters go within their
-    // first span, and the setter trace (on every system call) with them. Alone: the heavy
-    // tests' load would lower the rate it measures.
+    // first span, and the setter trace (on every system call) with them. `pbind` (one
+    // thread a CPU) moves threads, so the trace is loaded; `none` loads none. Alone: the
+    // heavy tests' load would lower the rate it measures.
     let _alone = crate::support::alone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("summary.json");
@@ -410,7 +421,7 @@ fn live_run_lets_the_bpf_programs_go_when_they_cost_a_switching_program_more_tha
     let out = run(&[
         "run",
         "--policy",
-        "none",
+        "pbind",
         "--json",
         json.to_str().unwrap(),
         "--",
@@ -453,14 +464,16 @@ fn live_run_lets_the_setter_trace_go_when_the_machine_lives_in_system_calls() {
     // A one-byte `dd` makes two system calls a byte and hardly ever switches: the run-time
     // counters cost it nothing and stay, but the trace puts each of its calls (and every
     // other task's) on the slow path, and the machine's time in the kernel says so within
-    // the trace's first reads. Alone: the other tests' calls would count too.
+    // the trace's first reads. `pbind`, a policy that moves threads, so that the trace is
+    // loaded (it never pins an only thread: `dd` is left where it is). Alone: the other
+    // tests' calls would count too.
     let _alone = crate::support::alone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("summary.json");
     let out = run(&[
         "run",
         "--policy",
-        "none",
+        "pbind",
         "--json",
         json.to_str().unwrap(),
         "--",
