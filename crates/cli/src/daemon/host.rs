@@ -408,7 +408,8 @@ impl Host for LinuxProcess {
     fn sample(&mut self, into: &mut Sample) -> Result<(), LinuxError> {
         let sampled = self.adapter.sample(into);
         if let Some(why) = threadbalance_linux::tracegate::shut_news() {
-            tracing::warn!(
+            // Said as the run-time source is (info): a verdict on cost, not an error.
+            tracing::info!(
                 "the trace of sched_setaffinity was let go for every managed process: {why}; \
                  the programs' own masks are judged from the masks alone from now on"
             );

@@ -8,7 +8,7 @@
 
 #[cfg(feature = "bpf")]
 mod live {
-    use crate::daemon::{Daemon, LIMIT, config_text, second_rule, socket, tagged};
+    use crate::daemon::{Daemon, LIMIT, Tagged, config_text, second_rule, socket, tagged};
     use crate::support::{finish, signal, wait_for, worker_masks};
     use std::time::Duration;
 
@@ -56,6 +56,18 @@ mod live {
         .unwrap_or_else(|| panic!("ctl threads never showed {pid} twice; log {:#?}", d.log()));
     }
 
+    /// Two `spmd` workloads tagged `tags` and a config under `dir` with a `speed` rule for
+    /// each: the config's path and the workloads.
+    fn two_workloads(
+        dir: &std::path::Path,
+        (tag_a, tag_b): (u32, u32),
+    ) -> (std::path::PathBuf, Tagged, Tagged) {
+        let path = dir.join("threadbalance.toml");
+        let text = config_text(dir, tag_a, "off") + &second_rule(tag_b, "");
+        std::fs::write(&path, text).unwrap();
+        (path, tagged(tag_a), tagged(tag_b))
+    }
+
     /// `(threads counted at its last sample, slots freed)` from a release line.
     fn counted_and_freed(line: &str) -> (u64, u64) {
         let number_before = |text: &str| -> u64 {
@@ -77,11 +89,7 @@ mod live {
     #[test]
     fn daemon_bpf_two_workloads_share_one_probe_and_one_released_leaves_the_other_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let (tag_a, tag_b) = (3_600_301, 3_600_302);
-        let path = dir.path().join("threadbalance.toml");
-        let text = config_text(dir.path(), tag_a, "off") + &second_rule(tag_b, "");
-        std::fs::write(&path, text).unwrap();
-        let (a, b) = (tagged(tag_a), tagged(tag_b));
+        let (path, a, b) = two_workloads(dir.path(), (3_600_301, 3_600_302));
         let (pa, pb) = (a.pid, b.pid);
         let (before_a, before_b) = (a.before.clone(), b.before.clone());
         // `--keep-trace`: the trace's programs are counted here, whatever the machine's
@@ -145,11 +153,7 @@ mod live {
         // the kernel, where the trace puts every call on the slow path. The daemon lets it
         // go for every process it manages, and says so once.
         let dir = tempfile::tempdir().unwrap();
-        let (tag_a, tag_b) = (3_600_303, 3_600_304);
-        let path = dir.path().join("threadbalance.toml");
-        let text = config_text(dir.path(), tag_a, "off") + &second_rule(tag_b, "");
-        std::fs::write(&path, text).unwrap();
-        let (a, b) = (tagged(tag_a), tagged(tag_b));
+        let (path, a, b) = two_workloads(dir.path(), (3_600_303, 3_600_304));
         let (pa, pb) = (a.pid, b.pid);
         let (before_a, before_b) = (a.before.clone(), b.before.clone());
         let mut d = Daemon::start(&path, &[], socket(dir.path()));
@@ -171,9 +175,9 @@ mod live {
         let mut child = d.child.take().expect("running");
         signal(child.id(), libc::SIGTERM);
         assert_eq!(finish(&mut child, LIMIT), 0, "{:#?}", d.log());
-        assert_eq!(worker_masks(pa, "spmd"), before_a);
-        assert_eq!(worker_masks(pb, "spmd"), before_b);
         let log = d.log();
+        assert_eq!(worker_masks(pa, "spmd"), before_a, "{log:#?}");
+        assert_eq!(worker_masks(pb, "spmd"), before_b, "{log:#?}");
         let said = log.iter().filter(|l| l.contains("was let go")).count();
         assert_eq!(said, 1, "{log:#?}");
     }

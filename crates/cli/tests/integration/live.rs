@@ -407,30 +407,22 @@ fn helper_process_passing_a_byte_between_threads() {
     }
 }
 
-#[test]
-fn live_run_lets_the_bpf_programs_go_when_they_cost_a_switching_program_more_than_proc() {
-    // Counting every switch of threads that hand work to each other costs them more than
-    // reading `/proc` costs the tool, and more than its budget: the counters go within their
-    // first span, and the setter trace (on every system call) with them. `pbind` (one
-    // thread a CPU) moves threads, so the trace is loaded; `none` loads none. Alone: the
-    // heavy tests' load would lower the rate it measures.
-    let _alone = crate::support::alone();
+/// `run --policy pbind --json FILE -- command`, which must exit 0 (`pbind` moves threads,
+/// so the setter trace is loaded): the summary's run-time source and choices, and whether
+/// BPF was allowed (the `bpf` feature, root).
+fn pbind_run_time_and_choices(command: &[&str]) -> (String, String, bool) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("summary.json");
-    let me = std::env::current_exe().unwrap();
-    let out = run(&[
+    let mut args = vec![
         "run",
         "--policy",
         "pbind",
         "--json",
         json.to_str().unwrap(),
         "--",
-        me.to_str().unwrap(),
-        "--ignored",
-        "--exact",
-        "live::helper_process_passing_a_byte_between_threads",
-        "--test-threads=1",
-    ]);
+    ];
+    args.extend(command);
+    let out = run(&args);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -439,9 +431,28 @@ fn live_run_lets_the_bpf_programs_go_when_they_cost_a_switching_program_more_tha
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let source = v["run_time"].as_str().unwrap();
-    let choices = v["choices"].as_str().unwrap();
-    if cfg!(feature = "bpf") && nix::unistd::geteuid().is_root() {
+    let said = |key: &str| v[key].as_str().unwrap().to_string();
+    let bpf = cfg!(feature = "bpf") && nix::unistd::geteuid().is_root();
+    (said("run_time"), said("choices"), bpf)
+}
+
+#[test]
+fn live_run_lets_the_bpf_programs_go_when_they_cost_a_switching_program_more_than_proc() {
+    // Counting every switch of threads that hand work to each other costs them more than
+    // reading `/proc` costs the tool, and more than its budget: the counters go within their
+    // first span, and the setter trace (on every system call) with them. `pbind` (one
+    // thread a CPU) moves threads, so the trace is loaded; `none` loads none. Alone: the
+    // heavy tests' load would lower the rate it measures.
+    let _alone = crate::support::alone();
+    let me = std::env::current_exe().unwrap();
+    let (source, choices, bpf) = pbind_run_time_and_choices(&[
+        me.to_str().unwrap(),
+        "--ignored",
+        "--exact",
+        "live::helper_process_passing_a_byte_between_threads",
+        "--test-threads=1",
+    ]);
+    if bpf {
         assert!(
             source.starts_with("run time from BPF sched_switch counters, then /proc (the counters stopped: the program switches "),
             "{source}"
@@ -468,32 +479,14 @@ fn live_run_lets_the_setter_trace_go_when_the_machine_lives_in_system_calls() {
     // loaded (it never pins an only thread: `dd` is left where it is). Alone: the other
     // tests' calls would count too.
     let _alone = crate::support::alone();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("summary.json");
-    let out = run(&[
-        "run",
-        "--policy",
-        "pbind",
-        "--json",
-        json.to_str().unwrap(),
-        "--",
+    let (source, choices, bpf) = pbind_run_time_and_choices(&[
         "dd",
         "if=/dev/zero",
         "of=/dev/null",
         "bs=1",
         "count=1000000",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let source = v["run_time"].as_str().unwrap();
-    let choices = v["choices"].as_str().unwrap();
-    if cfg!(feature = "bpf") && nix::unistd::geteuid().is_root() {
+    if bpf {
         assert_eq!(source, "run time from BPF sched_switch counters");
         assert!(
             choices.starts_with(
