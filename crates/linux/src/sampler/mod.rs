@@ -681,7 +681,7 @@ impl Sampler {
         }
     }
 
-    /// Lets go of a faster source dropped for its cost ([`Sampler::weigh_counters`]):
+    /// Lets go of a faster source dropped for its cost ([`weigh`]):
     /// quiesced already, it costs the threads next to nothing meanwhile. The host calls
     /// this after the sample that dropped it, once it has let the setter trace go (whose
     /// links cost more while they stay), and outside its paced turn.
