@@ -539,6 +539,7 @@ impl Host for LinuxAdapter {
         let before = own_cpu();
         self.follow_trace();
         self.host.sampler_mut().release_retired();
+        crate::detached::reap();
         self.letting_go += own_cpu().saturating_sub(before);
         into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());

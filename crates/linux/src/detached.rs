@@ -28,9 +28,40 @@ pub fn forget(pid: i32) {
     }
 }
 
+/// Reaps the detaching children that have exited, and forgets them: `attach` and the
+/// daemon reap no other child, and each would stay a zombie until the tool exits.
+pub fn reap() {
+    let Ok(mut ours) = OURS.lock() else {
+        return;
+    };
+    ours.retain(|&pid| {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        !matches!(
+            waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_)
+        )
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exited_child_is_reaped_and_forgotten() {
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        note(pid);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while is_ours(pid) && std::time::Instant::now() < until {
+            reap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!is_ours(pid), "still noted: not reaped");
+        // Reaped: no zombie is left under this process.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        assert!(stat.is_err(), "{stat:?}");
+    }
 
     #[test]
     fn a_noted_pid_is_ours_until_forgotten() {
