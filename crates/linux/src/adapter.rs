@@ -320,7 +320,9 @@ impl LinuxAdapter {
                 crate::tracegate::Gate::Shut(why) => format!("the trace was let go: {why}"),
             },
         };
+        let before = own_cpu();
         self.host.actuator_mut().drop_trace();
+        self.letting_go += own_cpu().saturating_sub(before);
         self.choices = crate::setters::judged(&why);
     }
 
@@ -536,11 +538,13 @@ impl Host for LinuxAdapter {
             .turns
             .pace(|| own_cpu().saturating_sub(uncharged), self.pacer.budget());
         self.host.sample(into)?;
-        let before = own_cpu();
         self.follow_trace();
-        self.host.sampler_mut().release_retired();
+        if self.host.sampler().has_retired() {
+            let before = own_cpu();
+            self.host.sampler_mut().release_retired();
+            self.letting_go += own_cpu().saturating_sub(before);
+        }
         crate::detached::reap();
-        self.letting_go += own_cpu().saturating_sub(before);
         into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());
         self.pids.clear();

@@ -689,6 +689,12 @@ impl Sampler {
         self.retired = None;
     }
 
+    /// Whether a source dropped for its cost waits to be let go
+    /// ([`Sampler::release_retired`]).
+    pub fn has_retired(&self) -> bool {
+        self.retired.is_some()
+    }
+
     /// Keeps the faster source whatever it costs: a handle on counters several hosts
     /// share (the daemon's, [`crate::runshare`]), whose programs stay attached for the
     /// others when one host lets its handle go, so that dropping it would not take away
