@@ -18,14 +18,16 @@
 //!  bound = system time over a SPAN (cores) × SLOW_PATH
 //!  Open ── each SPAN: bound ≤ the tool's budget ──► Open
 //!                     bound > the budget        ──► Shut: let go, never attached again
+//!          in the first SPAN, read every FIRST_READS: the SPAN's allowance spent ──► Shut
 //! ```
 //!
 //! The bound is generous (calls that take longer pay a smaller share, page faults count as
 //! system time too), so the trace stays only where it surely costs less than the tool's
-//! own budget: on a machine that mostly computes. On a busy server it goes after the first
-//! span. `Shut` is for the rest of the process: letting the trace go takes the kernel a
-//! grace period (0.3-0.8 s under load), during which every call still pays, and attaching
-//! it again would put every task back on the slow path.
+//! own budget: on a machine that mostly computes. On a busy server it goes within the
+//! first span. `Shut` is for the rest of the process: letting the trace go takes the
+//! kernel a grace period per tracepoint, one at a time (about 60 ms each on the 2-core
+//! VM), during which every call still pays, and attaching it again would put every task
+//! back on the slow path.
 //!
 //! A program that switches so often that its run-time counters are dropped
 //! ([`crate::sampler::weigh`]) makes at least as many system calls, and lets the trace go
