@@ -338,10 +338,11 @@ impl FutexProbe {
 /// returns at once and the caller goes on. The kernel still detaches one tracepoint at a
 /// time (its lock for trace events is held through each grace period: six links let go
 /// at once were gone after 59, 87, 151, 187, 219 and 251 ms), so a host lets go first the
-/// links that cost most while they stay (see `crate::sampler`'s retired counters). The programs stay attached for that grace period,
-/// counting nothing (the process they trace has gone, or the host let them go: see
-/// `crate::sampler::weigh`). Where no child can be made (`fork` refused), the
-/// links are closed here, each on a thread of its own, waited for.
+/// links that cost most while they stay (see `crate::sampler`'s retired counters). The
+/// programs stay attached for those grace periods, counting nothing (the process they
+/// trace has gone, or the host let them go: see `crate::sampler::weigh`). Where no child
+/// can be made (`fork` refused), the links are closed here, each on a thread of its own,
+/// waited for.
 #[derive(Default)]
 pub(crate) struct Links(Vec<TracePointLink>);
 
