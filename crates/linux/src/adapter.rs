@@ -107,8 +107,6 @@ pub struct LinuxAdapter {
     turns: LoopTurns,
     /// How the program's own masks are told from ours ([`LinuxAdapter::choices_source`]).
     choices: String,
-    /// Clock ticks a second (`/proc/stat`'s unit, for [`crate::tracegate`]).
-    ticks_per_sec: u64,
 }
 
 /// The CPU time the budget charges, as read at the last wait (`None` before one), and as
@@ -295,7 +293,6 @@ impl LinuxAdapter {
             steady: SteadyTicks::default(),
             turns: LoopTurns::default(),
             choices,
-            ticks_per_sec,
         })
     }
 
@@ -315,7 +312,7 @@ impl LinuxAdapter {
             Some(crate::sampler::CountersStopped::Dropped(d)) => {
                 format!("the trace went with the run-time counters: {d}")
             }
-            _ => match crate::tracegate::gate(self.ticks_per_sec) {
+            _ => match crate::tracegate::gate(self.host.sampler().config().facts.ticks_per_sec) {
                 crate::tracegate::Gate::Open => return,
                 crate::tracegate::Gate::Shut(why) => format!("the trace was let go: {why}"),
             },
