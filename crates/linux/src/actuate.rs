@@ -117,8 +117,8 @@ impl World for Checked<'_> {
     fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
         self.world.migrations(pid, tid)
     }
-    fn setter(&mut self, key: ThreadKey) -> crate::origin::Setter {
-        self.world.setter(key)
+    fn setter(&mut self, key: ThreadKey, current: &CpuSet) -> crate::origin::Setter {
+        self.world.setter(key, current)
     }
 }
 
@@ -280,7 +280,7 @@ impl Actuator {
         }
         let world = &mut self.world;
         if inherited
-            && crate::origin::born_pinned(current, world.setter(key), || {
+            && crate::origin::born_pinned(current, world.setter(key, current), || {
                 world.migrations(key.pid, key.tid)
             })
         {
@@ -516,7 +516,7 @@ impl Actuator {
         let original = match &entry {
             Some(e) => {
                 let world = &mut self.world;
-                let setter = world.setter(key);
+                let setter = world.setter(key, &current);
                 match e.judge(&current, false, setter, || world.cpuset(key.pid, key.tid)) {
                     Whose::Program => {
                         // Neither its original nor the last mask we set, nor that mask

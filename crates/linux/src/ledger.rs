@@ -483,9 +483,10 @@ pub trait World {
         None
     }
     /// Who made the last `sched_setaffinity` on thread `key` since it started, where a
-    /// trace of those calls says ([`crate::setters`]); [`Setter::Unknown`] otherwise.
-    fn setter(&mut self, key: ThreadKey) -> Setter {
-        let _ = key;
+    /// trace of those calls says ([`crate::setters`]), `current` being its mask now;
+    /// [`Setter::Unknown`] otherwise.
+    fn setter(&mut self, key: ThreadKey, current: &CpuSet) -> Setter {
+        let _ = (key, current);
         Setter::Unknown
     }
     /// The slice thread `tid` runs with, ns, and its reset-on-fork flag (see
@@ -669,7 +670,7 @@ pub fn replay<W: World + ?Sized>(ledger: &Ledger, w: &mut W) -> RestoreReport {
             }
         };
         let in_flight = ledger.in_flight == Some(*key);
-        let setter = w.setter(*key);
+        let setter = w.setter(*key, &cur);
         match e.judge(&cur, in_flight, setter, || w.cpuset(key.pid, key.tid)) {
             Whose::Original => report.already += 1,
             whose @ (Whose::Ours | Whose::Cpuset) => match set_checked(w, *key, &e.original) {
@@ -790,7 +791,7 @@ fn replay_inherited<W: World + ?Sized>(ledger: &Ledger, w: &mut W, report: &mut 
             if !ours || cur == base {
                 continue;
             }
-            let setter = w.setter(key);
+            let setter = w.setter(key, &cur);
             if crate::origin::born_pinned(&cur, setter, || w.migrations(pid, tid)) {
                 report.born_pinned.push(key);
                 continue;

@@ -8,19 +8,19 @@
 //!     ▼
 //!  SetterProbe::load(tool = our pid) ── root? tracefs? verifier? ── no ──► Err(why)
 //!     config = { tool tgid, our pid namespace's device and inode }
-//!     2 tracepoints: syscalls:sys_{enter,exit}_sched_setaffinity
+//!     1 tracepoint: syscalls:sys_enter_sched_setaffinity (the call and its mask)
 //!  record(tid)   one map lookup (a system call), at each judgement of a thread's mask
 //! ```
 //!
-//! Every `sched_setaffinity` on the machine costs two tracepoint hits and a few map
-//! operations; programs call it rarely (at thread start, when a pool pins its workers).
+//! Every `sched_setaffinity` on the machine costs a tracepoint hit, a few map operations
+//! and a copy of the mask asked for; programs call it rarely (at thread start, when a pool pins its workers).
 //! The tool's own sets are recorded too, so that each record says which came last. But a
 //! syscall tracepoint puts every task of the machine on the system-call slow path for
 //! every call, which is what the trace really costs: `crate::tracegate` bounds it, and the
 //! hosts let the trace go where it could cost more than the tool's budget.
 
 use crate::bpf::{Links, Probe, ProbeUnavailable, attach_tracepoint};
-use crate::setters::{SetRecord, TraceState};
+use crate::setters::{RECORD_WORDS, SetRecord, TraceState};
 use aya::maps::{Array, HashMap, MapData};
 use aya::{Ebpf, include_bytes_aligned};
 use std::os::unix::fs::MetadataExt;
@@ -31,10 +31,9 @@ use threadbalance_model::Tid;
 pub static SETAFFINITY_OBJECT: &[u8] = include_bytes_aligned!("../bpf/setaffinity.bpf.o");
 
 /// `(program, tracepoint)` pairs.
-const ATTACH: [(&str, &str); 2] = [
-    ("setaffinity_enter", "sys_enter_sched_setaffinity"),
-    ("setaffinity_exit", "sys_exit_sched_setaffinity"),
-];
+/// One: a second, on the exit, would keep every system call of the machine slow for
+/// another grace period when the trace is let go (see `bpf/setaffinity.bpf.c`).
+const ATTACH: [(&str, &str); 1] = [("setaffinity_enter", "sys_enter_sched_setaffinity")];
 
 /// The loaded, attached trace.
 pub struct SetterProbe {
@@ -133,7 +132,8 @@ impl SetterProbe {
 impl TraceState for SetterProbe {
     fn record(&self, tid: Tid) -> Option<SetRecord> {
         let ebpf = self.ebpf.lock().ok()?;
-        let sets: HashMap<&MapData, u64, [u64; 4]> = HashMap::try_from(ebpf.map("sets")?).ok()?;
+        let sets: HashMap<&MapData, u64, [u64; RECORD_WORDS]> =
+            HashMap::try_from(ebpf.map("sets")?).ok()?;
         let key = u64::try_from(tid.0).ok()?;
         sets.get(&key, 0).ok().map(SetRecord::from_words)
     }

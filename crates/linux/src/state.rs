@@ -478,10 +478,14 @@ impl World for SystemWorld {
     fn migrations(&mut self, pid: Pid, tid: Tid) -> Option<u64> {
         crate::origin::read_migrations(&self.root, pid, tid)
     }
-    fn setter(&mut self, key: threadbalance_model::ThreadKey) -> crate::origin::Setter {
+    fn setter(
+        &mut self,
+        key: threadbalance_model::ThreadKey,
+        current: &CpuSet,
+    ) -> crate::origin::Setter {
         self.trace
             .as_ref()
-            .map_or(crate::origin::Setter::Unknown, |t| t.setter(key))
+            .map_or(crate::origin::Setter::Unknown, |t| t.setter(key, current))
     }
     fn slice(&mut self, tid: Tid) -> io::Result<crate::slice::Slice> {
         crate::slice::attr_of(tid).map(|a| a.as_slice(None))

@@ -1,8 +1,8 @@
 //! Whether the trace of who sets masks (`crate::setbpf`) may stay attached: what it costs
 //! the machine, bounded by the machine's time in the kernel.
 //!
-//! The trace sits on two syscall tracepoints (`sys_enter`/`sys_exit_sched_setaffinity`).
-//! Attaching any syscall tracepoint puts every task of the machine on the system-call slow
+//! The trace sits on one syscall tracepoint (`sys_enter_sched_setaffinity`). Attaching any
+//! syscall tracepoint puts every task of the machine on the system-call slow
 //! path, not only the tasks that call `sched_setaffinity` and not only the managed
 //! program: `getppid` went from 166 to 225 ns a call while a `run` held the trace, and back
 //! when it let go (a C loop of 5 million calls, 2-core VM, Linux 6.18). For the daemon,
@@ -24,10 +24,9 @@
 //! The bound is generous (calls that take longer pay a smaller share, page faults count as
 //! system time too), so the trace stays only where it surely costs less than the tool's
 //! own budget: on a machine that mostly computes. On a busy server it goes within the
-//! first span. `Shut` is for the rest of the process: letting the trace go takes the
-//! kernel a grace period per tracepoint, one at a time (about 60 ms each on the 2-core
-//! VM), during which every call still pays, and attaching it again would put every task
-//! back on the slow path.
+//! first span. `Shut` is for the rest of the process: attaching the trace again would put
+//! every task back on the slow path, and letting it go costs a grace period of the
+//! kernel's (about 60 ms on the 2-core VM).
 //!
 //! A program that switches so often that its run-time counters are dropped
 //! ([`crate::sampler::weigh`]) makes at least as many system calls, and lets the trace go

@@ -15,8 +15,8 @@ mod live {
     /// BPF programs the process `pid` holds (`/proc/PID/fd` links to `anon_inode:bpf-prog`):
     /// each attached program keeps one.
     /// The BPF programs the daemon holds whatever the number of processes it manages: the
-    /// run-time counters' four and the setaffinity trace's two.
-    const PROGRAMS: usize = 4 + 2;
+    /// run-time counters' four and the setaffinity trace's one.
+    const PROGRAMS: usize = 4 + 1;
 
     fn bpf_programs(pid: u32) -> usize {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -99,7 +99,7 @@ mod live {
 
         // One probe: its four programs (sched_switch, sched_wakeup, sched_wakeup_new,
         // task_newtask), not four per managed process; and one trace of sched_setaffinity
-        // (sys_enter, sys_exit: who set each mask), also one for the whole daemon.
+        // (sys_enter: who set each mask), also one for the whole daemon.
         let line = d.wait_line("run time from");
         assert!(
             line.contains("BPF sched_switch counters (one probe shared by every managed process)"),

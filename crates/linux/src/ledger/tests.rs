@@ -91,7 +91,7 @@ impl World for Fake {
     fn migrations(&mut self, _pid: Pid, tid: Tid) -> Option<u64> {
         self.migrations.get(&tid.0).copied()
     }
-    fn setter(&mut self, key: ThreadKey) -> Setter {
+    fn setter(&mut self, key: ThreadKey, _current: &CpuSet) -> Setter {
         self.setters
             .get(&key.tid.0)
             .copied()

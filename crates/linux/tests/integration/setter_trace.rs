@@ -58,10 +58,12 @@ mod live {
         // This process as the tool: its threads' own sets are the tool's.
         let probe = SetterProbe::load(std::process::id()).expect("the trace loads (run as root)");
         let trace = Trace::new(Arc::new(probe), tps);
+        // Every thread here keeps the mask it was born with: the process's.
+        let mask = affinity_of(Tid(std::process::id() as i32)).unwrap();
         let untouched = on_a_thread(|_| {});
         let ours = on_a_thread(set_own);
-        assert_eq!(trace.setter(untouched), Setter::Unknown);
-        assert_eq!(trace.setter(ours), Setter::Tool);
+        assert_eq!(trace.setter(untouched, &mask), Setter::Unknown);
+        assert_eq!(trace.setter(ours, &mask), Setter::Tool);
         drop(trace);
         // Another process as the tool (pid 1): the same sets are the program's, whether
         // made through pid 0 or the thread's own tid, and the record names the setter.
@@ -72,17 +74,31 @@ mod live {
             let now = affinity_of(tid).unwrap();
             set_affinity(tid, &now).unwrap();
         });
-        assert_eq!(trace.setter(by_zero), Setter::Program);
-        assert_eq!(trace.setter(by_tid), Setter::Program);
+        assert_eq!(trace.setter(by_zero, &mask), Setter::Program);
+        assert_eq!(trace.setter(by_tid, &mask), Setter::Program);
         let r = probe.record(by_tid.tid).unwrap();
         assert_eq!(r.program_sets, 1);
         assert_eq!(r.setter, (by_tid.pid, by_tid.tid));
+        assert_eq!(r.asked.as_ref(), Some(&mask), "the mask asked for is kept");
         assert_eq!(r.ours_ns, 0);
         assert_eq!(probe.foreign(), 0);
+        // A thread that pins itself to one CPU has asked for it: that mask is the
+        // program's; a mask it did not ask for (still the one it had) is left to the masks.
+        let first = threadbalance_model::CpuSet::single(mask.first().unwrap());
+        let one = first.clone();
+        let pinned = on_a_thread(move |tid| set_affinity(tid, &one).unwrap());
+        assert_eq!(
+            probe.record(pinned.tid).unwrap().asked.as_ref(),
+            Some(&first)
+        );
+        assert_eq!(trace.setter(pinned, &first), Setter::Program);
+        if mask.len() > 1 {
+            assert_eq!(trace.setter(pinned, &mask), Setter::Unknown);
+        }
         // A refused set (an empty mask) is no set.
         let refused = on_a_thread(|tid| {
             assert!(set_affinity(tid, &threadbalance_model::CpuSet::default()).is_err());
         });
-        assert_eq!(trace.setter(refused), Setter::Unknown);
+        assert_eq!(trace.setter(refused, &mask), Setter::Unknown);
     }
 }
