@@ -213,27 +213,36 @@ fn speed_thread_that_mostly_sleeps_is_released_to_linux_and_placed_again_when_bu
 #[test]
 fn speed_interval_follows_the_synchronization_signals() {
     let t = topo(1, 1, 2, 1);
-    let cases: [(u64, u64, u64); 5] = [
+    let cases: [(f64, u64, u64, u64); 7] = [
         // Yielding: 400 involuntary switches in 60 ms ≈ 6 700/s ≥ 2 000 → floor, 1 ms.
-        (0, 400, 1_000_000),
+        (1.0, 0, 400, 1_000_000),
         // Blocking once per 60 ms phase: 1 in 60 ms ≈ 17 switches/s → 60 ms / 16 = 3.75 ms.
-        (1, 0, 3_750_000),
-        // Blocking once and handing the CPU over once (a yield or a preemption) per
-        // 60 ms: 2 in 60 ms ≈ 33/s → phase 30 ms → 30 / 16 = 1.875 ms.
-        (1, 1, 1_875_000),
+        (1.0, 1, 0, 3_750_000),
+        // Blocking once and preempted once per 60 ms: the threads block (at least a third
+        // of the switches voluntary), so the phase is the work between two blocks, 60 ms,
+        // not the time between any two switches (30 ms): 3.75 ms.
+        (1.0, 1, 1, 3_750_000),
         // Blocking 6 times per 60 ms (10 ms phases): 100/s → 10 / 16 = 0.625 ms, held at
         // the 1 ms floor.
-        (6, 0, 1_000_000),
+        (1.0, 6, 0, 1_000_000),
+        // Switching without blocking, 2 a 60 ms (a yield or a preemption each): the
+        // switches are all there is to go by, 30 ms / 16 = 1.875 ms.
+        (1.0, 0, 2, 1_875_000),
+        // Blocking once per 57 ms of work, asleep 5 % at the barrier, and preempted 20
+        // times by a thread sharing the core: they block (asleep at least 1 %), and the
+        // preemptions are not phase boundaries: 57 ms / 16 = 3.56 ms, not the 1 ms floor
+        // 21 switches in 60 ms would ask for.
+        (0.95, 1, 20, 3_562_500),
         // Nothing: the paper's 100 ms.
-        (0, 0, 100_000_000),
+        (1.0, 0, 0, 100_000_000),
     ];
-    for (vol, invol, want_ns) in cases {
+    for (util, vol, invol, want_ns) in cases {
         let mut p = Speed::new(&settings(None), &t).unwrap();
         // Per 60 ms window and thread: vol and invol switches.
         let w = window(
             0.0,
             60.0,
-            &[(100, 1.0, 0.0, vol, invol), (101, 1.0, 0.0, vol, invol)],
+            &[(100, util, 0.0, vol, invol), (101, util, 0.0, vol, invol)],
         );
         let got = p.observe_signals(&w);
         assert_eq!(p.counted, vol + invol > 0);

@@ -62,7 +62,8 @@ pub(super) const YIELD_RATE: f64 = 2000.0;
 /// simulated). Measured: no sweep of its own.
 pub(super) const INVOL_PER_VOL: f64 = 2.0;
 
-/// 1/16: the round is this fraction of the phase the switches give. Mechanism: a doubled
+/// 1/16: the round is this fraction of the phase the switches give (of the work between
+/// two blocks, where threads block and that is longer). Mechanism: a doubled
 /// thread waits at most one round per phase, so a round of P/16 costs a phase about 6 %;
 /// the `min_interval` floor (1 ms) is reached at 16 ms phases. Measured: simulated, 16
 /// cores, 17 threads, 10 ms yield phases: 92 % of the fair share at 1 ms rounds, 86 % at
