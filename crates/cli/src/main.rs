@@ -135,7 +135,7 @@ pub struct ManageArgs {
     pub verbose: bool,
     /// Hold the tool's whole CPU time, moves included, to PCT % of one core (0.1–100)
     /// [default: its ticks to 0.8 %, up to 2.5 % while speed's rotation turns 6 cores or
-    /// more over, moves not charged: under a rotation they can cost several times that].
+    /// more over, and all of it, moves included, to 25 %].
     #[arg(long, value_name = "PCT", value_parser = cpu_budget)]
     pub cpu_budget: Option<f64>,
     /// Directory of journals and locks [default: /run/threadbalance for root,

@@ -87,7 +87,8 @@ pub struct SimArgs {
     /// With --tick-cost: hold the tool's whole CPU time, moves included (each costing
     /// PER_MOVE_US), to PCT % of one core, as `run --cpu-budget PCT` does [default: ticks
     /// held to 0.8 %, or what the policy asks for (speed: up to 2.5 % while its rotation
-    /// turns 6 cores or more over), moves not charged].
+    /// turns 6 cores or more over), moves not charged by it; ticks and moves together held
+    /// to 25 % while the tool's thread runs on the machine, `--tool-cpu`].
     #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
     cpu_budget: Option<f64>,
     /// The tool's own CPU time on the simulated machine: a thread of the machine that runs

@@ -95,6 +95,9 @@ pub struct LinuxAdapter {
     letting_go: Nanos,
     /// Whether the budget charges moves too ([`LinuxAdapter::set_cpu_budget`]).
     charge_moves: bool,
+    /// The cap on the tool's whole CPU time, moves included ([`pace::WHOLE_BUDGET`]), where
+    /// no operator's whole budget stands.
+    whole: Pacer,
     /// The largest watching budget the policy was granted (`Policy::watch_budget`), a
     /// share of one core: the default until a policy asks for more.
     watch_max: f64,
@@ -285,6 +288,7 @@ impl LinuxAdapter {
             lock_probe: LockProbe::off(),
             pids: Vec::new(),
             pacer: Pacer::new(pace::BUDGET, pace::BURST),
+            whole: Pacer::new(pace::WHOLE_BUDGET, pace::BURST),
             acting: Nanos::ZERO,
             letting_go: Nanos::ZERO,
             charge_moves: false,
@@ -422,7 +426,7 @@ impl LinuxAdapter {
     /// signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
         let now = self.host.now();
-        let (watching, charged) = self.cpu_spent();
+        let (watching, charged, _) = self.cpu_spent();
         self.turns.waited(charged);
         self.steady.waiting(watching);
         if deadline <= now {
@@ -442,12 +446,17 @@ impl LinuxAdapter {
         }
     }
 
-    /// This process's CPU time spent watching (all of it but the moves), and what the
-    /// budget charges: all of it under an operator's whole budget, the watching otherwise.
-    fn cpu_spent(&self) -> (Nanos, Nanos) {
+    /// This process's CPU time spent watching (all of it but the moves), what the budget
+    /// charges (all of it under an operator's whole budget, the watching otherwise), and
+    /// all of it (what [`pace::WHOLE_BUDGET`] charges).
+    fn cpu_spent(&self) -> (Nanos, Nanos, Nanos) {
         let cpu = own_cpu().saturating_sub(self.letting_go);
         let watching = cpu.saturating_sub(self.acting);
-        (watching, if self.charge_moves { cpu } else { watching })
+        (
+            watching,
+            if self.charge_moves { cpu } else { watching },
+            cpu,
+        )
     }
 
     /// The target's pid.
@@ -491,9 +500,9 @@ impl LinuxAdapter {
         }
     }
 
-    /// How many times the cost budget pushed a tick back.
+    /// How many times a cost budget pushed a tick back (watching, or the whole).
     pub fn paced(&self) -> u64 {
-        self.pacer.stretched()
+        self.pacer.stretched() + self.whole.stretched()
     }
 
     /// What the ticks cost once every thread had been seen: see [`SteadyTicks`].
@@ -561,10 +570,17 @@ impl Host for LinuxAdapter {
         self.pacer.set_budget(share);
     }
 
-    /// The next tick held back while the tool is over its CPU budget (see [`pace`]).
+    /// The next tick held back while the tool is over its CPU budget (see [`pace`]), or
+    /// over [`pace::WHOLE_BUDGET`] with its moves counted (unless an operator's whole
+    /// budget already counts them).
     fn earliest(&mut self, due: Nanos) -> Nanos {
-        let (_, charged) = self.cpu_spent();
-        self.pacer.hold(due, self.host.now(), charged)
+        let (_, charged, all) = self.cpu_spent();
+        let now = self.host.now();
+        let at = self.pacer.hold(due, now, charged);
+        if self.charge_moves {
+            return at;
+        }
+        at.max(self.whole.hold(due, now, all))
     }
 
     fn apply(&mut self, plan: &Plan) -> ApplyReport {

@@ -31,6 +31,10 @@
 //! means on a live machine: the policy's floor (1 ms for `speed`) or the budget's, the
 //! later.
 //!
+//! Moves are capped all the same, with everything else the tool spends, at
+//! [`WHOLE_BUDGET`] of one core: the tool is one thread, and what it runs is taken from
+//! the program's thread on its CPU (see there).
+//!
 //! The first look starts the account: what came before it (parsing options, starting the
 //! command) is not charged; every tick is, from the first on, including the opening of
 //! each new thread's files.
@@ -41,6 +45,31 @@ use serde::Serialize;
 /// The budget: 0.8 % of one core. The 1 % the tool aims for, less a fifth for what is not
 /// paced: moves, the first tick, and restoring every mask at the end.
 pub const BUDGET: f64 = 0.008;
+/// The most of one core the tool's whole CPU time may take, its moves included, unless an
+/// operator set a whole budget (`--cpu-budget`): 25 %.
+///
+/// The tool is one thread: what it runs is taken from the program's thread on its CPU at
+/// that moment, and a barrier-synchronized program waits for that thread at every phase.
+/// Moves are not paced by [`BUDGET`] (they back off when they do not help), but a round of
+/// `speed`'s rotation moves up to one pair of threads per four cores: 32 moves on 64 cores,
+/// 1.5 ms of the tool's CPU at 46 µs a move, and rounds every 1 to 2 ms then kept the tool
+/// on a CPU most of the time. This cap spaces the rounds by what they cost: on 2 cores (a
+/// pair a round, a tick and two moves: under 0.2 ms) it seldom holds back 1 ms rounds; on
+/// 64 cores a round of 32 moves is followed by the next about 6 ms later.
+///
+/// Measured: simulated, the tool's CPU charged to the machine (`sim --tool-cpu measured`),
+/// on tuning grids of its own, never on the held-out grid: 360 cells (`package:1 core:8
+/// pu:2`, `package:2 core:8 pu:2`, `package:1 core:16 pu:2`, `package:1 core:16 pu:1`,
+/// `package:2 core:12 pu:1`) and 72 on `package:1 core:64 pu:1`, N = M+1, 5M/4, 3M/2 and
+/// 2M−1, 10, 30 and 80 ms yield and blocking phases, seeds 1–3. The geometric mean of
+/// Linux's time over `speed`'s, uncapped: 1.228 and 1.160 (10 cells of the 64-core grid
+/// more than 1 % behind Linux); capped at 20 %: 1.256 and 1.259; at 25 %: 1.251 and 1.255
+/// (none behind on 64 cores); at 30 %: 1.243 and 1.244. 25 % rather than 20 % keeps the
+/// 16-core rows with 10 ms phases where they were (20 % cost 24 threads with blocking
+/// barriers 3.7 points of the fair share: rounds of four swaps every 1.6 ms instead of
+/// 1 ms).
+pub const WHOLE_BUDGET: f64 = 0.25;
+
 /// The CPU time the tool may spend ahead of its budget (a burst after a quiet stretch).
 pub const BURST: Nanos = Nanos::from_millis(1);
 /// The longest a tick is pushed back past the time the policy asked for: a program too

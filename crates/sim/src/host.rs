@@ -39,58 +39,94 @@ pub struct SimHost<'a> {
     budget: Option<&'a mut Budget>,
 }
 
-/// The tool's CPU budget over a simulated run, kept from tick to tick as the live loop's
-/// pacer keeps it: each tick charged what it costs live ([`RunOptions::tick_cost`]; its
-/// moves too under an operator's whole budget, [`RunOptions::cpu_budget`]), and the next
-/// tick held back while the tool is over budget ([`Pacer::hold`], through the loop step's
-/// [`Host::earliest`]).
+/// The tool's CPU budgets over a simulated run, kept from tick to tick as the live loop's
+/// pacers keep them, and the next tick held back while the tool is over either
+/// ([`Pacer::hold`], through the loop step's [`Host::earliest`]):
+/// - watching: each tick charged what it costs live ([`RunOptions::tick_cost`]; its moves
+///   too under an operator's whole budget, [`RunOptions::cpu_budget`]); none when ticks
+///   are free;
+/// - the whole ([`pace::WHOLE_BUDGET`], unless an operator set one): ticks and moves, at
+///   what the tool's thread is charged on the machine ([`RunOptions::tool_cpu`], else the
+///   tick cost).
 #[derive(Debug)]
 pub struct Budget {
     cost: TickCost,
     /// An operator's whole budget: it charges moves, and the policy's asks do not move it.
     operator: bool,
-    pacer: Pacer,
-    /// The tool's CPU time so far.
+    /// The watching pacer, when ticks cost something ([`RunOptions::tick_cost`]).
+    pacer: Option<Pacer>,
+    /// The tool's CPU time so far, as the watching pacer charges it.
     spent: Nanos,
     /// What the last tick cost, as a live host knows it at the next (`Pace`).
     last: Option<Nanos>,
+    /// The whole cap, what a tick and a move cost under it, and the CPU time charged.
+    whole: Option<(Pacer, TickCost, Nanos)>,
     /// Moves done by the tick under way.
     moves: u32,
 }
 
 impl Budget {
-    /// The budget `opts` set, or `None` when ticks cost nothing (no tick cost).
+    /// The watching budget `opts` set, or `None` when ticks cost nothing (no tick cost):
+    /// the daemon's hosts, which pace nothing whole ([`run_per_app`](crate::run_per_app)).
     pub fn of(opts: &RunOptions) -> Option<Budget> {
-        let cost = opts.tick_cost?;
+        Budget::paced(opts, None)
+    }
+
+    /// The budgets of `run`'s tool thread: watching as [`Budget::of`], and the whole cap
+    /// at what the tool's thread costs the machine (`tool`; else the tick cost), unless an
+    /// operator set a whole budget. `None` when the tool costs nothing.
+    pub fn of_tool(opts: &RunOptions, tool: Option<TickCost>) -> Option<Budget> {
+        Budget::paced(opts, tool.or(opts.tick_cost))
+    }
+
+    fn paced(opts: &RunOptions, whole: Option<TickCost>) -> Option<Budget> {
+        let operator = opts.cpu_budget.is_some();
+        let whole_cost = whole.filter(|_| !operator);
+        let cost = opts.tick_cost.or(whole_cost)?;
         Some(Budget {
             cost,
-            operator: opts.cpu_budget.is_some(),
-            pacer: Pacer::new(opts.cpu_budget.unwrap_or(pace::BUDGET), pace::BURST),
+            operator,
+            pacer: opts
+                .tick_cost
+                .map(|_| Pacer::new(opts.cpu_budget.unwrap_or(pace::BUDGET), pace::BURST)),
             spent: Nanos::ZERO,
             last: None,
+            whole: whole_cost
+                .map(|c| (Pacer::new(pace::WHOLE_BUDGET, pace::BURST), c, Nanos::ZERO)),
             moves: 0,
         })
     }
 
-    /// The pace the next sample reports: unknown before the first tick was charged.
+    /// The pace the next sample reports: unknown before the first tick was charged, free
+    /// when only the whole cap paces (a policy compensates for watching paced, which the
+    /// cap leaves at its ask wherever moves are few).
     fn pace(&self) -> Pace {
-        match self.last {
-            None => Pace::Unknown,
-            Some(c) => Pace::Gap(steady_gap_within(c, self.pacer.budget())),
+        match (&self.pacer, self.last) {
+            (None, _) => Pace::Free,
+            (Some(_), None) => Pace::Unknown,
+            (Some(p), Some(c)) => Pace::Gap(steady_gap_within(c, p.budget())),
         }
     }
 
     /// Charges a tick over `threads` threads, and holds the next, due at `due`, while over
-    /// budget at `now`.
+    /// either budget at `now`.
     fn charge(&mut self, threads: usize, now: Nanos, due: Nanos) -> Nanos {
-        let mut tick = self.cost.of(threads);
         let moves = std::mem::take(&mut self.moves);
-        if self.operator {
-            tick += Nanos(self.cost.per_move.0 * u64::from(moves));
+        let mut at = due;
+        if let Some((pacer, cost, spent)) = self.whole.as_mut() {
+            *spent += cost.of(threads) + Nanos(cost.per_move.0 * u64::from(moves));
+            at = at.max(pacer.hold(due, now, *spent));
         }
-        self.last = Some(tick);
-        self.spent += tick;
-        self.pacer.hold(due, now, self.spent)
+        if let Some(pacer) = self.pacer.as_mut() {
+            let mut tick = self.cost.of(threads);
+            if self.operator {
+                tick += Nanos(self.cost.per_move.0 * u64::from(moves));
+            }
+            self.last = Some(tick);
+            self.spent += tick;
+            at = at.max(pacer.hold(due, now, self.spent));
+        }
+        at
     }
 }
 
@@ -139,8 +175,9 @@ impl<'a> SimHost<'a> {
     pub(crate) fn grant(&mut self, share: Option<f64>) {
         if let Some(b) = self.budget.as_deref_mut()
             && !b.operator
+            && let Some(pacer) = b.pacer.as_mut()
         {
-            b.pacer.set_budget(pace::watch_share(share));
+            pacer.set_budget(pace::watch_share(share));
         }
     }
 
@@ -314,8 +351,9 @@ pub fn run_built(
     sim.world.q.push(first, EventKind::Policy, 0, 0);
     let horizon = sim.horizon;
     let mut ticks = 0u64;
-    // The live loop's budget, when ticks cost something (see `RunOptions::tick_cost`).
-    let mut budget = Budget::of(opts);
+    // The live loop's budgets: watching, when ticks cost something (see
+    // `RunOptions::tick_cost`), and the tool's whole CPU (`pace::WHOLE_BUDGET`).
+    let mut budget = Budget::of_tool(opts, tool_cost);
     while let Some(_tick) = sim.run_until(horizon) {
         let now = sim.world.now;
         let mut host = SimHost::new(&mut sim, &needs).paced(budget.as_mut());
@@ -524,6 +562,9 @@ mod tests {
         let run = |policy: &str, tool: Option<&str>| {
             let mut opts = RunOptions::new(1);
             opts.tool_cpu = tool.map(|c| c.parse().unwrap());
+            // An operator's whole budget of a core: the cap on the tool's CPU
+            // (`pace::WHOLE_BUDGET`, 25 %) does not space these ticks.
+            opts.cpu_budget = Some(1.0);
             run_policy(&m, &w, policy, &s, &opts).unwrap()
         };
         let free = run("speed", None);
@@ -569,6 +610,43 @@ mod tests {
             "paced {} ticks in {} s",
             paced.policy_ticks,
             paced.runtime_s
+        );
+    }
+
+    #[test]
+    fn host_tool_thread_whole_cpu_is_capped_with_its_moves_counted() {
+        // 3 threads on 2 cores, yielding at 10 ms barriers: `speed` asks for a round every
+        // 1 ms and swaps a pair in about a third of them. With free ticks of 20 µs and
+        // moves of 1 ms the tool would take about 32 % of a core; under
+        // `pace::WHOLE_BUDGET` (25 %) its rounds are spaced. Moves that cost nothing leave
+        // the 1 ms rounds alone, and so does an operator's whole budget, which stands in
+        // for the cap.
+        let (m, w, s) = three_threads_on_two_cores();
+        let run = |tool: &str, budget: Option<f64>| {
+            let mut opts = RunOptions::new(1);
+            opts.tool_cpu = Some(tool.parse().unwrap());
+            opts.tick_cost = budget.map(|_| "20,0,1000".parse().unwrap());
+            opts.cpu_budget = budget;
+            let r = run_policy(&m, &w, "speed", &s, &opts).unwrap();
+            (
+                r.policy_ticks as f64 / r.runtime_s,
+                r.tool_cpu_s / r.runtime_s,
+            )
+        };
+        let (capped, capped_share) = run("20,0,1000", None);
+        let (cheap, _) = run("20,0,0", None);
+        let (operator, operator_share) = run("20,0,1000", Some(1.0));
+        assert!(
+            capped < 850.0 && capped_share <= pace::WHOLE_BUDGET + 0.01,
+            "capped: {capped:.0} ticks/s, the tool at {:.1} % of a core",
+            capped_share * 100.0
+        );
+        assert!(cheap > 800.0, "cheap moves: {cheap:.0} ticks/s");
+        assert!(
+            operator > capped * 1.5 && operator_share > pace::WHOLE_BUDGET + 0.05,
+            "an operator's 100 %: {operator:.0} ticks/s and {:.1} % of a core, against \
+             {capped:.0} capped",
+            operator_share * 100.0
         );
     }
 

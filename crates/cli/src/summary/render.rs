@@ -231,9 +231,12 @@ impl Summary {
             self.host.ticks_paced,
             b.pct,
             if b.moves_charged {
-                " (moves included)"
+                " (moves included)".to_string()
             } else {
-                ""
+                format!(
+                    " watching, {:.0} % with the moves",
+                    threadbalance_model::pace::WHOLE_BUDGET * 100.0
+                )
             },
             if b.watch_max_pct > b.pct {
                 format!(
