@@ -67,7 +67,8 @@ pub struct Budget {
 
 impl Budget {
     /// The watching budget `opts` set, or `None` when ticks cost nothing (no tick cost):
-    /// the daemon's hosts, which pace nothing whole ([`run_per_app`](crate::run_per_app)).
+    /// the daemon's hosts, which pace nothing whole
+    /// ([`run_per_app`](crate::apps::run_per_app)).
     pub fn of(opts: &RunOptions) -> Option<Budget> {
         Budget::paced(opts, None)
     }
