@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Every `sched_setaffinity` on the machine costs a tracepoint hit, a few map operations
-//! and a copy of the mask asked for; programs call it rarely (at thread start, when a pool pins its workers).
+//! and a copy of the mask asked for; programs call it rarely (at thread start, when a pool
+//! pins its workers).
 //! The tool's own sets are recorded too, so that each record says which came last. But a
 //! syscall tracepoint puts every task of the machine on the system-call slow path for
 //! every call, which is what the trace really costs: `crate::tracegate` bounds it, and the
