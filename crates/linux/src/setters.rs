@@ -87,12 +87,7 @@ impl SetRecord {
     pub fn setter(&self, start_ns: u64, current: &CpuSet) -> Setter {
         let program = self.program_sets > 0 && self.program_ns >= start_ns;
         let ours = self.ours_ns > 0 && self.ours_ns >= start_ns;
-        let last_is_program = match (program, ours) {
-            (true, true) => self.program_ns > self.ours_ns,
-            (true, false) => true,
-            (false, _) => false,
-        };
-        if last_is_program {
+        if program && (!ours || self.program_ns > self.ours_ns) {
             // A mask that could not be read cannot say the call was refused: it counts.
             let took = self.asked.as_ref().is_none_or(|a| current.is_subset(a));
             return if took {

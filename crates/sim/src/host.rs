@@ -50,11 +50,11 @@ pub struct SimHost<'a> {
 ///   tick cost).
 #[derive(Debug)]
 pub struct Budget {
-    cost: TickCost,
     /// An operator's whole budget: it charges moves, and the policy's asks do not move it.
     operator: bool,
-    /// The watching pacer, when ticks cost something ([`RunOptions::tick_cost`]).
-    pacer: Option<Pacer>,
+    /// The watching pacer and what a tick costs, when ticks cost something
+    /// ([`RunOptions::tick_cost`]).
+    pacer: Option<(Pacer, TickCost)>,
     /// The tool's CPU time so far, as the watching pacer charges it.
     spent: Nanos,
     /// What the last tick cost, as a live host knows it at the next (`Pace`).
@@ -83,13 +83,15 @@ impl Budget {
     fn paced(opts: &RunOptions, whole: Option<TickCost>) -> Option<Budget> {
         let operator = opts.cpu_budget.is_some();
         let whole_cost = whole.filter(|_| !operator);
-        let cost = opts.tick_cost.or(whole_cost)?;
+        if opts.tick_cost.is_none() && whole_cost.is_none() {
+            return None;
+        }
         Some(Budget {
-            cost,
             operator,
-            pacer: opts
-                .tick_cost
-                .map(|_| Pacer::new(opts.cpu_budget.unwrap_or(pace::BUDGET), pace::BURST)),
+            pacer: opts.tick_cost.map(|c| {
+                let budget = opts.cpu_budget.unwrap_or(pace::BUDGET);
+                (Pacer::new(budget, pace::BURST), c)
+            }),
             spent: Nanos::ZERO,
             last: None,
             whole: whole_cost
@@ -105,7 +107,7 @@ impl Budget {
         match (&self.pacer, self.last) {
             (None, _) => Pace::Free,
             (Some(_), None) => Pace::Unknown,
-            (Some(p), Some(c)) => Pace::Gap(steady_gap_within(c, p.budget())),
+            (Some((p, _)), Some(c)) => Pace::Gap(steady_gap_within(c, p.budget())),
         }
     }
 
@@ -118,10 +120,10 @@ impl Budget {
             *spent += cost.of(threads) + Nanos(cost.per_move.0 * u64::from(moves));
             at = at.max(pacer.hold(due, now, *spent));
         }
-        if let Some(pacer) = self.pacer.as_mut() {
-            let mut tick = self.cost.of(threads);
+        if let Some((pacer, cost)) = self.pacer.as_mut() {
+            let mut tick = cost.of(threads);
             if self.operator {
-                tick += Nanos(self.cost.per_move.0 * u64::from(moves));
+                tick += Nanos(cost.per_move.0 * u64::from(moves));
             }
             self.last = Some(tick);
             self.spent += tick;
@@ -176,7 +178,7 @@ impl<'a> SimHost<'a> {
     pub(crate) fn grant(&mut self, share: Option<f64>) {
         if let Some(b) = self.budget.as_deref_mut()
             && !b.operator
-            && let Some(pacer) = b.pacer.as_mut()
+            && let Some((pacer, _)) = b.pacer.as_mut()
         {
             pacer.set_budget(pace::watch_share(share));
         }
