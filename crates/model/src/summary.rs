@@ -249,6 +249,10 @@ pub struct SpeedSummary {
     pub rotation_swaps: u64,
     /// Moves that levelled thread counts.
     pub levelling_moves: u64,
+    /// Rounds that held the level placement without rotating: the threads never block and
+    /// evening the CPUs out would lift the slowest by less than the paper's `T_s` allows.
+    #[serde(default)]
+    pub held_level_rounds: u64,
     /// Rotations backed off (moves that did not speed up).
     pub backoffs: u64,
     /// First placements.
@@ -446,6 +450,10 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
         l("rounds (rotating)", rounds_text(s)),
         l("rotation swaps", s.rotation_swaps.to_string()),
         l("levelling moves", s.levelling_moves.to_string()),
+        l(
+            "rounds held level (a rotation would gain under 1/T_s)",
+            s.held_level_rounds.to_string(),
+        ),
         l(
             "rotation back-offs (moves that did not speed up)",
             s.backoffs.to_string(),

@@ -278,6 +278,9 @@ pub struct Speed {
     work_phase_ns: Option<f64>,
     /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
     fine_now: bool,
+    /// Whether the last round held the level placement for lack of a gain worth a
+    /// rotation (see [`rotate::count_gain`]).
+    level_held: bool,
     /// Whether the placed threads' sleep is the program's, not any one thread's: barrier
     /// peers, whom the sleeper rule leaves placed (see "Barrier peers are not sleepers"
     /// in [`peers`]). As of the window before.
@@ -291,6 +294,9 @@ struct Stats {
     rotating_rounds: u64,
     swaps: u64,
     levels: u64,
+    /// Rounds that held the level placement: a rotation would not have paid (see
+    /// [`rotate::count_gain`]).
+    held_level: u64,
     initial: u64,
     released: u64,
     backoffs: u64,
@@ -409,6 +415,7 @@ impl Speed {
             phase_ns: None,
             work_phase_ns: None,
             fine_now: false,
+            level_held: false,
             sleep_shared: false,
             stats: Stats {
                 reason: "no synchronization seen yet",
@@ -670,6 +677,7 @@ impl Policy for Speed {
             rotating_rounds: s.rotating_rounds,
             rotation_swaps: s.swaps,
             levelling_moves: s.levels,
+            held_level_rounds: s.held_level,
             backoffs: s.backoffs,
             initial_placements: s.initial,
             released_to_linux: s.released,

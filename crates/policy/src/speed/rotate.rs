@@ -3,7 +3,8 @@
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{
-    CREDIT_TAU_S, HELD, IDLE, MIN_SWAPS, SLOWER, SPED_UP, SWAP_SHARE, Speed, per_core_cmp,
+    CREDIT_TAU_S, HELD, IDLE, MIN_SWAPS, SIGNAL_TAU_S, SLOWER, SPED_UP, SWAP_SHARE, Speed,
+    per_core_cmp,
 };
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
@@ -17,6 +18,28 @@ struct View {
     at_hi: f64,
     at_lo: f64,
     below_hi: f64,
+}
+
+/// What the rotation can give the slowest threads of a group of `cores` queues holding
+/// `threads` threads, `hi` on the fullest: each queue's share of a CPU, evened over the
+/// group, against the fullest queue's: `hi · cores / threads` (×1.94 for 17 threads on 16
+/// CPUs, ×1.03 for 31).
+///
+/// Where the threads never block, that is all a rotation can gain: a thread that waits by
+/// yielding or spinning stays runnable, so no CPU goes idle at a barrier and the level
+/// placement already runs every CPU; the rotation only evens who gets the emptier ones.
+/// (Where they block, a rotation also hands work to CPUs whose threads went to sleep,
+/// a gain the counts do not show.) Below 1/T_s ([`SLOWER`], the paper's threshold for a
+/// core) the rotation is not worth its moves: each refetches the moved thread's caches
+/// and preempts two threads, and at the 1 ms rounds yielding threads ask for that costs
+/// more than it gains. Measured: simulated, default settings, 10 and 30 ms yield phases,
+/// seeds 1–3, N = 2M−1 on 16, 2 × 12, 8 × 2, 2 × 8 × 2, 16 × 2 and 64 CPUs: rotating
+/// (count gain ×1.02–1.03) ran 0.93–1.16× Linux, holding the level placement 1.04–1.47×;
+/// N = 11M/4 (×1.09) on 16 and 2 × 12 cores: 0.88–1.10 against 0.99–1.13; N = 7M/4
+/// (×1.14), where the rotation keeps running, on 16 and 2 × 12 cores: 1.05–1.11 against
+/// 0.94–1.00 level.
+pub(super) fn count_gain(hi: u32, cores: usize, threads: u32) -> f64 {
+    f64::from(hi) * cores as f64 / f64::from(threads.max(1))
 }
 
 impl Speed {
@@ -62,6 +85,7 @@ impl Speed {
             }
         }
         let mut rotating = false;
+        self.level_held = false;
         let groups = if self.cfg.allow_numa {
             1
         } else {
@@ -255,6 +279,21 @@ impl Speed {
         let (hi, lo) = (v.nh, v.nl);
         if lo == 0 || hi <= lo {
             return false;
+        }
+        // Threads that never block: only the counts' gain is there to take (see
+        // [`count_gain`]), and under 1/T_s it is worth no rotation. "Never" once the
+        // signals have watched them for their time constant: threads that block once a
+        // phase show it within two phases of 100 ms.
+        if self.work_phase_ns.is_none() && self.signals_age >= SIGNAL_TAU_S {
+            let threads: u32 = (0..self.queues.len())
+                .filter(|&q| self.in_group(q, node))
+                .map(|q| self.queues[q].load)
+                .sum();
+            if count_gain(hi, v.cores, threads) * SLOWER < 1.0 {
+                self.stats.held_level += 1;
+                self.level_held = true;
+                return false;
+            }
         }
         // Heavy cores no slower than light ones (threads that sleep, or do not compete):
         // nothing a rotation would fix.
@@ -484,6 +523,26 @@ impl Speed {
         (n > 0).then(|| (least, sum / f64::from(n)))
     }
 
+    /// Whether the placed threads kept every CPU that holds some of them busy at least
+    /// `LEVEL` of the guard's span (the threads there all along; none moved while the level
+    /// placement is held). What takes a CPU from them is another program, which Linux
+    /// might steer them away from.
+    fn queues_kept_busy(&self, now: Nanos) -> bool {
+        let span = now.saturating_sub(self.seg_at).0 as f64;
+        if span <= 0.0 {
+            return false;
+        }
+        // Once a stint: a fresh tally is cheap.
+        let mut busy = vec![(0.0, 0u32); self.queues.len()];
+        for p in self.placed.iter().filter(|p| !p.released && p.seg.valid) {
+            busy[p.queue].0 += p.exec - p.seg.exec;
+            busy[p.queue].1 += 1;
+        }
+        busy.iter()
+            .zip(&self.queues)
+            .all(|(&(exec, n), q)| q.load == 0 || (n == q.load && exec >= LEVEL * span))
+    }
+
     /// Whether every core holds as many placed threads as every other (N a multiple of M):
     /// even pinning, which nothing can better for threads that progress alike (see "Even
     /// pinning needs no probe" in [`super::guard`]).
@@ -514,8 +573,11 @@ impl Speed {
         }
         let rates = self.segment_rate(now);
         let rate = rates.map(|(least, _)| least);
-        let level = rates.is_some_and(|(least, mean)| least >= LEVEL * mean);
-        let even = self.counts_even() && level && !self.regime.rotation().turned;
+        // Even pinning, or the level placement held where no rotation would pay (see
+        // "Level placements need no probe" in [`super::guard`]).
+        let even = !self.regime.rotation().turned
+            && ((self.counts_even() && rates.is_some_and(|(least, mean)| least >= LEVEL * mean))
+                || (self.level_held && self.queues_kept_busy(now)));
         let active = self.placed.iter().filter(|p| !p.released).count().max(1);
         let fair = (self.queues.len() as f64 / active as f64).min(1.0);
         self.seg_open = false;

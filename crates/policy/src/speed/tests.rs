@@ -78,6 +78,10 @@ struct Machine {
     slice: Vec<Option<Nanos>>,
     /// Slice changes asked for.
     slice_changes: usize,
+    /// Threads that block: asleep a tenth of the time, one voluntary switch every this
+    /// many windows (`None`: always runnable, as at a yield barrier).
+    block_every: Option<usize>,
+    windows: usize,
 }
 
 impl Machine {
@@ -89,6 +93,8 @@ impl Machine {
             moves: Vec::new(),
             slice: vec![None; n],
             slice_changes: 0,
+            block_every: None,
+            windows: 0,
         }
     }
 
@@ -116,12 +122,17 @@ impl Machine {
         let mut last = 0.0_f64.max(self.now_ms - policy.interval().as_millis_f64());
         while self.now_ms < end {
             let dt = self.now_ms - last;
+            self.windows += 1;
+            let (awake, blocks) = match self.block_every {
+                Some(k) => (0.9, u64::from(self.windows.is_multiple_of(k))),
+                None => (1.0, 0),
+            };
             let rates: Vec<Rate> = (0..n)
                 .map(|i| {
                     let load = self.queue.iter().filter(|&&q| q == self.queue[i]).count();
-                    let s = 1.0 / load as f64;
+                    let s = awake / load as f64;
                     self.exec_ms[i] += s * dt;
-                    (100 + i as i32, s, 1.0 - s, 0, 0)
+                    (100 + i as i32, s, awake - s, blocks, 0)
                 })
                 .collect();
             let plan = policy.decide(topo, &window(last, self.now_ms, &rates));
@@ -517,6 +528,42 @@ fn speed_even_counts_move_nothing_one_thread_per_core_or_two() {
         assert_eq!(p.interval(), Nanos::from_millis(100), "{n} on {cores}");
         assert_eq!(p.stats.rotating_rounds, 0);
     }
+}
+
+#[test]
+fn speed_holds_the_level_placement_where_a_rotation_would_gain_under_one_over_t_s() {
+    // 31 always-runnable threads on 16 cores: 15 cores of two and one of one. Evening the
+    // CPUs out would lift the slowest from 1/2 to 16/31 of a core (×1.03, under 1/T_s):
+    // once the signals have watched the threads for their time constant (0.2 s) without
+    // seeing one block, the level placement is held and nothing moves. At 28 threads
+    // (×1.14) the rotation goes on.
+    let t = topo(1, 1, 16, 1);
+    assert!((rotate::count_gain(2, 16, 31) - 32.0 / 31.0).abs() < 1e-12);
+    for (n, rotates) in [(31, false), (28, true)] {
+        let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+        let mut m = Machine::new(n);
+        m.run(&mut p, &t, 210.0);
+        let (before, rounds) = (rotations(&m).len(), p.stats.rotating_rounds);
+        assert!(before > 0 && rounds > 0, "{n}: {:?}", p.stats);
+        m.run(&mut p, &t, 200.0);
+        assert_eq!(
+            p.stats.rotating_rounds > rounds,
+            rotates,
+            "{n}: {:?}",
+            p.stats
+        );
+        assert_eq!(p.stats.held_level > 0, !rotates, "{n}: {:?}", p.stats);
+        assert_eq!(rotations(&m).len() > before, rotates, "{n}");
+    }
+    // Threads that block at their barriers leave CPUs idle a rotation fills: at 31 it
+    // goes on.
+    let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
+    let mut m = Machine::new(31);
+    m.block_every = Some(5);
+    m.run(&mut p, &t, 410.0);
+    assert!(p.work_phase_ns.is_some(), "{:?}", p.stats);
+    assert!(p.stats.rotating_rounds > 100, "{:?}", p.stats);
+    assert_eq!(p.stats.held_level, 0);
 }
 
 #[test]

@@ -102,7 +102,9 @@ pub(super) const QUIET_ROUNDS: u32 = 16;
 /// their threads below this fraction of the emptier ones' speed. Mechanism: a heavy core of
 /// T + 1 threads runs at T/(T+1) of a light one's: 0.5 at T = 1, 0.9 at T = 9, so the
 /// rotation stops where a core's extra thread costs under 10 %, or where the threads sleep
-/// and do not compete. Measured: the paper (§5); simulated 16 and 64 cores.
+/// and do not compete. The same bar for a node as a whole, where threads never block: a
+/// rotation that would lift the slowest by less than 1/0.9 is not made
+/// ([`super::rotate::count_gain`]). Measured: the paper (§5); simulated 16 and 64 cores.
 pub(super) const SLOWER: f64 = 0.9;
 
 /// 4: swaps per round and node at most one per this many cores. Mechanism: bounds the

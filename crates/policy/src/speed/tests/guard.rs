@@ -276,3 +276,78 @@ fn speed_guard_probes_even_pinning_when_one_core_runs_its_threads_slower() {
     let g = p.guard.as_ref().unwrap();
     assert_eq!((g.probes, g.handbacks), (1, 1), "{g:?}");
 }
+
+/// Drives `p` with `n` always-runnable threads on `t`'s queues: a thread placed on a queue
+/// of `load` threads runs at `share(queue, rank, load)` of a CPU (`rank`: its place among
+/// them by tid), at `linux` while given back, until `until_ms`; returns every move with the
+/// time it was asked for (ms).
+fn drive_level(
+    p: &mut Speed,
+    t: &Topology,
+    n: usize,
+    share: impl Fn(usize, usize, usize) -> f64,
+    linux: f64,
+    until_ms: f64,
+) -> Vec<(f64, Move)> {
+    let mut queue: Vec<Option<usize>> = vec![None; n];
+    let mut out = Vec::new();
+    let first: Vec<Rate> = (0..n).map(|i| (100 + i as i32, 0.0, 0.0, 0, 0)).collect();
+    let mut plan = p.decide(t, &window(0.0, 0.0, &first));
+    let mut now = 0.0;
+    loop {
+        for m in &plan.moves {
+            queue[(m.thread.tid.0 - 100) as usize] = match m.to {
+                Target::Original => None,
+                _ => Some(queue_of(m)),
+            };
+            out.push((now, *m));
+        }
+        let last = now;
+        now += plan.next_in.as_millis_f64();
+        if now > until_ms {
+            return out;
+        }
+        let rates: Vec<Rate> = (0..n)
+            .map(|i| {
+                let s = queue[i].map_or(linux, |q| {
+                    let on: Vec<usize> = (0..n).filter(|&j| queue[j] == Some(q)).collect();
+                    let rank = on.iter().position(|&j| j == i).unwrap_or(0);
+                    share(q, rank, on.len())
+                });
+                (100 + i as i32, s, 1.0 - s, 0, 0)
+            })
+            .collect();
+        plan = p.decide(t, &window(last, now, &rates));
+    }
+}
+
+#[test]
+fn speed_guard_does_not_probe_a_level_placement_held_where_no_rotation_pays() {
+    // 31 threads on 16 cores that never block: after 0.2 s the rotation holds the level
+    // placement (a rotation would lift the slowest by ×1.03). The two threads of a core
+    // split it 43/57 (one has less work a phase and yields the rest to the other), so the
+    // slowest runs at 0.43 < 0.9 × 16/31 and the 90 % rule would probe. But each core is
+    // kept busy by its threads: Linux, which evens counts and rotates nothing, can place
+    // them no better, and no stint probes.
+    let t = topo(1, 1, 16, 1);
+    let split = |_q: usize, rank: usize, load: usize| match (load, rank) {
+        (1, _) => 1.0,
+        (_, 0) => 0.43,
+        (_, _) => 0.57,
+    };
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let moves = drive_level(&mut p, &t, 31, split, 0.43, 3000.0);
+    assert_eq!(guard_events(&moves), (vec![], vec![]));
+    assert!(p.stats.held_level > 0, "{:?}", p.stats);
+    let g = p.guard.as_ref().unwrap();
+    assert!(g.skipped >= 2 && g.probes == 0, "{g:?}");
+
+    // Another program takes 40 % of core 0: its threads keep it busy 60 % of the time,
+    // under `LEVEL`, and Linux might steer them away: the first stint ends in a probe.
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    let shared =
+        |q: usize, rank: usize, load: usize| split(q, rank, load) * if q == 0 { 0.6 } else { 1.0 };
+    let moves = drive_level(&mut p, &t, 31, shared, 0.43, 1200.0);
+    let (released, _) = guard_events(&moves);
+    assert_eq!(released, vec![1000], "{:?}", p.guard);
+}

@@ -736,6 +736,7 @@ impl Policy for SpeedV1 {
             rotating_rounds: 0,
             rotation_swaps: 0,
             levelling_moves: s.pulls,
+            held_level_rounds: 0,
             backoffs: s.blocked,
             initial_placements: s.initial,
             released_to_linux: s.released,
