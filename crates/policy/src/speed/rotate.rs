@@ -386,6 +386,14 @@ impl Speed {
         // with blocking phases, where moves cost more than such a turn gains (the host
         // layer's `swap_margin_ns`).
         let margin = super::host::swap_margin_ns(self.siblings, self.work_phase_ns);
+        // The lead a light thread behind another LLC needs, where threads never block: a
+        // round (each such swap refetches two working sets from the other cache, and buys
+        // a round of progress at most; threads that block also fill CPUs gone idle).
+        let far_round = if self.work_phase_ns.is_none() {
+            self.interval.0 as f64
+        } else {
+            0.0
+        };
         let mut used = std::mem::take(&mut self.used);
         used.clear();
         used.resize(light.len(), false);
@@ -422,6 +430,14 @@ impl Speed {
             let y = light[j];
             if !worth(y) {
                 break;
+            }
+            // Behind another LLC, a thread that never blocks must lead by a round: see
+            // "Nodes and LLCs" in `docs/speed-rules.md`.
+            if far_round > 0.0
+                && self.queues[self.placed[y].queue].llc != llc_x
+                && self.placed[y].credit - self.placed[x].credit <= far_round
+            {
+                continue;
             }
             used[j] = true;
             let (qx, qy) = (self.placed[x].queue, self.placed[y].queue);

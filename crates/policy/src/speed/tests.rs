@@ -915,11 +915,11 @@ fn speed_swaps_stay_within_an_llc_that_has_heavy_and_light_cores() {
     assert_equal_shares(&m, 0.01);
     // 17 threads: 9 + 8. The second LLC has no heavy core, so its threads get ahead of
     // everyone, and are reached only when none of the first LLC's light threads is among
-    // the round's best: moves cross LLCs, but fewer than two for every three swaps (a
-    // third of the moves when a swap was two: 556 of 2000, 28 %; paired across the node
-    // regardless of LLCs, 56 %). With one move a swap, 553 crossing moves for 1000 swaps
-    // (1500 moves): as many cross, and fewer stay. Every thread still gets its share of
-    // the 16 cores within 3 %: the lag of the first LLC's threads stays bounded.
+    // the round's best, and, since these threads never block, only when one leads the
+    // heavy thread by a round (see "Nodes and LLCs" in `docs/speed-rules.md`): 47 of 1,065
+    // moves cross LLCs, for 782 swaps (without the round's lead, 553 of 1,500 for 1,000).
+    // Every thread still gets its share of the 16 cores within 3 %: the lag of the first
+    // LLC's threads stays bounded, a round at a time.
     let mut p = Speed::new(&settings(Some(2)), &t).unwrap();
     let mut m = Machine::new(17);
     m.run(&mut p, &t, 1000.0);
@@ -927,7 +927,7 @@ fn speed_swaps_stay_within_an_llc_that_has_heavy_and_light_cores() {
     let across = moved.iter().filter(|&&(a, b)| llc(a) != llc(b)).count();
     let pairs = usize::try_from(p.stats.swaps).unwrap();
     assert!(
-        across * 3 < 2 * pairs,
+        across > 0 && across * 10 < pairs,
         "{across} moves of {} crossed, for {pairs} swaps",
         moved.len()
     );
