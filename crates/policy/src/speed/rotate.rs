@@ -3,8 +3,8 @@
 
 use super::guard::{Action, BUSY, LEVEL, Mode};
 use super::{
-    CREDIT_TAU_S, HELD, IDLE, MIN_SWAPS, SIGNAL_TAU_S, SLOWER, SPED_UP, SWAP_SHARE, Speed,
-    per_core_cmp,
+    CREDIT_TAU_S, FAR_LEAD_ROUNDS, HELD, IDLE, MIN_SWAPS, SIGNAL_TAU_S, SLOWER, SPED_UP,
+    SWAP_SHARE, Speed, per_core_cmp,
 };
 use threadbalance_model::{Move, Nanos, NodeId, Reason, Target};
 
@@ -386,11 +386,10 @@ impl Speed {
         // with blocking phases, where moves cost more than such a turn gains (the host
         // layer's `swap_margin_ns`).
         let margin = super::host::swap_margin_ns(self.siblings, self.work_phase_ns);
-        // The lead a light thread behind another LLC needs, where threads never block: a
-        // round (each such swap refetches two working sets from the other cache, and buys
-        // a round of progress at most; threads that block also fill CPUs gone idle).
+        // The lead a light thread behind another LLC needs, where threads never block
+        // (`FAR_LEAD_ROUNDS`).
         let far_round = if self.work_phase_ns.is_none() {
-            self.interval.0 as f64
+            FAR_LEAD_ROUNDS * self.interval.0 as f64
         } else {
             0.0
         };
