@@ -595,7 +595,7 @@ mod tests {
             ..SpeedSummary::default()
         };
         let line = |s: &SpeedSummary| {
-            PolicySummary::Speed(Box::new(s.clone())).lines()[12]
+            PolicySummary::Speed(Box::new(s.clone())).lines()[13]
                 .1
                 .clone()
         };
@@ -638,10 +638,10 @@ mod tests {
         };
         let text = |s: &SpeedSummary| PolicySummary::Speed(Box::new(s.clone())).lines();
         assert_eq!(text(&s)[0].1, "20.000ms (no synchronization seen)");
-        assert_eq!(text(&s)[10].1, "0 times");
         assert_eq!(text(&s)[11].1, "0 times");
         assert_eq!(text(&s)[12].1, "0 times");
-        assert_eq!(text(&s)[13], ("guard".into(), "off".into()));
+        assert_eq!(text(&s)[13].1, "0 times");
+        assert_eq!(text(&s)[14], ("guard".into(), "off".into()));
         s.guard = Some(GuardSummary {
             mode: GuardMode::HandedBack,
             probes: 2,
@@ -653,7 +653,7 @@ mod tests {
             judge: None,
         });
         assert_eq!(
-            text(&s)[13].1,
+            text(&s)[14].1,
             "handed back to Linux; 2 probes (1 skipped: managed rate at the fair share), \
              1 hand-backs, 0 resumptions; handed back at 1.25 s"
         );
@@ -667,14 +667,14 @@ mod tests {
         ) = (GuardMode::Managing, 0, 3, 2, None);
         s.guard = Some(g.clone());
         assert_eq!(
-            text(&s)[13].1,
+            text(&s)[14].1,
             "managing; 0 probes (3 skipped: 1 at the fair share, 2 evenly pinned and \
              progressing alike), 1 hand-backs, 0 resumptions"
         );
         g.skipped_even = 3;
         s.guard = Some(g);
         assert!(
-            text(&s)[13]
+            text(&s)[14]
                 .1
                 .contains("(3 skipped: threads evenly pinned and progressing alike)")
         );
