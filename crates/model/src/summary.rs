@@ -259,8 +259,8 @@ pub struct SpeedSummary {
     pub initial_placements: u64,
     /// Threads released to Linux (mostly sleeping).
     pub released_to_linux: u64,
-    /// Times every thread was handed to Linux because duty cycles differ (the threads are
-    /// not CPU-bound peers).
+    /// Times every thread was handed to Linux because the threads are not CPU-bound peers:
+    /// their duty cycles differ, or they pass the CPU back and forth by yielding.
     pub peer_hand_backs: u64,
     /// Whether the threads are with Linux for that reason now.
     pub peers_apart_now: bool,
@@ -464,7 +464,7 @@ fn speed_lines(s: &SpeedSummary) -> Vec<(String, String)> {
             s.released_to_linux.to_string(),
         ),
         l(
-            "handed to Linux: duty cycles differ (not CPU-bound peers)",
+            "handed to Linux: not CPU-bound peers (duty cycles differ, or yields for work)",
             if s.peers_apart_now {
                 format!("{} times, apart now", s.peer_hand_backs)
             } else {

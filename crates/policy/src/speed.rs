@@ -278,6 +278,9 @@ pub struct Speed {
     work_phase_ns: Option<f64>,
     /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
     fine_now: bool,
+    /// Whether the threads pass the CPU back and forth by yielding, a few µs of CPU a
+    /// switch (`PING_PONG`): held as phases finer than any round.
+    ping_pong: bool,
     /// Whether the last round held the level placement for lack of a gain worth a
     /// rotation (see [`rotate::count_gain`]).
     level_held: bool,
@@ -415,6 +418,7 @@ impl Speed {
             phase_ns: None,
             work_phase_ns: None,
             fine_now: false,
+            ping_pong: false,
             level_held: false,
             sleep_shared: false,
             stats: Stats {

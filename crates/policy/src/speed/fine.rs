@@ -91,17 +91,20 @@ impl Speed {
         self.fine_now
     }
 
-    /// The rule's test, once a window: a fine phase, and threads that do equal work.
+    /// The rule's test, once a window: a fine phase, and threads that do equal work; or
+    /// threads that pass the CPU back and forth by yielding (`PING_PONG`), whose rotation
+    /// gains nothing whatever their work.
     pub(super) fn fine_now_from_signals(&self) -> bool {
-        fine_phase(self.phase_ns, self.cfg.min_interval.0)
-            && equal_work(
-                self.placed
-                    .iter()
-                    .filter(|p| {
-                        p.age >= super::ASLEEP_AGE && p.exec + p.wait >= super::IDLE * p.age
-                    })
-                    .map(|p| p.life_work),
-            )
+        self.ping_pong
+            || fine_phase(self.phase_ns, self.cfg.min_interval.0)
+                && equal_work(
+                    self.placed
+                        .iter()
+                        .filter(|p| {
+                            p.age >= super::ASLEEP_AGE && p.exec + p.wait >= super::IDLE * p.age
+                        })
+                        .map(|p| p.life_work),
+                )
     }
 }
 

@@ -74,6 +74,17 @@
 //! for a barrier program would differ as much as `uneven`'s: so the verdict is not
 //! re-tested while apart, only after the stint.
 //!
+//! **Yields for work.** Threads that pass the CPU back and forth by yielding, a few µs of
+//! CPU a switch (`PING_PONG`), are apart too, after the same 150 ms: each runs µs between
+//! handing the CPU to a thread that hands it straight back, so none is CPU-bound, and no
+//! round can follow what they do (until then they are held as phases finer than any round,
+//! [`super::fine`]). Pinned, they lose what Linux's balancer gives a program whose threads
+//! block now and then on a mutex: a CPU whose only thread blocks takes one from the other.
+//! `sysbench threads --threads=3 --events=3000` (a yield inside each of 8 mutexes an event)
+//! ran 1.060× its bare wall time under `speed` rotating it every millisecond, and 1.041×
+//! held (30 pairs each; `run --policy none`, the same start and exit: 1.022×; real, 2-core
+//! VM).
+//!
 //! **Barrier peers are not sleepers.** The sleeper rule gives a thread back to Linux once
 //! its blocked fraction over about 200 ms passes 0.4 (`RELEASE_ABOVE`): a thread that
 //! mostly sleeps should not hold a core's count up. A barrier peer's sleep is not its
@@ -173,10 +184,13 @@ impl Speed {
             }
             return;
         }
-        if self
-            .spreads()
-            .is_none_or(|(duty, work)| duty <= GAP_APART || work <= WORK_APART)
-        {
+        // Threads that pass the CPU back and forth by yielding (`PING_PONG`, as of the last
+        // window's signals) are no CPU-bound peers either (see "Yields for work").
+        let apart = self.ping_pong
+            || self
+                .spreads()
+                .is_some_and(|(duty, work)| duty > GAP_APART && work > WORK_APART);
+        if !apart {
             self.peers.since = None;
             return;
         }

@@ -4,7 +4,8 @@
 //! ("The interval" in `docs/speed-rules.md`).
 
 use super::{
-    BACKOFF, IDLE, INVOL_PER_VOL, PHASE_FRACTION, SIGNAL_TAU_S, SLEEPING, Speed, YIELD_RATE,
+    BACKOFF, IDLE, INVOL_PER_VOL, PHASE_FRACTION, PING_PONG, SIGNAL_TAU_S, SLEEPING, Speed,
+    YIELD_RATE,
 };
 use threadbalance_model::{Nanos, Window};
 
@@ -84,7 +85,15 @@ impl Speed {
         };
         self.phase_ns = None;
         self.work_phase_ns = None;
-        if yields >= YIELD_RATE {
+        // CPU time per involuntary switch: a few µs only where threads yield to threads
+        // that yield straight back (`PING_PONG`).
+        self.ping_pong = self.counted
+            && self.invol_rate > 0.0
+            && self.run_rate / self.invol_rate < PING_PONG.as_secs_f64();
+        if self.ping_pong {
+            self.stats.reason = "threads pass the CPU back and forth by yielding";
+            hi
+        } else if yields >= YIELD_RATE {
             self.stats.reason = "threads yield at synchronization points";
             lo
         } else if wakeups >= 1.0 {

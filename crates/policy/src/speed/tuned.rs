@@ -54,6 +54,18 @@ pub(super) const SLEEPING: f64 = 0.01;
 /// Measured: kept from `speed-v1` (real, 16 cores); no sweep of its own.
 pub(super) const YIELD_RATE: f64 = 2000.0;
 
+/// 20 µs: CPU time per involuntary switch under which yielding threads pass the CPU back
+/// and forth with nothing to do in between, and no round can follow their phases (they are
+/// held like phases finer than any round, [`super::fine`]). Mechanism: the kernel preempts
+/// a running thread no sooner than its slice (0.7–3 ms; the rotation's short ones 0.5 ms),
+/// so threads that switch every few µs of CPU hand the CPU over themselves, by
+/// `sched_yield`, to threads that yield it straight back: their yields are their work (a
+/// yield-and-mutex benchmark) or all of them wait. Measured (real, 2-core VM, Linux 6.18,
+/// under `speed`): `sysbench threads --threads=3` 2.7 µs (244,000 switches a
+/// thread-second); the `spmd` yield barrier at 1, 10 and 100 ms phases 110–230 µs
+/// (2,800–5,400 a thread-second). The simulator's yield barriers never come near it.
+pub(super) const PING_PONG: Nanos = Nanos::from_micros(20);
+
 /// ×2: threads block when their program's involuntary switches are at most this many times
 /// their voluntary ones (at least a third of the switches voluntary); only then do the
 /// signals give a phase of work, which the sparse-rounds rule holds the rounds against.

@@ -82,6 +82,54 @@ fn speed_threads_whose_duty_cycles_differ_go_back_to_linux_for_a_stint() {
 }
 
 #[test]
+fn speed_threads_that_pass_the_cpu_back_and_forth_by_yielding_go_back_to_linux() {
+    // Three threads on two cores that yield all the time, each handing its core to one
+    // that hands it straight back (a yield-and-mutex benchmark): 101 and 102 share a core,
+    // each at half of it and switching 1,000 times in a 10 ms window (5 µs of CPU a
+    // switch); 103 has its core and switches never (a yield with nothing else to run).
+    // From the first window the rotation turns nothing over (no round could follow such
+    // threads: held as phases finer than any round), and 150 ms after the first window
+    // that read it (the second, at 20 ms) every thread goes back to Linux as no CPU-bound
+    // peer.
+    let (t, mut p, first) = three_on_two_cores(true);
+    assert_eq!(first.len(), 3);
+    let yielding = |_| {
+        vec![
+            (101, 0.5, 0.5, 0, 1000),
+            (102, 0.5, 0.5, 0, 1000),
+            (103, 1.0, 0.0, 0, 0),
+        ]
+    };
+    let moves = drive(&mut p, &t, 0, 1000, yielding);
+    assert!(p.ping_pong && p.fine(), "{:?}", p.stats);
+    let released: Vec<u32> = moves
+        .iter()
+        .filter(|(_, m)| m.to == Target::Original)
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(released, vec![170, 170, 170], "{moves:?}");
+    assert_eq!(moves.len(), 3, "nothing rotated: {moves:?}");
+    // The same shares with switches of a yield barrier's waiters, one every 180 µs of CPU
+    // (real, 2 cores): no ping-pong; the threads yield at their synchronization points,
+    // and nobody goes back to Linux.
+    let (t, mut p, _) = three_on_two_cores(true);
+    let barrier = |_| {
+        vec![
+            (101, 0.5, 0.5, 0, 28),
+            (102, 0.5, 0.5, 0, 28),
+            (103, 1.0, 0.0, 0, 0),
+        ]
+    };
+    let moves = drive(&mut p, &t, 0, 200, barrier);
+    assert!(!p.ping_pong, "{:?}", p.stats);
+    assert_eq!(p.stats.reason, "threads yield at synchronization points");
+    assert!(
+        moves.iter().all(|(_, m)| m.to != Target::Original),
+        "{moves:?}"
+    );
+}
+
+#[test]
 fn speed_barrier_peers_whose_waits_take_turns_stay_managed() {
     // Three threads on two cores that take turns waiting at a barrier: in each 10 ms
     // window one of them is blocked 40 % of the time and the others not, in turn. Over a
