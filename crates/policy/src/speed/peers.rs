@@ -81,9 +81,10 @@
 //! [`super::fine`]). Pinned, they lose what Linux's balancer gives a program whose threads
 //! block now and then on a mutex: a CPU whose only thread blocks takes one from the other.
 //! `sysbench threads --threads=3 --events=3000` (a yield inside each of 8 mutexes an event)
-//! ran 1.060× its bare wall time under `speed` rotating it every millisecond, and 1.041×
-//! held (30 pairs each; `run --policy none`, the same start and exit: 1.022×; real, 2-core
-//! VM).
+//! ran 1.060× its bare wall time under `speed` rotating it every millisecond, 1.041× held,
+//! and 1.045–1.050× held then given to Linux (30 and 60 pairs; 1.010–1.018× `run --policy
+//! none`, which costs the same start, exit and counters: 1.022× bare; real, 2-core VM, whose
+//! pairs spread ±15 %): 8–11 moves a run instead of 470–614.
 //!
 //! **Barrier peers are not sleepers.** The sleeper rule gives a thread back to Linux once
 //! its blocked fraction over about 200 ms passes 0.4 (`RELEASE_ABOVE`): a thread that

@@ -34,8 +34,8 @@ struct View {
 /// and preempts two threads, and at the 1 ms rounds yielding threads ask for that costs
 /// more than it gains. Measured: simulated, default settings, 10 and 30 ms yield phases,
 /// seeds 1–3, N = 2M−1 on 16, 2 × 12, 8 × 2, 2 × 8 × 2, 16 × 2 and 64 CPUs: rotating
-/// (count gain ×1.02–1.03) ran 0.93–1.16× Linux, holding the level placement 1.04–1.47×;
-/// N = 11M/4 (×1.09) on 16 and 2 × 12 cores: 0.88–1.10 against 0.99–1.13; N = 7M/4
+/// (count gain ×1.02–1.03) ran 0.93–1.38× Linux, holding the level placement 1.03–1.47×;
+/// N = 11M/4 (×1.09) on 16 and 2 × 12 cores: 0.88–1.10 against 1.01–1.17; N = 7M/4
 /// (×1.14), where the rotation keeps running, on 16 and 2 × 12 cores: 1.05–1.11 against
 /// 0.94–1.00 level.
 pub(super) fn count_gain(hi: u32, cores: usize, threads: u32) -> f64 {

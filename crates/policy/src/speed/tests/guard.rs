@@ -219,32 +219,7 @@ fn drive_even(
     linux: f64,
     until_ms: f64,
 ) -> Vec<(f64, Move)> {
-    let mut queue: [Option<usize>; 4] = [None; 4];
-    let mut out = Vec::new();
-    let first: Vec<Rate> = (0..4).map(|i| (100 + i, 0.0, 0.0, 0, 0)).collect();
-    let mut plan = p.decide(t, &window(0.0, 0.0, &first));
-    let mut now = 0.0;
-    loop {
-        for m in &plan.moves {
-            queue[(m.thread.tid.0 - 100) as usize] = match m.to {
-                Target::Original => None,
-                _ => Some(queue_of(m)),
-            };
-            out.push((now, *m));
-        }
-        let last = now;
-        now += plan.next_in.as_millis_f64();
-        if now > until_ms {
-            return out;
-        }
-        let rates: Vec<Rate> = (0..4)
-            .map(|i| {
-                let s = queue[i].map_or(linux, &rate);
-                (100 + i as i32, s, 1.0 - s, 0, 0)
-            })
-            .collect();
-        plan = p.decide(t, &window(last, now, &rates));
-    }
+    drive_level(p, t, 4, |q, _, _| rate(q), linux, until_ms)
 }
 
 #[test]
