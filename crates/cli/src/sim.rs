@@ -84,11 +84,13 @@ pub struct SimArgs {
         value_parser = tick_cost
     )]
     tick_cost: Option<TickCost>,
-    /// With --tick-cost: hold the tool's whole CPU time, moves included (each costing
-    /// PER_MOVE_US), to PCT % of one core, as `run --cpu-budget PCT` does [default: ticks
-    /// held to 0.8 %, or what the policy asks for (speed: up to 2.5 % while its rotation
-    /// turns 6 cores or more over), moves not charged by it; ticks and moves together held
-    /// to 25 % while the tool's thread runs on the machine, `--tool-cpu`].
+    /// Hold the tool's whole CPU time, moves included, to PCT % of one core, as `run
+    /// --cpu-budget PCT` does: with --tick-cost, its ticks and moves (each costing
+    /// PER_MOVE_US); without, what the tool's thread is charged on the machine
+    /// (`--tool-cpu`) [default: ticks held to 0.8 %, or what the policy asks for (speed: up
+    /// to 2.5 % while its rotation turns 6 cores or more over), moves not charged by it;
+    /// ticks and moves together held to 25 % while the tool's thread runs on the machine,
+    /// `--tool-cpu`].
     #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
     cpu_budget: Option<f64>,
     /// The tool's own CPU time on the simulated machine: a thread of the machine that runs
@@ -261,9 +263,9 @@ fn check(a: &SimArgs) -> Result<()> {
             "--hz {hz}: kernels tick at 100, 250, 300 or 1000 Hz"
         )));
     }
-    if a.cpu_budget.is_some() && a.tick_cost.is_none() {
+    if a.cpu_budget.is_some() && a.tick_cost.is_none() && a.tool_cpu == ToolCpu::Free {
         return Err(input_error(
-            "--cpu-budget: paces ticks that cost something; give --tick-cost too",
+            "--cpu-budget: paces a tool that costs something; give --tick-cost, or leave --tool-cpu free out",
         ));
     }
     if let Some(suite) = &a.suite {
@@ -332,6 +334,10 @@ fn json_of(
                     "per_move": c.per_move.0 as f64 / 1e3,
                 }),
             );
+        }
+        // The watching budget where ticks cost something, and an operator's whole budget
+        // wherever one was set (without a tick cost it holds the tool's thread).
+        if opts.tick_cost.is_some() || opts.cpu_budget.is_some() {
             o.insert(
                 "cpu_budget_pct".into(),
                 (opts.cpu_budget.unwrap_or(pace::BUDGET) * 100.0).into(),
@@ -376,10 +382,17 @@ fn say_costs(a: &SimArgs, opts: &RunOptions) {
     }
     match opts.tool_cpu {
         Some(c) => outln!(
-            "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu)",
+            "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu){}",
             c.fixed.0 as f64 / 1e3,
             c.per_thread_ns / 1e3,
-            c.per_move.0 as f64 / 1e3
+            c.per_move.0 as f64 / 1e3,
+            match (opts.tick_cost, opts.cpu_budget) {
+                (None, Some(b)) => format!(
+                    ", all of it held to {:.1} % of one core (--cpu-budget)",
+                    b * 100.0
+                ),
+                _ => String::new(),
+            }
         ),
         None => outln!("the tool's own CPU time is not charged (--tool-cpu free)"),
     }

@@ -82,7 +82,15 @@ impl Budget {
 
     fn paced(opts: &RunOptions, whole: Option<TickCost>) -> Option<Budget> {
         let operator = opts.cpu_budget.is_some();
-        let whole_cost = whole.filter(|_| !operator);
+        // The whole cap: `WHOLE_BUDGET`; an operator's budget in its place where ticks are
+        // free to watch (no tick cost: the watching pacer cannot carry it), as `run
+        // --cpu-budget` holds the whole tool; none where the watching pacer carries it.
+        let whole_budget = match (opts.cpu_budget, opts.tick_cost) {
+            (None, _) => Some(pace::WHOLE_BUDGET),
+            (Some(b), None) => Some(b),
+            (Some(_), Some(_)) => None,
+        };
+        let whole_cost = whole.zip(whole_budget);
         if opts.tick_cost.is_none() && whole_cost.is_none() {
             return None;
         }
@@ -94,8 +102,7 @@ impl Budget {
             }),
             spent: Nanos::ZERO,
             last: None,
-            whole: whole_cost
-                .map(|c| (Pacer::new(pace::WHOLE_BUDGET, pace::BURST), c, Nanos::ZERO)),
+            whole: whole_cost.map(|(c, b)| (Pacer::new(b, pace::BURST), c, Nanos::ZERO)),
             moves: 0,
         })
     }

@@ -465,13 +465,21 @@ fn compare_bad_input_exits_2_like_run_and_sim() {
 }
 
 #[test]
-fn cpu_budget_outside_its_bounds_or_without_a_tick_cost_exits_2_in_one_line() {
+fn cpu_budget_outside_its_bounds_or_over_a_tool_that_costs_nothing_exits_2_in_one_line() {
     for args in [
         &["run", "--cpu-budget", "0", "--", "true"][..],
         &["run", "--cpu-budget", "101", "--", "true"][..],
         &["run", "--cpu-budget", "five", "--", "true"][..],
         &["attach", "--pid", "1", "--cpu-budget", "0.01"][..],
-        &["sim", "--workload", "ep-barrier", "--cpu-budget", "5"][..],
+        &[
+            "sim",
+            "--workload",
+            "ep-barrier",
+            "--tool-cpu",
+            "free",
+            "--cpu-budget",
+            "5",
+        ][..],
         &[
             "sim",
             "--workload",

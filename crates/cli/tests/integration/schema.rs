@@ -139,6 +139,55 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
 }
 
 #[test]
+fn schema_sim_json_of_an_operator_budget_without_a_tick_cost_holds_the_tool_thread() {
+    // No tick cost: ticks are free to watch, and the operator's whole budget holds what
+    // the tool's thread is charged on the machine (ticks and moves, the measured costs),
+    // as `run --cpu-budget` holds the live tool. 5 threads on 4 cores with 10 ms yield
+    // phases rotate every millisecond: at 25 % (the default cap) the tool takes more of a
+    // core than at 2 %, and at 2 % about that (the pacers' burst lets a 0.4 s run go a
+    // little over: 2.2 %).
+    let sim = |budget: Option<&str>| {
+        let mut args = vec![
+            "sim",
+            "--machine",
+            "package:1 core:4 pu:1",
+            "--workload",
+            "ep-barrier:phase_ms=10,wait=yield,work_ms=300",
+            "--threads",
+            "5",
+            "--policy",
+            "speed",
+            "--json",
+        ];
+        if let Some(b) = budget {
+            args.extend_from_slice(&["--cpu-budget", b]);
+        }
+        let v = stdout_json(&args);
+        assert_schema(&v, "sim");
+        v
+    };
+    let share = |v: &Value| {
+        let r = &v["results"][0];
+        r["tool_cpu_s"].as_f64().unwrap() / r["runtime_s"].as_f64().unwrap()
+    };
+    let (default, tight) = (sim(None), sim(Some("2")));
+    assert_eq!(default["cpu_budget_pct"], Value::Null);
+    assert_eq!(
+        (
+            tight["cpu_budget_pct"].as_f64(),
+            tight["moves_charged"].as_bool()
+        ),
+        (Some(2.0), Some(true))
+    );
+    assert!(share(&tight) < 0.025, "{:.4}", share(&tight));
+    assert!(
+        share(&default) > 2.0 * share(&tight),
+        "{:.4}",
+        share(&default)
+    );
+}
+
+#[test]
 fn schema_run_json_says_a_whole_budget_charges_moves() {
     let v = speed_run_summary(&["--cpu-budget", "5"]);
     assert_eq!(
