@@ -429,19 +429,43 @@ impl LinuxAdapter {
         let (watching, charged, _) = self.cpu_spent();
         self.turns.waited(charged);
         self.steady.waiting(watching);
-        if deadline <= now {
-            return;
-        }
-        let left = deadline.saturating_sub(now);
-        match &self.pidfd {
-            Some(fd) => match poll_pidfd(fd, left) {
-                Polled::Exited => self.exited = true,
-                Polled::TimedOut => self.seen_alive = true,
-                Polled::Interrupted => {}
-            },
-            None => {
-                let pause = left.min(POLL_FALLBACK);
-                std::thread::sleep(std::time::Duration::from_nanos(pause.0));
+        let mut now = now;
+        loop {
+            if deadline <= now {
+                return;
+            }
+            // While the run-time counters' first verdict is open, they are weighed between
+            // ticks too (`sampler::weigh::FIRST_LOOKS`): a program that switches so often
+            // that they cost it a tenth of its speed is not kept paying until the second
+            // tick.
+            let look = self
+                .host
+                .sampler()
+                .weigh_between_due(now)
+                .filter(|&at| at < deadline);
+            let until = look.unwrap_or(deadline);
+            let left = until.saturating_sub(now);
+            match &self.pidfd {
+                Some(fd) => match poll_pidfd(fd, left) {
+                    Polled::Exited => self.exited = true,
+                    Polled::TimedOut => self.seen_alive = true,
+                    Polled::Interrupted => return,
+                },
+                None => {
+                    let pause = left.min(POLL_FALLBACK);
+                    std::thread::sleep(std::time::Duration::from_nanos(pause.0));
+                }
+            }
+            if self.exited || look.is_none() {
+                return;
+            }
+            now = self.host.now();
+            self.host.sampler_mut().weigh_between(now);
+            self.follow_trace();
+            if self.host.sampler().has_retired() {
+                let before = own_cpu();
+                self.host.sampler_mut().release_retired();
+                self.letting_go += own_cpu().saturating_sub(before);
             }
         }
     }

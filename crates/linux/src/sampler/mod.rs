@@ -669,15 +669,73 @@ impl Sampler {
             return;
         }
         if let Some(dropped) = self.weigh.sample(now, self.counted, self.switches) {
-            self.counters_stopped = Some(CountersStopped::Dropped(dropped));
-            // Quiesced now, let go by the host (`release_retired`) after the setter
-            // trace that goes with them: its links, which tax every system call of the
-            // machine, then take the kernel's lock for detaching before these, which no
-            // longer count anything.
-            self.retired = self.counters.take().map(|mut c| {
-                c.quiesce();
-                c
-            });
+            self.drop_counters(dropped);
+        }
+    }
+
+    /// Drops the faster source for its cost: `/proc` goes on from the same counts.
+    fn drop_counters(&mut self, dropped: weigh::Dropped) {
+        self.counters_stopped = Some(CountersStopped::Dropped(dropped));
+        // Quiesced now, let go by the host (`release_retired`) after the setter trace
+        // that goes with them: its links, which tax every system call of the machine, then
+        // take the kernel's lock for detaching before these, which no longer count
+        // anything.
+        self.retired = self.counters.take().map(|mut c| {
+            c.quiesce();
+            c
+        });
+    }
+
+    /// When the faster source should next be weighed between samples: while its first
+    /// span is open, every [`weigh::FIRST_LOOKS`] (`None`: not now).
+    pub fn weigh_between_due(&self, now: Nanos) -> Option<Nanos> {
+        (self.counters.is_some() && self.weighing && self.weigh.first_open())
+            .then(|| now + weigh::FIRST_LOOKS)
+    }
+
+    /// Weighs the faster source at `now`, between samples ([`weigh::Weigh::peek`]): the
+    /// switches it counted for the threads sampled since, one map read each, and the
+    /// source dropped as a sample would drop it. Reads nothing else and changes no
+    /// thread's counts.
+    pub fn weigh_between(&mut self, now: Nanos) {
+        if !self.weighing || !self.weigh.first_open() {
+            return;
+        }
+        let Some(c) = self.counters.as_ref() else {
+            return;
+        };
+        let mut extra: u64 = self
+            .threads
+            .iter()
+            .filter(|(_, t)| t.seen != 0)
+            .filter_map(|(&tid, t)| {
+                c.get(tid)
+                    .map(|n| n.sched.timeslices.saturating_sub(t.last.timeslices))
+            })
+            .sum();
+        // Threads born since the last sample (a program starts its workers after the first
+        // tick): every switch of theirs is new. Their task directories are listed only when
+        // the source saw a birth (or cannot say).
+        let spawns = c.spawns();
+        if spawns.is_none() || spawns != self.last_spawns {
+            for p in &self.procs {
+                let Ok(tasks) = std::fs::read_dir(self.root.proc_dir(p.pid).join("task")) else {
+                    continue;
+                };
+                for task in tasks.flatten() {
+                    let tid = task
+                        .file_name()
+                        .to_str()
+                        .and_then(|n| n.parse::<i32>().ok())
+                        .map(Tid);
+                    if let Some(tid) = tid.filter(|t| !self.threads.contains_key(t)) {
+                        extra += c.get(tid).map_or(0, |n| n.sched.timeslices);
+                    }
+                }
+            }
+        }
+        if let Some(dropped) = self.weigh.peek(now, extra) {
+            self.drop_counters(dropped);
         }
     }
 

@@ -18,6 +18,11 @@
 //!      ─► drop the counters (one way; /proc goes on from the same counts)
 //! ```
 //!
+//! Samples come at the policy's pace, up to 100 ms apart when a run starts, and the first
+//! only opens the span; so while the first span is open the host also weighs the counters
+//! between samples, every [`FIRST_LOOKS`] ([`Weigh::peek`]): a program that spends the
+//! allowance in 25 ms is not kept paying until the second sample.
+//!
 //! The budget is the floor because the counters buy the policies exact waits at every
 //! sample (`Window::waits_late` off): a cost the tool would be allowed anyway is worth
 //! it. Without the floor a yielding barrier on three threads (16,000 switches a second,
@@ -45,11 +50,19 @@ pub const PROC_READ: Nanos = Nanos(3_500);
 /// first instant).
 pub const SPAN: Nanos = Nanos::from_millis(250);
 
+/// How often the counters are weighed between samples while their first verdict is open
+/// ([`Weigh::peek`]): samples come at the policy's pace (up to 100 ms apart at a run's
+/// start, the first only opening the span), so `sysbench threads --threads=3` kept them
+/// 0.2–0.3 s, at about 10 % of its speed, where their allowance is spent in about 25 ms.
+pub const FIRST_LOOKS: Nanos = Nanos::from_millis(25);
+
 /// The counts of one span.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Weigh {
     /// When the span began (`None`: at the next sample).
     since: Option<Nanos>,
+    /// Whether a span has ended (the first verdict is given).
+    judged: bool,
     /// Switches of the threads the counters answered for, since.
     switches: u64,
     /// Samples since, and the threads they read, summed.
@@ -86,8 +99,38 @@ impl Weigh {
     fn restart(&mut self, now: Nanos) {
         *self = Weigh {
             since: Some(now),
+            judged: self.judged,
             ..Weigh::default()
         };
+    }
+
+    /// Whether the first span is open: begun at a sample, not yet judged. Only then are
+    /// the counters weighed between samples ([`Weigh::peek`], every [`FIRST_LOOKS`]).
+    pub fn first_open(&self) -> bool {
+        self.since.is_some() && !self.judged
+    }
+
+    /// The verdict between two samples at `now`, with `extra` switches counted since the
+    /// last sample, when the span has already spent its whole allowance (as
+    /// [`Weigh::sample`] would find at the next sample, which only adds to it); the span's
+    /// counts are left as they are, for that sample.
+    pub fn peek(&self, now: Nanos, extra: u64) -> Option<Dropped> {
+        let since = self.since?;
+        let secs = now.saturating_sub(since).as_secs_f64();
+        if secs <= 0.0 {
+            return None;
+        }
+        let switches = self.switches + extra;
+        let switches_per_s = switches as f64 / secs;
+        let counters_share = switches_per_s * TRACED_SWITCH.as_secs_f64();
+        let proc_share = self.threads as f64 / secs * PROC_READ.as_secs_f64();
+        let bar = proc_share.max(BUDGET);
+        let spent = switches as f64 * TRACED_SWITCH.as_secs_f64();
+        (spent > bar * SPAN.as_secs_f64() && counters_share > bar).then_some(Dropped {
+            switches_per_s,
+            counters_share,
+            proc_share,
+        })
     }
 
     /// Counts a sample at `now` that read `threads` threads, whose counters saw
@@ -122,6 +165,7 @@ impl Weigh {
         if span < SPAN && !allowance_spent {
             return None;
         }
+        self.judged = true;
         self.restart(now);
         (counters_share > bar).then_some(Dropped {
             switches_per_s,
@@ -148,6 +192,29 @@ mod tests {
             now += every;
         }
         None
+    }
+
+    #[test]
+    fn peek_between_samples_judges_a_spent_allowance_and_leaves_the_span_alone() {
+        // Samples 100 ms apart; between them, sysbench's 690,000 switches a second: by
+        // 25 ms after the first sample the counted switches (17,250 × 0.28 µs = 4.8 ms)
+        // have spent the span's allowance (0.8 % of 250 ms = 2 ms): dropped there, not at
+        // the next sample. Before the first sample nothing is open; a quiet program's
+        // peek finds nothing; and a peek changes nothing the next sample counts.
+        let mut w = Weigh::default();
+        assert!(!w.first_open());
+        assert!(w.peek(Nanos::from_millis(25), 1_000_000).is_none());
+        assert!(w.sample(Nanos::ZERO, 3, 0).is_none());
+        assert!(w.first_open());
+        let d = w.peek(Nanos::from_millis(25), 17_250).expect("spent");
+        assert!((d.switches_per_s - 690_000.0).abs() < 1.0, "{d:?}");
+        assert!(w.peek(Nanos::from_millis(25), 1_000).is_none());
+        let before = (w.since, w.switches, w.samples);
+        let _ = w.peek(Nanos::from_millis(50), 40_000);
+        assert_eq!((w.since, w.switches, w.samples), before);
+        // The first verdict closes it: later spans are weighed at samples only.
+        assert!(w.sample(Nanos::from_millis(100), 3, 69_000).is_some());
+        assert!(!w.first_open());
     }
 
     #[test]
