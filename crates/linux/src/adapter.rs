@@ -425,11 +425,10 @@ impl LinuxAdapter {
     /// was over its cost budget, [`Host::earliest`]), or until the target exits or a
     /// signal arrives.
     pub fn wait_until(&mut self, deadline: Nanos) {
-        let now = self.host.now();
+        let mut now = self.host.now();
         let (watching, charged, _) = self.cpu_spent();
         self.turns.waited(charged);
         self.steady.waiting(watching);
-        let mut now = now;
         loop {
             if deadline <= now {
                 return;
@@ -462,11 +461,17 @@ impl LinuxAdapter {
             now = self.host.now();
             self.host.sampler_mut().weigh_between(now);
             self.follow_trace();
-            if self.host.sampler().has_retired() {
-                let before = own_cpu();
-                self.host.sampler_mut().release_retired();
-                self.letting_go += own_cpu().saturating_sub(before);
-            }
+            self.let_go_retired();
+        }
+    }
+
+    /// Lets go of run-time counters dropped for their cost, once the setter trace that went
+    /// with them is let go, the time it takes kept off the watching budget.
+    fn let_go_retired(&mut self) {
+        if self.host.sampler().has_retired() {
+            let before = own_cpu();
+            self.host.sampler_mut().release_retired();
+            self.letting_go += own_cpu().saturating_sub(before);
         }
     }
 
@@ -569,11 +574,7 @@ impl Host for LinuxAdapter {
             .pace(|| own_cpu().saturating_sub(uncharged), self.pacer.budget());
         self.host.sample(into)?;
         self.follow_trace();
-        if self.host.sampler().has_retired() {
-            let before = own_cpu();
-            self.host.sampler_mut().release_retired();
-            self.letting_go += own_cpu().saturating_sub(before);
-        }
+        self.let_go_retired();
         crate::detached::reap();
         into.pace = pace;
         self.steady.ticked(!self.host.sampler().fresh().is_empty());
