@@ -718,15 +718,15 @@ impl Sampler {
         // the source saw a birth (or cannot say).
         let spawns = c.spawns();
         if spawns.is_none() || spawns != self.last_spawns {
+            // Listed apart from the process's kept directory, whose link count tells the
+            // next sample whether to list it again.
             for p in &self.procs {
-                let Ok(tasks) = std::fs::read_dir(self.root.proc_dir(p.pid).join("task")) else {
+                let Ok(tasks) = std::fs::read_dir(&p.task_prefix) else {
                     continue;
                 };
                 for task in tasks.flatten() {
-                    let tid = task
-                        .file_name()
-                        .to_str()
-                        .and_then(|n| n.parse::<i32>().ok())
+                    let tid = crate::parse::parse_u64(task.file_name().as_encoded_bytes())
+                        .and_then(|n| i32::try_from(n).ok())
                         .map(Tid);
                     if let Some(tid) = tid.filter(|t| !self.threads.contains_key(t)) {
                         extra += c.get(tid).map_or(0, |n| n.sched.timeslices);

@@ -81,6 +81,19 @@ pub struct Dropped {
     pub proc_share: f64,
 }
 
+impl Dropped {
+    /// What the counters must cost before they go: what `/proc` would cost the tool, and
+    /// never less than the tool's budget.
+    fn bar(&self) -> f64 {
+        self.proc_share.max(BUDGET)
+    }
+
+    /// Whether the counters cost more than that.
+    fn over(&self) -> bool {
+        self.counters_share > self.bar()
+    }
+}
+
 impl std::fmt::Display for Dropped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -115,22 +128,29 @@ impl Weigh {
     /// [`Weigh::sample`] would find at the next sample, which only adds to it); the span's
     /// counts are left as they are, for that sample.
     pub fn peek(&self, now: Nanos, extra: u64) -> Option<Dropped> {
-        let since = self.since?;
-        let secs = now.saturating_sub(since).as_secs_f64();
+        let secs = now.saturating_sub(self.since?).as_secs_f64();
         if secs <= 0.0 {
             return None;
         }
-        let switches = self.switches + extra;
+        let (costs, spent) = self.costs(secs, self.switches + extra);
+        (spent && costs.over()).then_some(costs)
+    }
+
+    /// What `switches` counted over `secs` of the span cost, the counters against `/proc`
+    /// at the span's samples, and whether they have spent the span's whole allowance.
+    fn costs(&self, secs: f64, switches: u64) -> (Dropped, bool) {
         let switches_per_s = switches as f64 / secs;
         let counters_share = switches_per_s * TRACED_SWITCH.as_secs_f64();
+        // Threads read a second: samples a second times threads a sample.
         let proc_share = self.threads as f64 / secs * PROC_READ.as_secs_f64();
-        let bar = proc_share.max(BUDGET);
-        let spent = switches as f64 * TRACED_SWITCH.as_secs_f64();
-        (spent > bar * SPAN.as_secs_f64() && counters_share > bar).then_some(Dropped {
+        let costs = Dropped {
             switches_per_s,
             counters_share,
             proc_share,
-        })
+        };
+        let spent = switches as f64 * TRACED_SWITCH.as_secs_f64();
+        let allowance_spent = spent > costs.bar() * SPAN.as_secs_f64();
+        (costs, allowance_spent)
     }
 
     /// Counts a sample at `now` that read `threads` threads, whose counters saw
@@ -154,24 +174,13 @@ impl Weigh {
         if span == Nanos::ZERO {
             return None;
         }
-        let secs = span.as_secs_f64();
-        let switches_per_s = self.switches as f64 / secs;
-        let counters_share = switches_per_s * TRACED_SWITCH.as_secs_f64();
-        // Threads read a second: samples a second times threads a sample.
-        let proc_share = self.threads as f64 / secs * PROC_READ.as_secs_f64();
-        let bar = proc_share.max(BUDGET);
-        let spent = self.switches as f64 * TRACED_SWITCH.as_secs_f64();
-        let allowance_spent = spent > bar * SPAN.as_secs_f64();
+        let (costs, allowance_spent) = self.costs(span.as_secs_f64(), self.switches);
         if span < SPAN && !allowance_spent {
             return None;
         }
         self.judged = true;
         self.restart(now);
-        (counters_share > bar).then_some(Dropped {
-            switches_per_s,
-            counters_share,
-            proc_share,
-        })
+        costs.over().then_some(costs)
     }
 }
 
