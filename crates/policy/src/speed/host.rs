@@ -8,8 +8,9 @@
 //! - **Late counters** ([`observe`]): wait reported late is taken off what read as blocked
 //!   and free, and added to the time a thread wanted a CPU.
 //! - **Paced rounds**: the credits forget faster while the host holds the rounds back
-//!   ([`paced_credit_tau_ns`]), a paced round may swap as many times as the periods it
-//!   spans (`sparse::Sparse::periods_per_round`), and the rotation asks a pacing host for
+//!   ([`paced_credit_tau_ns`]), a round the host's watching pace holds back may swap as
+//!   many times as the periods it spans (`sparse::Sparse::periods_per_round`; not one held
+//!   back by its own moves under the whole cap), and the rotation asks a pacing host for
 //!   more watching budget while it turns ([`rounds_budget_share`]).
 //! - **Sparse rounds** ([`sparse`]): threads lent to Linux while rounds are too far apart
 //!   for the phases, a look at the host's pace, lending on trial.

@@ -349,9 +349,9 @@ impl Speed {
             }
         }
         // At most a quarter of the group's cores (and at least 8) swap per round: the best
-        // pairs first, so only those need sorting. When the host holds the rounds back
-        // (a live loop's CPU budget), a round spans several periods asked, and may swap as
-        // many times more: the moves a second stay bounded as asked, and the round is not
+        // pairs first, so only those need sorting. When the host's watching pace holds the
+        // rounds back (a live loop's CPU budget), a round spans several periods asked, and
+        // may swap as many times more: the moves a second stay bounded as asked, and the round is not
         // left with a quarter of the heavy cores to turn over when it comes a phase late.
         let cap = (v.cores / SWAP_SHARE)
             .max(MIN_SWAPS)

@@ -315,16 +315,26 @@ impl Sparse {
                 || last_two > PACED * self.last_asked[0].max(self.last_asked[1]))
     }
 
-    /// How many periods asked for one round spans while the host holds the rounds back
-    /// (the smoothed gap over the period asked, whole periods, at most `MAX_SPAN`); 1
-    /// otherwise. The rotation allows this many times its swaps a round, so that what it
-    /// may move a second stays what it would be with the rounds it asked for.
+    /// How many periods asked for one round spans while the host's watching pace holds
+    /// the rounds back (the smoothed gap, at most the host's pace, over the period asked,
+    /// whole periods, at most `MAX_SPAN`); 1 otherwise. The rotation allows this many
+    /// times its swaps a round, so that what it may move a second stays what it would be
+    /// with the rounds it asked for.
+    ///
+    /// Only the pace counts: a watching budget spaces ticks by what *watching* costs,
+    /// whatever a round moves. A host that holds rounds back for what its moves cost (the
+    /// tool's whole cap) reports no pace, and there more swaps a round would only push the
+    /// next round further back: 85 threads with 60 ms blocking phases on `package:2
+    /// core:16 pu:2` (the tool's cost charged) swapped in bursts, drew rounds ~13 ms
+    /// apart, and ran 0.95–1.00× Linux's speed; with rounds of the usual size they come
+    /// every 1.1–1.2 ms and run 1.05–1.06× (see "Rounds held back by moves" in
+    /// `docs/speed-rules.md`).
     pub(in crate::speed) fn periods_per_round(&self) -> usize {
-        if !self.held() {
+        let Some(pace) = self.pace.filter(|_| self.held()) else {
             return 1;
-        }
+        };
         let asked = self.asked_avg.max(self.asked).max(1.0);
-        (self.gap / asked).floor().clamp(1.0, MAX_SPAN) as usize
+        (self.gap.min(pace) / asked).floor().clamp(1.0, MAX_SPAN) as usize
     }
 
     /// Whether the threads should be lent now: the rotation runs (`rotating`), the host
@@ -664,18 +674,33 @@ mod tests {
         s
     }
 
+    /// As [`seen`], on a host whose watching budget lets ticks come every `pace_ms`.
+    fn seen_paced(gaps: &[f64], asked_ms: u64, pace_ms: u64) -> Sparse {
+        let mut s = seen(gaps, asked_ms);
+        s.note_pace(Pace::Gap(Nanos::from_millis(pace_ms)));
+        s
+    }
+
     #[test]
-    fn sparse_round_spans_the_periods_asked_only_while_the_host_holds_rounds_back() {
+    fn sparse_round_spans_the_periods_asked_only_while_the_hosts_pace_holds_rounds_back() {
+        // Periods a round spans after `gaps` (ms), each asked for `asked` ms, the host's
+        // watching pace letting ticks come every `pace` ms.
+        let spans = |gaps: &[f64], asked, pace| seen_paced(gaps, asked, pace).periods_per_round();
         // Rounds as asked (1 ms): one period a round, whatever the rotation.
-        assert_eq!(seen(&[1.0, 1.0, 1.0, 1.0], 1).periods_per_round(), 1);
+        assert_eq!(spans(&[1.0, 1.0, 1.0, 1.0], 1, 1), 1);
         // The first round alone says nothing (fewer than `MIN_ROUNDS`).
-        assert_eq!(seen(&[50.0], 1).periods_per_round(), 1);
-        // Held back to a round every 20 ms against 1 ms asked: 20 periods a round.
-        assert_eq!(seen(&[20.0, 20.0, 20.0], 1).periods_per_round(), 20);
+        assert_eq!(spans(&[50.0], 1, 50), 1);
+        // Held back by the pace to a round every 20 ms against 1 ms asked: 20 periods.
+        assert_eq!(spans(&[20.0, 20.0, 20.0], 1, 20), 20);
         // 7.5 ms against 2 ms asked: 3 whole periods.
-        assert_eq!(seen(&[7.5, 7.5, 7.5, 7.5], 2).periods_per_round(), 3);
+        assert_eq!(spans(&[7.5, 7.5, 7.5, 7.5], 2, 8), 3);
         // At most `MAX_SPAN`.
-        assert_eq!(seen(&[500.0, 500.0, 500.0], 1).periods_per_round(), 64);
+        assert_eq!(spans(&[500.0, 500.0, 500.0], 1, 500), 64);
+        // Rounds 20 ms apart where the pace allows 5: the rest is what the moves cost
+        // (the tool's whole cap), which more swaps a round would only lengthen: 5.
+        assert_eq!(spans(&[20.0, 20.0, 20.0], 1, 5), 5);
+        // No pace at all (only the whole cap holds the rounds back): one period.
+        assert_eq!(seen(&[20.0, 20.0, 20.0], 1).periods_per_round(), 1);
     }
 
     #[test]
