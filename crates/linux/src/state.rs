@@ -366,6 +366,18 @@ impl Journal {
         Ok(())
     }
 
+    /// Appends `records` in one write: a killed writer leaves a prefix of them, the last
+    /// perhaps cut (and ignored when read).
+    pub fn append_all(&mut self, records: &[&Record]) -> io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let text: String = records.iter().map(|r| r.to_line()).collect();
+        self.file.write_all(text.as_bytes())?;
+        self.lines += records.len();
+        Ok(())
+    }
+
     /// Lines written to the file so far.
     pub fn lines(&self) -> usize {
         self.lines

@@ -527,6 +527,68 @@ fn live_host_threads_inheriting_our_mask_may_use_every_allowed_cpu_and_are_widen
 }
 
 #[test]
+fn live_actuator_plan_of_several_moves_is_journaled_before_made_in_order_and_restored() {
+    // Three moves on two helper threads, the first named twice: every change is made
+    // (the thread named twice ends where its second move sends it), the journal holds a
+    // set line for each, in the plan's order, and replaying the journal alone (what
+    // `restore` does after a crash) gives both threads their masks back.
+    use threadbalance_linux::ledger::{Ledger, replay};
+    let topo = read_topology(&Root::system()).unwrap();
+    assert!(topo.cpus().len() >= 2, "this test needs two CPUs");
+    let h = Helper::start();
+    let threads = read_threads(&Root::system(), h.pid(), &facts()).unwrap();
+    let keys: Vec<ThreadKey> = threads
+        .iter()
+        .map(|t| t.sample.key)
+        .filter(|k| !k.is_leader())
+        .take(2)
+        .collect();
+    assert_eq!(keys.len(), 2, "{threads:?}");
+    let (a, b) = (keys[0], keys[1]);
+    let before = (allowed(a.pid, a.tid), allowed(b.pid, b.tid));
+    let dir = tempfile::tempdir().unwrap();
+    let state = threadbalance_linux::state::StateDir::new(dir.path());
+    let journal = state.open_journal(&Root::system()).unwrap();
+    let path = journal.path().to_path_buf();
+    let mut act = Actuator::new(Root::system());
+    act.set_journal(journal);
+    let to = |thread, cpu| Move {
+        thread,
+        to: Target::Cpu(CpuId(cpu)),
+        why: Reason::Pin,
+    };
+    let plan = Plan {
+        moves: vec![to(a, 0), to(b, 1), to(a, 1)],
+        ..Plan::default()
+    };
+    let r = act.apply(&topo, &plan);
+    assert_eq!((r.done, r.vanished, r.denied), (3, 0, 0), "{r:?}");
+    assert_eq!(allowed(a.pid, a.tid), CpuSet::single(CpuId(1)));
+    assert_eq!(allowed(b.pid, b.tid), CpuSet::single(CpuId(1)));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let set_lines: Vec<(i32, String)> = text
+        .lines()
+        .filter(|l| l.starts_with("set "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].parse().unwrap(), f.last().unwrap().to_string())
+        })
+        .collect();
+    let order: Vec<i32> = set_lines.iter().map(|(t, _)| *t).collect();
+    assert_eq!(order, vec![a.tid.0, b.tid.0, a.tid.0], "{text}");
+
+    let ledger = Ledger::parse(&text).unwrap();
+    let mut world = threadbalance_linux::state::SystemWorld::new(Root::system());
+    let r = replay(&ledger, &mut world);
+    assert_eq!(r.restored, 2, "{r:?}");
+    assert_eq!((allowed(a.pid, a.tid), allowed(b.pid, b.tid)), before);
+    // The actuator's own restore finds them already back.
+    let _ = act.restore_all();
+    assert_eq!((allowed(a.pid, a.tid), allowed(b.pid, b.tid)), before);
+    h.stop();
+}
+
+#[test]
 fn live_actuator_original_target_and_drop_restore() {
     let topo = read_topology(&Root::system()).unwrap();
     let h = Helper::start();
