@@ -46,6 +46,12 @@ pub trait RunCounters: std::fmt::Debug + Send {
     fn births(&self) -> Option<u64> {
         None
     }
+    /// As [`RunCounters::births`], but now rather than as of the last refresh (`None`:
+    /// the source cannot say between refreshes): whether threads were born since the last
+    /// refresh, for a look between samples.
+    fn births_now(&self) -> Option<u64> {
+        None
+    }
     /// Processes the managed processes have started since the source started, as of the
     /// last refresh (`None`: not counted). Unchanged means no new child process, so its
     /// caller need not read the `children` files to look for one.

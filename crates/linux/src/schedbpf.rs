@@ -287,6 +287,10 @@ impl RunCounters for SchedProbe {
         Some(self.events[0])
     }
 
+    fn births_now(&self) -> Option<u64> {
+        Some(self.slots.events()[0])
+    }
+
     fn spawns(&self) -> Option<u64> {
         Some(self.events[2])
     }

@@ -715,9 +715,10 @@ impl Sampler {
             .sum();
         // Threads born since the last sample (a program starts its workers after the first
         // tick): every switch of theirs is new. Their task directories are listed only when
-        // the source saw a birth (or cannot say).
-        let spawns = c.spawns();
-        if spawns.is_none() || spawns != self.last_spawns {
+        // the source saw a birth since (or cannot say): its count of births now against
+        // the one the last sample saw.
+        let births = c.births_now();
+        if births.is_none() || births != c.births() {
             // Listed apart from the process's kept directory, whose link count tells the
             // next sample whether to list it again.
             for p in &self.procs {

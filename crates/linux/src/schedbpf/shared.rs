@@ -245,6 +245,10 @@ impl RunCounters for ProbeShare {
         Some(self.events[0])
     }
 
+    fn births_now(&self) -> Option<u64> {
+        Some(self.core.slots.events()[0])
+    }
+
     fn spawns(&self) -> Option<u64> {
         Some(self.events[2])
     }
