@@ -696,14 +696,15 @@ impl Sampler {
     /// Weighs the faster source at `now`, between samples ([`weigh::Weigh::peek`]): the
     /// switches it counted for the threads sampled since, one map read each, and the
     /// source dropped as a sample would drop it. Reads nothing else and changes no
-    /// thread's counts.
-    pub fn weigh_between(&mut self, now: Nanos) {
+    /// thread's counts. Returns how many threads born since the last sample it counted.
+    pub fn weigh_between(&mut self, now: Nanos) -> usize {
         if !self.weighing || !self.weigh.first_open() {
-            return;
+            return 0;
         }
         let Some(c) = self.counters.as_ref() else {
-            return;
+            return 0;
         };
+        let mut born = 0;
         let mut extra: u64 = self
             .threads
             .iter()
@@ -729,8 +730,12 @@ impl Sampler {
                     let tid = crate::parse::parse_u64(task.file_name().as_encoded_bytes())
                         .and_then(|n| i32::try_from(n).ok())
                         .map(Tid);
-                    if let Some(tid) = tid.filter(|t| !self.threads.contains_key(t)) {
-                        extra += c.get(tid).map_or(0, |n| n.sched.timeslices);
+                    let counted = tid
+                        .filter(|t| !self.threads.contains_key(t))
+                        .and_then(|t| c.get(t));
+                    if let Some(n) = counted {
+                        extra += n.sched.timeslices;
+                        born += 1;
                     }
                 }
             }
@@ -738,6 +743,7 @@ impl Sampler {
         if let Some(dropped) = self.weigh.peek(now, extra) {
             self.drop_counters(dropped);
         }
+        born
     }
 
     /// Lets go of a faster source dropped for its cost ([`weigh`]):

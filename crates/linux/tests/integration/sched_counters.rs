@@ -308,16 +308,14 @@ mod live {
 
     #[test]
     fn sched_counters_weighed_between_samples_count_threads_born_since_the_last() {
-        // A program that starts its workers after the first sample (sysbench does, about
-        // a tenth of a second in): three threads born after it yield in a loop. A look
-        // between samples must count their switches, and drop the counters once their
-        // cost has spent the first span's allowance, without waiting for the next sample.
-        // It used to list the task directories only when a new *process* was counted, so
-        // it saw no switch of theirs and kept the counters to the next sample.
-        let pid = Pid(std::process::id() as i32);
+        // A program that starts threads after the first sample (sysbench starts its
+        // workers about a tenth of a second in): a look between samples must count them,
+        // so that their switches weigh on the counters' first verdict. It used to list the
+        // task directories only when a new *process* was counted, and counted none.
+        let mut h = crate::live::Helper::start();
         let mut bpf = Sampler::new(
             Root::system(),
-            &[pid],
+            &[h.pid()],
             SamplerConfig::new(HostFacts::system().unwrap()),
         )
         .unwrap();
@@ -329,27 +327,13 @@ mod live {
             bpf.weigh_between_due(monotonic_now()).is_some(),
             "first span open"
         );
-        let stop = Arc::new(AtomicBool::new(false));
-        let yielders: Vec<_> = (0..3)
-            .map(|_| {
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::yield_now();
-                    }
-                })
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(100));
-        bpf.weigh_between(monotonic_now());
-        let stopped = bpf.counters_stopped().map(ToString::to_string);
-        stop.store(true, Ordering::Relaxed);
-        for y in yielders {
-            y.join().unwrap();
-        }
-        assert!(
-            stopped.as_deref().is_some_and(|s| s.contains("switches")),
-            "counters kept: {stopped:?}"
+        assert_eq!(bpf.weigh_between(monotonic_now()), 0, "no thread born yet");
+        h.spawn_two();
+        let born = bpf.weigh_between(monotonic_now());
+        h.stop();
+        assert_eq!(
+            born, 2,
+            "threads born since the first sample, counted by the look"
         );
     }
 }
