@@ -39,7 +39,9 @@
 //! **Reading before writing.** The mask is read (`sched_getaffinity`) right before each
 //! write and judged against the last mask we set, so a choice the program made since our
 //! last write is never written over. A program that sets its mask between that read and
-//! the write (microseconds) is written over once; the next move sees our mask, not its.
+//! the write (microseconds; up to the rest of the plan's checks and its journal write,
+//! well under a millisecond, where a plan moves many threads) is written over once; the
+//! next move sees our mask, not its.
 //!
 //! **Reused tids.** The start time is checked before and after each write. What remains
 //! is the window between the check and the system call (a few microseconds): the thread
@@ -253,13 +255,7 @@ impl Actuator {
 
     /// Writes `r` to the journal (first) and the ledger.
     fn note(&mut self, r: &Record) -> io::Result<()> {
-        let redundant = match r {
-            Record::Set { key, mask, .. } => {
-                self.ledger.threads.get(key).is_some_and(|e| !e.released)
-                    && self.ledger.set_on(key, mask)
-            }
-            _ => false,
-        };
+        let redundant = self.redundant(r);
         if let (Some(j), false) = (self.journal.as_mut(), redundant) {
             j.append(r)?;
         }
@@ -267,22 +263,25 @@ impl Actuator {
         Ok(())
     }
 
+    /// Whether the journal holds `r` already: a set of the mask the ledger holds as the
+    /// last we set on a thread still ours.
+    fn redundant(&self, r: &Record) -> bool {
+        match r {
+            Record::Set { key, mask, .. } => {
+                self.ledger.threads.get(key).is_some_and(|e| !e.released)
+                    && self.ledger.set_on(key, mask)
+            }
+            _ => false,
+        }
+    }
+
     /// Writes `records` to the journal in one write (first), then to the ledger, each as
     /// [`Actuator::note`] would (a set the ledger already holds is not written again).
     /// On an error nothing reaches the ledger; the journal may hold some of the lines
     /// (a record of a change not made: restoring it finds the mask already as it was).
     fn note_all(&mut self, records: &[Record]) -> io::Result<()> {
+        let fresh: Vec<&Record> = records.iter().filter(|r| !self.redundant(r)).collect();
         if let Some(j) = self.journal.as_mut() {
-            let fresh: Vec<&Record> = records
-                .iter()
-                .filter(|r| match r {
-                    Record::Set { key, mask, .. } => {
-                        !(self.ledger.threads.get(key).is_some_and(|e| !e.released)
-                            && self.ledger.set_on(key, mask))
-                    }
-                    _ => true,
-                })
-                .collect();
             j.append_all(&fresh)?;
         }
         for r in records {

@@ -526,6 +526,18 @@ fn live_host_threads_inheriting_our_mask_may_use_every_allowed_cpu_and_are_widen
     h.stop();
 }
 
+/// An actuator journaling to a state directory of its own (kept while the first value
+/// lives), and the journal's path.
+fn journaled_actuator() -> (tempfile::TempDir, std::path::PathBuf, Actuator) {
+    let dir = tempfile::tempdir().unwrap();
+    let state = threadbalance_linux::state::StateDir::new(dir.path());
+    let journal = state.open_journal(&Root::system()).unwrap();
+    let path = journal.path().to_path_buf();
+    let mut act = Actuator::new(Root::system());
+    act.set_journal(journal);
+    (dir, path, act)
+}
+
 #[test]
 fn live_actuator_plan_of_several_moves_is_journaled_before_made_in_order_and_restored() {
     // Three moves on two helper threads, the first named twice: every change is made
@@ -546,12 +558,7 @@ fn live_actuator_plan_of_several_moves_is_journaled_before_made_in_order_and_res
     assert_eq!(keys.len(), 2, "{threads:?}");
     let (a, b) = (keys[0], keys[1]);
     let before = (allowed(a.pid, a.tid), allowed(b.pid, b.tid));
-    let dir = tempfile::tempdir().unwrap();
-    let state = threadbalance_linux::state::StateDir::new(dir.path());
-    let journal = state.open_journal(&Root::system()).unwrap();
-    let path = journal.path().to_path_buf();
-    let mut act = Actuator::new(Root::system());
-    act.set_journal(journal);
+    let (_dir, path, mut act) = journaled_actuator();
     let to = |thread, cpu| Move {
         thread,
         to: Target::Cpu(CpuId(cpu)),
@@ -795,12 +802,7 @@ fn live_actuator_short_slice_is_journaled_set_and_put_back_by_the_journal_alone(
     let h = Helper::start();
     let key = helper_thread(&h);
     let before = attr_of(key.tid).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let state = threadbalance_linux::state::StateDir::new(dir.path());
-    let journal = state.open_journal(&Root::system()).unwrap();
-    let path = journal.path().to_path_buf();
-    let mut act = Actuator::new(Root::system());
-    act.set_journal(journal);
+    let (_dir, path, mut act) = journaled_actuator();
 
     act.apply(&topo, &slice_plan(key, Some(500_000)));
     let during = attr_of(key.tid).unwrap();
