@@ -69,7 +69,7 @@ fn speed_smt_two_sockets_blocking_phases_rotate_from_the_first_barrier() {
     // work, asked from the first barrier on. At 0.3 (24 ms of credit here) the rotation
     // stood still for tens of ms there, the doubled threads stayed doubled, and the peer
     // test read their duty cycles apart and gave them to Linux: 0.937 and 0.991× Linux's
-    // speed on seeds 4 and 1. At 0.1: 1.05–1.08× on seeds 1–4.
+    // speed on seeds 4 and 1. At 0.1: 1.05–1.06× on seeds 1–4.
     let m = machine("package:2 core:12 pu:2", None).unwrap();
     let w = workload(
         "ep-barrier:phase_ms=80,wait=block,work_ms=400",
