@@ -245,6 +245,11 @@ pub struct Speed {
     /// When the policy first ran.
     started_at: Nanos,
     vol_rate: f64,
+    /// Voluntary switches and CPU time per thread-second over every busy thread, those
+    /// that did not switch in the window included, smoothed as the rates: their ratio is
+    /// the work between blocking points (`block_work_ns`).
+    busy_vol_rate: f64,
+    busy_run_rate: f64,
     /// CPU time per thread-second of the threads that switched, smoothed as the rates:
     /// with `vol_rate` it gives the work between blocking points (`work_phase_ns`).
     run_rate: f64,
@@ -272,10 +277,18 @@ pub struct Speed {
     /// The phase the synchronization signals give, ns (`None` when they give none:
     /// yielding threads, or no synchronization seen).
     phase_ns: Option<f64>,
-    /// The CPU time a thread runs between two blocking points, ns: the phase's work,
-    /// whoever places the threads (`None` unless the threads block). The sparse-rounds
-    /// rule holds the gap between rounds against it (see [`host::sparse`]).
+    /// The CPU time a thread that switched in a window ran per voluntary switch, ns
+    /// (`None` unless the threads block): the basis of the interval, the SMT siblings'
+    /// swap lead and the held-back order, as they were tuned. Only the threads that
+    /// switched count, so a window shorter than the phase reads part of it: the threads
+    /// that blocked in it ran only part of their phase there (10 ms phases read 3.7–5.3 ms
+    /// in 1 ms windows; see `block_work_ns`).
     work_phase_ns: Option<f64>,
+    /// The CPU time a thread runs between two blocking points, ns: the phase's work,
+    /// whoever places the threads and however long the windows (`None` unless the threads
+    /// block). The sparse-rounds rule holds the gap between rounds against it (see
+    /// [`host::sparse`], "The work over every busy thread").
+    block_work_ns: Option<f64>,
     /// Whether the phases are finer than any round, for equal-work threads (see [`fine`]).
     fine_now: bool,
     /// Whether the threads pass the CPU back and forth by yielding, a few µs of CPU a
@@ -402,6 +415,8 @@ impl Speed {
             last_round: Nanos::ZERO,
             started_at: Nanos::ZERO,
             vol_rate: 0.0,
+            busy_vol_rate: 0.0,
+            busy_run_rate: 0.0,
             run_rate: 0.0,
             sleep_frac: 0.0,
             invol_rate: 0.0,
@@ -417,6 +432,7 @@ impl Speed {
             sparse: host::sparse::Sparse::default(),
             phase_ns: None,
             work_phase_ns: None,
+            block_work_ns: None,
             fine_now: false,
             ping_pong: false,
             level_held: false,

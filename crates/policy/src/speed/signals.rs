@@ -30,8 +30,11 @@ impl Speed {
         // CPU time of the threads that switched, and their time asleep, as fractions of the
         // window.
         let (mut run, mut asleep) = (0.0, 0.0);
+        // CPU time of every busy thread, switched or not: the work between blocks.
+        let mut run_busy = 0.0;
         for t in w.threads.iter().filter(|t| t.util + t.latency >= IDLE) {
             n += 1;
+            run_busy += t.util;
             let switched = t.voluntary + t.involuntary + t.timeslices > 0;
             switching += u64::from(switched);
             if switched {
@@ -47,6 +50,7 @@ impl Speed {
                 invol += t.involuntary;
             }
         }
+        let n_busy = n;
         if switching > 0 {
             n = switching;
         }
@@ -73,6 +77,9 @@ impl Speed {
             self.slice_rate += (slices as f64 / thread_s - self.slice_rate) * a;
             self.run_rate += (run / n as f64 - self.run_rate) * a;
             self.sleep_frac += (asleep / n as f64 - self.sleep_frac) * a;
+            let busy_s = dt_s * n_busy as f64;
+            self.busy_vol_rate += (vol as f64 / busy_s - self.busy_vol_rate) * a;
+            self.busy_run_rate += (run_busy / n_busy as f64 - self.busy_run_rate) * a;
         }
         let (lo, hi) = (self.cfg.min_interval, self.cfg.max_interval);
         // Switches: voluntary plus involuntary when the host counts them (a sched_yield that
@@ -85,6 +92,7 @@ impl Speed {
         };
         self.phase_ns = None;
         self.work_phase_ns = None;
+        self.block_work_ns = None;
         // CPU time per involuntary switch: a few µs only where threads yield to threads
         // that yield straight back (`PING_PONG`).
         self.ping_pong = self.counted
@@ -108,7 +116,9 @@ impl Speed {
             // At least a third of the switches voluntary: threads block.
             let blocking = self.counted && INVOL_PER_VOL * self.vol_rate >= self.invol_prog_rate;
             self.phase_ns = blocking.then_some(phase_ns);
-            // The work between two blocking points: CPU time per voluntary switch. Unlike
+            // The work between two blocking points: CPU time per voluntary switch, of the
+            // threads that switched (a part of the phase in windows shorter than it; the
+            // fields' docs say which rule reads which). Unlike
             // the phase on the wall clock it does not stretch when the threads wait for a
             // CPU, so it reads the same under a slow rotation as under Linux. Threads that
             // sleep block too, however many preemptions outnumber their voluntary switches:
@@ -118,6 +128,10 @@ impl Speed {
             let sleeping = self.counted && self.sleep_frac >= SLEEPING;
             self.work_phase_ns = ((blocking || sleeping) && self.vol_rate > 0.0)
                 .then(|| 1e9 * self.run_rate / self.vol_rate);
+            // The same over every busy thread: the CPU time the threads that ran on
+            // without a switch in the window is part of the phase too.
+            self.block_work_ns = ((blocking || sleeping) && self.busy_vol_rate > 0.0)
+                .then(|| 1e9 * self.busy_run_rate / self.busy_vol_rate);
             // Where threads block, a phase ends at a block: the preemptions between two
             // blocks (threads sharing a core) are not phase ends, and counted as such they
             // asked for 1 ms rounds under 80 ms phases ("The interval" in

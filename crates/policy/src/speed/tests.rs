@@ -301,6 +301,47 @@ fn speed_work_phase_is_cpu_time_per_blocking_point_however_long_the_wait() {
 }
 
 #[test]
+fn speed_block_work_counts_every_busy_thread_when_windows_are_shorter_than_phases() {
+    // Ten threads, each blocking once per 10 ms of work, their blocks spread over the
+    // phase; the host samples every millisecond. In each 1 ms window one thread blocks
+    // (0.9 ms run, then asleep) and the nine others run on without a switch. Counted over
+    // the threads that switched, the work per block reads 0.9 / 1 ms of window: 0.9 ms.
+    // Over every busy thread it reads (9 × 1.0 + 0.9) / 10 per thread-second over one
+    // block per 10 thread-ms: 9.9 ms, the phase's work. The sparse-rounds rule holds its
+    // gaps against this one (see "The work over every busy thread" in `sparse`).
+    let t = topo(1, 1, 10, 1);
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    for k in 0..400u32 {
+        let at = f64::from(k);
+        let blocker = 100 + (k % 10) as i32;
+        let rates: Vec<Rate> = (100..110)
+            .map(|tid| {
+                if tid == blocker {
+                    (tid, 0.9, 0.0, 1, 0)
+                } else {
+                    (tid, 1.0, 0.0, 0, 0)
+                }
+            })
+            .collect();
+        p.observe_signals(&window(at, at + 1.0, &rates));
+    }
+    let (switched, busy) = (p.work_phase_ns.unwrap(), p.block_work_ns.unwrap());
+    assert!((switched - 0.9e6).abs() < 1e3, "{switched}");
+    assert!((busy - 9.9e6).abs() < 0.05e6, "{busy}");
+    // Windows as long as the phases read the same either way: 10 ms windows in which
+    // every thread blocks once after 9.9 ms of work.
+    let mut p = Speed::new(&settings(None), &t).unwrap();
+    for k in 0..40u32 {
+        let at = 10.0 * f64::from(k);
+        let rates: Vec<Rate> = (100..110).map(|tid| (tid, 0.99, 0.0, 1, 0)).collect();
+        p.observe_signals(&window(at, at + 10.0, &rates));
+    }
+    let (switched, busy) = (p.work_phase_ns.unwrap(), p.block_work_ns.unwrap());
+    assert!((switched - 9.9e6).abs() < 1e3, "{switched}");
+    assert!((busy - 9.9e6).abs() < 1e3, "{busy}");
+}
+
+#[test]
 fn speed_work_phase_of_threads_that_sleep_though_preemptions_outnumber_their_blocks() {
     // Two threads with 100 ms phases of work, doubled up: each runs 0.45 of the time,
     // waits 0.45 and sleeps 0.10 at the barrier, blocking 4.5 times a second and preempted
@@ -1107,7 +1148,8 @@ fn paced_three(pace_ms: u64, vol: u64) -> (Speed, Vec<Vec<Move>>) {
 fn speed_looks_at_a_slow_pace_and_keeps_phases_shorter_than_its_rounds_lent() {
     // Rounds every 100 ms; 6 blocks in 100 ms at 60 % of a core: 10 ms of work a phase,
     // 100 > 1.5 × 10. Placed at the first tick (the pace unknown), lent at the second,
-    // the pace known; kept lent after the window at that pace.
+    // the pace known; kept lent after the window at that pace. (The work reads 10.1 ms:
+    // the first 1 ms window's work, with no block in it, is averaged in.)
     let (p, moves) = paced_three(100, 6);
     assert_eq!(moves[0].len(), 3);
     assert!(moves[0].iter().all(|m| m.why == Reason::Initial));
@@ -1124,7 +1166,7 @@ fn speed_looks_at_a_slow_pace_and_keeps_phases_shorter_than_its_rounds_lent() {
     assert_eq!((s.sparse_hand_backs, s.sparse_now), (1, true));
     let last = s.sparse_last.unwrap_or_default();
     assert!(
-        last.contains("after a look") && last.contains("phases of 10.0 ms"),
+        last.contains("after a look") && last.contains("phases of 10.1 ms"),
         "{last}"
     );
 }

@@ -16,7 +16,8 @@
 //! **The rule.** At each round the policy measures the gap G since the last one (smoothed
 //! over about four rounds; or the last two gaps, when both are longer) and compares it
 //! with the phase's work S: the CPU time a thread runs between two blocking points,
-//! its CPU time per voluntary switch (both smoothed as the interval's signals are), read
+//! the busy threads' CPU time per voluntary switch (both smoothed as the interval's
+//! signals are; see "The work over every busy thread"), read
 //! only while the threads *block*: at least a third of their switches voluntary, or asleep
 //! at least 1 % of the time (`SLEEPING`; see "Threads that sleep block" below). When the host
 //! holds the rounds back (G more than twice the periods asked for those rounds, smoothed
@@ -35,7 +36,8 @@
 //!   rotating ∧ held ∧ G' > 1.5 S        ─► lend every placed thread to Linux
 //!                         (1.0 S when the window's waits may come late)
 //!   lent ∧ (G + M < 0.8 S ∨ no phase seen)  ─► place them again, rotate
-//!          M = what the rotation's moves added to the gap: 0 unless moves are charged
+//!          M = what the rotation's moves added to the gap: 0 unless moves are charged,
+//!              or the host reports no pace and the threads were placed again before
 //!   lent on trial ∧ r_rotation > (1 + δ) · r_lent  ─► place them again; lend only
 //!          once G' > 1.5 × the gap that lost         (see "Lending on trial")
 //! ```
@@ -169,6 +171,37 @@
 //! row is as it was (the BPF, `/proc` and this VM's tick fits; 17 and 24 threads, both
 //! barriers, 10 and 100 ms phases, seeds 1–3).
 //!
+//! **The work over every busy thread.** S counts the CPU time of every busy thread in a
+//! window, not only of those that switched in it. Counted over those alone (as the
+//! interval's basis still is, `Speed::work_phase_ns`), it read a part of the phase
+//! wherever windows are shorter than phases: a thread that blocks in a 1 ms window ran at
+//! most 1 ms of its phase there, and the threads that ran on without a switch were left
+//! out. Unpaced (the simulator's default, rounds every 1–3 ms) 10 ms blocking phases read
+//! 3.7–5.3 ms and 30 ms phases 3.5–12 ms; over every busy thread they read 7.5–11 and
+//! 19–22 ms. Paced rounds (windows of 10 ms and more) read about the same either way,
+//! and that is where 1.5 and 0.8 were swept. Read short, S lent threads whose rotation
+//! beat Linux: 80 threads on 64 cores with 30 ms blocking phases were lent at "phases of
+//! 4.3 ms", and 144 threads on `package:2 core:24 pu:2` with 10 ms phases were lent and
+//! placed again four times in 1.5 s (688 placements), where the guard measured the
+//! rotation at 43.4 phases a second against Linux's 41.2 (a 6.5 s run of the same).
+//! Simulated, default settings: 96 threads on 64 cores with 10 ms blocking phases
+//! 1.085–1.129 → 1.149–1.159× Linux's speed (seeds 1–3), the 144 threads 0.966–0.979 →
+//! 0.977–1.001×; the paced 16-core rows, the criteria rows and the 360-cell grid unchanged
+//! (`docs/speed-rules.md`, "The work over every busy thread").
+//!
+//! **Rounds held back by their own moves.** Where the host reports no pace (the tool's
+//! whole cap holds the rounds back, not the watching budget), lent threads' rounds move
+//! nothing and come as often as asked, so "G + M < 0.8 S" with M = 0 placed them again at
+//! the first round: 320 threads on `package:2 core:64 pu:2` with 10 ms blocking phases
+//! were lent and placed again three times in 0.9 s (1,190 placements of 46 µs each) and
+//! ran 0.948× Linux's speed. So M is also the gap that lent them less the least gap of the
+//! first `LENT_PACE_TICKS` rounds after, as the pace is where the host gives one, but only
+//! once the threads have been placed again: the first lending may come from the start's
+//! placements, whose gaps (25 ms down to 4 ms over the first rounds at 144 threads) say
+//! nothing of a rotation's, and an M read from them kept threads lent whose rotation beat
+//! Linux (64 cores, 80 threads, 30 ms phases: 1.148 → 1.123×, seed 3). That cell: 0.948
+//! → 0.971× (seed 5).
+//!
 //! **Lending on trial.** The threshold was swept in the simulator, whose Linux conserves
 //! work at blocking barriers better than this 2-core VM's kernel does: 3 threads with 10 ms
 //! blocking phases read 87–94 % of the fair share under the model's Linux (HZ 250 and 1000)
@@ -263,6 +296,14 @@ pub(in crate::speed) struct Sparse {
     /// threads were lent, ns, and how many of those ticks have been seen.
     lent_pace: Option<f64>,
     lent_ticks: u32,
+    /// The least gap between rounds over the first `LENT_PACE_TICKS` rounds after the
+    /// threads were lent, ns, and how many of those rounds have been seen: what a host
+    /// that reports no pace (the tool's whole cap) gives rounds that move nothing.
+    lent_least: Option<f64>,
+    lent_rounds: u32,
+    /// Whether the lent threads were placed again since the policy started: a lending
+    /// after that measured the rotation's own rounds, not the start's placements.
+    placed_again: bool,
     /// Lending on trial.
     trial: Trial,
 }
@@ -290,6 +331,10 @@ impl Sparse {
             self.asked_avg += GAP_WEIGHT * (self.asked - self.asked_avg);
         }
         self.rounds = self.rounds.saturating_add(1);
+        if self.lent_gap.is_some() && self.lent_rounds < LENT_PACE_TICKS {
+            self.lent_rounds += 1;
+            self.lent_least = Some(self.lent_least.map_or(gap, |l| l.min(gap)));
+        }
         self.last_gaps = [gap, self.last_gaps[0]];
         self.last_asked = [self.asked, self.last_asked[0]];
     }
@@ -369,13 +414,19 @@ impl Sparse {
 
     /// What the rotation's moves added to the gap between rounds, ns: the gap that lent
     /// the threads less the least pace the host gave in the first ticks after (ticks
-    /// without moves), never below 0. Zero where the host does not charge moves to its
-    /// budget, as the pace is then the same with or without moves; and before a lent pace
-    /// is known. The first ticks only: a pace that falls later is the ticks' own cost
-    /// falling (the budget recovered), which is what the rule takes the threads back for.
+    /// without moves), never below 0; where the host reports no pace and the threads were
+    /// placed again before, less the least gap between those first rounds instead (see
+    /// "Rounds held back by their own moves"). Zero where the host paces ticks but does
+    /// not charge moves to its budget, as the pace is then the same with or without
+    /// moves; and before either is known. The first ticks only: a pace that falls later
+    /// is the ticks' own cost falling (the budget recovered), which is what the rule
+    /// takes the threads back for.
     fn moves_gap(&self) -> f64 {
-        match (self.lent_gap, self.lent_pace) {
-            (Some(lent), Some(pace)) => (lent - pace).max(0.0),
+        let least = self
+            .lent_pace
+            .or(self.lent_least.filter(|_| self.placed_again));
+        match (self.lent_gap, least) {
+            (Some(lent), Some(least)) => (lent - least).max(0.0),
             _ => 0.0,
         }
     }
@@ -387,6 +438,8 @@ impl Sparse {
         self.lent_gap = Some(gap);
         self.lent_pace = None;
         self.lent_ticks = 0;
+        self.lent_least = None;
+        self.lent_rounds = 0;
     }
 
     /// Notes that the lent threads are placed again.
@@ -394,6 +447,8 @@ impl Sparse {
         self.active = false;
         self.lent_gap = None;
         self.lent_pace = None;
+        self.lent_least = None;
+        self.placed_again = true;
         // Whatever span was open measured Linux: the rotation's starts again.
         self.trial.since = None;
         self.trial.lent_from = None;
@@ -433,7 +488,7 @@ impl Speed {
         if self.sparse.looking {
             return; // `check_look` decides
         }
-        let phase = self.work_phase_ns;
+        let phase = self.block_work_ns;
         // Counted from the policy's start: a live host's clock is the machine's.
         let at = now.saturating_sub(self.started_at).as_secs_f64();
         let (gap_ms, phase_ms) = (self.sparse.gap / 1e6, phase.unwrap_or(0.0) / 1e6);
@@ -489,7 +544,7 @@ impl Speed {
     /// The length of a span "Lending on trial" measures: `TRIAL_SPAN`, or `TRIAL_PHASES`
     /// phases of work when longer.
     fn trial_span(&self) -> Nanos {
-        let phases = self.work_phase_ns.map_or(0.0, |s| TRIAL_PHASES * s);
+        let phases = self.block_work_ns.map_or(0.0, |s| TRIAL_PHASES * s);
         TRIAL_SPAN.max(Nanos(phases as u64))
     }
 
@@ -636,7 +691,7 @@ impl Speed {
         self.sparse.looking = false;
         let rotates = self.would_rotate(self.placed.iter().filter(|p| p.lent).count());
         let lend = if w.waits_late { LEND_LATE } else { LEND };
-        if let Some(s) = self.work_phase_ns
+        if let Some(s) = self.block_work_ns
             && rotates
             && !self.fine_phase_seen()
             && gap.0 as f64 > lend * s
@@ -833,6 +888,39 @@ mod tests {
         // Placed again, nothing of the lending is left.
         s.take_back();
         assert_eq!(s.moves_gap(), 0.0);
+    }
+
+    #[test]
+    fn sparse_rounds_held_by_the_whole_cap_stay_lent_once_a_rotation_was_seen() {
+        // The tool's whole cap holds the rounds back and the host reports no pace:
+        // rotating, rounds came every 16 ms against 10 ms phases of work; lent, they move
+        // nothing and come every 1 ms, as asked.
+        let lent = |s: &mut Sparse| {
+            assert!(s.should_lend(true, Some(10e6), false));
+            s.lend(s.lending_gap());
+            for _ in 0..8 {
+                s.observe(1e6);
+            }
+        };
+        // The first lending may come of the start's placements: nothing is read as what
+        // the moves add, and the threads are placed again once the gap fits the phase.
+        let mut s = seen(&[16.0, 16.0], 1);
+        lent(&mut s);
+        assert_eq!(s.moves_gap(), 0.0);
+        assert!(s.should_take_back(Some(10e6)));
+        s.take_back();
+        // Lent again by the rotation's own rounds: they added 16 − 1 = 15 ms a round,
+        // and the threads stay lent (they were placed again at the first round before,
+        // to be lent a few rounds later) …
+        for _ in 0..8 {
+            s.observe(16e6);
+        }
+        lent(&mut s);
+        assert!((s.moves_gap() - 15e6).abs() < 1.0, "{}", s.moves_gap());
+        assert!(!s.should_take_back(Some(10e6)));
+        // … until the phases are long enough for a rotation at that gap, or none is seen.
+        assert!(s.should_take_back(Some(25e6)));
+        assert!(s.should_take_back(None));
     }
 
     #[test]
