@@ -33,6 +33,10 @@ pub struct RunSummary {
     /// written by a binary without the field).
     #[serde(default)]
     pub tick_cpu_us: f64,
+    /// The tool's CPU time per move made, µs (0 when no move was made, or written by a
+    /// binary without the field).
+    #[serde(default)]
+    pub move_cpu_us: f64,
     /// The policy's own account.
     pub policy_summary: PolicySummary,
     /// Where run time and wait came from (empty when written by a binary without the

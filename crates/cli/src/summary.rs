@@ -246,6 +246,8 @@ pub struct HostReport {
     pub budget: Budget,
     /// The ticks measured once every thread had been seen, and their CPU time.
     pub steady: Option<(u64, Nanos)>,
+    /// The tool's CPU time spent carrying out plans (see [`LinuxAdapter::acting_cpu`]).
+    pub acting: Nanos,
     /// Where run time came from.
     pub run_time: RunTime,
     /// How the program's own masks were told from ours: `masks set by the program traced
@@ -277,6 +279,7 @@ impl HostReport {
                 watch_max_pct: host.watch_budget_max() * 100.0,
             },
             steady: host.steady_ticks().measured(),
+            acting: host.acting_cpu(),
             run_time: RunTime {
                 source: host.run_source().clone(),
                 stopped: host.counters_stopped().cloned(),

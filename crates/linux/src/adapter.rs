@@ -539,6 +539,12 @@ impl LinuxAdapter {
         self.steady
     }
 
+    /// The tool's CPU time spent carrying out plans (moves, and the slice changes in the
+    /// same plans; not the restore at the end), measured around each [`Host::apply`].
+    pub fn acting_cpu(&self) -> Nanos {
+        self.acting
+    }
+
     /// Takes the futex probe (started before the command, so that its first waits count).
     pub fn set_lock_probe(&mut self, probe: LockProbe) {
         self.lock_probe = probe;

@@ -38,6 +38,14 @@
 //! have evicted its caches: not the move's doing), and the medians make what is left robust
 //! to the rest; moved and control runs alternate, and each pair gives one estimate.
 //!
+//! **One move, to the tool.** `threadbalance run --policy speed --level cpu` manages
+//! `workload spmd` with M + 1 threads and 10 ms yielding phases, which it keeps rotating
+//! (on 2 CPUs about 190 moves a second). `run` times its own CPU around each plan it carries out (the
+//! identity checks, the mask read, the journal line, `sched_setaffinity`, and the slice
+//! changes in the same plans) and its JSON gives that over the moves made (`move_cpu_us`);
+//! the report gives the runs' min, median and max, and the simulator's `--tick-cost` with
+//! the move as its third part.
+//!
 //! **What `run` adds to a command.** `true` alone, then `threadbalance run --policy P --
 //! true` for P = none and speed, [`RUN_ADDS_RUNS`] times each, interleaved, wall time from
 //! the start of the process until its exit is reaped: start, the BPF counters loaded and
@@ -131,6 +139,24 @@ pub struct MigrationRow {
     pub extra_cpu_ns: Spread,
 }
 
+/// Phase of the program whose moves [`move_row`] measures, ms: short enough that `speed`
+/// keeps rotating its M + 1 threads (rounds every 1 ms; on 2 CPUs about 190 moves a
+/// second).
+const MOVE_PHASE_MS: u32 = 10;
+
+/// What one move costs the tool: `run --policy speed --level cpu` over `workload spmd`
+/// with M + 1 threads and yielding barriers, each run's CPU time spent carrying out its
+/// plans over the moves it made (`run`'s `move_cpu_us`).
+#[derive(Debug, Clone, Serialize)]
+pub struct MoveRow {
+    /// Threads of the managed program (M + 1).
+    pub threads: usize,
+    /// Moves made per run (median).
+    pub moves: f64,
+    /// The tool's CPU time per move, µs, over the runs that made one.
+    pub us_per_move: Spread,
+}
+
 /// Runs of each command measured for [`RunAdds`].
 pub const RUN_ADDS_RUNS: usize = 9;
 
@@ -163,6 +189,11 @@ pub struct CostReport {
     pub tick_cost: Option<TickFit>,
     /// What `run` adds to a command's wall time, one row per policy.
     pub run_adds: Vec<RunAdds>,
+    /// What one move costs the tool; absent when no run made a move (one CPU).
+    pub move_cost: Option<MoveRow>,
+    /// The simulator's `--tick-cost` with all three parts (the fit's tick and the median
+    /// move), when both were measured.
+    pub sim_tool_cost: Option<String>,
 }
 
 /// The wall time of `program args…`, from its start until its exit is reaped, in ms;
@@ -303,6 +334,12 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
     }
     errln!("what run adds: `true` alone and under run, {RUN_ADDS_RUNS} times each");
     let run_adds = run_adds(&exe, &["none", "speed"], RUN_ADDS_RUNS)?;
+    let work_ms = if quick { 300 } else { 2000 };
+    let move_cost = move_row(&exe, m, work_ms, repeat)?;
+    let sim_tool_cost = tick_cost
+        .as_ref()
+        .zip(move_cost.as_ref())
+        .map(|(f, mv)| format!("{},{:.0}", f.sim_tick_cost, mv.us_per_move.median));
     let report = CostReport {
         cpus: m,
         load: [load_before, super::load_average()],
@@ -311,6 +348,8 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         migration_cpus: pair.iter().copied().collect::<CpuSet>().to_string(),
         tick_cost,
         run_adds,
+        move_cost,
+        sim_tool_cost,
     };
     // With `--json -` the JSON alone goes to stdout and the table to stderr.
     match json {
@@ -394,6 +433,50 @@ fn management_row(
         paced_pct: median(&paced),
         steady_us_per_tick: median(&steady),
     })
+}
+
+/// Measures [`MoveRow`]: `repeat` runs of `run --policy speed --level cpu` over `workload
+/// spmd` with `m + 1` threads, `work_ms` of work each, 10 ms yielding phases. `None` when
+/// no run made a move (one CPU: nothing to rotate over).
+fn move_row(exe: &Path, m: usize, work_ms: u32, repeat: usize) -> Result<Option<MoveRow>> {
+    let threads = m + 1;
+    let dir = tempfile::Builder::new()
+        .prefix("threadbalance-moves-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    let mut per_move = Vec::new();
+    let mut moves = Vec::new();
+    for r in 0..repeat {
+        errln!("move cost: {threads} threads (run {}/{repeat})", r + 1);
+        let json = dir.path().join(format!("moves-{r}.json"));
+        let out = Command::new(exe)
+            .args(["run", "--policy", "speed", "--level", "cpu", "--json"])
+            .arg(&json)
+            .arg("--")
+            .arg(exe)
+            .args(["workload", "spmd", "--threads", &threads.to_string()])
+            .args(["--phase-ms", &MOVE_PHASE_MS.to_string()])
+            .args(["--barrier", "yield", "--work-ms", &work_ms.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .context("starting a move-cost run")?;
+        let summary = std::fs::read_to_string(&json);
+        let _ = std::fs::remove_file(&json);
+        if !out.status.success() {
+            bail!("the move-cost run failed ({})", out.status);
+        }
+        let s = crate::runread::parse(&summary.context("reading the run's summary")?)?;
+        moves.push(s.applied.done as f64);
+        if s.applied.done > 0 {
+            per_move.push(s.move_cpu_us);
+        }
+    }
+    Ok(Spread::of(&per_move).map(|us_per_move| MoveRow {
+        threads,
+        moves: Spread::of(&moves).map_or(0.0, |s| s.median),
+        us_per_move,
+    }))
 }
 
 /// Words updated per unit of work: 512 KiB of traffic, tens of microseconds.
@@ -659,6 +742,28 @@ pub fn to_table(r: &CostReport) -> String {
         None => {
             let _ = writeln!(s, "tick cost fit: not enough runs with a steady tick");
         }
+    }
+    match &r.move_cost {
+        Some(mv) => {
+            let u = mv.us_per_move;
+            let _ = writeln!(
+                s,
+                "move cost: run --policy speed --level cpu over `workload spmd`, {} threads, \
+                 {MOVE_PHASE_MS} ms yielding phases: {:.1} / {:.1} / {:.1} µs of the tool's CPU \
+                 a move min/med/max ({:.0} moves a run, median; the slice changes in the same \
+                 plans included)",
+                mv.threads, u.min, u.median, u.max, mv.moves
+            );
+        }
+        None => {
+            let _ = writeln!(s, "move cost: no run made a move");
+        }
+    }
+    if let Some(c) = &r.sim_tool_cost {
+        let _ = writeln!(
+            s,
+            "for the simulator, ticks and moves: threadbalance sim --tick-cost {c}"
+        );
     }
     if r.migration.is_empty() {
         return s;

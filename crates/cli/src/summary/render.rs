@@ -8,7 +8,7 @@ use super::{MIN_WALL_FOR_PCT, Summary, ThreadCounters};
 const COUNTER_LINES: usize = 16;
 use serde::{Serialize, Serializer};
 use std::fmt::Write;
-use threadbalance_model::{ApplyReport, Level, PolicySummary};
+use threadbalance_model::{ApplyReport, Level, Nanos, PolicySummary};
 use threadbalance_policy::PolicyKind;
 
 impl Summary {
@@ -366,6 +366,7 @@ struct Json<'a> {
     watch_budget_max_pct: f64,
     tick_cpu_us: f64,
     steady_ticks: u64,
+    move_cpu_us: f64,
     domain_util: &'a [f64],
     domain_util_mean: f64,
     domain_util_cv: f64,
@@ -378,6 +379,16 @@ struct Json<'a> {
     ended: String,
     hw_counters: Option<&'a str>,
     thread_counters: Vec<ThreadCounters>,
+}
+
+/// The tool's CPU time per move made, µs: what carrying out the plans cost (`acting`,
+/// slice changes in the same plans included) over the moves done; 0 when none was.
+fn move_cpu_us(acting: Nanos, done: u32) -> f64 {
+    if done == 0 {
+        0.0
+    } else {
+        acting.0 as f64 / 1e3 / f64::from(done)
+    }
 }
 
 impl<'a> From<&'a Summary> for Json<'a> {
@@ -423,6 +434,7 @@ impl<'a> From<&'a Summary> for Json<'a> {
             watch_budget_max_pct: h.budget.watch_max_pct,
             tick_cpu_us,
             steady_ticks,
+            move_cpu_us: move_cpu_us(h.acting, t.applied.done),
             domain_util: &s.util.per_domain,
             domain_util_mean: s.util.mean,
             domain_util_cv: s.util.cv,

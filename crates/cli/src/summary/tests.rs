@@ -11,6 +11,7 @@ fn quiet_host() -> HostReport {
         ticks_paced: 0,
         budget: Budget::default(),
         steady: None,
+        acting: Nanos::ZERO,
         run_time: RunTime {
             source: RunSource::Proc(WhyProc::SharedOff),
             stopped: None,
@@ -348,6 +349,23 @@ fn summary_ended_and_run_time_read_as_they_always_have() {
 }
 
 #[test]
+fn summary_json_gives_the_tools_cpu_per_move_made() {
+    // 92 µs carrying out plans that made 2 moves: 46 µs a move; no move, no figure.
+    let host = HostReport {
+        acting: Nanos(92_000),
+        ..quiet_host()
+    };
+    let mut s = on_two_cores(PolicyKind::Speed, host);
+    assert_eq!(serde_json::to_value(&s).unwrap()["move_cpu_us"], 0.0);
+    s.tally.applied.done = 2;
+    let v = serde_json::to_value(&s).unwrap();
+    assert!(
+        (v["move_cpu_us"].as_f64().unwrap() - 46.0).abs() < 1e-9,
+        "{v}"
+    );
+}
+
+#[test]
 fn summary_json_has_every_field_of_the_schema_in_order() {
     let s = on_two_cores(PolicyKind::Tumbler, quiet_host());
     let text = serde_json::to_string(&s).unwrap();
@@ -358,7 +376,7 @@ fn summary_json_has_every_field_of_the_schema_in_order() {
         .keys()
         .cloned()
         .collect();
-    assert_eq!(keys.len(), 48, "{keys:?}");
+    assert_eq!(keys.len(), 49, "{keys:?}");
     assert!(text.starts_with("{\"schema_version\":"), "{text}");
     assert!(
         text.ends_with("\"ended\":\"exit 0\",\"hw_counters\":null,\"thread_counters\":[]}"),

@@ -434,6 +434,32 @@ fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
         assert!(fit["points"].as_array().unwrap().len() >= 2, "{fit}");
         assert!(text.contains("--tick-cost"), "{text}");
     }
+    // One move to the tool: on more than one CPU the M + 1 threads rotate, so some run
+    // made moves, each costing the tool some CPU time; the simulator's argument then has
+    // three parts when the tick was fitted.
+    let mv = &v["move_cost"];
+    if m > 1 {
+        assert_eq!(mv["threads"].as_u64(), Some(m as u64 + 1), "{mv}");
+        assert!(mv["moves"].as_f64().unwrap() > 0.0, "{mv}");
+        let u = &mv["us_per_move"];
+        let (lo, mid, hi) = (
+            u["min"].as_f64().unwrap(),
+            u["median"].as_f64().unwrap(),
+            u["max"].as_f64().unwrap(),
+        );
+        assert!(0.0 < lo && lo <= mid && mid <= hi, "{mv}");
+        assert!(text.contains("µs of the tool's CPU a move"), "{text}");
+        if !fit.is_null() {
+            let three = v["sim_tool_cost"].as_str().unwrap();
+            assert_eq!(three.split(',').count(), 3, "{three}");
+            assert!(
+                three.starts_with(fit["sim_tick_cost"].as_str().unwrap()),
+                "{three}"
+            );
+        }
+    } else {
+        assert!(mv.is_null(), "{mv}");
+    }
     let sets: Vec<u64> = v["migration"]
         .as_array()
         .unwrap()

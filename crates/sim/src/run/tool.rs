@@ -38,10 +38,13 @@ use threadbalance_model::{CpuSet, Nanos, Pid, ThreadKey, Tid};
 ///   --cost`'s "tick cost fit"; docs/cost.md, "Where a live tick goes");
 /// - a move: **46 µs** of the tool's CPU time (the median CPU time per move of `run
 ///   --policy speed` on 24 threads, affinity files opened when a thread is first seen;
-///   docs/cost.md, "What moves cost the tool").
+///   docs/cost.md, "Moves"). `bench --cost`'s "move cost" line now measures it on the
+///   tool's own path: 42.9 / 52.3 / 67.5 µs (min/median/max of three runs), a spread this
+///   figure is inside.
 ///
 /// A server's system calls are likely cheaper than this VM's: these are an upper
-/// estimate until measured there (`bench --cost` on that machine gives the tick).
+/// estimate until measured there (`bench --cost` on that machine gives all three parts,
+/// as `sim --tick-cost F,P,M`).
 pub const MEASURED: TickCost = TickCost {
     fixed: Nanos(19_800),
     per_thread_ns: 298.0,
