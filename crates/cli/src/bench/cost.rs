@@ -391,29 +391,21 @@ fn management_row(
             "management cost: {threads} threads (run {}/{repeat})",
             r + 1
         );
-        let json = dir.path().join(format!("run-{threads}-{r}.json"));
-        let out = Command::new(exe)
-            .args(["run", "--policy", "speed", "--level", "core"])
-            .args(["--interval", "2", "--no-children", "--json"])
-            .arg(&json)
-            .arg("--")
-            .arg(exe)
-            .args(["workload", "uneven", "--duty", &duties])
-            .args(["--period-ms", &PERIOD_MS.to_string()])
-            .args(["--periods", &periods.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .context("starting a management-cost run")?;
-        let summary = std::fs::read_to_string(&json);
-        let _ = std::fs::remove_file(&json);
-        if !out.status.success() {
-            bail!(
-                "the management-cost run with {threads} threads failed ({})",
-                out.status
-            );
-        }
-        let s = crate::runread::parse(&summary.context("reading the run's summary")?)?;
+        let s = managed_run(
+            exe,
+            &dir.path().join(format!("run-{threads}-{r}.json")),
+            &["--level", "core", "--interval", "2", "--no-children"],
+            &[
+                "uneven",
+                "--duty",
+                &duties,
+                "--period-ms",
+                &PERIOD_MS.to_string(),
+                "--periods",
+                &periods.to_string(),
+            ],
+        )
+        .with_context(|| format!("the management-cost run with {threads} threads"))?;
         let (p, cpu_s, wall_s, n) = (s.tool_cpu_pct, s.tool_cpu_s, s.wall_s, s.ticks as f64);
         pct.push(p);
         paced.push(100.0 * s.ticks_paced as f64 / n.max(1.0));
@@ -435,6 +427,36 @@ fn management_row(
     })
 }
 
+/// `threadbalance run --policy speed RUN_ARGS --json JSON -- threadbalance workload
+/// WORKLOAD_ARGS`, its summary read back (and its file removed); an error when it could
+/// not start or failed.
+fn managed_run(
+    exe: &Path,
+    json: &Path,
+    run_args: &[&str],
+    workload_args: &[&str],
+) -> Result<crate::runread::RunSummary> {
+    let out = Command::new(exe)
+        .args(["run", "--policy", "speed"])
+        .args(run_args)
+        .arg("--json")
+        .arg(json)
+        .arg("--")
+        .arg(exe)
+        .arg("workload")
+        .args(workload_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("starting it")?;
+    let summary = std::fs::read_to_string(json);
+    let _ = std::fs::remove_file(json);
+    if !out.status.success() {
+        bail!("it failed ({})", out.status);
+    }
+    crate::runread::parse(&summary.context("reading its summary")?)
+}
+
 /// Measures [`MoveRow`]: `repeat` runs of `run --policy speed --level cpu` over `workload
 /// spmd` with `m + 1` threads, `work_ms` of work each, 10 ms yielding phases. `None` when
 /// no run made a move (one CPU: nothing to rotate over).
@@ -448,25 +470,23 @@ fn move_row(exe: &Path, m: usize, work_ms: u32, repeat: usize) -> Result<Option<
     let mut moves = Vec::new();
     for r in 0..repeat {
         errln!("move cost: {threads} threads (run {}/{repeat})", r + 1);
-        let json = dir.path().join(format!("moves-{r}.json"));
-        let out = Command::new(exe)
-            .args(["run", "--policy", "speed", "--level", "cpu", "--json"])
-            .arg(&json)
-            .arg("--")
-            .arg(exe)
-            .args(["workload", "spmd", "--threads", &threads.to_string()])
-            .args(["--phase-ms", &MOVE_PHASE_MS.to_string()])
-            .args(["--barrier", "yield", "--work-ms", &work_ms.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .context("starting a move-cost run")?;
-        let summary = std::fs::read_to_string(&json);
-        let _ = std::fs::remove_file(&json);
-        if !out.status.success() {
-            bail!("the move-cost run failed ({})", out.status);
-        }
-        let s = crate::runread::parse(&summary.context("reading the run's summary")?)?;
+        let s = managed_run(
+            exe,
+            &dir.path().join(format!("moves-{r}.json")),
+            &["--level", "cpu"],
+            &[
+                "spmd",
+                "--threads",
+                &threads.to_string(),
+                "--phase-ms",
+                &MOVE_PHASE_MS.to_string(),
+                "--barrier",
+                "yield",
+                "--work-ms",
+                &work_ms.to_string(),
+            ],
+        )
+        .context("the move-cost run")?;
         moves.push(s.applied.done as f64);
         if s.applied.done > 0 {
             per_move.push(s.move_cpu_us);

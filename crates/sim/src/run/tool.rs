@@ -39,8 +39,8 @@ use threadbalance_model::{CpuSet, Nanos, Pid, ThreadKey, Tid};
 /// - a move: **46 µs** of the tool's CPU time (the median CPU time per move of `run
 ///   --policy speed` on 24 threads, affinity files opened when a thread is first seen;
 ///   docs/cost.md, "Moves"). `bench --cost`'s "move cost" line now measures it on the
-///   tool's own path: 42.9 / 52.3 / 67.5 µs (min/median/max of three runs), a spread this
-///   figure is inside.
+///   tool's own path: medians of 52.3 and 41.3 µs in two full runs of it (32.4–67.5 µs
+///   over their six runs), between which this figure lies.
 ///
 /// A server's system calls are likely cheaper than this VM's: these are an upper
 /// estimate until measured there (`bench --cost` on that machine gives all three parts,
