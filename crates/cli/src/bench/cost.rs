@@ -40,11 +40,11 @@
 //!
 //! **One move, to the tool.** `threadbalance run --policy speed --level cpu` manages
 //! `workload spmd` with M + 1 threads and 10 ms yielding phases, which it keeps rotating
-//! (on 2 CPUs about 190 moves a second). `run` times its own CPU around each plan it carries out (the
-//! identity checks, the mask read, the journal line, `sched_setaffinity`, and the slice
-//! changes in the same plans) and its JSON gives that over the moves made (`move_cpu_us`);
-//! the report gives the runs' min, median and max, and the simulator's `--tick-cost` with
-//! the move as its third part.
+//! (on 2 CPUs about 190 moves a second). `run` times its own CPU around each plan it
+//! carries out (the identity checks, the mask read, the journal line,
+//! `sched_setaffinity`, and the slice changes in the same plans) and its JSON gives that
+//! over the moves made (`move_cpu_us`); the report gives the runs' min, median and max,
+//! and the simulator's `--tick-cost` with the move as its third part.
 //!
 //! **What `run` adds to a command.** `true` alone, then `threadbalance run --policy P --
 //! true` for P = none and speed, [`RUN_ADDS_RUNS`] times each, interleaved, wall time from

@@ -199,8 +199,8 @@
 //! once the threads have been placed again: the first lending may come from the start's
 //! placements, whose gaps (25 ms down to 4 ms over the first rounds at 144 threads) say
 //! nothing of a rotation's, and an M read from them kept threads lent whose rotation beat
-//! Linux (64 cores, 80 threads, 30 ms phases: 1.148 → 1.123×, seed 3). That cell: 0.948
-//! → 0.971× (seed 5).
+//! Linux (64 cores, 80 threads, 30 ms phases: 1.148 → 1.123×, seed 3). The 320 threads:
+//! 0.948 → 0.971× (seed 5).
 //!
 //! **Lending on trial.** The threshold was swept in the simulator, whose Linux conserves
 //! work at blocking barriers better than this 2-core VM's kernel does: 3 threads with 10 ms
