@@ -37,7 +37,9 @@
 //! the run under way finish and stops before the next cell, removing what it built.
 
 mod cost;
+mod fit;
 mod omp;
+mod plans;
 mod predict;
 mod soak;
 mod soak_plan;

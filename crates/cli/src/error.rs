@@ -77,7 +77,9 @@ pub enum ValueError {
     #[error("an empty CPU list (expected e.g. 0-3,8)")]
     EmptyCpuList,
     /// `--tool-cpu` neither a word it knows nor three costs.
-    #[error("tool CPU {0:?}: expected measured, free or FIXED_US,PER_THREAD_US,PER_MOVE_US")]
+    #[error(
+        "tool CPU {0:?}: expected measured, free or FIXED_US,PER_THREAD_US,PER_MOVE_US[,PER_PLAN_US[,PER_SLICE_US]]"
+    )]
     ToolCpu(String),
     /// A value the model refused (a CPU list).
     #[error(transparent)]

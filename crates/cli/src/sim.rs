@@ -15,7 +15,7 @@ use crate::settings::SettingsArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use threadbalance_model::pace;
+use threadbalance_model::{Nanos, pace};
 use threadbalance_policy::PolicyKind;
 use threadbalance_sim::{Baseline, RunOptions, TickCost};
 
@@ -76,17 +76,19 @@ pub struct SimArgs {
     /// Pace the policy as the live loop's CPU budget (0.8 % of one core) would, with each
     /// tick costing FIXED_US plus PER_THREAD_US per thread, e.g. "20,0.07" [default: ticks
     /// are free and come when the policy asks].
-    /// A third number, PER_MOVE_US, is what each move costs the tool, charged only under
-    /// --cpu-budget.
+    /// A third number, PER_MOVE_US, is what each move costs the tool, a fourth,
+    /// PER_PLAN_US, what a plan that changed anything costs once, a fifth, PER_SLICE_US,
+    /// what each time slice changed costs (parts left out are 0; `bench --cost` prints all
+    /// five), charged only under --cpu-budget.
     #[arg(
         long,
-        value_name = "FIXED_US[,PER_THREAD_US[,PER_MOVE_US]]",
+        value_name = "FIXED_US[,PER_THREAD_US[,PER_MOVE_US[,PER_PLAN_US[,PER_SLICE_US]]]]",
         value_parser = tick_cost
     )]
     tick_cost: Option<TickCost>,
     /// Hold the tool's whole CPU time, moves included, to PCT % of one core, as `run
-    /// --cpu-budget PCT` does: with --tick-cost, its ticks and moves (each costing
-    /// PER_MOVE_US); without, what the tool's thread is charged on the machine
+    /// --cpu-budget PCT` does: with --tick-cost, its ticks and plans (as its parts price
+    /// them); without, what the tool's thread is charged on the machine
     /// (`--tool-cpu`) [default: ticks held to 0.8 %, or what the policy asks for (speed: up
     /// to 2.5 % while its rotation turns 6 cores or more over), moves not charged by it;
     /// ticks and moves together held to 25 % while the tool's thread runs on the machine,
@@ -94,13 +96,14 @@ pub struct SimArgs {
     #[arg(long, value_name = "PCT", value_parser = crate::cpu_budget)]
     cpu_budget: Option<f64>,
     /// The tool's own CPU time on the simulated machine: a thread of the machine that runs
-    /// at each tick for what the tick and its moves cost, taking that time from the
+    /// at each tick for what the tick and its plan cost, taking that time from the
     /// program's threads on its CPU. "measured": what `bench --cost` measured (19.8 µs +
-    /// 0.298 µs a thread a tick, 46 µs a move), or with --tick-cost its tick (and its
-    /// PER_MOVE_US, when not 0); "free": the tool costs the machine nothing (every table
-    /// made before it was charged); or FIXED_US,PER_THREAD_US,PER_MOVE_US. Never under
-    /// `none`, where no tool runs.
-    #[arg(long, value_name = "measured|free|F,P,M", default_value = "measured", value_parser = tool_cpu)]
+    /// 0.298 µs a thread a tick; a plan that changed anything 14.0 µs, and 14.6 µs a move
+    /// and 6.4 µs a slice changed), or with --tick-cost its tick (and its plan's parts,
+    /// when PER_MOVE_US is not 0); "free": the tool costs the machine nothing (every table
+    /// made before it was charged); or the five parts of --tick-cost. Never under `none`,
+    /// where no tool runs.
+    #[arg(long, value_name = "measured|free|F,P,M[,J,S]", default_value = "measured", value_parser = tool_cpu)]
     tool_cpu: ToolCpu,
     /// How the policies read threads' run time and run-queue wait: exact (at each read, as
     /// a `--features bpf` build run as root reads them from its counters) or proc (as
@@ -145,14 +148,15 @@ impl ToolCpu {
             (ToolCpu::Free, _) => None,
             (ToolCpu::Given(c), _) => Some(c),
             (ToolCpu::Measured, None) => Some(measured),
-            (ToolCpu::Measured, Some(t)) => Some(TickCost {
-                per_move: if t.per_move.0 > 0 {
-                    t.per_move
-                } else {
-                    measured.per_move
-                },
+            // A tick cost without a move's keeps the measured plan costs; one with a
+            // move's is the whole of what the caller gave.
+            (ToolCpu::Measured, Some(t)) if t.per_move.0 == 0 => Some(TickCost {
+                per_move: measured.per_move,
+                per_plan: measured.per_plan,
+                per_slice: measured.per_slice,
                 ..t
             }),
+            (ToolCpu::Measured, Some(t)) => Some(t),
         }
     }
 }
@@ -326,14 +330,7 @@ fn json_of(
         o.insert("counters".into(), a.counters.name().into());
         o.insert("hz".into(), opts.linux.hz.into());
         if let Some(c) = opts.tick_cost {
-            o.insert(
-                "tick_cost_us".into(),
-                serde_json::json!({
-                    "fixed": c.fixed.0 as f64 / 1e3,
-                    "per_thread": c.per_thread_ns / 1e3,
-                    "per_move": c.per_move.0 as f64 / 1e3,
-                }),
-            );
+            o.insert("tick_cost_us".into(), cost_json(&c));
         }
         // The watching budget where ticks cost something, and an operator's whole budget
         // wherever one was set (without a tick cost it holds the tool's thread).
@@ -346,16 +343,42 @@ fn json_of(
         }
         o.insert(
             "tool_cpu_us".into(),
-            opts.tool_cpu.map_or(serde_json::Value::Null, |c| {
-                serde_json::json!({
-                    "fixed": c.fixed.0 as f64 / 1e3,
-                    "per_thread": c.per_thread_ns / 1e3,
-                    "per_move": c.per_move.0 as f64 / 1e3,
-                })
-            }),
+            opts.tool_cpu
+                .map_or(serde_json::Value::Null, |c| cost_json(&c)),
         );
     }
     v
+}
+
+/// A tick cost's parts in µs, as the JSON gives them.
+fn cost_json(c: &TickCost) -> serde_json::Value {
+    let us = |n: Nanos| n.0 as f64 / 1e3;
+    serde_json::json!({
+        "fixed": us(c.fixed),
+        "per_thread": c.per_thread_ns / 1e3,
+        "per_move": us(c.per_move),
+        "per_plan": us(c.per_plan),
+        "per_slice": us(c.per_slice),
+    })
+}
+
+/// What a plan costs, in words: "14.6 µs a move, 14.0 µs a plan, 6.4 µs a slice" (the
+/// parts that are not 0; "plans free" when none is).
+fn plan_costs(c: &TickCost) -> String {
+    let parts: Vec<String> = [
+        (c.per_move, "a move"),
+        (c.per_plan, "a plan"),
+        (c.per_slice, "a slice"),
+    ]
+    .iter()
+    .filter(|(n, _)| n.0 > 0)
+    .map(|(n, what)| format!("{:.1} µs {what}", n.0 as f64 / 1e3))
+    .collect();
+    if parts.is_empty() {
+        "plans free".to_string()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// The lines above the table: the kernel model, the pacing and the tool's costs, when not
@@ -372,20 +395,20 @@ fn say_costs(a: &SimArgs, opts: &RunOptions) {
                 c.per_thread_ns / 1e3
             ),
             Some(b) => outln!(
-                "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and a move {:.1} µs (--tick-cost, --cpu-budget)",
+                "policy paced by a whole budget of {:.1} % of one core, a tick costing {:.1} µs + {:.3} µs a thread and {} (--tick-cost, --cpu-budget)",
                 b * 100.0,
                 c.fixed.0 as f64 / 1e3,
                 c.per_thread_ns / 1e3,
-                c.per_move.0 as f64 / 1e3
+                plan_costs(&c)
             ),
         }
     }
     match opts.tool_cpu {
         Some(c) => outln!(
-            "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {:.1} µs a move (--tool-cpu){}",
+            "the tool's own thread runs on the machine: {:.1} µs + {:.3} µs a thread a tick, {} (--tool-cpu){}",
             c.fixed.0 as f64 / 1e3,
             c.per_thread_ns / 1e3,
-            c.per_move.0 as f64 / 1e3,
+            plan_costs(&c),
             match (opts.tick_cost, opts.cpu_budget) {
                 (None, Some(b)) => format!(
                     ", all of it held to {:.1} % of one core (--cpu-budget)",

@@ -448,15 +448,17 @@ impl Actuator {
         }
         self.make_all(&mut ready, known, &mut report);
         for s in &plan.slices {
-            self.slice_one(*s, known);
+            if self.slice_one(*s, known) {
+                report.slices += 1;
+            }
         }
         report
     }
 
     /// Carries out one slice change: journaled before it is made, as masks are. A thread
     /// whose program chose its own mask, or its own slice (before we came, or over ours
-    /// since), is left alone from then on.
-    fn slice_one(&mut self, s: SliceChange, known: Known<'_>) {
+    /// since), is left alone from then on. Whether the thread's slice was changed.
+    fn slice_one(&mut self, s: SliceChange, known: Known<'_>) -> bool {
         let key = s.thread;
         let ours = self.ledger.slices.get(&key).cloned();
         match self.same_thread(key, known) {
@@ -465,12 +467,12 @@ impl Actuator {
                 if ours.is_some() {
                     let _ = self.note(&Record::Unslice(key));
                 }
-                return;
+                return false;
             }
-            None => return,
+            None => return false,
         }
         let Ok(current) = crate::slice::attr_of(key.tid) else {
-            return;
+            return false;
         };
         if let Some((original, set)) = &ours {
             let was = match original.ns {
@@ -481,14 +483,14 @@ impl Actuator {
                 // Neither its original nor ours: the program set a slice of its own since.
                 self.slice_decided.insert(key);
                 let _ = self.note(&Record::Unslice(key));
-                return;
+                return false;
             }
         }
         match (s.slice, ours) {
             (Some(ns), ours) => {
                 let fresh = ours.is_none();
                 if !fresh && current.runtime() == ns.0 {
-                    return;
+                    return false;
                 }
                 let original = match ours {
                     Some((original, _)) => original,
@@ -502,7 +504,7 @@ impl Actuator {
                     }
                     None => {
                         self.slice_counts.skipped += 1;
-                        return;
+                        return false;
                     }
                 };
                 let rec = Record::Slice {
@@ -512,7 +514,7 @@ impl Actuator {
                 };
                 if self.note(&rec).is_err() {
                     self.slice_counts.skipped += 1;
-                    return;
+                    return false;
                 }
                 let want = crate::slice::Slice {
                     ns: ns.0,
@@ -523,20 +525,24 @@ impl Actuator {
                         if self.sliced.insert(key) {
                             self.slice_counts.set += 1;
                         }
+                        true
                     }
                     Err(_) => {
                         let _ = self.note(&Record::Unslice(key));
                         self.slice_counts.skipped += 1;
+                        false
                     }
                 }
             }
             (None, Some((original, _))) => {
-                if crate::slice::set(key.tid, &current, original).is_ok() {
+                let restored = crate::slice::set(key.tid, &current, original).is_ok();
+                if restored {
                     self.slice_counts.restored += 1;
                 }
                 let _ = self.note(&Record::Unslice(key));
+                restored
             }
-            (None, None) => {}
+            (None, None) => false,
         }
     }
 

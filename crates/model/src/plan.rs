@@ -187,6 +187,8 @@ pub struct ApplyReport {
     pub vanished: u32,
     /// Moves the OS refused or that had no allowed CPU.
     pub denied: u32,
+    /// Time slices changed (a slice asked for that the thread already had is not one).
+    pub slices: u32,
 }
 
 impl ApplyReport {
@@ -206,6 +208,7 @@ impl ApplyReport {
         self.unchanged += other.unchanged;
         self.vanished += other.vanished;
         self.denied += other.denied;
+        self.slices += other.slices;
     }
 }
 

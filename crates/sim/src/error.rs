@@ -99,8 +99,11 @@ pub enum SimError {
         /// The name given.
         name: String,
     },
-    /// A tick cost not of the form `FIXED_US[,PER_THREAD_US[,PER_MOVE_US]]` (`--tick-cost`).
-    #[error("tick cost {given:?}: expected FIXED_US[,PER_THREAD_US[,PER_MOVE_US]], e.g. 20,0.07")]
+    /// A tick cost not of the form
+    /// `FIXED_US[,PER_THREAD_US[,PER_MOVE_US[,PER_PLAN_US[,PER_SLICE_US]]]]` (`--tick-cost`).
+    #[error(
+        "tick cost {given:?}: expected FIXED_US[,PER_THREAD_US[,PER_MOVE_US[,PER_PLAN_US[,PER_SLICE_US]]]], e.g. 20,0.07"
+    )]
     TickCost {
         /// The text given.
         given: String,

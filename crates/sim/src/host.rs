@@ -61,8 +61,9 @@ pub struct Budget {
     last: Option<Nanos>,
     /// The whole cap, what a tick and a move cost under it, and the CPU time charged.
     whole: Option<(Pacer, TickCost, Nanos)>,
-    /// Moves done by the tick under way.
+    /// Moves done and slices changed by the tick under way.
     moves: u32,
+    slices: u32,
 }
 
 impl Budget {
@@ -104,6 +105,7 @@ impl Budget {
             last: None,
             whole: whole_cost.map(|(c, b)| (Pacer::new(b, pace::BURST), c, Nanos::ZERO)),
             moves: 0,
+            slices: 0,
         })
     }
 
@@ -122,15 +124,16 @@ impl Budget {
     /// either budget at `now`.
     fn charge(&mut self, threads: usize, now: Nanos, due: Nanos) -> Nanos {
         let moves = std::mem::take(&mut self.moves);
+        let slices = std::mem::take(&mut self.slices);
         let mut at = due;
         if let Some((pacer, cost, spent)) = self.whole.as_mut() {
-            *spent += cost.of(threads) + Nanos(cost.per_move.0 * u64::from(moves));
+            *spent += cost.of(threads) + cost.acting(moves, slices);
             at = at.max(pacer.hold(due, now, *spent));
         }
         if let Some((pacer, cost)) = self.pacer.as_mut() {
             let mut tick = cost.of(threads);
             if self.operator {
-                tick += Nanos(cost.per_move.0 * u64::from(moves));
+                tick += cost.acting(moves, slices);
             }
             self.last = Some(tick);
             self.spent += tick;
@@ -292,15 +295,18 @@ impl Host for SimHost<'_> {
             };
             report.count(outcome);
         }
-        if let Some(b) = self.budget.as_deref_mut() {
-            b.moves = report.done;
-        }
         for s in &plan.slices {
             if let Ok(t) = self.sim.world.th.binary_search_by(|t| t.key.cmp(&s.thread))
                 && !matches!(self.sim.world.th[t].st, St::Done | St::New)
+                && self.sim.world.th[t].slice != s.slice
             {
                 self.sim.world.th[ThreadIdx::from(t)].slice = s.slice;
+                report.slices += 1;
             }
+        }
+        if let Some(b) = self.budget.as_deref_mut() {
+            b.moves = report.done;
+            b.slices = report.slices;
         }
         report
     }
@@ -374,8 +380,7 @@ pub fn run_built(
                 .iter()
                 .filter(|t| !matches!(t.st, St::Done | St::New))
                 .count();
-            let moves = Nanos(c.per_move.0 * u64::from(report.applied.done));
-            sim.charge_tool(c.of(alive) + moves);
+            sim.charge_tool(c.of(alive) + c.acting(report.applied.done, report.applied.slices));
         }
         sim.world.q.push(ticker.next(), EventKind::Policy, 0, 0);
     }
@@ -531,6 +536,34 @@ mod tests {
     }
 
     #[test]
+    fn host_apply_counts_the_slices_it_changed() {
+        // What the tool pays for a plan counts each slice changed, as the live actuator
+        // counts them: a slice asked for that the thread has already is not a change.
+        let m = machine("package:1 core:2 pu:1", None).unwrap();
+        let w = Workload {
+            name: "t".into(),
+            description: String::new(),
+            apps: vec![ep_barrier(2, 1_000_000, 10_000_000, Wait::Block)],
+        };
+        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
+        sim.run_until(Nanos::from_millis(2));
+        let keys = [sim.world.th[0].key, sim.world.th[1].key];
+        let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
+        let slices = |slice: Option<Nanos>| Plan {
+            slices: keys
+                .iter()
+                .map(|&thread| threadbalance_model::SliceChange { thread, slice })
+                .collect(),
+            ..Plan::default()
+        };
+        let short = Some(Nanos::from_micros(500));
+        assert_eq!(host.apply(&slices(short)).slices, 2);
+        assert_eq!(host.apply(&slices(short)).slices, 0);
+        let back = host.apply(&slices(None));
+        assert_eq!((back.slices, back.done), (2, 0));
+    }
+
+    #[test]
     fn tick_cost_parses_microseconds_and_rejects_bad_input() {
         let c: crate::TickCost = "20,0.07".parse().unwrap();
         // 20 µs + 17 threads × 70 ns = 21.19 µs.
@@ -543,7 +576,25 @@ mod tests {
             (c.of(17), c.per_move),
             (Nanos(21_190), Nanos::from_micros(46))
         );
-        for bad in ["", "x", "-1", "1,2,3,4", "1,2,-3", "nan", "1e9"] {
+        // A plan's parts: once a plan that changed anything, each move, each slice.
+        let c: crate::TickCost = "20,0.07,10,5,4.5".parse().unwrap();
+        assert_eq!(c.acting(0, 0), Nanos::ZERO);
+        assert_eq!(c.acting(3, 0), Nanos::from_micros(35));
+        assert_eq!(c.acting(0, 2), Nanos::from_micros(14));
+        assert_eq!(c.acting(2, 2), Nanos::from_micros(34));
+        // Parts left out are 0: a move alone, as before plans were priced.
+        let c: crate::TickCost = "20,0.07,46".parse().unwrap();
+        assert_eq!(c.acting(2, 5), Nanos::from_micros(92));
+        for bad in [
+            "",
+            "x",
+            "-1",
+            "1,2,3,4,5,6",
+            "1,2,-3",
+            "1,2,3,4,-5",
+            "nan",
+            "1e9",
+        ] {
             let e = bad.parse::<crate::TickCost>().unwrap_err();
             assert!(e.to_string().contains("FIXED_US"), "{bad:?}: {e}");
         }

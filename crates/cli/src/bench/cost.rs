@@ -21,7 +21,7 @@
 //! once every thread has been seen (`tick_cpu_us`: sampling, deciding, the wait and its
 //! wake-up, as the budget charges them; start-up and moves left out). Those medians, at
 //! T = 64, 256 and 1024 and in one more run with [`FIT_SMALL`] threads, are fitted by least
-//! squares on the relative error to `FIXED_US + PER_THREAD_US · T` ([`fit_tick_cost`]), and
+//! squares on the relative error to `FIXED_US + PER_THREAD_US · T` ([`super::fit::fit_line`]), and
 //! the report prints the pair as the argument of `threadbalance sim --tick-cost`: the
 //! simulator then paces its policies as this machine would.
 //!
@@ -43,8 +43,13 @@
 //! (on 2 CPUs about 190 moves a second). `run` times its own CPU around each plan it
 //! carries out (the identity checks, the mask read, the journal line,
 //! `sched_setaffinity`, and the slice changes in the same plans) and its JSON gives that
-//! over the moves made (`move_cpu_us`); the report gives the runs' min, median and max,
-//! and the simulator's `--tick-cost` with the move as its third part.
+//! over the moves made (`move_cpu_us`); the report gives the runs' min, median and max.
+//! That is the price of a move in plans of one or two, slice changes included.
+//!
+//! **A plan of k moves, to the tool** ([`super::plans`]). The tool's own apply over a
+//! program's busy threads, plans of 1 to 16 moves and of 1 to 16 slice changes: a plan's
+//! price as `PLAN_US + MOVE_US · k`, and a slice change's. The simulator's `--tick-cost`
+//! is printed with all five parts: the tick's two, then the move, the plan and the slice.
 //!
 //! **What `run` adds to a command.** `true` alone, then `threadbalance run --policy P --
 //! true` for P = none and speed, [`RUN_ADDS_RUNS`] times each, interleaved, wall time from
@@ -189,10 +194,17 @@ pub struct CostReport {
     pub tick_cost: Option<TickFit>,
     /// What `run` adds to a command's wall time, one row per policy.
     pub run_adds: Vec<RunAdds>,
-    /// What one move costs the tool; absent when no run made a move (one CPU).
+    /// What one move costs the tool in `run`'s own rounds; absent when no run made a move
+    /// (one CPU).
     pub move_cost: Option<MoveRow>,
-    /// The simulator's `--tick-cost` with all three parts (the fit's tick and the median
-    /// move), when both were measured.
+    /// What plans of k moves, and of k slice changes, cost the tool; empty with a single
+    /// CPU.
+    pub plans: super::plans::PlanRows,
+    /// The plans' cost as `PLAN_US + MOVE_US · k` and a slice change's, when it could be
+    /// fitted.
+    pub plan_fit: Option<super::plans::PlanFit>,
+    /// The simulator's `--tick-cost` with all five parts (the fit's tick; the plans' move,
+    /// plan and slice change), when both fits were made.
     pub sim_tool_cost: Option<String>,
 }
 
@@ -251,38 +263,6 @@ fn which_true() -> Result<std::path::PathBuf> {
         .ok_or_else(|| anyhow!("no `true` in PATH"))
 }
 
-/// Least squares of `y = a + b·x` over `points` (x = threads, y = µs per tick) on the
-/// relative error: each point weighted by 1/y², so a 4-thread tick of 40 µs counts as much
-/// as a 1024-thread tick of 13 ms (plain least squares would fit the largest alone). Both
-/// parts are held at 0 or more: a negative part means the runs cannot tell it from nothing
-/// (then the line through the origin, or the flat line at the weighted mean). `None` with
-/// fewer than two distinct thread counts, or a point that is not positive.
-pub fn fit_tick_cost(points: &[(usize, f64)]) -> Option<(f64, f64)> {
-    if !points.iter().all(|p| p.1 > 0.0) {
-        return None;
-    }
-    let w = |p: &(usize, f64)| 1.0 / (p.1 * p.1);
-    let x = |p: &(usize, f64)| p.0 as f64;
-    let sw: f64 = points.iter().map(w).sum();
-    let sx: f64 = points.iter().map(|p| w(p) * x(p)).sum();
-    let sy: f64 = points.iter().map(|p| w(p) * p.1).sum();
-    let sxx: f64 = points.iter().map(|p| w(p) * x(p) * x(p)).sum();
-    let sxy: f64 = points.iter().map(|p| w(p) * x(p) * p.1).sum();
-    let det = sw * sxx - sx * sx;
-    if points.len() < 2 || det <= 1e-12 * sw * sxx {
-        return None;
-    }
-    let b = (sw * sxy - sx * sy) / det;
-    let a = (sy - b * sx) / sw;
-    if a < 0.0 {
-        return Some((0.0, (sxy / sxx).max(0.0)));
-    }
-    if b < 0.0 {
-        return Some((sy / sw, 0.0));
-    }
-    Some((a, b))
-}
-
 /// The fit of `rows` (their steady µs per tick), `None` when it cannot be made.
 fn tick_fit(rows: &[ManagementRow]) -> Option<TickFit> {
     let points: Vec<(usize, f64)> = rows
@@ -290,7 +270,7 @@ fn tick_fit(rows: &[ManagementRow]) -> Option<TickFit> {
         .filter(|r| r.steady_us_per_tick > 0.0)
         .map(|r| (r.threads, r.steady_us_per_tick))
         .collect();
-    let (fixed_us, per_thread_us) = fit_tick_cost(&points)?;
+    let (fixed_us, per_thread_us) = super::fit::fit_line(&points)?;
     Some(TickFit {
         points,
         fixed_us,
@@ -336,10 +316,17 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
     let run_adds = run_adds(&exe, &["none", "speed"], RUN_ADDS_RUNS)?;
     let work_ms = if quick { 300 } else { 2000 };
     let move_cost = move_row(&exe, m, work_ms, repeat)?;
-    let sim_tool_cost = tick_cost
-        .as_ref()
-        .zip(move_cost.as_ref())
-        .map(|(f, mv)| format!("{},{:.0}", f.sim_tick_cost, mv.us_per_move.median));
+    let plans = match pair[..] {
+        [a, b] => super::plans::plan_rows(&exe, [a, b], if quick { 20 } else { 200 })?,
+        _ => super::plans::PlanRows::default(),
+    };
+    let plan_fit = super::plans::fit(&plans);
+    let sim_tool_cost = tick_cost.as_ref().zip(plan_fit.as_ref()).map(|(f, p)| {
+        format!(
+            "{},{:.1},{:.1},{:.1}",
+            f.sim_tick_cost, p.per_move_us, p.per_plan_us, p.per_slice_us
+        )
+    });
     let report = CostReport {
         cpus: m,
         load: [load_before, super::load_average()],
@@ -349,6 +336,8 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
         tick_cost,
         run_adds,
         move_cost,
+        plans,
+        plan_fit,
         sim_tool_cost,
     };
     // With `--json -` the JSON alone goes to stdout and the table to stderr.
@@ -779,10 +768,61 @@ pub fn to_table(r: &CostReport) -> String {
             let _ = writeln!(s, "move cost: no run made a move");
         }
     }
+    if !r.plans.moves.is_empty() {
+        let _ = writeln!(
+            s,
+            "plan cost: the tool's own apply over `workload spmd` ({} busy threads), plans of k \
+             changes, one a ms (moves between CPUs {}; slices {} ms and back)",
+            super::plans::BUSY,
+            r.migration_cpus,
+            0.5
+        );
+        let _ = writeln!(
+            s,
+            "{:>7} {:>30} {:>10} {:>30} {:>10}",
+            "k",
+            "moves: µs a plan min/med/max",
+            "µs each",
+            "slices: µs a plan min/med/max",
+            "µs each"
+        );
+        let cell = |p: Option<&super::plans::PlanRow>| match p {
+            Some(p) if p.done >= p.moves as f64 => {
+                let u = p.us_per_plan;
+                (
+                    format!("{:.1} / {:.1} / {:.1}", u.min, u.median, u.max),
+                    format!("{:.1}", u.median / p.moves as f64),
+                )
+            }
+            Some(p) => (
+                format!("{:.0} of {} done", p.done, p.moves),
+                "-".to_string(),
+            ),
+            None => ("-".to_string(), "-".to_string()),
+        };
+        for (i, p) in r.plans.moves.iter().enumerate() {
+            let (m, me) = cell(Some(p));
+            let (sl, se) = cell(r.plans.slices.get(i));
+            let _ = writeln!(s, "{:>7} {m:>30} {me:>10} {sl:>30} {se:>10}", p.moves);
+        }
+        match &r.plan_fit {
+            Some(f) => {
+                let _ = writeln!(
+                    s,
+                    "plan cost fit (least squares on the relative error over the medians): \
+                     {:.1} µs a plan + {:.1} µs a move; {:.1} µs a slice change",
+                    f.per_plan_us, f.per_move_us, f.per_slice_us
+                );
+            }
+            None => {
+                let _ = writeln!(s, "plan cost fit: not enough plan sizes measured");
+            }
+        }
+    }
     if let Some(c) = &r.sim_tool_cost {
         let _ = writeln!(
             s,
-            "for the simulator, ticks and moves: threadbalance sim --tick-cost {c}"
+            "for the simulator, ticks, moves, plans and slices: threadbalance sim --tick-cost {c}"
         );
     }
     if r.migration.is_empty() {
@@ -832,47 +872,7 @@ pub fn to_table(r: &CostReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MigrationRun, Unit, duty, fit_tick_cost};
-
-    #[test]
-    fn fit_tick_cost_worked_example_weighs_each_point_by_its_relative_error() {
-        // Points (1, 10), (2, 10), (4, 20), weights 1/y² = 1/100, 1/100, 1/400, or 4, 4, 1
-        // scaled by 400 (the scale cancels). Σw = 9, Σwx = 4 + 8 + 4 = 16,
-        // Σwy = 40 + 40 + 20 = 100, Σwx² = 4 + 16 + 16 = 36, Σwxy = 40 + 80 + 80 = 200.
-        // b = (9·200 − 16·100) / (9·36 − 16²) = 200 / 68 = 2.941…;
-        // a = (100 − 16·b) / 9 = 5.882…
-        let (a, b) = fit_tick_cost(&[(1, 10.0), (2, 10.0), (4, 20.0)]).unwrap();
-        assert!((b - 200.0 / 68.0).abs() < 1e-9, "{b}");
-        assert!(
-            (a - (100.0 - 16.0 * 200.0 / 68.0) / 9.0).abs() < 1e-9,
-            "{a}"
-        );
-        // A line given exactly comes back exactly, whatever the weights: 20 + 1.9 T.
-        let exact: Vec<(usize, f64)> = [1, 17, 64, 1024]
-            .iter()
-            .map(|&t| (t, 20.0 + 1.9 * t as f64))
-            .collect();
-        let (a, b) = fit_tick_cost(&exact).unwrap();
-        assert!((a - 20.0).abs() < 1e-6 && (b - 1.9).abs() < 1e-9, "{a} {b}");
-    }
-
-    #[test]
-    fn fit_tick_cost_negative_parts_are_held_at_zero() {
-        // (10, 10), (20, 30): the line 2x − 10 has a negative fixed part; through the
-        // origin, weights 1/100 and 1/900: b = Σwxy / Σwx² = (1 + 600/900) / (1 + 400/900)
-        // = (15/9) / (13/9) = 15/13.
-        let (a, b) = fit_tick_cost(&[(10, 10.0), (20, 30.0)]).unwrap();
-        assert_eq!(a, 0.0);
-        assert!((b - 15.0 / 13.0).abs() < 1e-12, "{b}");
-        // Falling with the thread count: no per-thread part; the weighted mean
-        // (30/900 + 10/100) / (1/900 + 1/100) = (1/30 + 1/10) / (1/900 + 9/900) = 12.
-        let (a, b) = fit_tick_cost(&[(10, 30.0), (20, 10.0)]).unwrap();
-        assert!((a - 12.0).abs() < 1e-9 && b == 0.0, "{a} {b}");
-        // One thread count (twice), none, or a tick not measured: no line.
-        assert_eq!(fit_tick_cost(&[(64, 100.0), (64, 120.0)]), None);
-        assert_eq!(fit_tick_cost(&[]), None);
-        assert_eq!(fit_tick_cost(&[(4, 0.0), (64, 100.0)]), None);
-    }
+    use super::{MigrationRun, Unit, duty};
 
     #[test]
     fn windows_start_one_unit_before_each_seen_change() {

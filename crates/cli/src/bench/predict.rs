@@ -197,6 +197,8 @@ impl Simulator<'_> {
                     fixed: Nanos((us * 1e3).round() as u64),
                     per_thread_ns: 0.0,
                     per_move: Nanos::ZERO,
+                    per_plan: Nanos::ZERO,
+                    per_slice: Nanos::ZERO,
                 });
                 let run =
                     threadbalance_sim::run_policy(&machine, &workload, &r.policy, &settings, &opts)

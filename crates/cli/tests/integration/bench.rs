@@ -449,16 +449,45 @@ fn bench_cost_quick_reports_each_thread_count_and_each_working_set() {
         );
         assert!(0.0 < lo && lo <= mid && mid <= hi, "{mv}");
         assert!(text.contains("µs of the tool's CPU a move"), "{text}");
+        // Plans of 1, 2, 4, 8 and 16 moves, and of as many slice changes, carried out by
+        // the tool's own apply: every move done (each changes a mask), a plan's price
+        // positive and ordered, and a fit whose parts the simulator's argument carries.
+        for kind in ["moves", "slices"] {
+            let rows = v["plans"][kind].as_array().unwrap();
+            let ks: Vec<u64> = rows.iter().map(|r| r["moves"].as_u64().unwrap()).collect();
+            assert_eq!(ks, vec![1, 2, 4, 8, 16], "{kind}");
+            for r in rows {
+                let u = &r["us_per_plan"];
+                let (lo, mid, hi) = (
+                    u["min"].as_f64().unwrap(),
+                    u["median"].as_f64().unwrap(),
+                    u["max"].as_f64().unwrap(),
+                );
+                assert!(lo <= mid && mid <= hi, "{r}");
+                if kind == "moves" {
+                    assert_eq!(r["done"], r["moves"].as_f64().unwrap(), "{r}");
+                    assert!(lo > 0.0, "{r}");
+                }
+            }
+        }
+        let pf = &v["plan_fit"];
+        for part in ["per_plan_us", "per_move_us", "per_slice_us"] {
+            assert!(pf[part].as_f64().unwrap() >= 0.0, "{pf}");
+        }
+        assert!(pf["per_move_us"].as_f64().unwrap() > 0.0, "{pf}");
+        assert!(text.contains("µs a plan +"), "{text}");
         if !fit.is_null() {
-            let three = v["sim_tool_cost"].as_str().unwrap();
-            assert_eq!(three.split(',').count(), 3, "{three}");
+            let five = v["sim_tool_cost"].as_str().unwrap();
+            assert_eq!(five.split(',').count(), 5, "{five}");
             assert!(
-                three.starts_with(fit["sim_tick_cost"].as_str().unwrap()),
-                "{three}"
+                five.starts_with(fit["sim_tick_cost"].as_str().unwrap()),
+                "{five}"
             );
         }
     } else {
         assert!(mv.is_null(), "{mv}");
+        assert!(v["plans"]["moves"].as_array().unwrap().is_empty());
+        assert!(v["plan_fit"].is_null());
     }
     let sets: Vec<u64> = v["migration"]
         .as_array()

@@ -115,8 +115,40 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
     };
     let free = paced(&[]);
     assert_eq!(free["tick_cost_us"]["per_move"].as_f64(), Some(46.0));
-    // The tool's thread is charged the tick given, by default (`--tool-cpu measured`).
+    // A move's price given, the plan's other parts left out are 0.
+    assert_eq!(free["tick_cost_us"]["per_plan"].as_f64(), Some(0.0));
+    assert_eq!(free["tick_cost_us"]["per_slice"].as_f64(), Some(0.0));
+    // The tool's thread is charged the tick given, by default (`--tool-cpu measured`),
+    // and the plan's parts given with it.
     assert_eq!(free["tool_cpu_us"]["fixed"].as_f64(), Some(20.0));
+    assert_eq!(free["tool_cpu_us"]["per_move"].as_f64(), Some(46.0));
+    assert_eq!(free["tool_cpu_us"]["per_plan"].as_f64(), Some(0.0));
+    // A tick alone: the tool's thread pays the measured plan's parts.
+    let tick_alone = stdout_json(&[
+        "sim",
+        "--machine",
+        "package:1 core:2 pu:1",
+        "--workload",
+        "ep-barrier:work_ms=200",
+        "--threads",
+        "3",
+        "--policy",
+        "speed",
+        "--tick-cost",
+        "20,0.3",
+        "--json",
+    ]);
+    assert_schema(&tick_alone, "sim");
+    let t = &tick_alone["tool_cpu_us"];
+    assert_eq!(t["fixed"].as_f64(), Some(20.0));
+    assert_eq!(
+        (
+            t["per_move"].as_f64(),
+            t["per_plan"].as_f64(),
+            t["per_slice"].as_f64()
+        ),
+        (Some(14.6), Some(14.0), Some(6.4))
+    );
     assert_eq!(
         paced(&["--tool-cpu", "free"])["tool_cpu_us"],
         serde_json::Value::Null

@@ -804,9 +804,12 @@ fn live_actuator_short_slice_is_journaled_set_and_put_back_by_the_journal_alone(
     let before = attr_of(key.tid).unwrap();
     let (_dir, path, mut act) = journaled_actuator();
 
-    act.apply(&topo, &slice_plan(key, Some(500_000)));
+    // The report counts the slice changed (what `bench --cost` and the simulator price).
+    assert_eq!(act.apply(&topo, &slice_plan(key, Some(500_000))).slices, 1);
     let during = attr_of(key.tid).unwrap();
     assert_eq!(during.runtime(), 500_000);
+    // Asked again for the slice it has: nothing changed, nothing counted.
+    assert_eq!(act.apply(&topo, &slice_plan(key, Some(500_000))).slices, 0);
     assert!(during.as_slice(None).reset_on_fork);
     assert_eq!(act.slice_counts().set, 1);
     let text = std::fs::read_to_string(&path).unwrap();
@@ -826,7 +829,7 @@ fn live_actuator_short_slice_is_journaled_set_and_put_back_by_the_journal_alone(
     // Set again, then given back by a plan: restored during the run, and an unslice line.
     act.apply(&topo, &slice_plan(key, Some(500_000)));
     assert_eq!(attr_of(key.tid).unwrap().runtime(), 500_000);
-    act.apply(&topo, &slice_plan(key, None));
+    assert_eq!(act.apply(&topo, &slice_plan(key, None)).slices, 1);
     assert_eq!(attr_of(key.tid).unwrap(), before);
     assert_eq!(act.slice_counts().restored, 1);
     let text = std::fs::read_to_string(&path).unwrap();

@@ -127,7 +127,8 @@ pub struct RunOptions {
     /// What the tool's own thread takes from the simulated machine (`run/tool.rs`): at each
     /// tick of `run_policy` (not under `none`, where no tool runs) a thread of the
     /// machine runs for [`TickCost::of`] the program's threads plus
-    /// [`TickCost::per_move`] for each move done, competing for a CPU as any thread does.
+    /// [`TickCost::acting`] for what the plan changed, competing for a CPU as any thread
+    /// does.
     /// Default: [`MEASURED`], what `bench --cost` measured. `None`: the tool costs the
     /// machine nothing (as every simulated table was made before issue 38).
     pub tool_cpu: Option<TickCost>,
@@ -137,8 +138,11 @@ pub struct RunOptions {
 }
 
 /// The CPU time one live tick costs the tool: `fixed` plus `per_thread_ns` for each thread
-/// of the program (sampling, deciding and the loop), and what each move costs it. Moves
-/// are charged only under an operator's whole budget ([`RunOptions::cpu_budget`]), as live.
+/// of the program (sampling, deciding and the loop), and what carrying out its plan costs
+/// ([`TickCost::acting`]): `per_plan` once for a plan that changed anything, `per_move`
+/// for each move and `per_slice` for each time slice changed. What a plan costs is charged
+/// to the watching pacer only under an operator's whole budget
+/// ([`RunOptions::cpu_budget`]), as live.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TickCost {
     /// Per tick, whatever the thread count.
@@ -147,6 +151,11 @@ pub struct TickCost {
     pub per_thread_ns: f64,
     /// Per move made.
     pub per_move: Nanos,
+    /// Per plan that changed a mask or a slice (the journal's one write, the first call's
+    /// cold caches).
+    pub per_plan: Nanos,
+    /// Per time slice changed.
+    pub per_slice: Nanos,
 }
 
 impl TickCost {
@@ -154,12 +163,22 @@ impl TickCost {
     pub fn of(&self, threads: usize) -> Nanos {
         self.fixed + Nanos((self.per_thread_ns * threads as f64).max(0.0) as u64)
     }
+
+    /// What carrying out a plan that made `moves` moves and changed `slices` slices costs.
+    pub fn acting(&self, moves: u32, slices: u32) -> Nanos {
+        if moves == 0 && slices == 0 {
+            return Nanos::ZERO;
+        }
+        self.per_plan
+            + Nanos(self.per_move.0 * u64::from(moves))
+            + Nanos(self.per_slice.0 * u64::from(slices))
+    }
 }
 
 impl std::str::FromStr for TickCost {
     type Err = crate::SimError;
-    /// `FIXED_US[,PER_THREAD_US[,PER_MOVE_US]]`, in µs: `"20"`, `"20,0.07"` or
-    /// `"20,0.07,46"`.
+    /// `FIXED_US[,PER_THREAD_US[,PER_MOVE_US[,PER_PLAN_US[,PER_SLICE_US]]]]`, in µs:
+    /// `"20"`, `"20,0.07"`, `"20,0.07,46"` or `"20,0.07,10,5,4.5"`; a part left out is 0.
     fn from_str(s: &str) -> Result<TickCost, crate::SimError> {
         let bad = || crate::SimError::TickCost { given: s.into() };
         let mut parts = s.split(',');
@@ -174,13 +193,18 @@ impl std::str::FromStr for TickCost {
         let fixed = us(parts.next())?;
         let per_thread = us(parts.next())?;
         let per_move = us(parts.next())?;
+        let per_plan = us(parts.next())?;
+        let per_slice = us(parts.next())?;
         if parts.next().is_some() {
             return Err(bad());
         }
+        let ns = |v: f64| Nanos((v * 1e3) as u64);
         Ok(TickCost {
-            fixed: Nanos((fixed * 1e3) as u64),
+            fixed: ns(fixed),
             per_thread_ns: per_thread * 1e3,
-            per_move: Nanos((per_move * 1e3) as u64),
+            per_move: ns(per_move),
+            per_plan: ns(per_plan),
+            per_slice: ns(per_slice),
         })
     }
 }

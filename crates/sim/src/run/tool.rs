@@ -5,13 +5,15 @@
 //! kernel put it on, from the threads that would have run there. The simulator runs it
 //! the same way: one more thread of the simulated Linux (a process of its own, so an
 //! autogroup of its own), which the policy never sees. At each tick the host charges it
-//! what the tick cost on a live machine, plus what each move done cost, and wakes it (a
+//! what the tick cost on a live machine, plus what carrying out its plan cost (once a
+//! plan that changed anything, and each move and slice change), and wakes it (a
 //! timer wake-up, from the CPU it last ran on); it runs that long, competing for a CPU as
 //! any thread does, then sleeps until the next tick. A tick that comes while it is still
 //! working on the last adds to what it owes.
 //!
 //! ```text
-//!  Policy event ─► Engine::tick ─► charge(fixed + per thread × threads + per move × done)
+//!  Policy event ─► Engine::tick ─► charge(fixed + per thread × threads
+//!                                         + per plan + per move × done + per slice × slices)
 //!                                     │ asleep: wake (select_task_rq, from its last CPU)
 //!                                     ▼
 //!  tool thread: Work(owed) on its CPU ─► owed = 0 ─► block, no timer (the next tick wakes it)
@@ -36,19 +38,25 @@ use threadbalance_model::{CpuSet, Nanos, Pid, ThreadKey, Tid};
 /// - a tick: **19.8 µs + 0.298 µs a thread** of the managed program (the least-squares
 ///   line through the steady ticks' medians at 4, 64, 256 and 1024 threads, `bench
 ///   --cost`'s "tick cost fit"; docs/cost.md, "Where a live tick goes");
-/// - a move: **46 µs** of the tool's CPU time (the median CPU time per move of `run
-///   --policy speed` on 24 threads, affinity files opened when a thread is first seen;
-///   docs/cost.md, "Moves"). `bench --cost`'s "move cost" line now measures it on the
-///   tool's own path: medians of 52.3 and 41.3 µs in two full runs of it (32.4–67.5 µs
-///   over their six runs), between which this figure lies.
+/// - a plan that changed anything: **14.0 µs**, plus **14.6 µs a move** and **6.4 µs a
+///   time slice changed** (`bench --cost`'s "plan cost fit": the tool's own
+///   `LinuxHost::apply` over 16 busy threads, plans of 1 to 16 moves and of 1 to 16 slice
+///   changes, one a millisecond; the mean of two full runs, 16.0 + 17.5 and 11.9 + 11.7
+///   µs, slices 6.6 and 6.2, above a third's 4.1 + 9.8 and 4.8; docs/cost.md, "A plan's
+///   price"). A move was charged 46 µs until
+///   then: what `run`'s own rounds pay a move on 2 CPUs, where a plan holds one or two
+///   and its slice changes, so a 16-move round on 64 cores was charged 736 µs where the
+///   tool pays about 250.
 ///
 /// A server's system calls are likely cheaper than this VM's: these are an upper
-/// estimate until measured there (`bench --cost` on that machine gives all three parts,
-/// as `sim --tick-cost F,P,M`).
+/// estimate until measured there (`bench --cost` on that machine gives all five parts,
+/// as `sim --tick-cost F,P,M,J,S`).
 pub const MEASURED: TickCost = TickCost {
     fixed: Nanos(19_800),
     per_thread_ns: 298.0,
-    per_move: Nanos(46_000),
+    per_move: Nanos(14_600),
+    per_plan: Nanos(14_000),
+    per_slice: Nanos(6_400),
 };
 
 /// The tool's pid in the simulator: above every program's (1000, 2000, …), so the

@@ -62,3 +62,50 @@ fn speed_credits_paced_stay_within_one_percent_of_linux_where_linux_reaches_97_p
     assert!(none.finished && speed.finished);
     assert!(speed.runtime_s <= 1.01 * none.runtime_s, "{}", c.to_table());
 }
+
+/// % of the fair share `speed` reaches on `threads` threads of 10 ms `wait` phases, 1 s of
+/// work each, on 16 cores at HZ 1000 paced by the BPF tick, with the tool's own CPU
+/// charged at what `bench --cost` measured (`MEASURED`: a plan's price as the tool pays
+/// it), the mean of seeds 1–3, and whether each seed beat Linux.
+fn charged_pct(threads: usize, wait: &str) -> (f64, bool) {
+    let w = workload(
+        &format!("ep-barrier:phase_ms=10,wait={wait},work_ms=1000"),
+        Some(threads),
+        None,
+    )
+    .unwrap();
+    let m = machine(SIXTEEN, None).unwrap();
+    let mut sum = 0.0;
+    let mut ahead = true;
+    for seed in 1..=3 {
+        let mut opts = RunOptions::new(seed);
+        opts.linux.hz = 1000;
+        opts.tick_cost = Some(BPF_FIT.parse().unwrap());
+        assert_eq!(opts.tool_cpu, Some(threadbalance_sim::MEASURED));
+        let settings = Settings::new(threadbalance_model::Level::Core);
+        let p = ["none".to_string(), "speed".to_string()];
+        let c = compare_with(&m, &w, &p, &settings, &opts).unwrap();
+        let (none, speed) = (&c.results[0], &c.results[1]);
+        assert!(none.finished && speed.finished);
+        ahead &= speed.runtime_s < none.runtime_s;
+        sum += 100.0 * threads as f64 / 16.0 / speed.runtime_s;
+    }
+    (sum / 3.0, ahead)
+}
+
+#[test]
+fn speed_credits_paced_and_charged_a_plans_price_keep_the_sixteen_core_rows() {
+    // The 16-core calibration rows at 10 ms (issue 38: at least 91.7 % of the fair share,
+    // paced), with the tool's moves charged as carrying out a plan costs it: once a plan,
+    // and each move and slice change (`bench --cost`'s plan rows). Charged 46 µs a move,
+    // the price of a move in a 2-CPU machine's plans of one or two, these four read
+    // 90.2–91.3 %; now 92.1–92.7 %. (17 threads with blocking barriers, whose rounds move
+    // one thread a plan, read 91.5 %: docs/cost.md.)
+    for threads in [20, 24] {
+        for wait in ["yield", "block"] {
+            let (pct, ahead) = charged_pct(threads, wait);
+            assert!(pct >= 91.7, "{threads} {wait}: {pct:.1} %");
+            assert!(ahead, "{threads} {wait}: slower than Linux on a seed");
+        }
+    }
+}

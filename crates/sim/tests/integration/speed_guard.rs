@@ -21,6 +21,11 @@ fn speed_guard_hands_back_where_linux_makes_more_progress_with_less_cpu_share() 
     let w = workload(path, None, None).unwrap();
     let mut o = RunOptions::new(1);
     o.tick_cost = Some("20,1.9".parse().unwrap());
+    // The tool's thread charged 46 µs a move, as when this case was recorded. At the plan
+    // price `bench --cost` measures now (`MEASURED`) Linux still finishes 3.2 % sooner, but
+    // the probe reads 13.3 phases a second under Linux against 13.2 managed, inside the
+    // guard's 2 % margin, and nothing is handed back (docs/speed-rules.md, "The guard").
+    o.tool_cpu = Some("19.8,0.298,46".parse().unwrap());
     let p = vec!["none".to_string(), "speed".to_string()];
     let c = compare_with(
         &m,
