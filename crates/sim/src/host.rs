@@ -492,9 +492,9 @@ mod tests {
         assert!(sim.check_invariants().is_ok());
     }
 
-    #[test]
-    fn host_apply_pins_and_reports_outcomes() {
-        let m = machine("package:2 core:2 pu:1", None).unwrap();
+    /// Two threads of blocking 1 ms phases on machine `spec`, 2 ms in.
+    fn two_threads_on(spec: &str) -> Sim {
+        let m = machine(spec, None).unwrap();
         let w = Workload {
             name: "t".into(),
             description: String::new(),
@@ -502,6 +502,12 @@ mod tests {
         };
         let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
         sim.run_until(Nanos::from_millis(2));
+        sim
+    }
+
+    #[test]
+    fn host_apply_pins_and_reports_outcomes() {
+        let mut sim = two_threads_on("package:2 core:2 pu:1");
         let key = sim.world.th[0].key;
         let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         let mut snap = Snapshot::default();
@@ -539,14 +545,7 @@ mod tests {
     fn host_apply_counts_the_slices_it_changed() {
         // What the tool pays for a plan counts each slice changed, as the live actuator
         // counts them: a slice asked for that the thread has already is not a change.
-        let m = machine("package:1 core:2 pu:1", None).unwrap();
-        let w = Workload {
-            name: "t".into(),
-            description: String::new(),
-            apps: vec![ep_barrier(2, 1_000_000, 10_000_000, Wait::Block)],
-        };
-        let mut sim = Sim::new(&m, &w, &RunOptions::new(1));
-        sim.run_until(Nanos::from_millis(2));
+        let mut sim = two_threads_on("package:1 core:2 pu:1");
         let keys = [sim.world.th[0].key, sim.world.th[1].key];
         let mut host = SimHost::new(&mut sim, &Needs::NOTHING);
         let slices = |slice: Option<Nanos>| Plan {

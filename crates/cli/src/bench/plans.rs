@@ -40,7 +40,7 @@ use threadbalance_linux::read::{HostFacts, Root};
 use threadbalance_linux::sampler::SamplerConfig;
 use threadbalance_linux::state::StateDir;
 use threadbalance_model::{
-    ApplyReport, CpuId, Move, Nanos, Plan, Reason, SliceChange, Snapshot, Target, ThreadKey,
+    CpuId, Move, Nanos, Plan, Reason, SliceChange, Snapshot, Target, ThreadKey,
 };
 use threadbalance_workload::compute::thread_cpu_ns;
 
@@ -224,74 +224,67 @@ fn move_rows(
     // other, so each one changes a mask (a thread not moved yet has both).
     let mut side = vec![0usize; keys.len()];
     let mut next = 0usize;
-    let mut rows = Vec::new();
-    for k in sizes(BUSY) {
-        errln!("plan cost: plans of {k} moves ({plans} plans)");
-        let mut us = Vec::with_capacity(plans);
-        let mut done = Vec::with_capacity(plans);
-        for _ in 0..plans {
-            let moves = (0..k)
-                .map(|_| {
-                    let i = next % keys.len();
-                    next += 1;
-                    side[i] ^= 1;
-                    Move {
-                        thread: keys[i],
-                        to: Target::Cpu(cpus[side[i]]),
-                        why: Reason::SpeedRotate { lead_ms: 0.0 },
-                    }
-                })
-                .collect();
-            let plan = Plan {
-                moves,
-                slices: Vec::new(),
-                next_in: Nanos::from_millis(1),
-                note: None,
-            };
-            let (cpu_us, report) = timed(host, &plan);
-            us.push(cpu_us);
-            done.push(report.done as f64);
-        }
-        rows.push(row_of(k, &us, &done)?);
-    }
-    Ok(rows)
+    rows(host, plans, "moves", |k, _| {
+        let moves = (0..k)
+            .map(|_| {
+                let i = next % keys.len();
+                next += 1;
+                side[i] ^= 1;
+                Move {
+                    thread: keys[i],
+                    to: Target::Cpu(cpus[side[i]]),
+                    why: Reason::SpeedRotate { lead_ms: 0.0 },
+                }
+            })
+            .collect();
+        (moves, Vec::new())
+    })
 }
 
 /// Plans of k slice changes: the same k threads given `SHORT` slices, then their own back,
 /// in turn.
 fn slice_rows(host: &mut LinuxHost, keys: &[ThreadKey], plans: usize) -> Result<Vec<PlanRow>> {
+    rows(host, plans, "slice changes", |k, p| {
+        let slice = (p % 2 == 0).then_some(SHORT);
+        let slices = keys[..k]
+            .iter()
+            .map(|&thread| SliceChange { thread, slice })
+            .collect();
+        (Vec::new(), slices)
+    })
+}
+
+/// A row for each of [`sizes`]`(BUSY)`: `plans` plans of k changes each, the `p`-th made by
+/// `changes(k, p)`, each carried out after a pause as between ticks and timed on the
+/// tool's thread CPU clock; what was done is its moves plus its slices.
+fn rows(
+    host: &mut LinuxHost,
+    plans: usize,
+    what: &str,
+    mut changes: impl FnMut(usize, usize) -> (Vec<Move>, Vec<SliceChange>),
+) -> Result<Vec<PlanRow>> {
     let mut rows = Vec::new();
     for k in sizes(BUSY) {
-        errln!("plan cost: plans of {k} slice changes ({plans} plans)");
+        errln!("plan cost: plans of {k} {what} ({plans} plans)");
         let mut us = Vec::with_capacity(plans);
         let mut done = Vec::with_capacity(plans);
         for p in 0..plans {
-            let slice = (p % 2 == 0).then_some(SHORT);
+            let (moves, slices) = changes(k, p);
             let plan = Plan {
-                moves: Vec::new(),
-                slices: keys[..k]
-                    .iter()
-                    .map(|&thread| SliceChange { thread, slice })
-                    .collect(),
+                moves,
+                slices,
                 next_in: Nanos::from_millis(1),
                 note: None,
             };
-            let (cpu_us, report) = timed(host, &plan);
-            us.push(cpu_us);
-            done.push(report.slices as f64);
+            std::thread::sleep(BETWEEN);
+            let t0 = thread_cpu_ns();
+            let report = host.apply(&plan);
+            us.push(thread_cpu_ns().saturating_sub(t0) as f64 / 1e3);
+            done.push(f64::from(report.done + report.slices));
         }
         rows.push(row_of(k, &us, &done)?);
     }
     Ok(rows)
-}
-
-/// Carries out `plan` after a pause as between ticks: the tool's CPU time, µs, and what
-/// was done.
-fn timed(host: &mut LinuxHost, plan: &Plan) -> (f64, ApplyReport) {
-    std::thread::sleep(BETWEEN);
-    let t0 = thread_cpu_ns();
-    let report = host.apply(plan);
-    (thread_cpu_ns().saturating_sub(t0) as f64 / 1e3, report)
 }
 
 fn row_of(k: usize, us: &[f64], done: &[f64]) -> Result<PlanRow> {

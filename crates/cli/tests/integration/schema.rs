@@ -93,7 +93,7 @@ fn schema_run_json_follows_the_schema() {
 
 #[test]
 fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
-    let paced = |extra: &[&str]| {
+    let paced_at = |tick: &str, extra: &[&str]| {
         let mut args = vec![
             "sim",
             "--machine",
@@ -105,7 +105,7 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
             "--policy",
             "speed",
             "--tick-cost",
-            "20,0.3,46",
+            tick,
             "--json",
         ];
         args.extend_from_slice(extra);
@@ -113,6 +113,7 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
         assert_schema(&v, "sim");
         v
     };
+    let paced = |extra: &[&str]| paced_at("20,0.3,46", extra);
     let free = paced(&[]);
     assert_eq!(free["tick_cost_us"]["per_move"].as_f64(), Some(46.0));
     // A move's price given, the plan's other parts left out are 0.
@@ -124,21 +125,7 @@ fn schema_sim_json_of_a_paced_run_says_what_was_charged() {
     assert_eq!(free["tool_cpu_us"]["per_move"].as_f64(), Some(46.0));
     assert_eq!(free["tool_cpu_us"]["per_plan"].as_f64(), Some(0.0));
     // A tick alone: the tool's thread pays the measured plan's parts.
-    let tick_alone = stdout_json(&[
-        "sim",
-        "--machine",
-        "package:1 core:2 pu:1",
-        "--workload",
-        "ep-barrier:work_ms=200",
-        "--threads",
-        "3",
-        "--policy",
-        "speed",
-        "--tick-cost",
-        "20,0.3",
-        "--json",
-    ]);
-    assert_schema(&tick_alone, "sim");
+    let tick_alone = paced_at("20,0.3", &[]);
     let t = &tick_alone["tool_cpu_us"];
     assert_eq!(t["fixed"].as_f64(), Some(20.0));
     assert_eq!(
