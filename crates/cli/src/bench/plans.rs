@@ -130,8 +130,9 @@ impl Drop for Busy {
     }
 }
 
-/// Measures a [`PlanRow`] for each of [`sizes`]`(BUSY)`, `plans` plans each, moving
-/// threads between `cpus`.
+/// Measures a [`PlanRow`] for each of [`sizes`]`(BUSY)`, `plans` plans each: plans of
+/// moves between `cpus`, then plans of slice changes. Every mask and slice changed is put
+/// back, and the child is killed, whatever the measurement gave.
 pub fn plan_rows(exe: &Path, cpus: [CpuId; 2], plans: usize) -> Result<PlanRows> {
     let busy = BUSY.to_string();
     let child = Command::new(exe)
