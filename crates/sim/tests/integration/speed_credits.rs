@@ -99,8 +99,8 @@ fn speed_credits_paced_and_charged_a_plans_price_keep_the_sixteen_core_rows() {
     // paced), with the tool's moves charged as carrying out a plan costs it: once a plan,
     // and each move and slice change (`bench --cost`'s plan rows). Charged 46 µs a move,
     // the price of a move in a 2-CPU machine's plans of one or two, these four read
-    // 90.2–91.3 %; now 92.1–92.7 %. (17 threads with blocking barriers, whose rounds move
-    // one thread a plan, read 91.5 %: docs/cost.md.)
+    // 90.1–91.7 % (seeds 1–3); now 92.0–92.9 %. (17 threads with blocking barriers, whose
+    // rounds move one thread a plan, read 91.4–91.5 %: docs/cost.md.)
     for threads in [20, 24] {
         for wait in ["yield", "block"] {
             let (pct, ahead) = charged_pct(threads, wait);
