@@ -317,7 +317,7 @@ pub fn run(repeat: usize, quick: bool, json: Option<&Path>) -> Result<u8> {
     let work_ms = if quick { 300 } else { 2000 };
     let move_cost = move_row(&exe, m, work_ms, repeat)?;
     let plans = match pair[..] {
-        [a, b] => super::plans::plan_rows(&exe, [a, b], if quick { 20 } else { 200 })?,
+        [a, b] => super::plans::plan_rows(&exe, &topo, [a, b], if quick { 20 } else { 200 })?,
         _ => super::plans::PlanRows::default(),
     };
     let plan_fit = super::plans::fit(&plans);

@@ -40,7 +40,7 @@ use threadbalance_linux::read::{HostFacts, Root};
 use threadbalance_linux::sampler::SamplerConfig;
 use threadbalance_linux::state::StateDir;
 use threadbalance_model::{
-    CpuId, Move, Nanos, Plan, Reason, SliceChange, Snapshot, Target, ThreadKey,
+    CpuId, Move, Nanos, Plan, Reason, SliceChange, Snapshot, Target, ThreadKey, Topology,
 };
 use threadbalance_workload::compute::thread_cpu_ns;
 
@@ -133,7 +133,7 @@ impl Drop for Busy {
 /// Measures a [`PlanRow`] for each of [`sizes`]`(BUSY)`, `plans` plans each: plans of
 /// moves between `cpus`, then plans of slice changes. Every mask and slice changed is put
 /// back, and the child is killed, whatever the measurement gave.
-pub fn plan_rows(exe: &Path, cpus: [CpuId; 2], plans: usize) -> Result<PlanRows> {
+pub fn plan_rows(exe: &Path, topo: &Topology, cpus: [CpuId; 2], plans: usize) -> Result<PlanRows> {
     let busy = BUSY.to_string();
     let child = Command::new(exe)
         .args(["workload", "spmd", "--threads", &busy])
@@ -158,9 +158,8 @@ pub fn plan_rows(exe: &Path, cpus: [CpuId; 2], plans: usize) -> Result<PlanRows>
         .context("creating a temporary directory")?;
     let root = Root::system();
     let journal = StateDir::new(dir.path().join("state")).open_journal(&root)?;
-    let topo = crate::usable::read_usable()?;
     let cfg = SamplerConfig::new(HostFacts::system()?);
-    let mut host = LinuxHost::with_journal(root, topo, &[pid], cfg, Some(journal))?;
+    let mut host = LinuxHost::with_journal(root, topo.clone(), &[pid], cfg, Some(journal))?;
     let measured = measure(&mut host, pid, cpus, plans);
     let restored = host.restore_all();
     drop(child);
